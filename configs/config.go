@@ -1,0 +1,243 @@
+// Package configs loads and validates the enginehealth configuration file.
+//
+// It is the only package that knows the file format and the environment
+// variables. Load parses one YAML file strictly (unknown keys are errors),
+// applies the defaults named below, resolves secrets from files or environment
+// variables, and validates every field and the relations between them. Every
+// problem is reported with its key path and, where the YAML gives it, its line.
+package configs
+
+import (
+	"time"
+)
+
+// Defaults applied by Load when a key is absent.
+const (
+	DefaultHeartbeatInterval       = 5 * time.Second
+	DefaultShutdownTimeout         = 10 * time.Second
+	DefaultSchema                  = "enginehealth"
+	DefaultStatementTimeout        = 30 * time.Second
+	DefaultConnectTimeout          = 5 * time.Second
+	DefaultMaxOpenConns            = 10
+	DefaultEtcdPrefix              = "/enginehealth/"
+	DefaultLeaseTTL                = 10 * time.Second
+	DefaultTrustMargin             = 2 * time.Second
+	DefaultEtcdDialTimeout         = 5 * time.Second
+	DefaultSchedule                = "@every 15s"
+	DefaultNotRespondingAfter      = 30 * time.Second
+	DefaultForgetAfter             = 24 * time.Hour
+	DefaultMaxUnresponsiveFraction = 0.55
+	DefaultBatchSize               = 1000
+	DefaultListen                  = "127.0.0.1:8642"
+	DefaultLogFormat               = "auto"
+	DefaultLogLevel                = "info"
+	DefaultClaimTimeout            = 5 * time.Minute
+	DefaultMaxAttempts             = 2
+	DefaultStrategy                = StrategyNone
+	DefaultBackoffKind             = BackoffExponential
+	DefaultBackoffBase             = 30 * time.Second
+	DefaultBackoffMaxDelay         = time.Hour
+	DefaultRandomizedMultiplier    = 2.0
+)
+
+// Retry strategies for on_interrupt and on_failure.
+const (
+	StrategyNone  = "none"
+	StrategyRetry = "retry"
+	StrategyHold  = "hold"
+)
+
+// Backoff kinds.
+const (
+	BackoffFixed                 = "fixed"
+	BackoffLinear                = "linear"
+	BackoffExponential           = "exponential"
+	BackoffFibonacci             = "fibonacci"
+	BackoffRandomizedExponential = "randomized_exponential"
+	BackoffSchedule              = "schedule"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Node      Node       `yaml:"node"`
+	Database  Database   `yaml:"database"`
+	Etcd      Etcd       `yaml:"etcd"`
+	Health    Health     `yaml:"health"`
+	Recovery  Recovery   `yaml:"recovery"`
+	API       API        `yaml:"api"`
+	Log       Log        `yaml:"log"`
+	Workflows []Workflow `yaml:"workflows"`
+
+	// Path is the file the configuration was loaded from.
+	Path string `yaml:"-"`
+}
+
+// Node identifies this sidecar.
+type Node struct {
+	// Name of the node record; default: the hostname. Letters, digits,
+	// '.', '_' and '-', at most 63 characters.
+	Name string `yaml:"name"`
+	// HeartbeatInterval between two updates of last_active; default 5s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// ShutdownTimeout bounds a clean shutdown; default 10s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Database is the PostgreSQL connection. Exactly one of DSNFile and DSNEnv.
+type Database struct {
+	// DSNFile is a file holding the DSN (URL or key=value form).
+	DSNFile string `yaml:"dsn_file"`
+	// DSNEnv names an environment variable holding the DSN.
+	DSNEnv string `yaml:"dsn_env"`
+	// Schema holds the sidecar's own tables; default "enginehealth".
+	Schema string `yaml:"schema"`
+	// StatementTimeout for every statement of the daemon; default 30s.
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
+	// ConnectTimeout bounds one connection attempt and each network read
+	// when a query is cancelled; default 5s.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// MaxOpenConns of the pool; default 10.
+	MaxOpenConns int `yaml:"max_open_conns"`
+
+	// DSN is the resolved secret. Never log it: use RedactedDSN.
+	DSN string `yaml:"-"`
+}
+
+// Etcd is the election backend.
+type Etcd struct {
+	// Endpoints of the etcd cluster (host:port or URLs); give all members.
+	Endpoints []string `yaml:"endpoints"`
+	// Prefix of the election keys; default "/enginehealth/".
+	Prefix string `yaml:"prefix"`
+	// LeaseTTL of the session lease; default 10s, at least 3s.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// TrustMargin: the master stops acting when its last keep-alive is older
+	// than LeaseTTL − TrustMargin; default 2s.
+	TrustMargin time.Duration `yaml:"trust_margin"`
+	// DialTimeout of one connection attempt; default 5s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+}
+
+// Health configures CheckEngineHealth.
+type Health struct {
+	// Schedule in robfig/cron syntax; default "@every 15s".
+	Schedule string `yaml:"schedule"`
+	// NotRespondingAfter: a node whose last_active is older is marked
+	// Not responding; default 30s, at least 3 × node.heartbeat_interval.
+	NotRespondingAfter time.Duration `yaml:"not_responding_after"`
+	// ForgetAfter: records unresponsive longer are deleted; default 24h.
+	ForgetAfter time.Duration `yaml:"forget_after"`
+	// MaxUnresponsiveFraction: the disruption guard; default 0.55.
+	MaxUnresponsiveFraction float64 `yaml:"max_unresponsive_fraction"`
+}
+
+// Recovery configures repairs.
+type Recovery struct {
+	// BatchSize of one repair transaction; default 1000.
+	BatchSize int `yaml:"batch_size"`
+}
+
+// API is the HTTP listener.
+type API struct {
+	// Listen address; default 127.0.0.1:8642. Port 0 picks a free port.
+	Listen string `yaml:"listen"`
+	// Advertise is the address other nodes and the CLI use; default: the
+	// address actually bound.
+	Advertise string `yaml:"advertise"`
+	// TokenFile / TokenEnv: the bearer token for mutations (optional; with
+	// neither, mutations are off).
+	TokenFile string `yaml:"token_file"`
+	TokenEnv  string `yaml:"token_env"`
+
+	// Token is the resolved secret; never log it.
+	Token string `yaml:"-"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Format: auto (tint on a terminal, JSON otherwise), text or json.
+	Format string `yaml:"format"`
+	// Level: debug, info, warn or error.
+	Level string `yaml:"level"`
+}
+
+// Workflow is one instance table of the engine.
+type Workflow struct {
+	Name string `yaml:"name"`
+	// Table is the instance table, optionally schema-qualified.
+	Table        string `yaml:"table"`
+	IDColumn     string `yaml:"id_column"`
+	StatusColumn string `yaml:"status_column"`
+	// ErrorColumn (optional) is matched by non_retryable patterns.
+	ErrorColumn string `yaml:"error_column"`
+	// Claimable workflows take claims; only they are repaired by the
+	// periodic check. Others are repaired by start-up recovery only.
+	Claimable bool   `yaml:"claimable"`
+	Claims    *Claim `yaml:"claims"`
+	Tasks     []Task `yaml:"tasks"`
+}
+
+// Claim maps the claims table of a claimable workflow.
+type Claim struct {
+	Table string `yaml:"table"`
+	// Column names; defaults: instance_id, node, token, claimed_at, expires_at.
+	InstanceColumn  string `yaml:"instance_column"`
+	NodeColumn      string `yaml:"node_column"`
+	TokenColumn     string `yaml:"token_column"`
+	ClaimedAtColumn string `yaml:"claimed_at_column"`
+	ExpiresAtColumn string `yaml:"expires_at_column"`
+}
+
+// Task is one state task of a workflow.
+type Task struct {
+	Name    string   `yaml:"name"`
+	Begin   string   `yaml:"begin"`
+	Interim string   `yaml:"interim"`
+	End     string   `yaml:"end"`
+	Ends    []string `yaml:"ends"`
+	Failed  string   `yaml:"failed"`
+	// AtomicInternal: the task's whole effect is one transaction, so an
+	// interrupted run can be reverted to Begin.
+	AtomicInternal bool `yaml:"atomic_internal"`
+	// ClaimTimeout of a claim on this task; default 5m.
+	ClaimTimeout time.Duration `yaml:"claim_timeout"`
+	OnInterrupt  Policy        `yaml:"on_interrupt"`
+	OnFailure    Policy        `yaml:"on_failure"`
+}
+
+// EndStates returns the task's end states (End or Ends).
+func (t Task) EndStates() []string {
+	if t.End != "" {
+		return []string{t.End}
+	}
+	return t.Ends
+}
+
+// Policy is a retry policy.
+type Policy struct {
+	// Strategy: none (default), retry or hold.
+	Strategy string `yaml:"strategy"`
+	// MaxAttempts of a retry strategy; default 2.
+	MaxAttempts int     `yaml:"max_attempts"`
+	Backoff     Backoff `yaml:"backoff"`
+	// NonRetryable patterns (regular expressions) matched against the
+	// workflow's error column; a match is final at once.
+	NonRetryable []string `yaml:"non_retryable"`
+}
+
+// Backoff is the delay before a retry.
+type Backoff struct {
+	// Kind: fixed, linear, exponential (default), fibonacci,
+	// randomized_exponential or schedule.
+	Kind string `yaml:"kind"`
+	// Base delay; default 30s.
+	Base time.Duration `yaml:"base"`
+	// MaxDelay caps every delay; default 1h.
+	MaxDelay time.Duration `yaml:"max_delay"`
+	// Jitter as a fraction in [0, 1): each delay is scaled by 1 ± jitter.
+	Jitter float64 `yaml:"jitter"`
+	// Multiplier of randomized_exponential; default 2.
+	Multiplier float64 `yaml:"multiplier"`
+	// Schedule: explicit delays, for kind schedule.
+	Schedule []time.Duration `yaml:"schedule"`
+}

@@ -1,0 +1,249 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+var testEnv = env("ENGINEHEALTH_DSN", "postgres://eh:s3cret@127.0.0.1:5432/eh?sslmode=disable")
+
+func TestExampleIsValid(t *testing.T) {
+	data, err := os.ReadFile("enginehealth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data, "enginehealth.yaml", testEnv)
+	if err != nil {
+		t.Fatalf("example config rejected: %v", err)
+	}
+	if got := len(cfg.Workflows); got != 2 {
+		t.Fatalf("workflows: got %d, want 2", got)
+	}
+	send := cfg.Workflows[0].Tasks[0]
+	if send.OnInterrupt.Strategy != StrategyRetry || send.OnInterrupt.MaxAttempts != 3 || send.OnInterrupt.Backoff.Jitter != 0.2 {
+		t.Errorf("on_interrupt not decoded: %+v", send.OnInterrupt)
+	}
+	if got := cfg.Workflows[1].Tasks[0].EndStates(); strings.Join(got, ",") != "Rendered,Empty" {
+		t.Errorf("ends: got %v", got)
+	}
+	if cfg.Database.DSN == "" {
+		t.Error("DSN not resolved from the environment")
+	}
+}
+
+// minimal is the smallest valid configuration; broken cases edit it.
+const minimal = `
+database: {dsn_env: ENGINEHEALTH_DSN}
+etcd:
+  endpoints: [127.0.0.1:2379]
+`
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), "min.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"heartbeat", cfg.Node.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"schema", cfg.Database.Schema, DefaultSchema},
+		{"prefix", cfg.Etcd.Prefix, DefaultEtcdPrefix},
+		{"lease_ttl", cfg.Etcd.LeaseTTL, DefaultLeaseTTL},
+		{"schedule", cfg.Health.Schedule, DefaultSchedule},
+		{"not_responding_after", cfg.Health.NotRespondingAfter, DefaultNotRespondingAfter},
+		{"forget_after", cfg.Health.ForgetAfter, DefaultForgetAfter},
+		{"fraction", cfg.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction},
+		{"batch", cfg.Recovery.BatchSize, DefaultBatchSize},
+		{"listen", cfg.API.Listen, DefaultListen},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+const workflow = `
+workflows:
+  - name: wf
+    table: app.inst
+    id_column: id
+    status_column: status
+    claimable: true
+    claims: {table: app.claim}
+    tasks:
+      - name: t1
+        begin: A
+        interim: B
+        end: C
+        failed: F
+        claim_timeout: 1m
+`
+
+func TestBrokenConfigs(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		env  func(string) (string, bool)
+		path string // key path the message must name
+		msg  string // and a fragment of the message
+		line int    // when non-zero, the line the message must name
+	}{
+		{"unknown top-level key", minimal + "bogus: 1\n", nil, "bogus", "unknown field", 5},
+		{"unknown nested key", minimal + "node: {name: a, heartbeat: 5s}\n", nil, "node.heartbeat", "unknown field", 5},
+		{"unknown key in a task", minimal + workflow + "        colour: red\n", nil, "workflows[0].tasks[0].colour", "unknown field", 0},
+		{"duration of the wrong type", minimal + "node: {heartbeat_interval: 5}\n", nil, "node.heartbeat_interval", "time.Duration", 5},
+		{"no DSN", "etcd: {endpoints: [\"127.0.0.1:2379\"]}\n", nil, "database", "dsn_file or database.dsn_env is required", 0},
+		{"DSN env unset", minimal, env(), "database.dsn_env", "ENGINEHEALTH_DSN is not set", 2},
+		{"DSN file missing", "database: {dsn_file: /nonexistent/dsn}\netcd: {endpoints: [\"127.0.0.1:2379\"]}\n", nil, "database.dsn_file", "no such file", 1},
+		{"both DSN sources", "database: {dsn_file: x, dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"127.0.0.1:2379\"]}\n", nil, "database.dsn_env", "only one", 0},
+		{"no etcd endpoints", "database: {dsn_env: ENGINEHEALTH_DSN}\n", nil, "etcd.endpoints", "at least one", 0},
+		{"bad etcd endpoint", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [localhost]}\n", nil, "etcd.endpoints[0]", "not host:port", 0},
+		{"lease TTL too short", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\"], lease_ttl: 2s}\n", nil, "etcd.lease_ttl", "at least 3s", 0},
+		{"trust margin eats the window", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\"], lease_ttl: 3s, trust_margin: 2s}\n", nil, "etcd.trust_margin", "keep-alive period", 0},
+		{"not_responding_after too short", minimal + "node: {heartbeat_interval: 5s}\nhealth: {not_responding_after: 10s}\n", nil, "health.not_responding_after", "3 × node.heartbeat_interval", 6},
+		{"negative heartbeat", minimal + "node: {heartbeat_interval: -1s}\n", nil, "node.heartbeat_interval", "positive", 5},
+		{"bad schedule", minimal + "health: {schedule: every minute}\n", nil, "health.schedule", "every minute", 5},
+		{"fraction out of range", minimal + "health: {max_unresponsive_fraction: 1.5}\n", nil, "health.max_unresponsive_fraction", "(0, 1]", 0},
+		{"unsafe node name", minimal + "node: {name: \"a b;drop\"}\n", nil, "node.name", "not a safe name", 5},
+		{"bad schema identifier", "database: {dsn_env: ENGINEHEALTH_DSN, schema: \"x-y\"}\netcd: {endpoints: [\"a:1\"]}\n", nil, "database.schema", "SQL identifier", 0},
+		{"batch size zero is the default, negative is not", minimal + "recovery: {batch_size: -5}\n", nil, "recovery.batch_size", "between 1 and 100000", 0},
+		{"bad log level", minimal + "log: {level: loud}\n", nil, "log.level", "loud", 0},
+		{"interim same as begin", minimal + strings.Replace(workflow, "interim: B\n", "interim: A\n", 1), nil, "workflows[0].tasks[0].interim", "same state as begin", 0},
+		{"end and ends", minimal + strings.Replace(workflow, "end: C\n", "end: C\n        ends: [D]\n", 1), nil, "workflows[0].tasks[0].ends", "only one of end and ends", 0},
+		{"no end", minimal + strings.Replace(workflow, "        end: C\n", "", 1), nil, "workflows[0].tasks[0].end", "required", 0},
+		{"interim shared by two tasks", minimal + workflow + "      - {name: t2, begin: C, interim: B, end: D, failed: G}\n", nil, "workflows[0].tasks[1].interim", "already the interim state of tasks[0]", 0},
+		{"claimable without claims", minimal + strings.Replace(workflow, "    claims: {table: app.claim}\n", "", 1), nil, "workflows[0].claims", "required when claimable", 0},
+		{"bad table name", minimal + strings.Replace(workflow, "app.inst", "app.inst;drop", 1), nil, "workflows[0].table", "not a valid SQL identifier", 0},
+		{"three-part table", minimal + strings.Replace(workflow, "app.inst", "db.app.inst", 1), nil, "workflows[0].table", "schema.table", 0},
+		{"missing id column", minimal + strings.Replace(workflow, "    id_column: id\n", "", 1), nil, "workflows[0].id_column", "required", 0},
+		{"duplicate workflow", minimal + workflow + strings.Replace(workflow, "workflows:\n", "", 1), nil, "workflows[1].name", "already the name of workflows[0]", 0},
+		{"bad strategy", minimal + workflow + "        on_interrupt: {strategy: maybe}\n", nil, "workflows[0].tasks[0].on_interrupt.strategy", "maybe", 0},
+		{"bad backoff kind", minimal + workflow + "        on_failure: {strategy: retry, backoff: {kind: cubic}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.kind", "cubic", 0},
+		{"jitter out of range", minimal + workflow + "        on_failure: {strategy: retry, backoff: {jitter: 1.5}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.jitter", "[0, 1)", 0},
+		{"schedule kind without schedule", minimal + workflow + "        on_failure: {strategy: retry, backoff: {kind: schedule}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.schedule", "required", 0},
+		{"max_delay below base", minimal + workflow + "        on_failure: {strategy: retry, backoff: {base: 1m, max_delay: 10s}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.max_delay", "less than base", 0},
+		{"bad non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [\"(\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "missing closing", 0},
+		{"yaml syntax", minimal + "node: [\n", nil, "", "", 0},
+	}
+	if len(cases) < 15 {
+		t.Fatalf("want at least 15 broken configs, have %d", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := c.env
+			if e == nil {
+				e = testEnv
+			}
+			_, err := Parse([]byte(c.yaml), "broken.yaml", e)
+			if err == nil {
+				t.Fatalf("accepted:\n%s", c.yaml)
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) {
+				t.Fatalf("error is %T, want *Error: %v", err, err)
+			}
+			for _, p := range cerr.Problems {
+				if p.Path == c.path && strings.Contains(p.Msg, c.msg) && (c.line == 0 || p.Line == c.line) {
+					return
+				}
+			}
+			t.Errorf("no problem at %q containing %q (line %d); got:\n%v", c.path, c.msg, c.line, err)
+		})
+	}
+}
+
+func TestEveryProblemIsListed(t *testing.T) {
+	yaml := minimal + "node: {heartbeat_interval: -1s}\nhealth: {max_unresponsive_fraction: 2}\nlog: {level: loud}\n"
+	_, err := Parse([]byte(yaml), "x.yaml", testEnv)
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("want *Error, got %v", err)
+	}
+	if len(cerr.Problems) != 3 {
+		t.Fatalf("want 3 problems, got %d:\n%v", len(cerr.Problems), err)
+	}
+	if !strings.Contains(err.Error(), "3 problems") {
+		t.Errorf("message does not count the problems: %v", err)
+	}
+}
+
+func TestSecretFromFileRelativeToConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte("  host=db password=hunter2 \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "c.yaml")
+	yaml := "database: {dsn_file: dsn}\netcd: {endpoints: [\"a:1\"]}\napi: {token_file: token}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Database.DSN != "host=db password=hunter2" || cfg.API.Token != "tok" {
+		t.Fatalf("secrets not read and trimmed: %q %q", cfg.Database.DSN, cfg.API.Token)
+	}
+	if red := cfg.Database.RedactedDSN(); strings.Contains(red, "hunter2") {
+		t.Fatalf("redacted DSN shows the password: %s", red)
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://u:hunter2@h:5432/db?sslmode=disable",
+		"postgres://u@h/db?password=hunter2",
+		"host=h user=u password=hunter2 dbname=d",
+		"host=h password='hun ter2' dbname=d",
+	} {
+		red := RedactDSN(dsn)
+		if strings.Contains(red, "hunter2") || strings.Contains(red, "ter2") {
+			t.Errorf("RedactDSN(%q) = %q still shows the password", dsn, red)
+		}
+		if !strings.Contains(red, "h") {
+			t.Errorf("RedactDSN(%q) = %q lost the host", dsn, red)
+		}
+	}
+}
+
+func TestNodeNameDefaultsToHostname(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), "m.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := cfg.NodeName(func() (string, error) { return "host-1.example", nil })
+	if err != nil || name != "host-1.example" {
+		t.Fatalf("got %q, %v", name, err)
+	}
+	if _, err := cfg.NodeName(func() (string, error) { return "bad host", nil }); err == nil || !strings.Contains(err.Error(), "node.name") {
+		t.Fatalf("unsafe hostname accepted or error does not name node.name: %v", err)
+	}
+}
+
+func TestDurationsDecoded(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+"node: {heartbeat_interval: 250ms}\nhealth: {not_responding_after: 1s}\n"), "d.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Node.HeartbeatInterval != 250*time.Millisecond {
+		t.Fatalf("got %s", cfg.Node.HeartbeatInterval)
+	}
+}

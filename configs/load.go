@@ -1,0 +1,249 @@
+package configs
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// Problem is one thing wrong with a configuration.
+type Problem struct {
+	// Path is the key path, e.g. "workflows[1].tasks[0].interim".
+	Path string
+	// Line in the file, 0 when unknown.
+	Line int
+	Msg  string
+}
+
+func (p Problem) String() string {
+	s := p.Msg
+	if p.Path != "" {
+		s = p.Path + ": " + p.Msg
+	}
+	if p.Line > 0 {
+		s += fmt.Sprintf(" (line %d)", p.Line)
+	}
+	return s
+}
+
+// Error lists every problem found in a configuration file.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if len(e.Problems) == 1 {
+		fmt.Fprintf(&b, "config %s: %s", e.File, e.Problems[0])
+		return b.String()
+	}
+	fmt.Fprintf(&b, "config %s: %d problems:", e.File, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  - ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Load reads, defaults, resolves and validates the configuration file at
+// path. Secrets are read from the files or environment variables it names.
+// The returned error is an *Error listing every problem, or an I/O error.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path, os.LookupEnv)
+}
+
+// Parse is Load on bytes already read; path names the file in messages and
+// anchors relative secret file paths. lookupEnv resolves *_env keys.
+func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, &Error{File: path, Problems: []Problem{yamlProblem(nil, err)}}
+	}
+	var cfg Config
+	if len(file.Docs) > 0 && file.Docs[0].Body != nil {
+		if err := yaml.NodeToValue(file.Docs[0].Body, &cfg, yaml.Strict()); err != nil {
+			return nil, &Error{File: path, Problems: []Problem{yamlProblem(file, err)}}
+		}
+	}
+	cfg.Path = path
+	cfg.applyDefaults()
+
+	v := &validator{file: file}
+	cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
+	cfg.validate(v)
+	if len(v.problems) > 0 {
+		return nil, &Error{File: path, Problems: v.problems}
+	}
+	return &cfg, nil
+}
+
+// yamlProblem turns a parser or decoder error into a Problem carrying the
+// key path and line of the token it blames.
+func yamlProblem(file *ast.File, err error) Problem {
+	var yerr yaml.Error
+	if !errors.As(err, &yerr) {
+		return Problem{Msg: err.Error()}
+	}
+	p := Problem{Msg: yerr.GetMessage()}
+	if tk := yerr.GetToken(); tk != nil {
+		if tk.Position != nil {
+			p.Line = tk.Position.Line
+		}
+		p.Path = pathOfToken(file, tk)
+	}
+	return p
+}
+
+// pathOfToken finds the key path of the node that owns tk.
+func pathOfToken(file *ast.File, tk *token.Token) string {
+	if file == nil {
+		return ""
+	}
+	f := &tokenFinder{tk: tk}
+	for _, doc := range file.Docs {
+		ast.Walk(f, doc)
+	}
+	return trimPath(f.path)
+}
+
+type tokenFinder struct {
+	tk   *token.Token
+	path string
+}
+
+func (f *tokenFinder) Visit(n ast.Node) ast.Visitor {
+	if f.path == "" && n.GetToken() == f.tk {
+		f.path = n.GetPath()
+	}
+	return f
+}
+
+func trimPath(p string) string {
+	p = strings.TrimPrefix(p, "$")
+	return strings.TrimPrefix(p, ".")
+}
+
+// lineOf returns the line of the key at path, or 0.
+func lineOf(file *ast.File, path string) int {
+	if file == nil || path == "" {
+		return 0
+	}
+	yp, err := yaml.PathString("$." + path)
+	if err != nil {
+		return 0
+	}
+	n, err := yp.FilterFile(file)
+	if err != nil || n == nil || n.GetToken() == nil || n.GetToken().Position == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+func (c *Config) applyDefaults() {
+	c.Node.HeartbeatInterval = cmp.Or(c.Node.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.Node.ShutdownTimeout = cmp.Or(c.Node.ShutdownTimeout, DefaultShutdownTimeout)
+	c.Database.Schema = cmp.Or(c.Database.Schema, DefaultSchema)
+	c.Database.StatementTimeout = cmp.Or(c.Database.StatementTimeout, DefaultStatementTimeout)
+	c.Database.ConnectTimeout = cmp.Or(c.Database.ConnectTimeout, DefaultConnectTimeout)
+	c.Database.MaxOpenConns = cmp.Or(c.Database.MaxOpenConns, DefaultMaxOpenConns)
+	c.Etcd.Prefix = cmp.Or(c.Etcd.Prefix, DefaultEtcdPrefix)
+	c.Etcd.LeaseTTL = cmp.Or(c.Etcd.LeaseTTL, DefaultLeaseTTL)
+	c.Etcd.TrustMargin = cmp.Or(c.Etcd.TrustMargin, DefaultTrustMargin)
+	c.Etcd.DialTimeout = cmp.Or(c.Etcd.DialTimeout, DefaultEtcdDialTimeout)
+	c.Health.Schedule = cmp.Or(c.Health.Schedule, DefaultSchedule)
+	c.Health.NotRespondingAfter = cmp.Or(c.Health.NotRespondingAfter, DefaultNotRespondingAfter)
+	c.Health.ForgetAfter = cmp.Or(c.Health.ForgetAfter, DefaultForgetAfter)
+	c.Health.MaxUnresponsiveFraction = cmp.Or(c.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
+	c.Recovery.BatchSize = cmp.Or(c.Recovery.BatchSize, DefaultBatchSize)
+	c.API.Listen = cmp.Or(c.API.Listen, DefaultListen)
+	c.Log.Format = cmp.Or(c.Log.Format, DefaultLogFormat)
+	c.Log.Level = cmp.Or(c.Log.Level, DefaultLogLevel)
+	for i := range c.Workflows {
+		w := &c.Workflows[i]
+		if w.Claims != nil {
+			w.Claims.InstanceColumn = cmp.Or(w.Claims.InstanceColumn, "instance_id")
+			w.Claims.NodeColumn = cmp.Or(w.Claims.NodeColumn, "node")
+			w.Claims.TokenColumn = cmp.Or(w.Claims.TokenColumn, "token")
+			w.Claims.ClaimedAtColumn = cmp.Or(w.Claims.ClaimedAtColumn, "claimed_at")
+			w.Claims.ExpiresAtColumn = cmp.Or(w.Claims.ExpiresAtColumn, "expires_at")
+		}
+		for j := range w.Tasks {
+			t := &w.Tasks[j]
+			t.ClaimTimeout = cmp.Or(t.ClaimTimeout, DefaultClaimTimeout)
+			t.OnInterrupt.applyDefaults()
+			t.OnFailure.applyDefaults()
+		}
+	}
+}
+
+func (p *Policy) applyDefaults() {
+	p.Strategy = cmp.Or(p.Strategy, DefaultStrategy)
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
+	p.Backoff.Kind = cmp.Or(p.Backoff.Kind, DefaultBackoffKind)
+	p.Backoff.Base = cmp.Or(p.Backoff.Base, DefaultBackoffBase)
+	p.Backoff.MaxDelay = cmp.Or(p.Backoff.MaxDelay, DefaultBackoffMaxDelay)
+	if p.Backoff.Kind == BackoffRandomizedExponential {
+		p.Backoff.Multiplier = cmp.Or(p.Backoff.Multiplier, DefaultRandomizedMultiplier)
+	}
+}
+
+// resolveSecrets reads the DSN and the API token from their files or
+// environment variables.
+func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string) (string, bool)) {
+	c.Database.DSN = v.secret("database", "dsn", c.Database.DSNFile, c.Database.DSNEnv, true, dir, lookupEnv)
+	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
+}
+
+func (v *validator) secret(section, name, file, env string, required bool, dir string, lookupEnv func(string) (string, bool)) string {
+	fileKey, envKey := section+"."+name+"_file", section+"."+name+"_env"
+	switch {
+	case file != "" && env != "":
+		v.add(envKey, "set only one of %s and %s", fileKey, envKey)
+		return ""
+	case file != "":
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			v.add(fileKey, "cannot read %s: %v", name, unwrapPathError(err))
+			return ""
+		}
+		s := strings.TrimSpace(string(data))
+		if s == "" {
+			v.add(fileKey, "file %s is empty", file)
+		}
+		return s
+	case env != "":
+		s, ok := lookupEnv(env)
+		s = strings.TrimSpace(s)
+		if !ok || s == "" {
+			v.add(envKey, "environment variable %s is not set or empty", env)
+		}
+		return s
+	case required:
+		v.add(section, "one of %s or %s is required", fileKey, envKey)
+	}
+	return ""
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}

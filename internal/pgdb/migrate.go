@@ -1,0 +1,124 @@
+package pgdb
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migration is one embedded schema migration.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations returns the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", name)
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", name))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].Name, ms[i].Name, ms[i].Version)
+		}
+	}
+	return ms, nil
+}
+
+// lockKey is the advisory lock that serialises migrations of one schema.
+func lockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("enginehealth.migrate:" + schema))
+	return int64(h.Sum64())
+}
+
+// Migrate applies the pending migrations to schema, creating it if needed,
+// and returns the versions it applied.
+//
+// It runs in one transaction under a transaction-scoped advisory lock: nodes
+// starting at once migrate one after the other, the later ones find nothing
+// to do, and a failure leaves the schema as it was (PostgreSQL DDL is
+// transactional). A database migrated by a newer binary is refused.
+func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, err error) {
+	ms, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	q := pq.QuoteIdentifier(schema)
+	steps := []string{
+		fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", lockKey(schema)),
+		"CREATE SCHEMA IF NOT EXISTS " + q,
+		"SET LOCAL search_path TO " + q,
+		`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for _, s := range steps {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return nil, fmt.Errorf("migrate %s: %w", schema, err)
+		}
+	}
+	var done []int
+	if err := tx.SelectContext(ctx, &done, "SELECT version FROM schema_migrations ORDER BY version"); err != nil {
+		return nil, fmt.Errorf("migrate %s: read applied versions: %w", schema, err)
+	}
+	if n := len(done); n > 0 && done[n-1] > ms[len(ms)-1].Version {
+		return nil, fmt.Errorf("migrate %s: the database is at schema version %d but this binary knows only up to %d: upgrade enginehealth",
+			schema, done[n-1], ms[len(ms)-1].Version)
+	}
+	for _, m := range ms {
+		if slices.Contains(done, m.Version) {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return nil, fmt.Errorf("migrate %s: %s: %w", schema, m.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			return nil, fmt.Errorf("migrate %s: record %s: %w", schema, m.Name, err)
+		}
+		applied = append(applied, m.Version)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("migrate %s: commit: %w", schema, err)
+	}
+	return applied, nil
+}

@@ -1,0 +1,135 @@
+// Package pgdb opens the daemon's PostgreSQL pool and applies the sidecar's
+// schema migrations.
+//
+// Connections are made with a dialer whose reads time out: lib/pq's
+// cancellation sends a CancelRequest and keeps reading the old socket, so a
+// query on a partitioned connection would otherwise block forever, whatever
+// its context says. Every session also carries statement_timeout and
+// idle_in_transaction_session_timeout, so a stuck daemon never holds locks.
+package pgdb
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Defaults of Config.
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultMaxOpenConns     = 10
+)
+
+// Config of a pool.
+type Config struct {
+	// DSN in URL or key=value form. A secret: never log it.
+	DSN string
+	// ApplicationName shown in pg_stat_activity.
+	ApplicationName string
+	// StatementTimeout of every statement; default 30s.
+	StatementTimeout time.Duration
+	// ConnectTimeout of one connection attempt, also the slack added to
+	// StatementTimeout for the network read deadline; default 5s.
+	ConnectTimeout time.Duration
+	// MaxOpenConns of the pool; default 10.
+	MaxOpenConns int
+}
+
+// Open returns a pool for cfg. It does not connect: see Ping.
+func Open(cfg Config) (*sqlx.DB, error) {
+	stmt := cmp.Or(cfg.StatementTimeout, DefaultStatementTimeout)
+	conn := cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout)
+	pcfg, err := pq.NewConfig(cfg.DSN)
+	if err != nil {
+		// The error text may quote the DSN: do not wrap it.
+		return nil, fmt.Errorf("database DSN is malformed")
+	}
+	if pcfg.Runtime == nil {
+		pcfg.Runtime = map[string]string{}
+	}
+	ms := strconv.FormatInt(stmt.Milliseconds(), 10)
+	pcfg.Runtime["statement_timeout"] = ms
+	pcfg.Runtime["idle_in_transaction_session_timeout"] = strconv.FormatInt((stmt + conn).Milliseconds(), 10)
+	if pcfg.ConnectTimeout == 0 {
+		pcfg.ConnectTimeout = conn
+	}
+	if cfg.ApplicationName != "" && pcfg.ApplicationName == "" {
+		pcfg.ApplicationName = cfg.ApplicationName
+	}
+	connector, err := pq.NewConnectorConfig(pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("database connector: %w", err)
+	}
+	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn})
+	db := sqlx.NewDb(sql.OpenDB(connector), "postgres")
+	max := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
+	db.SetMaxOpenConns(max)
+	db.SetMaxIdleConns(max)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
+}
+
+// Ping checks that the database answers, bounded by timeout.
+func Ping(ctx context.Context, db *sqlx.DB, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// deadlineDialer dials with a timeout and returns connections whose every
+// read must complete within read.
+type deadlineDialer struct {
+	connect time.Duration
+	read    time.Duration
+}
+
+func (d deadlineDialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialTimeout(network, address, d.connect)
+}
+
+func (d deadlineDialer) DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
+func (d deadlineDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	nd := net.Dialer{Timeout: d.connect, KeepAlive: 15 * time.Second}
+	c, err := nd.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &deadlineConn{Conn: c, read: d.read}, nil
+}
+
+type deadlineConn struct {
+	net.Conn
+	read time.Duration
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.read)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+// Ident quotes a possibly schema-qualified name ("s.t" or "t") as an SQL
+// identifier.
+func Ident(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = pq.QuoteIdentifier(p)
+	}
+	return strings.Join(parts, ".")
+}
