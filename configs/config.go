@@ -21,7 +21,7 @@ const (
 	DefaultMaxOpenConns            = 10
 	DefaultEtcdPrefix              = "/enginehealth/"
 	DefaultLeaseTTL                = 10 * time.Second
-	DefaultTrustMargin             = 2 * time.Second
+	DefaultTrustMargin             = time.Second
 	DefaultEtcdDialTimeout         = 5 * time.Second
 	DefaultSchedule                = "@every 15s"
 	DefaultNotRespondingAfter      = 30 * time.Second
@@ -112,7 +112,7 @@ type Etcd struct {
 	// LeaseTTL of the session lease; default 10s, at least 3s.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
 	// TrustMargin: the master stops acting when its last keep-alive is older
-	// than LeaseTTL − TrustMargin; default 2s.
+	// than LeaseTTL − TrustMargin; default 1s.
 	TrustMargin time.Duration `yaml:"trust_margin"`
 	// DialTimeout of one connection attempt; default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`

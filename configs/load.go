@@ -56,11 +56,11 @@ func (e *Error) Error() string {
 
 // Load reads, defaults, resolves and validates the configuration file at
 // path. Secrets are read from the files or environment variables it names.
-// The returned error is an *Error listing every problem, or an I/O error.
+// The returned error is an *Error listing every problem.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, &Error{File: path, Problems: []Problem{{Msg: fmt.Sprintf("cannot read: %v", unwrapPathError(err))}}}
 	}
 	return Parse(data, path, os.LookupEnv)
 }

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/spf13/cobra"
+)
+
+// clientFlags are the flags of every command that talks to a daemon.
+type clientFlags struct {
+	addr   string
+	output string
+}
+
+func (f *clientFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&f.addr, "api", "", "daemon API address (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
+	c.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+}
+
+func (f *clientFlags) client() (*api.Client, error) {
+	if f.output != "table" && f.output != "json" {
+		return nil, usageError{fmt.Errorf("--output %q: want table or json", f.output)}
+	}
+	addr := cmp.Or(f.addr, os.Getenv("ENGINEHEALTH_API"), configs.DefaultListen)
+	return api.NewClient(addr, os.Getenv("ENGINEHEALTH_TOKEN")), nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newNodesCmd() *cobra.Command {
+	var f clientFlags
+	c := &cobra.Command{
+		Use:   "nodes [NAME]",
+		Short: "List the engine nodes (or show one)",
+		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+			defer cancel()
+			var ns []nodes.Node
+			if len(args) == 1 {
+				n, err := cl.Node(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				ns = []nodes.Node{n}
+			} else if ns, err = cl.Nodes(ctx); err != nil {
+				return err
+			}
+			if f.output == "json" {
+				if len(args) == 1 {
+					return writeJSON(c.OutOrStdout(), ns[0])
+				}
+				return writeJSON(c.OutOrStdout(), ns)
+			}
+			return nodeTable(c.OutOrStdout(), ns)
+		},
+	}
+	f.register(c)
+	return c
+}
+
+func nodeTable(w io.Writer, ns []nodes.Node) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tMASTER\tLAST ACTIVE\tGRADE\tVERSION\tAPI\tREASON")
+	for _, n := range ns {
+		master := ""
+		if n.IsMaster {
+			master = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", n.Name, n.Status, master,
+			n.SecondsSinceActive, n.FailoverGrade, n.Version, n.APIAddress, n.StatusReason)
+	}
+	return tw.Flush()
+}
+
+func newConfigCmd() *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "Configuration commands"}
+	var path string
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Validate a configuration file and print a summary (touches no database)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, err := configs.Load(path)
+			if err != nil {
+				return err
+			}
+			return configSummary(c.OutOrStdout(), cfg)
+		},
+	}
+	configFlag(check, &path)
+	c.AddCommand(check)
+	return c
+}
+
+func configSummary(w io.Writer, cfg *configs.Config) error {
+	name, err := cfg.NodeName(os.Hostname)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintf(w, "%s: valid\n", cfg.Path)
+	fmt.Fprintf(w, "node       %s (heartbeat every %s)\n", name, cfg.Node.HeartbeatInterval)
+	fmt.Fprintf(w, "database   %s, schema %s\n", cfg.Database.RedactedDSN(), cfg.Database.Schema)
+	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s\n", strings.Join(cfg.Etcd.Endpoints, ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL)
+	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter, cfg.Health.ForgetAfter)
+	token := "off (no token)"
+	if cfg.API.Token != "" {
+		token = "on"
+	}
+	fmt.Fprintf(w, "api        %s, mutations %s\n", cfg.API.Listen, token)
+	for _, wf := range cfg.Workflows {
+		kind := "not claimable"
+		if wf.Claimable {
+			kind = "claimable, claims in " + wf.Claims.Table
+		}
+		fmt.Fprintf(w, "workflow   %s: %s (%s), %d tasks\n", wf.Name, wf.Table, kind, len(wf.Tasks))
+		for _, t := range wf.Tasks {
+			interrupted := "on_interrupt " + t.OnInterrupt.Strategy
+			if t.AtomicInternal {
+				interrupted = "reverted to " + t.Begin + " (atomic)"
+			}
+			fmt.Fprintf(w, "  task     %s: %s -> %s -> %s | %s; interrupted: %s\n",
+				t.Name, t.Begin, t.Interim, strings.Join(t.EndStates(), "/"), t.Failed, interrupted)
+		}
+	}
+	return nil
+}
+
+func newMigrateCmd() *cobra.Command {
+	var path string
+	c := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the sidecar's schema migrations (the daemon also does at start)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, err := configs.Load(path)
+			if err != nil {
+				return err
+			}
+			db, err := pgdb.Open(pgdb.Config{DSN: cfg.Database.DSN, ApplicationName: "enginehealth migrate",
+				StatementTimeout: cfg.Database.StatementTimeout, ConnectTimeout: cfg.Database.ConnectTimeout})
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
+			defer cancel()
+			applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
+			if err != nil {
+				return fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())
+			}
+			if len(applied) == 0 {
+				fmt.Fprintf(c.OutOrStdout(), "schema %s is up to date\n", cfg.Database.Schema)
+				return nil
+			}
+			fmt.Fprintf(c.OutOrStdout(), "schema %s: applied migrations %v\n", cfg.Database.Schema, applied)
+			return nil
+		},
+	}
+	configFlag(c, &path)
+	return c
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintf(c.OutOrStdout(), "enginehealth %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}

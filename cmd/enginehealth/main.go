@@ -1,0 +1,108 @@
+// Command enginehealth is the engine-health and interrupt-recovery sidecar:
+// the daemon (enginehealth run) and the operator CLI, a thin client of the
+// daemon's HTTP API.
+//
+// Exit codes: 0 success; 1 failure; 2 invalid configuration or usage;
+// 3 no daemon reachable.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitUnreachable = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usageError marks errors in how the command was called.
+type usageError struct{ error }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "enginehealth:", err)
+	var cerr *configs.Error
+	var uerr usageError
+	switch {
+	case errors.As(err, &cerr), errors.As(err, &uerr), strings.HasPrefix(err.Error(), "unknown command"):
+		return exitUsage
+	case errors.Is(err, api.ErrUnreachable):
+		return exitUnreachable
+	default:
+		return exitFailure
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "enginehealth",
+		Short:         "Engine-health and interrupt-recovery sidecar for workflow engines",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+	})
+	root.AddCommand(
+		newRunCmd(),
+		newConfigCmd(),
+		newMigrateCmd(),
+		newNodesCmd(),
+		newVersionCmd(),
+	)
+	return root
+}
+
+// configFlag registers the --config flag.
+func configFlag(c *cobra.Command, path *string) {
+	c.Flags().StringVarP(path, "config", "c", "/etc/enginehealth/enginehealth.yaml", "configuration file")
+}
+
+// usageArgs marks the errors of an argument validator as usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := v(c, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", c.CommandPath(), args)}
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/backoff"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lmittmann/tint"
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+)
+
+func newRunCmd() *cobra.Command {
+	var path string
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, err := configs.Load(path)
+			if err != nil {
+				return err
+			}
+			log := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
+			return runDaemon(c.Context(), cfg, log)
+		},
+	}
+	configFlag(c, &path)
+	return c
+}
+
+// connectBackoff paces retries of a dependency that is not up yet.
+var connectBackoff = backoff.Backoff{Base: 250 * time.Millisecond, Max: 10 * time.Second, Jitter: 0.2}
+
+// retry runs op until it succeeds, logging each failure. It returns the
+// context's error when the daemon is told to stop first.
+func retry(ctx context.Context, log *slog.Logger, what string, timeout time.Duration, op func(context.Context) error) error {
+	return backoff.Retry(ctx, connectBackoff,
+		func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return op(ctx)
+		},
+		func(attempt int, err error, next time.Duration) {
+			log.WarnContext(ctx, what+" failed, retrying", "attempt", attempt, "retry_in", next.Round(time.Millisecond), tint.Err(err))
+		})
+}
+
+// runDaemon runs one node until ctx is cancelled (SIGTERM/SIGINT), then
+// shuts down cleanly. A slow dependency is waited for, never crashed on.
+func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error {
+	name, err := cfg.NodeName(os.Hostname)
+	if err != nil {
+		return usageError{err}
+	}
+	hostname, _ := os.Hostname()
+	incarnation := uuid.NewString()
+	log = log.With("node", name)
+	log.InfoContext(ctx, "starting enginehealth", "version", version, "incarnation", incarnation,
+		"database", cfg.Database.RedactedDSN(), "schema", cfg.Database.Schema, "etcd", cfg.Etcd.Endpoints)
+
+	db, err := pgdb.Open(pgdb.Config{
+		DSN:              cfg.Database.DSN,
+		ApplicationName:  "enginehealth/" + name,
+		StatementTimeout: cfg.Database.StatementTimeout,
+		ConnectTimeout:   cfg.Database.ConnectTimeout,
+		MaxOpenConns:     cfg.Database.MaxOpenConns,
+	})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := connectDatabase(ctx, cfg, db, log); err != nil {
+		return stopped(ctx, log, err)
+	}
+
+	etcd, err := connectEtcd(ctx, cfg, log)
+	if err != nil {
+		return stopped(ctx, log, err)
+	}
+	defer etcd.Close()
+
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return fmt.Errorf("api.listen: %w", err)
+	}
+	defer ln.Close()
+	advertise := cmp.Or(cfg.API.Advertise, ln.Addr().String())
+
+	store := nodes.NewStore(db, cfg.Database.Schema)
+	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise}
+	var node nodes.Node
+	err = retry(ctx, log, "register node", cfg.Database.StatementTimeout, func(ctx context.Context) error {
+		node, err = store.Register(ctx, reg)
+		return err
+	})
+	if err != nil {
+		return stopped(ctx, log, err)
+	}
+	if node.Status == nodes.StatusUnexpectedShutdown {
+		log.WarnContext(ctx, "the previous run of this node did not shut down cleanly; it stays out of service until an operator acknowledges it",
+			"previous_incarnation", *node.PreviousIncarnation, "reason", node.StatusReason)
+	}
+	log.InfoContext(ctx, "node registered", "status", node.Status, "api", advertise)
+
+	hb := nodes.NewHeartbeater(store, name, incarnation, cfg.Node.HeartbeatInterval, log)
+	srv := &http.Server{
+		Handler: api.NewHandler(api.Config{
+			Nodes: store,
+			Live: []api.Check{{Name: "heartbeat", Check: func() error {
+				return hb.Healthy(3 * cfg.Node.HeartbeatInterval)
+			}}},
+			Log: log,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return hb.Run(gctx) })
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("api: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.Node.ShutdownTimeout/2)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	runErr := g.Wait()
+
+	if runErr != nil {
+		log.ErrorContext(ctx, "stopping on error", tint.Err(runErr))
+	} else {
+		log.InfoContext(ctx, "shutting down")
+	}
+	if !errors.Is(runErr, nodes.ErrNotRegistered) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Node.ShutdownTimeout/2)
+		defer cancel()
+		if err := store.Deregister(sctx, name, incarnation, "clean shutdown"); err != nil {
+			log.ErrorContext(ctx, "could not delete the node record; the next start will report an unexpected shutdown", tint.Err(err))
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	if runErr == nil {
+		log.InfoContext(ctx, "stopped")
+	}
+	return runErr
+}
+
+// stopped turns a startup error caused by shutdown into a clean exit.
+func stopped(ctx context.Context, log *slog.Logger, err error) error {
+	if ctx.Err() != nil {
+		log.InfoContext(ctx, "stopped before start-up completed")
+		return nil
+	}
+	return err
+}
+
+func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {
+	if err := retry(ctx, log, "connect to PostgreSQL", cfg.Database.ConnectTimeout, func(ctx context.Context) error {
+		return pgdb.Ping(ctx, db, cfg.Database.ConnectTimeout)
+	}); err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "connected to PostgreSQL")
+	return retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
+		applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
+		if err == nil && len(applied) > 0 {
+			log.InfoContext(ctx, "schema migrated", "schema", cfg.Database.Schema, "applied", applied)
+		}
+		return err
+	})
+}
+
+func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Etcd.Endpoints,
+		DialTimeout: cfg.Etcd.DialTimeout,
+		Logger:      zap.NewNop(),
+		Context:     context.WithoutCancel(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	err = retry(ctx, log, "connect to etcd", cfg.Etcd.DialTimeout, func(ctx context.Context) error {
+		_, err := cli.Get(ctx, cfg.Etcd.Prefix, clientv3.WithCountOnly())
+		return err
+	})
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	log.InfoContext(ctx, "connected to etcd")
+	return cli, nil
+}

@@ -1,0 +1,97 @@
+// Package audit writes and reads the append-only events table: every repair,
+// expiry, status change and operator action, written by the caller inside
+// the same transaction as the change it records.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Event kinds.
+const (
+	KindNodeRegistered   = "node_registered"
+	KindNodeStatus       = "node_status"
+	KindNodeDeregistered = "node_deregistered"
+)
+
+// Event is one row of the events table. Optional fields are pointers or
+// empty strings stored as NULL.
+type Event struct {
+	ID        int64     `db:"id" json:"id"`
+	At        time.Time `db:"at" json:"at"`
+	Kind      string    `db:"kind" json:"kind"`
+	Actor     string    `db:"actor" json:"actor"`
+	Term      *int64    `db:"term" json:"term,omitempty"`
+	RunID     *int64    `db:"run_id" json:"run_id,omitempty"`
+	Node      *string   `db:"node" json:"node,omitempty"`
+	Workflow  *string   `db:"workflow" json:"workflow,omitempty"`
+	Instance  *string   `db:"instance" json:"instance,omitempty"`
+	Task      *string   `db:"task" json:"task,omitempty"`
+	FromState *string   `db:"from_state" json:"from_state,omitempty"`
+	ToState   *string   `db:"to_state" json:"to_state,omitempty"`
+	Attempt   *int      `db:"attempt" json:"attempt,omitempty"`
+	Reason    string    `db:"reason" json:"reason"`
+}
+
+// Str returns a pointer to s, or nil when s is empty: the NULL of an
+// optional column.
+func Str(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Log writes events of one schema.
+type Log struct {
+	insert string
+	list   string
+}
+
+// New returns the event log of the sidecar schema.
+func New(schema string) *Log {
+	t := pq.QuoteIdentifier(schema) + ".events"
+	return &Log{
+		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+			VALUES (:kind, :actor, :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
+		list: `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
+			FROM ` + t,
+	}
+}
+
+// Write inserts e with the database clock as its time. Pass the transaction
+// of the change e records.
+func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
+	if _, err := sqlx.NamedExecContext(ctx, tx, l.insert, e); err != nil {
+		return fmt.Errorf("write %s event: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// ListParams filters List.
+type ListParams struct {
+	// Node, when set, keeps the events about that node.
+	Node string
+	// AfterID keeps events with a larger id (for paging and tailing).
+	AfterID int64
+	// Limit of rows; default 100.
+	Limit int
+}
+
+// List returns events in id order.
+func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([]Event, error) {
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	q := l.list + ` WHERE id > $1 AND ($2 = '' OR node = $2) ORDER BY id LIMIT $3`
+	var es []Event
+	if err := sqlx.SelectContext(ctx, db, &es, q, p.AfterID, p.Node, p.Limit); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return es, nil
+}

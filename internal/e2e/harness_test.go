@@ -1,0 +1,241 @@
+// Package e2e runs the real enginehealth binary as separate processes
+// against an ephemeral PostgreSQL server and an in-process etcd.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/jmoiron/sqlx"
+)
+
+var (
+	pg   *pgtest.Server
+	etcd *etcdtest.Etcd
+	bin  string // the enginehealth binary under test
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ehbin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "enginehealth")
+	build := exec.Command("go", "build", "-o", bin, "github.com/enginehealth/enginehealth/cmd/enginehealth")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build enginehealth:", err)
+		return 1
+	}
+	if etcd, err = etcdtest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer etcd.Close()
+	return pgtest.Main(m, &pg)
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing and a test
+// reading.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// cluster is one test's database and the settings its daemons share.
+type cluster struct {
+	t   *testing.T
+	dsn string
+	db  *sqlx.DB
+	dir string
+}
+
+func newCluster(t *testing.T) *cluster {
+	return newClusterOn(t, pg.NewDatabase(t))
+}
+
+func newClusterOn(t *testing.T, dsn string) *cluster {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &cluster{t: t, dsn: dsn, db: db, dir: t.TempDir()}
+}
+
+// config returns a daemon configuration for node name; extra YAML is
+// appended.
+func (c *cluster) config(name, extra string) string {
+	return fmt.Sprintf(`node:
+  name: %s
+  heartbeat_interval: 200ms
+  shutdown_timeout: 5s
+database:
+  dsn_env: ENGINEHEALTH_DSN
+  connect_timeout: 1s
+etcd:
+  endpoints: ["%s"]
+  prefix: /%s/
+  lease_ttl: 3s
+health:
+  not_responding_after: 1s
+api:
+  listen: 127.0.0.1:0
+log:
+  format: json
+  level: debug
+%s`, name, etcd.Endpoint, strings.ReplaceAll(c.t.Name(), "/", "_"), extra)
+}
+
+// daemon is one enginehealth process.
+type daemon struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// start runs `enginehealth run` with the given configuration.
+func (c *cluster) start(name, cfg string) *daemon {
+	c.t.Helper()
+	path := filepath.Join(c.dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	d := &daemon{name: name, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(bin, "run", "--config", path)
+	d.cmd.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn)
+	d.cmd.Stdout, d.cmd.Stderr = d.stderr, d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	c.t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		if c.t.Failed() {
+			c.t.Logf("log of %s:\n%s", d.name, d.stderr.String())
+		}
+	})
+	return d
+}
+
+// wait returns the exit code, failing the test after timeout.
+func (d *daemon) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-d.done:
+		return d.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("%s still running after %s", d.name, timeout)
+		return -1
+	}
+}
+
+func (d *daemon) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %s to %s: %v", sig, d.name, err)
+	}
+}
+
+func (d *daemon) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// eventually polls cond until it returns true, failing after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s (last error: %v)", what, timeout, lastErr)
+		}
+		<-tick.C
+	}
+}
+
+// node reads a node record straight from the database.
+func (c *cluster) node(name string) (nodes.Node, error) {
+	return nodes.NewStore(c.db, "enginehealth").Get(context.Background(), name)
+}
+
+// waitRegistered waits until the daemon's record exists and returns it.
+func (c *cluster) waitRegistered(d *daemon, timeout time.Duration) nodes.Node {
+	c.t.Helper()
+	var n nodes.Node
+	eventually(c.t, timeout, d.name+" registered", func() (bool, error) {
+		if !d.running() {
+			c.t.Fatalf("%s exited: %v\n%s", d.name, d.err, d.stderr.String())
+		}
+		var err error
+		n, err = c.node(d.name)
+		return err == nil && n.Incarnation != "", err
+	})
+	return n
+}
+
+// cli runs the enginehealth CLI and returns stdout, stderr and exit code.
+func cli(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("run %v: %v", args, err)
+		}
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}

@@ -1,0 +1,104 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lmittmann/tint"
+)
+
+// Heartbeater keeps this node's last_active fresh.
+type Heartbeater struct {
+	store       *Store
+	name        string
+	incarnation string
+	interval    time.Duration
+	log         *slog.Logger
+
+	// now is the local clock, used only to tell how long ago the last
+	// heartbeat succeeded (never written to the database).
+	now func() time.Time
+
+	mu       sync.Mutex
+	lastOK   time.Time // local time of the last success
+	lastDB   time.Time // last_active as the database set it
+	failures int
+}
+
+// NewHeartbeater returns a heartbeater for this incarnation's record.
+func NewHeartbeater(store *Store, name, incarnation string, interval time.Duration, log *slog.Logger) *Heartbeater {
+	return &Heartbeater{
+		store: store, name: name, incarnation: incarnation, interval: interval,
+		log: log.With("component", "heartbeat"), now: time.Now,
+	}
+}
+
+// Run beats at once and then every interval until ctx is done (returning
+// nil) or the record is lost (returning ErrNotRegistered: another process
+// took the name, or the record was forgotten; this process must not go on
+// as if it were registered). A failed beat is logged and retried at the
+// next tick.
+func (h *Heartbeater) Run(ctx context.Context) error {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	for {
+		if err := h.Beat(ctx); errors.Is(err, ErrNotRegistered) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Beat sets last_active once, bounded by the interval.
+func (h *Heartbeater) Beat(ctx context.Context) error {
+	bctx, cancel := context.WithTimeout(ctx, h.interval)
+	defer cancel()
+	at, err := h.store.Heartbeat(bctx, h.name, h.incarnation)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // shutting down
+		}
+		h.failures++
+		h.log.WarnContext(ctx, "heartbeat failed", "consecutive_failures", h.failures, tint.Err(err))
+		return err
+	}
+	if h.failures > 0 {
+		h.log.InfoContext(ctx, "heartbeat recovered", "after_failures", h.failures)
+	}
+	h.failures = 0
+	h.lastOK = h.now()
+	h.lastDB = at
+	return nil
+}
+
+// LastActive returns last_active as the database set it at the last
+// successful beat.
+func (h *Heartbeater) LastActive() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastDB
+}
+
+// Healthy returns nil when the last beat succeeded within max, measured on
+// the local clock.
+func (h *Heartbeater) Healthy(max time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastOK.IsZero() {
+		return errors.New("no heartbeat has succeeded yet")
+	}
+	if age := h.now().Sub(h.lastOK); age > max {
+		return fmt.Errorf("last successful heartbeat %s ago (limit %s), %d consecutive failures", age.Round(time.Millisecond), max, h.failures)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+// Package nodes keeps the engine node registry: one record per node in the
+// sidecar schema, registered at start, heartbeated on the database clock,
+// deleted on clean shutdown.
+//
+// Life cycle of a record:
+//
+//	(none) --Register--> Recovering --(master, later)--> Ready
+//	existing record --Register--> Unexpected shutdown  (the last run died)
+//	any --Deregister--> (none)                         (clean shutdown)
+//
+// Every status change writes an event in the same transaction. Time is the
+// database's: last_active is set with now() in SQL and staleness is computed
+// in SQL, so a skewed host clock can neither make a live node look dead nor
+// a dead one alive.
+package nodes
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Node statuses.
+const (
+	StatusRecovering         = "Recovering"
+	StatusReady              = "Ready"
+	StatusUnexpectedShutdown = "Unexpected shutdown"
+	StatusNotResponding      = "Not responding"
+)
+
+var (
+	// ErrNotFound: no record with that name.
+	ErrNotFound = errors.New("nodes: not found")
+	// ErrNotRegistered: this incarnation has no record any more; it was
+	// deleted, or another process registered under the same name.
+	ErrNotRegistered = errors.New("nodes: this incarnation is not registered")
+)
+
+// Node is one engine node record.
+type Node struct {
+	Name                string    `db:"name" json:"name"`
+	Incarnation         string    `db:"incarnation" json:"incarnation"`
+	PreviousIncarnation *string   `db:"previous_incarnation" json:"previous_incarnation,omitempty"`
+	Hostname            string    `db:"hostname" json:"hostname"`
+	Status              string    `db:"status" json:"status"`
+	IsMaster            bool      `db:"is_master" json:"is_master"`
+	LastActive          time.Time `db:"last_active" json:"last_active"`
+	ActiveSince         time.Time `db:"active_since" json:"active_since"`
+	Version             string    `db:"version" json:"version"`
+	APIAddress          string    `db:"api_address" json:"api_address"`
+	FailoverGrade       string    `db:"failover_grade" json:"failover_grade"`
+	StatusChangedAt     time.Time `db:"status_changed_at" json:"status_changed_at"`
+	StatusChangedBy     string    `db:"status_changed_by" json:"status_changed_by"`
+	StatusReason        string    `db:"status_reason" json:"status_reason"`
+	// SecondsSinceActive is now() − last_active on the database clock.
+	SecondsSinceActive float64 `db:"seconds_since_active" json:"seconds_since_active"`
+}
+
+const columns = `name, incarnation, previous_incarnation, hostname, status, is_master,
+	last_active, active_since, version, api_address, failover_grade,
+	status_changed_at, status_changed_by, status_reason,
+	extract(epoch FROM now() - last_active)::float8 AS seconds_since_active`
+
+// Store reads and writes node records of one sidecar schema.
+type Store struct {
+	db     *sqlx.DB
+	table  string
+	events *audit.Log
+}
+
+// NewStore returns the store of the given sidecar schema.
+func NewStore(db *sqlx.DB, schema string) *Store {
+	return &Store{db: db, table: pq.QuoteIdentifier(schema) + ".nodes", events: audit.New(schema)}
+}
+
+// Registration describes this process to Register.
+type Registration struct {
+	Name        string
+	Incarnation string
+	Hostname    string
+	Version     string
+	APIAddress  string
+}
+
+// Register writes this node's record. A new record starts in Recovering. If
+// a record with the name already exists, the last run did not shut down
+// cleanly: the record takes the new incarnation, keeps the old one in
+// PreviousIncarnation, and goes to Unexpected shutdown. Either way one event
+// is written in the same transaction.
+func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
+	var n Node
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var prev struct {
+			Status      string `db:"status"`
+			Incarnation string `db:"incarnation"`
+		}
+		err := tx.GetContext(ctx, &prev, `SELECT status, incarnation FROM `+s.table+` WHERE name = $1 FOR UPDATE`, r.Name)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
+				status_changed_by, status_reason)
+			VALUES ($1, $2, $3, '` + StatusRecovering + `', $4, $5, $1, 'registered')
+			ON CONFLICT (name) DO UPDATE SET
+				previous_incarnation = n.incarnation,
+				incarnation = EXCLUDED.incarnation,
+				hostname = EXCLUDED.hostname,
+				status = '` + StatusUnexpectedShutdown + `',
+				is_master = false,
+				version = EXCLUDED.version,
+				api_address = EXCLUDED.api_address,
+				last_active = now(),
+				active_since = now(),
+				status_changed_at = now(),
+				status_changed_by = EXCLUDED.name,
+				status_reason = 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')'
+			RETURNING ` + columns
+		if err := tx.GetContext(ctx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress); err != nil {
+			return err
+		}
+		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: n.StatusReason}
+		if n.PreviousIncarnation == nil {
+			e.Kind = audit.KindNodeRegistered
+		} else {
+			e.Kind = audit.KindNodeStatus
+			e.FromState = audit.Str(prev.Status)
+		}
+		return s.events.Write(ctx, tx, e)
+	})
+	if err != nil {
+		return Node{}, fmt.Errorf("register node %s: %w", r.Name, err)
+	}
+	return n, nil
+}
+
+// Heartbeat sets last_active to the database's now() and returns it. It
+// returns ErrNotRegistered when the record is gone or belongs to another
+// incarnation.
+func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (time.Time, error) {
+	var at time.Time
+	err := s.db.GetContext(ctx, &at,
+		`UPDATE `+s.table+` SET last_active = now() WHERE name = $1 AND incarnation = $2 RETURNING last_active`,
+		name, incarnation)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("heartbeat %s: %w", name, ErrNotRegistered)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("heartbeat %s: %w", name, err)
+	}
+	return at, nil
+}
+
+// Deregister deletes this incarnation's record on clean shutdown, with an
+// event.
+func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string) error {
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var status string
+		err := tx.GetContext(ctx, &status,
+			`DELETE FROM `+s.table+` WHERE name = $1 AND incarnation = $2 RETURNING status`, name, incarnation)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotRegistered
+		}
+		if err != nil {
+			return err
+		}
+		return s.events.Write(ctx, tx, audit.Event{
+			Kind: audit.KindNodeDeregistered, Actor: name, Node: &name,
+			FromState: &status, Reason: reason,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("deregister node %s: %w", name, err)
+	}
+	return nil
+}
+
+// List returns every node record by name.
+func (s *Store) List(ctx context.Context) ([]Node, error) {
+	ns := []Node{}
+	if err := s.db.SelectContext(ctx, &ns, `SELECT `+columns+` FROM `+s.table+` ORDER BY name`); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return ns, nil
+}
+
+// Get returns the record of one node, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, name string) (Node, error) {
+	var n Node
+	err := s.db.GetContext(ctx, &n, `SELECT `+columns+` FROM `+s.table+` WHERE name = $1`, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Node{}, fmt.Errorf("node %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Node{}, fmt.Errorf("get node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,255 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"go.uber.org/goleak"
+)
+
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m, &pg)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+type bundle struct {
+	db     *sqlx.DB
+	events *audit.Log
+}
+
+func setup(t *testing.T) (*Store, bundle) {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	return NewStore(db, "enginehealth"), bundle{db: db, events: audit.New("enginehealth")}
+}
+
+func reg(name string) Registration {
+	return Registration{Name: name, Incarnation: uuid.NewString(), Hostname: "host-" + name, Version: "test", APIAddress: "127.0.0.1:1"}
+}
+
+func events(t *testing.T, b bundle, node string) []audit.Event {
+	t.Helper()
+	es, err := b.events.List(context.Background(), b.db, audit.ListParams{Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestRegisterNewNodeIsRecovering(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	r := reg("a")
+	n, err := s.Register(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status != StatusRecovering || n.Incarnation != r.Incarnation || n.PreviousIncarnation != nil || n.IsMaster {
+		t.Fatalf("got %+v", n)
+	}
+	es := events(t, b, "a")
+	if len(es) != 1 || es[0].Kind != audit.KindNodeRegistered || *es[0].ToState != StatusRecovering {
+		t.Fatalf("events: %+v", es)
+	}
+}
+
+func TestRegisterAfterCrashIsUnexpectedShutdown(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	first := reg("a")
+	if _, err := s.Register(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies without Deregister; a new one starts under the name.
+	second := reg("a")
+	n, err := s.Register(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status != StatusUnexpectedShutdown {
+		t.Fatalf("status %q, want %q", n.Status, StatusUnexpectedShutdown)
+	}
+	if n.Incarnation != second.Incarnation || n.PreviousIncarnation == nil || *n.PreviousIncarnation != first.Incarnation {
+		t.Fatalf("incarnations not recorded: %+v", n)
+	}
+	es := events(t, b, "a")
+	if len(es) != 2 {
+		t.Fatalf("want 2 events, got %+v", es)
+	}
+	e := es[1]
+	if e.Kind != audit.KindNodeStatus || *e.FromState != StatusRecovering || *e.ToState != StatusUnexpectedShutdown || e.Reason == "" {
+		t.Fatalf("status change event: %+v", e)
+	}
+	// The old incarnation can no longer heartbeat or deregister.
+	if _, err := s.Heartbeat(ctx, "a", first.Incarnation); !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("old incarnation heartbeat: %v, want ErrNotRegistered", err)
+	}
+}
+
+func TestHeartbeatUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	r := reg("a")
+	if _, err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	// The host clock of this process is two hours ahead.
+	skew := 2 * time.Hour
+	h := NewHeartbeater(s, r.Name, r.Incarnation, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.now = func() time.Time { return time.Now().Add(skew) }
+
+	before, err := s.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the database clock has moved past the registration.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var moved bool
+		if err := b.db.Get(&moved, `SELECT now() > $1`, before.LastActive); err != nil {
+			t.Fatal(err)
+		}
+		if moved {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("database clock did not move")
+		}
+	}
+	if err := h.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var dbNow time.Time
+	if err := b.db.Get(&dbNow, `SELECT now()`); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.LastActive.After(before.LastActive) {
+		t.Fatalf("last_active did not advance: %s → %s", before.LastActive, after.LastActive)
+	}
+	if d := dbNow.Sub(after.LastActive); d < 0 || d > 5*time.Second {
+		t.Fatalf("last_active %s is not the database clock (db now %s)", after.LastActive, dbNow)
+	}
+	if !h.LastActive().Equal(after.LastActive) {
+		t.Fatalf("Heartbeater.LastActive %s, record %s", h.LastActive(), after.LastActive)
+	}
+	if after.SecondsSinceActive > 5 {
+		t.Fatalf("seconds_since_active %v: staleness must be computed on the database clock", after.SecondsSinceActive)
+	}
+	if err := h.Healthy(time.Minute); err != nil {
+		t.Fatalf("healthy right after a beat: %v", err)
+	}
+}
+
+func TestHeartbeaterReportsLostRecord(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	r := reg("a")
+	if _, err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHeartbeater(s, r.Name, r.Incarnation, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := h.Healthy(time.Minute); err == nil {
+		t.Fatal("healthy before any beat")
+	}
+	// Another process takes the name.
+	if _, err := s.Register(ctx, reg("a")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegistered) {
+			t.Fatalf("Run returned %v, want ErrNotRegistered", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop after losing its record")
+	}
+}
+
+func TestDeregisterDeletesWithEvent(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	r := reg("a")
+	if _, err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Deregister(ctx, r.Name, r.Incarnation, "clean shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("record still there: %v", err)
+	}
+	es := events(t, b, "a")
+	last := es[len(es)-1]
+	if last.Kind != audit.KindNodeDeregistered || *last.FromState != StatusRecovering || last.Reason != "clean shutdown" {
+		t.Fatalf("event: %+v", last)
+	}
+	// A clean restart is a new node again.
+	n, err := s.Register(ctx, reg("a"))
+	if err != nil || n.Status != StatusRecovering {
+		t.Fatalf("re-register after clean shutdown: %+v %v", n, err)
+	}
+	if err := s.Deregister(ctx, r.Name, r.Incarnation, "again"); !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("deregister of a stale incarnation: %v, want ErrNotRegistered", err)
+	}
+}
+
+func TestListAndGet(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	for _, name := range []string{"c", "a", "b"} {
+		if _, err := s.Register(ctx, reg(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 3 || ns[0].Name != "a" || ns[2].Name != "c" {
+		t.Fatalf("list: %+v", ns)
+	}
+	n, err := s.Get(ctx, "b")
+	if err != nil || n.Hostname != "host-b" || n.FailoverGrade != "NORMAL" {
+		t.Fatalf("get: %+v %v", n, err)
+	}
+	if _, err := s.Get(ctx, "zzz"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get missing: %v", err)
+	}
+}
