@@ -16,6 +16,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/systemd"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lmittmann/tint"
@@ -130,16 +131,24 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 
+	notify := systemd.NewNotifier(log)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return hb.Run(gctx) })
+	g.Go(func() error {
+		return notify.Watchdog(gctx, func() error { return hb.Healthy(3 * cfg.Node.HeartbeatInterval) })
+	})
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("api: %w", err)
 		}
 		return nil
 	})
+	// Readiness moves to "node Ready" once the master recovers the cluster;
+	// until then the daemon is ready when it is registered and serving.
+	notify.Ready()
 	g.Go(func() error {
 		<-gctx.Done()
+		notify.Stopping()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.Node.ShutdownTimeout/2)
 		defer cancel()
 		return srv.Shutdown(sctx)

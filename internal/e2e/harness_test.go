@@ -131,13 +131,19 @@ type daemon struct {
 // start runs `enginehealth run` with the given configuration.
 func (c *cluster) start(name, cfg string) *daemon {
 	c.t.Helper()
+	return c.startEnv(name, cfg)
+}
+
+// startEnv is start with extra environment variables.
+func (c *cluster) startEnv(name, cfg string, env ...string) *daemon {
+	c.t.Helper()
 	path := filepath.Join(c.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
 	d := &daemon{name: name, stderr: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "run", "--config", path)
-	d.cmd.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn)
+	d.cmd.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.stderr, d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
