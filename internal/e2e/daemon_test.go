@@ -3,9 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,5 +271,26 @@ func TestDaemonNotifiesSystemd(t *testing.T) {
 	expect("STOPPING=1")
 	if code := d.wait(t, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+func TestDaemonWaitsForEtcd(t *testing.T) {
+	t.Parallel()
+	port, err := pgtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t)
+	cfg := strings.Replace(c.config("node-a", ""), etcd.Endpoint, fmt.Sprintf("127.0.0.1:%d", port), 1)
+	d := c.start("node-a", cfg)
+	eventually(t, 60*time.Second, "two failed etcd attempts logged", func() (bool, error) {
+		if !d.running() {
+			t.Fatalf("daemon exited while etcd was down: %v\n%s", d.err, d.stderr.String())
+		}
+		return strings.Count(d.stderr.String(), "connect to etcd failed, retrying") >= 2, nil
+	})
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.stderr.String())
 	}
 }
