@@ -23,11 +23,19 @@ type Heartbeater struct {
 	// heartbeat succeeded (never written to the database).
 	now func() time.Time
 
+	// onStatus, when set, is called after a beat that saw a new status.
+	onStatus func(status string)
+
 	mu       sync.Mutex
 	lastOK   time.Time // local time of the last success
 	lastDB   time.Time // last_active as the database set it
+	status   string
 	failures int
 }
+
+// OnStatus sets a function called (from the heartbeat loop) each time a
+// beat sees the record in a different status than the beat before.
+func (h *Heartbeater) OnStatus(fn func(status string)) { h.onStatus = fn }
 
 // NewHeartbeater returns a heartbeater for this incarnation's record.
 func NewHeartbeater(store *Store, name, incarnation string, interval time.Duration, log *slog.Logger) *Heartbeater {
@@ -61,9 +69,15 @@ func (h *Heartbeater) Run(ctx context.Context) error {
 func (h *Heartbeater) Beat(ctx context.Context) error {
 	bctx, cancel := context.WithTimeout(ctx, h.interval)
 	defer cancel()
-	at, err := h.store.Heartbeat(bctx, h.name, h.incarnation)
+	b, err := h.store.Heartbeat(bctx, h.name, h.incarnation)
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	changed := err == nil && b.Status != h.status
+	defer func() {
+		h.mu.Unlock()
+		if changed && h.onStatus != nil {
+			h.onStatus(b.Status)
+		}
+	}()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // shutting down
@@ -77,8 +91,16 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 	}
 	h.failures = 0
 	h.lastOK = h.now()
-	h.lastDB = at
+	h.lastDB = b.LastActive
+	h.status = b.Status
 	return nil
+}
+
+// Status returns the record's status as the last successful beat saw it.
+func (h *Heartbeater) Status() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status
 }
 
 // LastActive returns last_active as the database set it at the last

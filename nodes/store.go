@@ -139,21 +139,103 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 	return n, nil
 }
 
-// Heartbeat sets last_active to the database's now() and returns it. It
-// returns ErrNotRegistered when the record is gone or belongs to another
-// incarnation.
-func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (time.Time, error) {
-	var at time.Time
-	err := s.db.GetContext(ctx, &at,
-		`UPDATE `+s.table+` SET last_active = now() WHERE name = $1 AND incarnation = $2 RETURNING last_active`,
+// Beat is what a heartbeat returns.
+type Beat struct {
+	// LastActive as the database set it.
+	LastActive time.Time `db:"last_active"`
+	// Status of the record.
+	Status string `db:"status"`
+}
+
+// Heartbeat sets last_active to the database's now() and returns it with
+// the record's status. It returns ErrNotRegistered when the record is gone
+// or belongs to another incarnation.
+func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (Beat, error) {
+	var b Beat
+	err := s.db.GetContext(ctx, &b,
+		`UPDATE `+s.table+` SET last_active = now() WHERE name = $1 AND incarnation = $2 RETURNING last_active, status`,
 		name, incarnation)
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, fmt.Errorf("heartbeat %s: %w", name, ErrNotRegistered)
+		return Beat{}, fmt.Errorf("heartbeat %s: %w", name, ErrNotRegistered)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("heartbeat %s: %w", name, err)
+		return Beat{}, fmt.Errorf("heartbeat %s: %w", name, err)
 	}
-	return at, nil
+	return b, nil
+}
+
+// ActiveReady returns the names of the nodes other than self that are
+// Ready and whose last_active is within the given age (database clock):
+// nodes whose engines may be running. None means a cold cluster.
+func (s *Store) ActiveReady(ctx context.Context, self string, within time.Duration) ([]string, error) {
+	names := []string{}
+	err := s.db.SelectContext(ctx, &names,
+		`SELECT name FROM `+s.table+` WHERE name <> $1 AND status = '`+StatusReady+`'
+		 AND last_active > now() - make_interval(secs => $2) ORDER BY name`,
+		self, within.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("list active ready nodes: %w", err)
+	}
+	return names, nil
+}
+
+// PromoteRecovering moves every node in Recovering to Ready, with an event
+// each, inside the caller's (fenced) transaction, and returns their names.
+func (s *Store) PromoteRecovering(ctx context.Context, tx *sqlx.Tx, actor string, term int64, reason string) ([]string, error) {
+	names := []string{}
+	err := tx.SelectContext(ctx, &names,
+		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
+			status_changed_by = $1, status_reason = $2
+		 WHERE status = '`+StatusRecovering+`' RETURNING name`, actor, reason)
+	if err != nil {
+		return nil, fmt.Errorf("promote recovering nodes: %w", err)
+	}
+	from, to := StatusRecovering, StatusReady
+	for _, n := range names {
+		if err := s.events.Write(ctx, tx, audit.Event{
+			Kind: audit.KindNodeStatus, Actor: actor, Term: &term, Node: &n,
+			FromState: &from, ToState: &to, Reason: reason,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// ErrNotAcknowledgeable: the node is not in Unexpected shutdown.
+var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdown)
+
+// Ack is an operator's acknowledgement of an unexpected shutdown: the node
+// goes to Ready, with an event naming who acknowledged it.
+func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, error) {
+	var n Node
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var status string
+		err := tx.GetContext(ctx, &status, `SELECT status FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if status != StatusUnexpectedShutdown {
+			return fmt.Errorf("%w: it is %s", ErrNotAcknowledgeable, status)
+		}
+		if err := tx.GetContext(ctx, &n,
+			`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
+				status_changed_by = $2, status_reason = $3
+			 WHERE name = $1 RETURNING `+columns, name, actor, reason); err != nil {
+			return err
+		}
+		from, to := StatusUnexpectedShutdown, StatusReady
+		return s.events.Write(ctx, tx, audit.Event{
+			Kind: audit.KindNodeAck, Actor: actor, Node: &name, FromState: &from, ToState: &to, Reason: reason,
+		})
+	})
+	if err != nil {
+		return Node{}, fmt.Errorf("acknowledge node %s: %w", name, err)
+	}
+	return n, nil
 }
 
 // Deregister deletes this incarnation's record on clean shutdown, with an

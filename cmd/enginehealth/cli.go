@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,13 +22,15 @@ import (
 
 // clientFlags are the flags of every command that talks to a daemon.
 type clientFlags struct {
-	addr   string
-	output string
+	addr      string
+	output    string
+	tokenFile string
 }
 
 func (f *clientFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.addr, "api", "", "daemon API address (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
 	c.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	c.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the API token for mutations (default $ENGINEHEALTH_TOKEN)")
 }
 
 func (f *clientFlags) client() (*api.Client, error) {
@@ -35,7 +38,122 @@ func (f *clientFlags) client() (*api.Client, error) {
 		return nil, usageError{fmt.Errorf("--output %q: want table or json", f.output)}
 	}
 	addr := cmp.Or(f.addr, os.Getenv("ENGINEHEALTH_API"), configs.DefaultListen)
-	return api.NewClient(addr, os.Getenv("ENGINEHEALTH_TOKEN")), nil
+	token := os.Getenv("ENGINEHEALTH_TOKEN")
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	return api.NewClient(addr, token), nil
+}
+
+func newNodeCmd() *cobra.Command {
+	c := &cobra.Command{Use: "node", Short: "Act on one node"}
+	var f clientFlags
+	var reason string
+	ack := &cobra.Command{
+		Use:   "ack NAME",
+		Short: "Acknowledge a node's unexpected shutdown: it becomes Ready",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+			defer cancel()
+			n, err := cl.Ack(ctx, args[0], reason)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(c.OutOrStdout(), n)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "node %s acknowledged: %s\n", n.Name, n.Status)
+			return nil
+		},
+	}
+	f.register(ack)
+	ack.Flags().StringVar(&reason, "reason", "", "recorded in the event (default: acknowledged by an operator)")
+	c.AddCommand(ack)
+	return c
+}
+
+// statusReport is the output of `enginehealth status`.
+type statusReport struct {
+	Health api.Health  `json:"health"`
+	Ready  api.Ready   `json:"ready"`
+	Leader *api.Leader `json:"leader"`
+	// LeaderError explains a missing leader.
+	LeaderError string `json:"leader_error,omitempty"`
+}
+
+func newStatusCmd() *cobra.Command {
+	var f clientFlags
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show this node's health, readiness and the master; exit 0 only when Ready",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+			defer cancel()
+			var rep statusReport
+			if rep.Health, err = cl.Health(ctx); err != nil && !isStatus(err) {
+				return err
+			}
+			if rep.Ready, err = cl.Ready(ctx); err != nil && !isStatus(err) {
+				return err
+			}
+			if l, err := cl.Leader(ctx); err == nil {
+				rep.Leader = &l
+			} else if isStatus(err) {
+				rep.LeaderError = err.Error()
+			} else {
+				return err
+			}
+			if f.output == "json" {
+				if err := writeJSON(c.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				w := c.OutOrStdout()
+				fmt.Fprintf(w, "health   %s\n", rep.Health.Status)
+				for name, res := range rep.Health.Checks {
+					fmt.Fprintf(w, "  %-7s %s\n", name, res)
+				}
+				fmt.Fprintf(w, "node     %s", rep.Ready.Status)
+				if rep.Ready.Reason != "" {
+					fmt.Fprintf(w, " (%s)", rep.Ready.Reason)
+				}
+				fmt.Fprintln(w)
+				if rep.Leader != nil {
+					fmt.Fprintf(w, "master   %s at %s, term %d, since %s\n", rep.Leader.Name, rep.Leader.APIAddress,
+						rep.Leader.Term, rep.Leader.Since.Format(time.RFC3339))
+				} else {
+					fmt.Fprintf(w, "master   none: %s\n", rep.LeaderError)
+				}
+			}
+			if !rep.Ready.Ready {
+				return errNotReady
+			}
+			return nil
+		},
+	}
+	f.register(c)
+	return c
+}
+
+var errNotReady = errors.New("node not ready")
+
+func isStatus(err error) bool {
+	var se *api.StatusError
+	return errors.As(err, &se)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -49,7 +49,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "enginehealth:", err)
+	if !errors.Is(err, errNotReady) {
+		fmt.Fprintln(stderr, "enginehealth:", err)
+	}
 	var cerr *configs.Error
 	var uerr usageError
 	switch {
@@ -79,6 +81,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newConfigCmd(),
 		newMigrateCmd(),
 		newNodesCmd(),
+		newNodeCmd(),
+		newStatusCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -15,7 +15,10 @@ import (
 	"github.com/enginehealth/enginehealth/internal/api"
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/enginehealth/enginehealth/systemd"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -119,10 +122,50 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	}
 	log.InfoContext(ctx, "node registered", "status", node.Status, "api", advertise)
 
+	notify := systemd.NewNotifier(log)
 	hb := nodes.NewHeartbeater(store, name, incarnation, cfg.Node.HeartbeatInterval, log)
+	hb.OnStatus(func(status string) {
+		log.InfoContext(ctx, "node status", "status", status)
+		if status == nodes.StatusReady {
+			notify.Ready()
+		}
+		notify.Status("node " + name + ": " + status)
+	})
+
+	fence := leader.NewFence(db, cfg.Database.Schema)
+	elector := leader.New(leader.Config{
+		Client:      etcd,
+		Prefix:      cfg.Etcd.Prefix,
+		TTL:         cfg.Etcd.LeaseTTL,
+		TrustMargin: cfg.Etcd.TrustMargin,
+		Candidate:   leader.Candidate{Name: name, Incarnation: incarnation, APIAddress: advertise},
+		// Self-gating: no master write while our own heartbeat has failed
+		// for longer than an interval.
+		Gate: func() error { return hb.Healthy(2 * cfg.Node.HeartbeatInterval) },
+		Log:  log,
+	})
+	master := health.NewMaster(health.MasterConfig{
+		Fence: fence,
+		Nodes: store,
+		Recovery: recovery.New(recovery.Config{
+			DB: db, Fence: fence, Schema: cfg.Database.Schema,
+			Workflows: cfg.Workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
+		}),
+		NotRespondingAfter: cfg.Health.NotRespondingAfter,
+		Tick:               cfg.Node.HeartbeatInterval,
+		Log:                log,
+	})
+
 	srv := &http.Server{
 		Handler: api.NewHandler(api.Config{
+			Self:  name,
 			Nodes: store,
+			Acker: store,
+			Ready: func() api.Ready { return readiness(hb.Status()) },
+			Leader: func(ctx context.Context) (api.Leader, error) {
+				return currentLeader(ctx, etcd, fence, cfg.Etcd.Prefix)
+			},
+			Token: cfg.API.Token,
 			Live: []api.Check{{Name: "heartbeat", Check: func() error {
 				return hb.Healthy(3 * cfg.Node.HeartbeatInterval)
 			}}},
@@ -131,21 +174,18 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 
-	notify := systemd.NewNotifier(log)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return hb.Run(gctx) })
 	g.Go(func() error {
 		return notify.Watchdog(gctx, func() error { return hb.Healthy(3 * cfg.Node.HeartbeatInterval) })
 	})
+	g.Go(func() error { return elector.Run(gctx, master.Lead) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("api: %w", err)
 		}
 		return nil
 	})
-	// Readiness moves to "node Ready" once the master recovers the cluster;
-	// until then the daemon is ready when it is registered and serving.
-	notify.Ready()
 	g.Go(func() error {
 		<-gctx.Done()
 		notify.Stopping()
@@ -172,6 +212,36 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		log.InfoContext(ctx, "stopped")
 	}
 	return runErr
+}
+
+// readiness answers /readyz from the node's status.
+func readiness(status string) api.Ready {
+	r := api.Ready{Ready: status == nodes.StatusReady, Status: status}
+	switch status {
+	case nodes.StatusReady:
+	case "":
+		r.Reason = "no heartbeat has succeeded yet"
+	case nodes.StatusRecovering:
+		r.Reason = "waiting for the master's start-up recovery"
+	case nodes.StatusUnexpectedShutdown:
+		r.Reason = "the previous run did not shut down cleanly: check, then run `enginehealth node ack NAME`"
+	default:
+		r.Reason = "node status is " + status
+	}
+	return r
+}
+
+// currentLeader combines etcd's election holder with the recorded term.
+func currentLeader(ctx context.Context, cli *clientv3.Client, fence *leader.Fence, prefix string) (api.Leader, error) {
+	h, err := leader.Current(ctx, cli, prefix)
+	if err != nil {
+		return api.Leader{}, err
+	}
+	l := api.Leader{Name: h.Name, Incarnation: h.Incarnation, APIAddress: h.APIAddress, Term: h.Term}
+	if t, err := fence.Current(ctx); err == nil && t.Term == h.Term {
+		l.Since = t.Since
+	}
+	return l, nil
 }
 
 // stopped turns a startup error caused by shutdown into a clean exit.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,9 +49,24 @@ type StatusError struct {
 func (e *StatusError) Error() string { return fmt.Sprintf("daemon answered %d: %s", e.Code, e.Msg) }
 
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(path), nil)
+	return c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), body)
 	if err != nil {
 		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -60,18 +76,20 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Addr, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("read answer of %s: %w", c.Addr, err)
 	}
 	if resp.StatusCode/100 != 2 {
+		// Some answers (/readyz, /healthz) carry their body with a 503.
+		_ = json.Unmarshal(answer, out)
 		var eb ErrorBody
-		if json.Unmarshal(body, &eb) != nil || eb.Error == "" {
-			eb.Error = strings.TrimSpace(string(body))
+		if json.Unmarshal(answer, &eb) != nil || eb.Error == "" {
+			eb.Error = strings.TrimSpace(string(answer))
 		}
 		return &StatusError{Code: resp.StatusCode, Msg: eb.Error}
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("decode answer of %s%s: %w", c.Addr, path, err)
 	}
 	return nil
@@ -87,6 +105,24 @@ func (c *Client) Nodes(ctx context.Context) ([]nodes.Node, error) {
 func (c *Client) Node(ctx context.Context, name string) (nodes.Node, error) {
 	var n nodes.Node
 	return n, c.get(ctx, "/v1/nodes/"+url.PathEscape(name), &n)
+}
+
+// Leader returns the current master.
+func (c *Client) Leader(ctx context.Context) (Leader, error) {
+	var l Leader
+	return l, c.get(ctx, "/v1/leader", &l)
+}
+
+// Ready returns the node's readiness; a 503 comes with a *StatusError.
+func (c *Client) Ready(ctx context.Context) (Ready, error) {
+	var r Ready
+	return r, c.get(ctx, "/readyz", &r)
+}
+
+// Ack acknowledges the unexpected shutdown of node name.
+func (c *Client) Ack(ctx context.Context, name, reason string) (nodes.Node, error) {
+	var n nodes.Node
+	return n, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/ack", AckRequest{Reason: reason}, &n)
 }
 
 // Health returns the daemon's liveness; a 503 is returned as the body with

@@ -17,6 +17,8 @@ const (
 	KindNodeRegistered   = "node_registered"
 	KindNodeStatus       = "node_status"
 	KindNodeDeregistered = "node_deregistered"
+	KindNodeAck          = "node_ack"
+	KindRepair           = "instance_repaired"
 )
 
 // Event is one row of the events table. Optional fields are pointers or

@@ -1,0 +1,231 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+var (
+	pg   *pgtest.Server
+	etcd *etcdtest.Etcd
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if etcd, err = etcdtest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m, &pg)
+	etcd.Close()
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// workflows: a non-claimable workflow with an atomic and a non-atomic
+// task, and a claimable one that start-up recovery must leave alone.
+var workflows = []configs.Workflow{
+	{
+		Name: "report", Table: "app.report", IDColumn: "id", StatusColumn: "state",
+		Tasks: []configs.Task{
+			{Name: "render", Begin: "Queued", Interim: "Rendering", End: "Rendered", Failed: "RenderFailed", AtomicInternal: true},
+			{Name: "publish", Begin: "Rendered", Interim: "Publishing", End: "Published", Failed: "PublishFailed"},
+		},
+	},
+	{
+		Name: "invoice", Table: "app.invoice", IDColumn: "id", StatusColumn: "status", Claimable: true,
+		Claims: &configs.Claim{Table: "app.invoice_claim", InstanceColumn: "instance_id", NodeColumn: "node",
+			TokenColumn: "token", ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+		Tasks: []configs.Task{{Name: "send", Begin: "Created", Interim: "Sending", End: "Sent", Failed: "SendFailed"}},
+	},
+}
+
+type bundle struct {
+	db    *sqlx.DB
+	nodes *nodes.Store
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.report (id bigserial PRIMARY KEY, state text NOT NULL);
+		CREATE TABLE app.invoice (id bigserial PRIMARY KEY, status text NOT NULL);`)
+	insert := func(table, col, state string, n int) {
+		db.MustExec(fmt.Sprintf(`INSERT INTO app.%s (%s) SELECT $1 FROM generate_series(1, $2)`, table, col), state, n)
+	}
+	insert("report", "state", "Rendering", 5)
+	insert("report", "state", "Publishing", 7)
+	insert("report", "state", "Queued", 3)
+	insert("report", "state", "Published", 2)
+	insert("invoice", "status", "Sending", 4)
+	return bundle{db: db, nodes: nodes.NewStore(db, "enginehealth")}
+}
+
+func states(t *testing.T, db *sqlx.DB, table, col string) map[string]int {
+	t.Helper()
+	rows, err := db.Query(fmt.Sprintf(`SELECT %s, count(*) FROM app.%s GROUP BY 1`, col, table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	m := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			t.Fatal(err)
+		}
+		m[s] = n
+	}
+	return m
+}
+
+// lead registers node name and runs it as the only candidate with the
+// master's duties until the test ends.
+func lead(t *testing.T, b bundle, name string) {
+	t.Helper()
+	inc := uuid.NewString()
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := leader.NewFence(b.db, "enginehealth")
+	m := NewMaster(MasterConfig{
+		Fence: fence, Nodes: b.nodes,
+		Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),
+		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, Log: quiet,
+	})
+	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
+		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()
+	t.Cleanup(func() { cancel(); <-done; cli.Close() })
+}
+
+func waitStatus(t *testing.T, b bundle, name, status string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n, err := b.nodes.Get(context.Background(), name)
+		if err == nil && n.Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: status %q (%v), want %q", name, n.Status, err, status)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
+func TestStartupRecoveryOnColdCluster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Another node that registered but is not Ready yet: engines wait.
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "b", Incarnation: uuid.NewString(), Hostname: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	lead(t, b, "a")
+	waitStatus(t, b, "a", nodes.StatusReady)
+	waitStatus(t, b, "b", nodes.StatusReady)
+
+	got := states(t, b.db, "report", "state")
+	want := map[string]int{"Queued": 3 + 5, "PublishFailed": 7, "Published": 2}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("report states %v, want %v", got, want)
+	}
+	if inv := states(t, b.db, "invoice", "status"); inv["Sending"] != 4 {
+		t.Fatalf("start-up recovery touched a claimable workflow: %v", inv)
+	}
+
+	var run struct {
+		ID      int64  `db:"id"`
+		Trigger string `db:"trigger"`
+		Status  string `db:"status"`
+		Planned int64  `db:"planned"`
+		Done    int64  `db:"done"`
+	}
+	if err := b.db.Get(&run, `SELECT id, trigger, status, planned, done FROM enginehealth.runs`); err != nil {
+		t.Fatalf("want exactly one run: %v", err)
+	}
+	if run.Trigger != recovery.TriggerStartup || run.Status != "finished" || run.Planned != 12 || run.Done != 12 {
+		t.Fatalf("run %+v", run)
+	}
+	var events []audit.Event
+	if err := b.db.Select(&events, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
+		FROM enginehealth.events WHERE kind = $1`, audit.KindRepair); err != nil {
+		t.Fatal(err)
+	}
+	perInstance := map[string]int{}
+	for _, e := range events {
+		perInstance[*e.Instance]++
+		if *e.RunID != run.ID || e.Term == nil || e.Actor != "a" {
+			t.Fatalf("event not tied to the run, term and master: %+v", e)
+		}
+		switch *e.Task {
+		case "render":
+			if *e.FromState != "Rendering" || *e.ToState != "Queued" {
+				t.Fatalf("atomic task event %+v", e)
+			}
+		case "publish":
+			if *e.FromState != "Publishing" || *e.ToState != "PublishFailed" {
+				t.Fatalf("non-atomic task event %+v", e)
+			}
+		default:
+			t.Fatalf("event for task %q", *e.Task)
+		}
+	}
+	if len(events) != 12 || len(perInstance) != 12 {
+		t.Fatalf("%d repair events for %d instances, want one each for 12", len(events), len(perInstance))
+	}
+}
+
+func TestStartupRecoverySkippedOnWarmCluster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// A node whose engines are running: Ready and active.
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "w", Incarnation: uuid.NewString(), Hostname: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Ready' WHERE name = 'w'`)
+	before := states(t, b.db, "report", "state")
+	lead(t, b, "a")
+	waitStatus(t, b, "a", nodes.StatusReady)
+	if after := states(t, b.db, "report", "state"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("warm cluster: instances changed %v → %v", before, after)
+	}
+	var runs int
+	if err := b.db.Get(&runs, `SELECT count(*) FROM enginehealth.runs`); err != nil || runs != 0 {
+		t.Fatalf("warm cluster: %d runs (%v), want none", runs, err)
+	}
+}

@@ -1,0 +1,348 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+var (
+	pg   *pgtest.Server
+	etcd *etcdtest.Etcd
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if etcd, err = etcdtest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m, &pg)
+	etcd.Close()
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type bundle struct {
+	db     *sqlx.DB
+	fence  *Fence
+	nodes  *nodes.Store
+	prefix string
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	return bundle{db: db, fence: NewFence(db, "enginehealth"), nodes: nodes.NewStore(db, "enginehealth"), prefix: "/" + t.Name() + "/"}
+}
+
+func newClient(t *testing.T) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// candidate runs one elector whose leader function takes office and
+// publishes the office until it is lost.
+type candidate struct {
+	name    string
+	elector *Elector
+	offices chan *Office
+	lost    chan error // causes of lost offices
+	cancel  context.CancelFunc
+	done    chan struct{}
+	cli     *clientv3.Client
+	gate    atomic.Pointer[error]
+}
+
+func (b bundle) start(t *testing.T, name string) *candidate {
+	t.Helper()
+	c := &candidate{name: name, offices: make(chan *Office, 10), lost: make(chan error, 10), done: make(chan struct{}), cli: newClient(t)}
+	inc := uuid.NewString()
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+		t.Fatal(err)
+	}
+	c.elector = New(Config{
+		Client: c.cli, Prefix: b.prefix, TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
+		Candidate: Candidate{Name: name, Incarnation: inc, APIAddress: name + ":1"},
+		Gate: func() error {
+			if p := c.gate.Load(); p != nil {
+				return *p
+			}
+			return nil
+		},
+		Log: quiet,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		_ = c.elector.Run(ctx, func(ctx context.Context, o *Office) error {
+			if err := b.fence.TakeOffice(ctx, o); err != nil {
+				return err
+			}
+			c.offices <- o
+			<-ctx.Done()
+			c.lost <- context.Cause(ctx)
+			return nil
+		})
+	}()
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *candidate) stop() {
+	c.cancel()
+	<-c.done
+}
+
+func waitOffice(t *testing.T, cs ...*candidate) (*candidate, *Office) {
+	t.Helper()
+	cases := time.After(15 * time.Second)
+	for {
+		for _, c := range cs {
+			select {
+			case o := <-c.offices:
+				return c, o
+			default:
+			}
+		}
+		select {
+		case <-cases:
+			t.Fatal("nobody took office within 15s")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func masters(t *testing.T, b bundle) []string {
+	t.Helper()
+	var names []string
+	if err := b.db.Select(&names, `SELECT name FROM enginehealth.nodes WHERE is_master`); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestOneMasterAndGracefulHandover(t *testing.T) {
+	b := setup(t)
+	a, c := b.start(t, "a"), b.start(t, "c")
+	first, o1 := waitOffice(t, a, c)
+	other := c
+	if first == c {
+		other = a
+	}
+	if m := masters(t, b); len(m) != 1 || m[0] != first.name {
+		t.Fatalf("master flags %v, want [%s]", m, first.name)
+	}
+	if got := other.elector.Office(); got != nil {
+		t.Fatalf("two offices at once: %s and %s", first.name, other.name)
+	}
+	h, err := Current(context.Background(), first.cli, b.prefix)
+	if err != nil || h.Name != first.name || h.Term != o1.Term {
+		t.Fatalf("Current = %+v, %v; want %s at term %d", h, err, first.name, o1.Term)
+	}
+
+	start := time.Now()
+	first.stop() // resigns at once
+	second, o2 := waitOffice(t, other)
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("graceful handover took %s: the old master did not resign at once", took)
+	}
+	if o2.Term <= o1.Term {
+		t.Fatalf("term did not increase: %d → %d", o1.Term, o2.Term)
+	}
+	if m := masters(t, b); len(m) != 1 || m[0] != second.name {
+		t.Fatalf("master flags %v after handover, want [%s]", m, second.name)
+	}
+	if err := o1.Trusted(); !errors.Is(err, ErrNotTrusted) {
+		t.Fatalf("old office still trusted: %v", err)
+	}
+}
+
+func TestFenceRejectsMasterWhoseLeaseWasRevoked(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	a := b.start(t, "a")
+	_, oa := waitOffice(t, a)
+	if err := b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
+		_, err := tx.Exec(`CREATE TABLE public.guarded (v int); INSERT INTO public.guarded VALUES (1)`)
+		return err
+	}); err != nil {
+		t.Fatalf("fenced write by the master: %v", err)
+	}
+	c := b.start(t, "c")
+
+	// a loses its lease (as after a partition or a long pause).
+	if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(leaseOf(t, a.cli, b.prefix, "a"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-a.lost:
+		if !errors.Is(cause, ErrSessionLost) && !errors.Is(cause, ErrKeyDeleted) {
+			t.Fatalf("office lost with cause %v", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a's leader context was not cancelled after its lease was revoked")
+	}
+	_, oc := waitOffice(t, c, a)
+	if oc.Candidate.Name != "c" && oc.Term <= oa.Term {
+		t.Fatalf("unexpected office %+v", oc)
+	}
+
+	// a's office refuses to write: not trusted any more.
+	err := b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
+		_, err := tx.Exec(`UPDATE public.guarded SET v = 2`)
+		return err
+	})
+	if !errors.Is(err, ErrNotTrusted) {
+		t.Fatalf("write by a revoked master: %v, want ErrNotTrusted", err)
+	}
+	// Even a master that has not noticed (paused process: its local checks
+	// still pass) is stopped by the term in the database.
+	unaware := &Office{Term: oa.Term, Candidate: oa.Candidate, ctx: context.Background(), trusted: func() error { return nil }}
+	err = b.fence.InTx(ctx, unaware, func(tx *sqlx.Tx) error {
+		_, err := tx.Exec(`UPDATE public.guarded SET v = 3`)
+		return err
+	})
+	if !errors.Is(err, ErrDeposed) {
+		t.Fatalf("write by a deposed, unaware master: %v, want ErrDeposed", err)
+	}
+	var v int
+	if err := b.db.Get(&v, `SELECT v FROM public.guarded`); err != nil || v != 1 {
+		t.Fatalf("guarded value %d (%v), want 1: a deposed master wrote", v, err)
+	}
+	if err := b.fence.TakeOffice(ctx, unaware); !errors.Is(err, ErrDeposed) {
+		t.Fatalf("TakeOffice with an old term: %v, want ErrDeposed", err)
+	}
+}
+
+// leaseOf finds the lease of a candidate's key.
+func leaseOf(t *testing.T, cli *clientv3.Client, prefix, name string) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), ElectionPrefix(prefix), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if strings.Contains(string(kv.Value), `"name":"`+name+`"`) {
+			return kv.Lease
+		}
+	}
+	t.Fatalf("no election key of %s", name)
+	return 0
+}
+
+func TestDeletedLeaderKeyEndsOffice(t *testing.T) {
+	b := setup(t)
+	a := b.start(t, "a")
+	waitOffice(t, a)
+	resp, err := a.cli.Get(context.Background(), ElectionPrefix(b.prefix), clientv3.WithFirstCreate()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.cli.Delete(context.Background(), string(resp.Kvs[0].Key)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-a.lost:
+		if !errors.Is(cause, ErrKeyDeleted) {
+			t.Fatalf("cause %v, want ErrKeyDeleted", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("office not ended after its key was deleted")
+	}
+	// It campaigns again and takes a new, higher term.
+	_, o := waitOffice(t, a)
+	if o.Term <= resp.Kvs[0].CreateRevision {
+		t.Fatalf("new term %d not above %d", o.Term, resp.Kvs[0].CreateRevision)
+	}
+}
+
+func TestGateWithdrawsTrust(t *testing.T) {
+	b := setup(t)
+	a := b.start(t, "a")
+	_, o := waitOffice(t, a)
+	if err := o.Trusted(); err != nil {
+		t.Fatalf("fresh office not trusted: %v", err)
+	}
+	sick := errors.New("own heartbeat failing")
+	a.gate.Store(&sick)
+	err := b.fence.InTx(context.Background(), o, func(tx *sqlx.Tx) error { return nil })
+	if !errors.Is(err, ErrNotTrusted) {
+		t.Fatalf("write with a failing gate: %v, want ErrNotTrusted", err)
+	}
+	a.gate.Store(nil)
+	if err := o.Trusted(); err != nil {
+		t.Fatalf("trust not back with a healthy gate: %v", err)
+	}
+}
+
+// TestTakeOfficeWaitsForFencedWrite: a new term cannot be recorded while
+// an old-term transaction is open, and that transaction cannot commit
+// after.
+func TestTakeOfficeWaitsForFencedWrite(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	a := b.start(t, "a")
+	_, oa := waitOffice(t, a)
+	newer := &Office{Term: oa.Term + 1000, Candidate: Candidate{Name: "z", Incarnation: uuid.NewString()}, ctx: ctx, trusted: func() error { return nil }}
+
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	writeDone := make(chan error, 1)
+	go func() {
+		writeDone <- b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
+			close(inside)
+			<-release
+			return nil
+		})
+	}()
+	<-inside
+	taken := make(chan error, 1)
+	go func() { taken <- b.fence.TakeOffice(ctx, newer) }()
+	select {
+	case err := <-taken:
+		t.Fatalf("TakeOffice did not wait for the open fenced transaction: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-writeDone; err != nil {
+		t.Fatalf("old-term write that started first: %v", err)
+	}
+	if err := <-taken; err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.fence.Current(ctx)
+	if err != nil || cur.Term != newer.Term || cur.Node != "z" {
+		t.Fatalf("recorded term %+v, %v", cur, err)
+	}
+}
