@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/api"
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
-	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
