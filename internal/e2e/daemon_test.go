@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,54 +220,14 @@ func TestConfigCheckExitCodes(t *testing.T) {
 
 func TestDaemonNotifiesSystemd(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "ehsd-") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	msgs := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	expect := func(want string) {
-		t.Helper()
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case m, ok := <-msgs:
-				if !ok {
-					t.Fatalf("notify socket closed before %q", want)
-				}
-				if m == want {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("no %q on the notify socket", want)
-			}
-		}
-	}
-
+	n := newNotifySocket(t)
 	c := newCluster(t)
-	d := c.startEnv("node-a", c.config("node-a", ""), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=400000")
-	expect("READY=1")
-	expect("WATCHDOG=1")
-	expect("WATCHDOG=1")
+	d := c.startEnv("node-a", c.config("node-a", ""), "NOTIFY_SOCKET="+n.path, "WATCHDOG_USEC=400000")
+	n.expect(t, "READY=1")
+	n.expect(t, "WATCHDOG=1")
+	n.expect(t, "WATCHDOG=1")
 	d.signal(t, syscall.SIGTERM)
-	expect("STOPPING=1")
+	n.expect(t, "STOPPING=1")
 	if code := d.wait(t, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,17 +76,17 @@ func (s *syncBuffer) String() string {
 
 // cluster is one test's database and the settings its daemons share.
 type cluster struct {
-	t   *testing.T
+	t   testing.TB
 	dsn string
 	db  *sqlx.DB
 	dir string
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	return newClusterOn(t, pg.NewDatabase(t))
 }
 
-func newClusterOn(t *testing.T, dsn string) *cluster {
+func newClusterOn(t testing.TB, dsn string) *cluster {
 	t.Helper()
 	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: time.Second})
 	if err != nil {
@@ -108,7 +109,7 @@ database:
 etcd:
   endpoints: ["%s"]
   prefix: /%s/
-  lease_ttl: 3s
+  lease_ttl: %s
 health:
   not_responding_after: 1s
 api:
@@ -116,7 +117,7 @@ api:
 log:
   format: json
   level: debug
-%s`, name, etcd.Endpoint, strings.ReplaceAll(c.t.Name(), "/", "_"), extra)
+%s`, name, etcd.Endpoint, strings.ReplaceAll(c.t.Name(), "/", "_"), leaseTTL, extra)
 }
 
 // daemon is one enginehealth process.
@@ -161,7 +162,7 @@ func (c *cluster) startEnv(name, cfg string, env ...string) *daemon {
 }
 
 // wait returns the exit code, failing the test after timeout.
-func (d *daemon) wait(t *testing.T, timeout time.Duration) int {
+func (d *daemon) wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	select {
 	case <-d.done:
@@ -172,7 +173,7 @@ func (d *daemon) wait(t *testing.T, timeout time.Duration) int {
 	}
 }
 
-func (d *daemon) signal(t *testing.T, sig syscall.Signal) {
+func (d *daemon) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := d.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %s to %s: %v", sig, d.name, err)
@@ -189,7 +190,7 @@ func (d *daemon) running() bool {
 }
 
 // eventually polls cond until it returns true, failing after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(25 * time.Millisecond)
@@ -229,7 +230,7 @@ func (c *cluster) waitRegistered(d *daemon, timeout time.Duration) nodes.Node {
 }
 
 // cli runs the enginehealth CLI and returns stdout, stderr and exit code.
-func cli(t *testing.T, env []string, args ...string) (string, string, int) {
+func cli(t testing.TB, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -244,4 +245,73 @@ func cli(t *testing.T, env []string, args ...string) (string, string, int) {
 		}
 	}
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// notifySocket is a fake systemd notify socket.
+type notifySocket struct {
+	path string
+	msgs chan string
+}
+
+func newNotifySocket(t testing.TB) *notifySocket {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ehsd-") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	n := &notifySocket{path: filepath.Join(dir, "notify"), msgs: make(chan string, 1000)}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := conn.Read(buf)
+			if err != nil {
+				close(n.msgs)
+				return
+			}
+			n.msgs <- string(buf[:k])
+		}
+	}()
+	return n
+}
+
+// expect waits for message want, skipping others.
+func (n *notifySocket) expect(t testing.TB, want string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m, ok := <-n.msgs:
+			if !ok {
+				t.Fatalf("notify socket closed before %q", want)
+			}
+			if m == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %q on the notify socket", want)
+		}
+	}
+}
+
+// seen reports whether want arrived so far, consuming what is queued.
+func (n *notifySocket) seen(want string) bool {
+	for {
+		select {
+		case m, ok := <-n.msgs:
+			if !ok {
+				return false
+			}
+			if m == want {
+				return true
+			}
+		default:
+			return false
+		}
+	}
 }
