@@ -278,7 +278,10 @@ func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, ses
 			timer.Reset(d)
 		case wr, ok := <-watch:
 			if !ok {
-				return
+				// The watch ended (etcd lost its leader, or ctx is done);
+				// the session and the trust timer still guard the office.
+				watch = nil
+				continue
 			}
 			for _, ev := range wr.Events {
 				if ev.Type == clientv3.EventTypeDelete {

@@ -73,7 +73,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office) error {
 				return fmt.Errorf("read term: %w", err)
 			}
 			if cur.Term != o.Term || cur.Incarnation == nil || *cur.Incarnation != c.Incarnation {
-				return fmt.Errorf("%w: term %d recorded by %s, ours is %d (if etcd was rebuilt from scratch, its revisions restarted: see README, Operations)",
+				return fmt.Errorf("%w: term %d recorded by %s, ours is %d (if etcd was rebuilt from scratch, its revisions restarted: see README, The master)",
 					ErrDeposed, cur.Term, cur.Node, o.Term)
 			}
 		}

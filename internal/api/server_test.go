@@ -1,0 +1,73 @@
+package api
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/enginehealth/enginehealth/nodes"
+)
+
+// acker records acknowledgements; the API's own seam, not a database fake.
+type acker struct{ calls []string }
+
+func (a *acker) Ack(_ context.Context, name, actor, reason string) (nodes.Node, error) {
+	a.calls = append(a.calls, name+"|"+actor+"|"+reason)
+	if name == "missing" {
+		return nodes.Node{}, nodes.ErrNotFound
+	}
+	return nodes.Node{Name: name, Status: nodes.StatusReady, StatusReason: reason}, nil
+}
+
+func TestMutationGuardAndBadRequests(t *testing.T) {
+	a := &acker{}
+	h := NewHandler(Config{Self: "me", Acker: a, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cases := []struct {
+		name, method, path, auth, body string
+		code                           int
+	}{
+		{"no token", "POST", "/v1/nodes/n/ack", "", "", http.StatusUnauthorized},
+		{"wrong token", "POST", "/v1/nodes/n/ack", "Bearer nope", "", http.StatusUnauthorized},
+		{"not bearer", "POST", "/v1/nodes/n/ack", "Basic dG9rOg==", "", http.StatusUnauthorized},
+		{"bad body", "POST", "/v1/nodes/n/ack", "Bearer tok", "{reason", http.StatusBadRequest},
+		{"unknown node", "POST", "/v1/nodes/missing/ack", "Bearer tok", "", http.StatusNotFound},
+		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusNotFound},
+		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound},
+		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.code {
+				t.Fatalf("%s %s: %d, want %d: %s", c.method, c.path, rec.Code, c.code, rec.Body)
+			}
+			if !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+				t.Fatalf("content type %q", rec.Header().Get("Content-Type"))
+			}
+		})
+	}
+	if len(a.calls) != 2 || a.calls[1] != "n|me (operator)|checked" {
+		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
+	}
+}
+
+func TestMutationsOffWithoutToken(t *testing.T) {
+	a := &acker{}
+	h := NewHandler(Config{Acker: a, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	req := httptest.NewRequest("POST", "/v1/nodes/n/ack", nil)
+	req.Header.Set("Authorization", "Bearer ")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || len(a.calls) != 0 {
+		t.Fatalf("%d, calls %v", rec.Code, a.calls)
+	}
+}
