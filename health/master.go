@@ -1,6 +1,6 @@
-// Package health holds the master's duties: taking office, start-up recovery
-// on a cold cluster, and bringing nodes to Ready; the periodic
-// CheckEngineHealth task joins them here.
+// Package health holds the master's duties: taking office, finishing runs
+// a previous master left unfinished, start-up recovery on a cold cluster,
+// bringing nodes to Ready, and the periodic CheckEngineHealth task.
 //
 // Master.Lead is the leader function given to leader.Elector.Run: it runs
 // under the leader-scoped context and returns when the office is lost.
@@ -11,21 +11,28 @@
 // not_responding_after (engines run only on Ready nodes). After it (or its
 // skip), every node in Recovering becomes Ready, and later joiners are
 // promoted on each tick.
+//
+// CheckEngineHealth (Checker.RunOnce) runs on a robfig/cron schedule with
+// SkipIfStillRunning, and on demand (Ops.Check): nodes, then claims, then
+// interrupted instances; see check.go.
 package health
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/jmoiron/sqlx"
 	"github.com/lmittmann/tint"
+	"github.com/robfig/cron/v3"
 )
 
 // MasterConfig wires the master's duties.
@@ -33,6 +40,10 @@ type MasterConfig struct {
 	Fence    *leader.Fence
 	Nodes    *nodes.Store
 	Recovery *recovery.Repairer
+	Checker  *Checker
+	// Schedule of CheckEngineHealth (robfig/cron syntax); empty: no
+	// periodic check.
+	Schedule string
 	// NotRespondingAfter: a node active within it counts as live.
 	NotRespondingAfter time.Duration
 	// Tick: how often the master promotes newly registered nodes.
@@ -51,10 +62,11 @@ func NewMaster(cfg MasterConfig) *Master {
 	return &Master{cfg: cfg, log: cfg.Log.With("component", "master")}
 }
 
-// Lead takes office, runs start-up recovery when the cluster is cold,
-// promotes Recovering nodes to Ready, then keeps promoting new ones each
-// tick until ctx is done. It returns an error only when the office cannot
-// be taken (the elector then resigns and campaigns again).
+// Lead takes office, finishes the runs a previous master left unfinished,
+// runs start-up recovery when the cluster is cold, promotes Recovering
+// nodes to Ready, and schedules CheckEngineHealth, until ctx is done. It
+// returns an error only when the office cannot be taken (the elector then
+// resigns and campaigns again).
 func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	log := m.log.With("term", o.Term)
 	bo := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second}
@@ -82,16 +94,35 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 			log.DebugContext(ctx, "clear master flag", tint.Err(err))
 		}
 	}()
+	if m.cfg.Checker != nil {
+		m.cfg.Checker.begin()
+	}
 
+	resumed := false
 	startupDone := false
+	var stopCron func()
+	defer func() {
+		if stopCron != nil {
+			stopCron()
+		}
+	}()
 	t := time.NewTicker(m.cfg.Tick)
 	defer t.Stop()
 	for {
-		if !startupDone {
+		if !resumed {
+			resumed = m.resume(ctx, o, log)
+		}
+		if resumed && !startupDone {
 			startupDone = m.startup(ctx, o, log)
 		}
 		if startupDone {
 			m.promote(ctx, o, log)
+			if stopCron == nil && m.cfg.Checker != nil && m.cfg.Schedule != "" {
+				var err error
+				if stopCron, err = m.schedule(ctx, o, log); err != nil {
+					return err
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -99,6 +130,80 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 		case <-t.C:
 		}
 	}
+}
+
+// resume finishes the runs of earlier terms still marked running: each is
+// closed as interrupted and its work done again by a new run that points
+// at it. It reports whether every one was handled.
+func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger) bool {
+	runs, err := m.cfg.Recovery.Unfinished(ctx, o)
+	if err != nil {
+		log.WarnContext(ctx, "list unfinished runs", tint.Err(err))
+		return false
+	}
+	for _, old := range runs {
+		id := old.ID
+		var note string
+		switch {
+		case old.Trigger == recovery.TriggerStartup:
+			// This master decides again whether start-up recovery may run.
+			note = "superseded by the start-up recovery decision of term " + fmt.Sprint(o.Term)
+		case old.Kind == recovery.KindCheck && m.cfg.Checker != nil:
+			res, err := m.cfg.Checker.RunOnce(ctx, o, old.Trigger, &id)
+			if err != nil {
+				log.WarnContext(ctx, "resume interrupted run", "run", old.ID, tint.Err(err))
+				return false
+			}
+			note = fmt.Sprintf("resumed by run %d", res.RunID)
+		default:
+			sc, err := old.ScopeOf()
+			if err != nil {
+				sc = recovery.Scope{}
+			}
+			res, err := m.cfg.Recovery.Recover(ctx, o, old.Trigger, sc, &id)
+			if err != nil {
+				log.WarnContext(ctx, "resume interrupted run", "run", old.ID, tint.Err(err))
+				return false
+			}
+			note = fmt.Sprintf("resumed by run %d", res.RunID)
+		}
+		if err := m.cfg.Recovery.Interrupt(ctx, o, old, note); err != nil {
+			log.WarnContext(ctx, "close interrupted run", "run", old.ID, tint.Err(err))
+			return false
+		}
+		log.InfoContext(ctx, "closed a run cut short by a previous master", "run", old.ID, "term", old.Term, "note", note)
+	}
+	return true
+}
+
+// schedule starts the periodic CheckEngineHealth and returns its stop
+// function, which waits for a running pass.
+func (m *Master) schedule(ctx context.Context, o *leader.Office, log *slog.Logger) (func(), error) {
+	cl := cronLogger{log: log}
+	c := cron.New(
+		cron.WithParser(configs.CronParser),
+		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)),
+		cron.WithLogger(cl),
+	)
+	_, err := c.AddFunc(m.cfg.Schedule, func() {
+		if _, err := m.cfg.Checker.RunOnce(ctx, o, recovery.TriggerPeriodic, nil); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "check pass failed", tint.Err(err))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("health.schedule %q: %w", m.cfg.Schedule, err)
+	}
+	c.Start()
+	return func() { <-c.Stop().Done() }, nil
+}
+
+// cronLogger adapts slog to cron's logger: its info lines are debug here.
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, tint.Err(err))...)
 }
 
 // startup runs start-up recovery if the cluster is cold and reports whether
@@ -114,7 +219,7 @@ func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger
 			"ready_nodes", strings.Join(live, ","))
 		return true
 	}
-	res, err := m.cfg.Recovery.Startup(ctx, o)
+	res, err := m.cfg.Recovery.Startup(ctx, o, nil)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.ErrorContext(ctx, "start-up recovery failed; retrying next tick", tint.Err(err))

@@ -295,3 +295,94 @@ func (s *Store) inTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
 	}
 	return tx.Commit()
 }
+
+// Stale returns the nodes not yet Not responding whose last_active is
+// older than threshold (database clock), and the number of records, inside
+// the caller's transaction (rows locked).
+func (s *Store) Stale(ctx context.Context, tx *sqlx.Tx, threshold time.Duration) (stale []string, total int, err error) {
+	stale = []string{}
+	if err := tx.SelectContext(ctx, &stale,
+		`SELECT name FROM `+s.table+` WHERE status <> '`+StatusNotResponding+`'
+		 AND last_active < now() - make_interval(secs => $1) ORDER BY name FOR UPDATE`, threshold.Seconds()); err != nil {
+		return nil, 0, fmt.Errorf("find stale nodes: %w", err)
+	}
+	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM `+s.table); err != nil {
+		return nil, 0, fmt.Errorf("count nodes: %w", err)
+	}
+	return stale, total, nil
+}
+
+// Change is one status change made by the master.
+type Change struct {
+	Name string `db:"name" json:"name"`
+	From string `db:"from_status" json:"from"`
+	To   string `db:"to_status" json:"to"`
+}
+
+// MasterEvent is the context a master's change is recorded with.
+type MasterEvent struct {
+	Actor string
+	Term  int64
+	RunID int64
+}
+
+func (s *Store) record(ctx context.Context, tx *sqlx.Tx, m MasterEvent, kind string, cs []Change, reason string) error {
+	for _, c := range cs {
+		e := audit.Event{Kind: kind, Actor: m.Actor, Term: &m.Term, RunID: &m.RunID, Node: &c.Name,
+			FromState: audit.Str(c.From), ToState: audit.Str(c.To), Reason: reason}
+		if err := s.events.Write(ctx, tx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MarkNotResponding moves the named nodes to Not responding if they are
+// still stale (re-checked in the UPDATE), with an event each.
+func (s *Store) MarkNotResponding(ctx context.Context, tx *sqlx.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
+	cs := []Change{}
+	reason := fmt.Sprintf("no heartbeat for more than %s", threshold.Round(time.Millisecond))
+	err := tx.SelectContext(ctx, &cs,
+		`WITH old AS (SELECT name, status FROM `+s.table+` WHERE name = ANY($1) FOR UPDATE)
+		 UPDATE `+s.table+` AS n SET status = '`+StatusNotResponding+`', is_master = false,
+			status_changed_at = now(), status_changed_by = $3, status_reason = $4
+		 FROM old WHERE n.name = old.name AND n.status <> '`+StatusNotResponding+`'
+			AND n.last_active < now() - make_interval(secs => $2)
+		 RETURNING n.name, old.status AS from_status, n.status AS to_status`,
+		pq.Array(names), threshold.Seconds(), m.Actor, reason)
+	if err != nil {
+		return nil, fmt.Errorf("mark nodes not responding: %w", err)
+	}
+	return cs, s.record(ctx, tx, m, audit.KindNodeStatus, cs, reason)
+}
+
+// Revive moves Not responding nodes whose heartbeat is fresh again (within
+// threshold) back to Ready, with an event each.
+func (s *Store) Revive(ctx context.Context, tx *sqlx.Tx, threshold time.Duration, m MasterEvent) ([]Change, error) {
+	cs := []Change{}
+	reason := "heartbeats resumed"
+	err := tx.SelectContext(ctx, &cs,
+		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
+			status_changed_by = $2, status_reason = $3
+		 WHERE status = '`+StatusNotResponding+`' AND last_active >= now() - make_interval(secs => $1)
+		 RETURNING name, '`+StatusNotResponding+`' AS from_status, status AS to_status`,
+		threshold.Seconds(), m.Actor, reason)
+	if err != nil {
+		return nil, fmt.Errorf("revive nodes: %w", err)
+	}
+	return cs, s.record(ctx, tx, m, audit.KindNodeStatus, cs, reason)
+}
+
+// Forget deletes the records of nodes Not responding for longer than
+// after, with an event each.
+func (s *Store) Forget(ctx context.Context, tx *sqlx.Tx, after time.Duration, m MasterEvent) ([]Change, error) {
+	cs := []Change{}
+	err := tx.SelectContext(ctx, &cs,
+		`DELETE FROM `+s.table+` WHERE status = '`+StatusNotResponding+`'
+			AND last_active < now() - make_interval(secs => $1)
+		 RETURNING name, status AS from_status, '' AS to_status`, after.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("forget nodes: %w", err)
+	}
+	return cs, s.record(ctx, tx, m, audit.KindNodeForgotten, cs, fmt.Sprintf("not responding for more than %s", after))
+}

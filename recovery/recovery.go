@@ -18,11 +18,13 @@ package recovery
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"log/slog"
 	"time"
 
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
@@ -71,10 +73,10 @@ type Config struct {
 
 // Repairer runs repair passes.
 type Repairer struct {
-	cfg    Config
-	runs   string
-	events *audit.Log
-	log    *slog.Logger
+	cfg         Config
+	runs        string
+	eventsTable string
+	log         *slog.Logger
 }
 
 // New returns a repairer.
@@ -84,9 +86,9 @@ func New(cfg Config) *Repairer {
 	}
 	return &Repairer{
 		cfg:    cfg,
-		runs:   pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		events: audit.New(cfg.Schema),
-		log:    cfg.Log.With("component", "recovery"),
+		runs:        pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		eventsTable: pq.QuoteIdentifier(cfg.Schema) + ".events",
+		log:         cfg.Log.With("component", "recovery"),
 	}
 }
 
@@ -102,8 +104,9 @@ type TaskResult struct {
 
 // Result of a run.
 type Result struct {
-	RunID int64        `json:"run_id"`
-	Tasks []TaskResult `json:"tasks"`
+	RunID         int64        `json:"run_id"`
+	ClaimsExpired int64        `json:"claims_expired"`
+	Tasks         []TaskResult `json:"tasks"`
 }
 
 // Done returns the number of instances repaired.
@@ -116,107 +119,197 @@ func (r Result) Done() int64 {
 }
 
 // Startup repairs every instance in an interim state of a task of a
-// non-claimable workflow. The caller decides that the cluster is cold.
-func (r *Repairer) Startup(ctx context.Context, o *leader.Office) (Result, error) {
+// non-claimable workflow, in a run of its own. The caller decides that the
+// cluster is cold.
+func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *int64) (Result, error) {
 	var wfs []configs.Workflow
 	for _, w := range r.cfg.Workflows {
 		if !w.Claimable {
 			wfs = append(wfs, w)
 		}
 	}
-	return r.run(ctx, o, TriggerStartup, wfs)
+	spec := RunSpec{Kind: KindRecovery, Trigger: TriggerStartup, Scope: scopeOf(wfs), ResumedFrom: resumedFrom}
+	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
+		return r.repair(ctx, o, run, wfs, false)
+	})
 }
 
-type scope struct {
-	Workflows []string `json:"workflows"`
+// Recover expires claims and repairs interrupted instances of the
+// claimable workflows in scope (all when empty), in a run of its own.
+func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger string, sc Scope, resumedFrom *int64) (Result, error) {
+	wfs, err := r.Claimable(sc)
+	if err != nil {
+		return Result{}, err
+	}
+	spec := RunSpec{Kind: KindRecovery, Trigger: trigger, Scope: scopeOf(wfs), ResumedFrom: resumedFrom}
+	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
+		return r.Repair(ctx, o, run, wfs)
+	})
 }
 
-func (r *Repairer) run(ctx context.Context, o *leader.Office, trigger string, wfs []configs.Workflow) (Result, error) {
-	start := time.Now()
-	var res Result
-	var planned int64
+// Repair expires the claims and repairs the unclaimed interrupted
+// instances of the given claimable workflows, inside run.
+func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []configs.Workflow) (Result, error) {
+	return r.repair(ctx, o, run, wfs, true)
+}
+
+// ErrScope: the scope names an unknown or non-claimable workflow.
+var ErrScope = errors.New("recovery: bad scope")
+
+// Claimable returns the claimable workflows of scope (all when empty).
+func (r *Repairer) Claimable(sc Scope) ([]configs.Workflow, error) {
+	var wfs []configs.Workflow
+	for _, name := range sc.Workflows {
+		i := slices.IndexFunc(r.cfg.Workflows, func(w configs.Workflow) bool { return w.Name == name })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("%w: no workflow named %q", ErrScope, name)
+		case !r.cfg.Workflows[i].Claimable:
+			return nil, fmt.Errorf("%w: workflow %q is not claimable: it is repaired only by start-up recovery on a cold cluster", ErrScope, name)
+		}
+		wfs = append(wfs, r.cfg.Workflows[i])
+	}
+	if len(sc.Workflows) == 0 {
+		for _, w := range r.cfg.Workflows {
+			if w.Claimable {
+				wfs = append(wfs, w)
+			}
+		}
+	}
+	return wfs, nil
+}
+
+func scopeOf(wfs []configs.Workflow) Scope {
+	sc := Scope{Workflows: []string{}}
 	for _, w := range wfs {
+		sc.Workflows = append(sc.Workflows, w.Name)
+	}
+	return sc
+}
+
+// inRun wraps work in a run row: begun first, finished (or failed) after.
+func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, work func(run int64) (Result, error)) (Result, error) {
+	start := time.Now()
+	run, err := r.BeginRun(ctx, o, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := work(run)
+	res.RunID = run
+	if ferr := r.EndRun(ctx, o, run, err); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return res, err
+	}
+	r.log.InfoContext(ctx, "run finished", "run", run, "trigger", spec.Trigger, "scope", spec.Scope.Workflows,
+		"claims_expired", res.ClaimsExpired, "repaired", res.Done(), "took", time.Since(start).Round(time.Millisecond))
+	return res, nil
+}
+
+// repair handles each workflow: its expired claims first (claimable only),
+// then each task's interrupted instances.
+func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []configs.Workflow, claimable bool) (Result, error) {
+	var res Result
+	for _, w := range wfs {
+		var tbl *claims.Table
+		if claimable {
+			t, err := claims.FromConfig(w)
+			if err != nil {
+				return res, err
+			}
+			tbl = &t
+			n, err := r.expire(ctx, o, run, w, t)
+			res.ClaimsExpired += n
+			if err != nil {
+				return res, err
+			}
+		}
 		for _, t := range w.Tasks {
-			n, err := r.count(ctx, w, t)
+			planned, err := r.count(ctx, w, t, tbl)
 			if err != nil {
 				return res, err
 			}
 			a := Decide(t)
-			res.Tasks = append(res.Tasks, TaskResult{Workflow: w.Name, Task: t.Name, From: t.Interim, To: a.To, Planned: n})
-			planned += n
-		}
-	}
-	var sc scope
-	for _, w := range wfs {
-		sc.Workflows = append(sc.Workflows, w.Name)
-	}
-	scopeJSON, _ := json.Marshal(sc)
-	err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
-		return tx.GetContext(ctx, &res.RunID,
-			`INSERT INTO `+r.runs+` (term, master, trigger, scope, planned) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-			o.Term, o.Candidate.Name, trigger, string(scopeJSON), planned)
-	})
-	if err != nil {
-		return res, fmt.Errorf("start %s run: %w", trigger, err)
-	}
-	i := 0
-	for _, w := range wfs {
-		for _, t := range w.Tasks {
-			n, err := r.repairTask(ctx, o, res.RunID, w, t)
-			res.Tasks[i].Done = n
-			i++
+			tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Interim, To: a.To, Planned: planned}
+			if planned > 0 {
+				if err := r.addPlanned(ctx, o, run, planned); err != nil {
+					return res, err
+				}
+				tr.Done, err = r.repairTask(ctx, o, run, w, t, tbl)
+			}
+			res.Tasks = append(res.Tasks, tr)
 			if err != nil {
-				r.finish(ctx, o, res.RunID, err)
 				return res, err
 			}
 		}
 	}
-	if err := r.finish(ctx, o, res.RunID, nil); err != nil {
-		return res, err
-	}
-	r.log.InfoContext(ctx, "run finished", "run", res.RunID, "trigger", trigger, "planned", planned,
-		"repaired", res.Done(), "took", time.Since(start).Round(time.Millisecond))
 	return res, nil
 }
 
-func (r *Repairer) finish(ctx context.Context, o *leader.Office, run int64, runErr error) error {
-	status, msg := "finished", ""
-	if runErr != nil {
-		status, msg = "failed", runErr.Error()
+func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w configs.Workflow, t claims.Table) (int64, error) {
+	var total int64
+	for {
+		var n int
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+			var err error
+			n, err = t.Expire(ctx, tx.Tx, claims.ExpireParams{
+				Events: r.eventsTable, Actor: o.Candidate.Name, Term: o.Term, RunID: run,
+				Workflow: w.Name, Limit: r.cfg.BatchSize,
+			})
+			if err != nil || n == 0 {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE `+r.runs+` SET planned = planned + $2, done = done + $2 WHERE id = $1`, run, n)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += int64(n)
+		if n < r.cfg.BatchSize {
+			return total, nil
+		}
 	}
-	err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET status = $2, error = $3, finished_at = now() WHERE id = $1`, run, status, msg)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("finish run %d: %w", run, err)
-	}
-	return nil
 }
 
-func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task) (int64, error) {
+func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task, tbl *claims.Table) (int64, error) {
 	var n int64
-	q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = $1`, pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn))
+	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1`, pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn))
+	if tbl != nil {
+		q += " AND " + tbl.Unclaimed("t")
+	}
 	if err := r.cfg.DB.GetContext(ctx, &n, q, t.Interim); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
 	return n, nil
 }
 
-// repairTask repairs every instance of t in its interim state, batch by
-// batch, and returns how many it moved.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w configs.Workflow, t configs.Task) (int64, error) {
+// repairTask repairs the task's unclaimed instances in its interim state,
+// batch by batch, and returns how many it moved.
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w configs.Workflow, t configs.Task, tbl *claims.Table) (int64, error) {
 	a := Decide(t)
-	tbl, id, st := pgdb.Ident(w.Table), pgdb.Ident(w.IDColumn), pgdb.Ident(w.StatusColumn)
+	ti, id, st := pgdb.Ident(w.Table), pgdb.Ident(w.IDColumn), pgdb.Ident(w.StatusColumn)
+	pred := "TRUE"
+	if tbl != nil {
+		pred = tbl.Unclaimed("t")
+	}
 	update := fmt.Sprintf(`WITH batch AS (
-			SELECT %[2]s FROM %[1]s WHERE %[3]s = $1 LIMIT $2 FOR UPDATE SKIP LOCKED
+			SELECT %[2]s FROM %[1]s AS t WHERE %[3]s = $1 AND %[4]s LIMIT $2 FOR UPDATE SKIP LOCKED
 		)
 		UPDATE %[1]s AS t SET %[3]s = $3 FROM batch
-		WHERE t.%[2]s = batch.%[2]s AND t.%[3]s = $1
-		RETURNING t.%[2]s::text`, tbl, id, st)
-	insertEvents := `INSERT INTO ` + pq.QuoteIdentifier(r.cfg.Schema) + `.events
-			(kind, actor, term, run_id, workflow, instance, task, from_state, to_state, reason)
-		SELECT $1, $2, $3, $4, $5, i, $6, $7, $8, $9 FROM unnest($10::text[]) AS i`
+		WHERE t.%[2]s = batch.%[2]s AND t.%[3]s = $1 AND %[4]s
+		RETURNING t.%[2]s::text`, ti, id, st, pred)
+	// Each event names the node whose claim on the instance expired last,
+	// when there was one.
+	insertEvents := `INSERT INTO ` + r.eventsTable + `
+			(kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, reason)
+		SELECT $1, $2, $3, $4,
+			(SELECT e.node FROM ` + r.eventsTable + ` e
+			 WHERE e.kind = '` + claims.KindExpired + `' AND e.workflow = $5 AND e.instance = i
+			 ORDER BY e.id DESC LIMIT 1),
+			$5, i, $6, $7, $8, $9
+		FROM unnest($10::text[]) AS i`
 	var total int64
 	for {
 		var ids []string

@@ -83,6 +83,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newNodesCmd(),
 		newNodeCmd(),
 		newStatusCmd(),
+		newCheckCmd(),
+		newRecoverCmd(),
+		newRunsCmd(),
+		newEventsCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -14,6 +14,7 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
@@ -144,17 +145,26 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		Gate: func() error { return hb.Healthy(2 * cfg.Node.HeartbeatInterval) },
 		Log:  log,
 	})
+	repairer := recovery.New(recovery.Config{
+		DB: db, Fence: fence, Schema: cfg.Database.Schema,
+		Workflows: cfg.Workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
+	})
+	checker := health.NewChecker(health.CheckConfig{
+		Fence: fence, Nodes: store, Recovery: repairer, Schema: cfg.Database.Schema,
+		Interval:                schedulePeriod(cfg.Health.Schedule),
+		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
+		ForgetAfter:             cfg.Health.ForgetAfter,
+		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
+		Log:                     log,
+	})
 	master := health.NewMaster(health.MasterConfig{
-		Fence: fence,
-		Nodes: store,
-		Recovery: recovery.New(recovery.Config{
-			DB: db, Fence: fence, Schema: cfg.Database.Schema,
-			Workflows: cfg.Workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
-		}),
+		Fence: fence, Nodes: store, Recovery: repairer, Checker: checker,
+		Schedule:           cfg.Health.Schedule,
 		NotRespondingAfter: cfg.Health.NotRespondingAfter,
 		Tick:               cfg.Node.HeartbeatInterval,
 		Log:                log,
 	})
+	events := audit.New(cfg.Database.Schema)
 
 	srv := &http.Server{
 		Handler: api.NewHandler(api.Config{
@@ -166,6 +176,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 				return currentLeader(ctx, etcd, fence, cfg.Etcd.Prefix)
 			},
 			Token: cfg.API.Token,
+			Ops:   &health.Ops{Elector: elector, Checker: checker, Recovery: repairer},
+			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
+				return events.List(ctx, db, p)
+			},
 			Live: []api.Check{{Name: "heartbeat", Check: func() error {
 				return hb.Healthy(3 * cfg.Node.HeartbeatInterval)
 			}}},
@@ -212,6 +226,17 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		log.InfoContext(ctx, "stopped")
 	}
 	return runErr
+}
+
+// schedulePeriod returns the time between two runs of a (validated) cron
+// schedule.
+func schedulePeriod(spec string) time.Duration {
+	s, err := configs.CronParser.Parse(spec)
+	if err != nil {
+		return 0
+	}
+	first := s.Next(time.Now())
+	return s.Next(first).Sub(first)
 }
 
 // readiness answers /readyz from the node's status.

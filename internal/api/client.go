@@ -9,10 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // ErrUnreachable: no daemon answered at the address.
@@ -123,6 +127,38 @@ func (c *Client) Ready(ctx context.Context) (Ready, error) {
 func (c *Client) Ack(ctx context.Context, name, reason string) (nodes.Node, error) {
 	var n nodes.Node
 	return n, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/ack", AckRequest{Reason: reason}, &n)
+}
+
+// Check runs a CheckEngineHealth pass on the master now.
+func (c *Client) Check(ctx context.Context) (health.CheckResult, error) {
+	var res health.CheckResult
+	return res, c.do(ctx, http.MethodPost, "/v1/check", struct{}{}, &res)
+}
+
+// Recover runs (or, with DryRun, plans) a recovery run on the master.
+func (c *Client) Recover(ctx context.Context, req RecoveryRequest) (RecoveryAnswer, error) {
+	var a RecoveryAnswer
+	return a, c.do(ctx, http.MethodPost, "/v1/recovery", req, &a)
+}
+
+// Runs lists the latest runs.
+func (c *Client) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
+	var rs []recovery.RunRow
+	return rs, c.get(ctx, fmt.Sprintf("/v1/runs?limit=%d", limit), &rs)
+}
+
+// Events lists events after an id.
+func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
+	var es []audit.Event
+	q := url.Values{}
+	q.Set("after", strconv.FormatInt(p.AfterID, 10))
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Node != "" {
+		q.Set("node", p.Node)
+	}
+	return es, c.get(ctx, "/v1/events?"+q.Encode(), &es)
 }
 
 // Health returns the daemon's liveness; a 503 is returned as the body with

@@ -18,6 +18,8 @@ const (
 	KindNodeStatus       = "node_status"
 	KindNodeDeregistered = "node_deregistered"
 	KindNodeAck          = "node_ack"
+	KindNodeForgotten    = "node_forgotten"
+	KindDisruption       = "disruption"
 	KindRepair           = "instance_repaired"
 )
 

@@ -1,0 +1,246 @@
+// Package claims is the claim protocol between engines and enginehealth.
+//
+// A claim is a row "node N works on instance I until T" in the workflow's
+// claims table. Engines use Claim, Renew, Finish and Release; the master
+// deletes expired claims (Expire). The protocol keeps one invariant: an
+// instance under a live claim is never repaired, and a repair is never lost
+// to a late engine write.
+//
+//   - Claim: only from the task's begin state, holding the instance row
+//     lock, the claim row and the move to the interim state are one
+//     transaction. The claim gets a random token and expires_at =
+//     now() + timeout (database clock).
+//   - Renew: slides expires_at, only while the claim exists unexpired with
+//     the same token. Long tasks renew instead of taking a huge timeout.
+//   - Finish: deletes the claim and moves the instance from interim to an
+//     end or the failed state in one transaction, only if the claim still
+//     exists unexpired with the same token; otherwise ErrClaimLost and
+//     nothing is written. An engine whose claim expired can therefore never
+//     overwrite the master's repair.
+//   - Release: gives the instance back (interim → begin), same condition.
+//
+// The master repairs only instances in an interim state with no claim row
+// at all, and deletes a claim only once it has expired; both re-check their
+// predicate in the statement that writes.
+package claims
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+)
+
+var (
+	// ErrNotClaimable: the instance does not exist, is not in the task's
+	// begin state, or is locked by another claimer.
+	ErrNotClaimable = errors.New("claims: instance not claimable (not in the begin state, or taken)")
+	// ErrAlreadyClaimed: a claim row exists for the instance.
+	ErrAlreadyClaimed = errors.New("claims: instance already claimed")
+	// ErrNothingToClaim: no instance is in the task's begin state.
+	ErrNothingToClaim = errors.New("claims: no instance to claim")
+	// ErrClaimLost: the claim expired, was removed, or has another token;
+	// nothing was written.
+	ErrClaimLost = errors.New("claims: claim lost (expired or taken over); nothing written")
+	// ErrBadState: the target state is not an end or the failed state of
+	// the task.
+	ErrBadState = errors.New("claims: not an end or failed state of the task")
+)
+
+// Table describes a claimable workflow: its instance table and its claims
+// table. Names may be schema-qualified; they are always quoted.
+type Table struct {
+	Instances       string
+	IDColumn        string
+	StatusColumn    string
+	Claims          string
+	InstanceColumn  string
+	NodeColumn      string
+	TokenColumn     string
+	ClaimedAtColumn string
+	ExpiresAtColumn string
+}
+
+// FromConfig returns the tables of a claimable workflow.
+func FromConfig(w configs.Workflow) (Table, error) {
+	if !w.Claimable || w.Claims == nil {
+		return Table{}, fmt.Errorf("claims: workflow %s is not claimable", w.Name)
+	}
+	c := w.Claims
+	return Table{
+		Instances: w.Table, IDColumn: w.IDColumn, StatusColumn: w.StatusColumn,
+		Claims: c.Table, InstanceColumn: c.InstanceColumn, NodeColumn: c.NodeColumn,
+		TokenColumn: c.TokenColumn, ClaimedAtColumn: c.ClaimedAtColumn, ExpiresAtColumn: c.ExpiresAtColumn,
+	}, nil
+}
+
+// q holds the quoted names.
+type q struct {
+	inst, id, st, cl, ci, cn, ct, cc, ce string
+}
+
+func (t Table) q() q {
+	return q{
+		inst: pgdb.Ident(t.Instances), id: pgdb.Ident(t.IDColumn), st: pgdb.Ident(t.StatusColumn),
+		cl: pgdb.Ident(t.Claims), ci: pgdb.Ident(t.InstanceColumn), cn: pgdb.Ident(t.NodeColumn),
+		ct: pgdb.Ident(t.TokenColumn), cc: pgdb.Ident(t.ClaimedAtColumn), ce: pgdb.Ident(t.ExpiresAtColumn),
+	}
+}
+
+// Task is the part of a state task the protocol needs.
+type Task struct {
+	Name    string
+	Begin   string
+	Interim string
+	Ends    []string
+	Failed  string
+	// Timeout of a claim (and of each renewal).
+	Timeout time.Duration
+}
+
+// TaskFromConfig returns the protocol's view of a configured task.
+func TaskFromConfig(t configs.Task) Task {
+	return Task{Name: t.Name, Begin: t.Begin, Interim: t.Interim, Ends: t.EndStates(), Failed: t.Failed, Timeout: t.ClaimTimeout}
+}
+
+// Claim is a held claim.
+type Claim struct {
+	Instance  string
+	Node      string
+	Token     string
+	Task      Task
+	ExpiresAt time.Time
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// Claim claims instance id for task on behalf of node.
+func (t Table) Claim(ctx context.Context, db *sql.DB, id, node string, task Task) (Claim, error) {
+	return t.claim(ctx, db, &id, node, task)
+}
+
+// ClaimNext claims any one instance in the task's begin state, skipping
+// rows other claimers hold; ErrNothingToClaim when there is none.
+func (t Table) ClaimNext(ctx context.Context, db *sql.DB, node string, task Task) (Claim, error) {
+	return t.claim(ctx, db, nil, node, task)
+}
+
+func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, task Task) (Claim, error) {
+	n := t.q()
+	c := Claim{Node: node, Token: newToken(), Task: task}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var row *sql.Row
+	if id != nil {
+		row = tx.QueryRowContext(ctx, fmt.Sprintf(
+			`SELECT %[2]s::text FROM %[1]s WHERE %[2]s = $1 AND %[3]s = $2 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), *id, task.Begin)
+	} else {
+		row = tx.QueryRowContext(ctx, fmt.Sprintf(
+			`SELECT %[2]s::text FROM %[1]s WHERE %[3]s = $1 LIMIT 1 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), task.Begin)
+	}
+	if err := row.Scan(&c.Instance); errors.Is(err, sql.ErrNoRows) {
+		if id == nil {
+			return Claim{}, ErrNothingToClaim
+		}
+		return Claim{}, fmt.Errorf("claim %s: %w", *id, ErrNotClaimable)
+	} else if err != nil {
+		return Claim{}, fmt.Errorf("claim: lock instance: %w", err)
+	}
+	err = tx.QueryRowContext(ctx, fmt.Sprintf(
+		`INSERT INTO %s (%s, %s, %s, %s, %s) VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4))
+		 ON CONFLICT DO NOTHING RETURNING %s`, n.cl, n.ci, n.cn, n.ct, n.cc, n.ce, n.ce),
+		c.Instance, node, c.Token, seconds(task.Timeout)).Scan(&c.ExpiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Claim{}, fmt.Errorf("claim %s: %w", c.Instance, ErrAlreadyClaimed)
+	} else if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: insert claim: %w", c.Instance, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET %s = $2 WHERE %s = $1`, n.inst, n.st, n.id), c.Instance, task.Interim); err != nil {
+		return Claim{}, fmt.Errorf("claim %s: enter %s: %w", c.Instance, task.Interim, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Claim{}, fmt.Errorf("claim %s: commit: %w", c.Instance, err)
+	}
+	return c, nil
+}
+
+// Renew slides the claim's expiry to now() + timeout and returns it.
+func (t Table) Renew(ctx context.Context, db *sql.DB, c *Claim) error {
+	n := t.q()
+	err := db.QueryRowContext(ctx, fmt.Sprintf(
+		`UPDATE %s SET %s = now() + make_interval(secs => $3)
+		 WHERE %s = $1 AND %s = $2 AND %s > now() RETURNING %s`, n.cl, n.ce, n.ci, n.ct, n.ce, n.ce),
+		c.Instance, c.Token, seconds(c.Task.Timeout)).Scan(&c.ExpiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("renew %s: %w", c.Instance, ErrClaimLost)
+	}
+	if err != nil {
+		return fmt.Errorf("renew %s: %w", c.Instance, err)
+	}
+	return nil
+}
+
+// Finish moves the instance to state to (an end state or the failed state
+// of the task) and deletes the claim, in one transaction, only while the
+// claim is held.
+func (t Table) Finish(ctx context.Context, db *sql.DB, c Claim, to string) error {
+	if to != c.Task.Failed && !slices.Contains(c.Task.Ends, to) {
+		return fmt.Errorf("finish %s in %q: %w", c.Instance, to, ErrBadState)
+	}
+	return t.end(ctx, db, c, to, "finish")
+}
+
+// Release gives the instance back: interim → begin, claim deleted, only
+// while the claim is held. For work abandoned before any effect.
+func (t Table) Release(ctx context.Context, db *sql.DB, c Claim) error {
+	return t.end(ctx, db, c, c.Task.Begin, "release")
+}
+
+// ErrStateChanged means the claim was held but the instance had left the
+// interim state: the protocol was broken (by hand, or by another writer).
+var ErrStateChanged = errors.New("claims: instance left the interim state under a live claim")
+
+func (t Table) end(ctx context.Context, db *sql.DB, c Claim, to, op string) error {
+	n := t.q()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: begin: %w", op, c.Instance, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(
+		`DELETE FROM %s WHERE %s = $1 AND %s = $2 AND %s > now()`, n.cl, n.ci, n.ct, n.ce), c.Instance, c.Token)
+	if err != nil {
+		return fmt.Errorf("%s %s: delete claim: %w", op, c.Instance, err)
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return fmt.Errorf("%s %s: %w", op, c.Instance, ErrClaimLost)
+	}
+	res, err = tx.ExecContext(ctx, fmt.Sprintf(
+		`UPDATE %s SET %s = $3 WHERE %s = $1 AND %s = $2`, n.inst, n.st, n.id, n.st), c.Instance, c.Task.Interim, to)
+	if err != nil {
+		return fmt.Errorf("%s %s: move to %s: %w", op, c.Instance, to, err)
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return fmt.Errorf("%s %s: %w", op, c.Instance, ErrStateChanged)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s %s: commit: %w", op, c.Instance, err)
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/jmoiron/sqlx"
+)
+
+// Defaults of CheckConfig.
+const (
+	DefaultNotRespondingAfter      = 30 * time.Second
+	DefaultForgetAfter             = 24 * time.Hour
+	DefaultMaxUnresponsiveFraction = 0.55
+)
+
+// CheckConfig configures CheckEngineHealth.
+type CheckConfig struct {
+	Fence    *leader.Fence
+	Nodes    *nodes.Store
+	Recovery *recovery.Repairer
+	// Schema of the sidecar tables (for disruption events).
+	Schema string
+	// Interval between scheduled passes; a gap longer than this since the
+	// last pass widens the staleness threshold by the excess.
+	Interval                time.Duration
+	NotRespondingAfter      time.Duration
+	ForgetAfter             time.Duration
+	MaxUnresponsiveFraction float64
+	Log                     *slog.Logger
+}
+
+// Checker runs CheckEngineHealth passes: nodes, then claims, then repairs.
+type Checker struct {
+	cfg    CheckConfig
+	log    *slog.Logger
+	events *audit.Log
+	now    func() time.Time
+
+	mu        sync.Mutex // one pass at a time
+	lastPass  time.Time  // local time of the last completed pass (or of taking office)
+	disrupted bool
+}
+
+// NewChecker returns a checker.
+func NewChecker(cfg CheckConfig) *Checker {
+	if cfg.NotRespondingAfter <= 0 {
+		cfg.NotRespondingAfter = DefaultNotRespondingAfter
+	}
+	if cfg.ForgetAfter <= 0 {
+		cfg.ForgetAfter = DefaultForgetAfter
+	}
+	if cfg.MaxUnresponsiveFraction <= 0 {
+		cfg.MaxUnresponsiveFraction = DefaultMaxUnresponsiveFraction
+	}
+	return &Checker{cfg: cfg, log: cfg.Log.With("component", "check"), events: audit.New(cfg.Schema), now: time.Now}
+}
+
+// CheckResult is what one pass did.
+type CheckResult struct {
+	RunID int64 `json:"run_id"`
+	// Disruption: too many nodes looked dead at once; nothing was done.
+	Disruption bool `json:"disruption"`
+	// Threshold used for staleness, widened after the master's own gap.
+	Threshold     time.Duration   `json:"threshold_ns"`
+	NotResponding []nodes.Change  `json:"not_responding"`
+	Revived       []nodes.Change  `json:"revived"`
+	Forgotten     []nodes.Change  `json:"forgotten"`
+	Recovery      recovery.Result `json:"recovery"`
+	Stale         []string        `json:"stale,omitempty"`
+	Took          time.Duration   `json:"took_ns"`
+}
+
+// begin marks the start of an office: the first pass measures its gap from
+// here.
+func (c *Checker) begin() {
+	c.mu.Lock()
+	c.lastPass = c.now()
+	c.disrupted = false
+	c.mu.Unlock()
+}
+
+// threshold returns not_responding_after widened by the time the master
+// itself was away beyond one interval (as Quartz does): a master that
+// missed passes (paused, cut off from the database) does not condemn nodes
+// for its own hiccup.
+func (c *Checker) threshold() time.Duration {
+	t := c.cfg.NotRespondingAfter
+	if c.lastPass.IsZero() {
+		return t
+	}
+	if gap := c.now().Sub(c.lastPass) - c.cfg.Interval; gap > 0 {
+		t += gap
+	}
+	return t
+}
+
+// RunOnce runs one pass under office o as a run with the given trigger.
+func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64) (CheckResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := c.now()
+	res := CheckResult{Threshold: c.threshold()}
+	wfs, err := c.cfg.Recovery.Claimable(recovery.Scope{})
+	if err != nil {
+		return res, err
+	}
+	run, err := c.cfg.Recovery.BeginRun(ctx, o, recovery.RunSpec{
+		Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.Scope{Workflows: names(wfs)}, ResumedFrom: resumedFrom,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.RunID = run
+	err = c.pass(ctx, o, run, wfs, &res)
+	if ferr := c.cfg.Recovery.EndRun(ctx, o, run, err); err == nil {
+		err = ferr
+	}
+	res.Took = c.now().Sub(start)
+	if err != nil {
+		return res, err
+	}
+	c.lastPass = c.now()
+	if len(res.NotResponding)+len(res.Revived)+len(res.Forgotten) > 0 || res.Recovery.ClaimsExpired > 0 || res.Recovery.Done() > 0 {
+		c.log.InfoContext(ctx, "check pass", "run", run, "trigger", trigger,
+			"not_responding", changed(res.NotResponding), "revived", changed(res.Revived), "forgotten", changed(res.Forgotten),
+			"claims_expired", res.Recovery.ClaimsExpired, "repaired", res.Recovery.Done(), "took", res.Took.Round(time.Millisecond))
+	}
+	return res, nil
+}
+
+func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []configs.Workflow, res *CheckResult) error {
+	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
+	// 1. Nodes, with the disruption guard.
+	err := c.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		stale, total, err := c.cfg.Nodes.Stale(ctx, tx, res.Threshold)
+		if err != nil {
+			return err
+		}
+		res.Stale = stale
+		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 {
+			res.Disruption = true
+			if !c.disrupted {
+				term := o.Term
+				reason := fmt.Sprintf("%d of %d nodes look unresponsive at once (at least %.0f%%): assuming this master is cut off; no node marked, no claim expired, nothing repaired until it passes",
+					len(stale), total, 100*c.cfg.MaxUnresponsiveFraction)
+				return c.events.Write(ctx, tx, audit.Event{Kind: audit.KindDisruption, Actor: m.Actor, Term: &term, RunID: &run, Reason: reason})
+			}
+			return nil
+		}
+		if res.NotResponding, err = c.cfg.Nodes.MarkNotResponding(ctx, tx, stale, res.Threshold, m); err != nil {
+			return err
+		}
+		if res.Revived, err = c.cfg.Nodes.Revive(ctx, tx, c.cfg.NotRespondingAfter, m); err != nil {
+			return err
+		}
+		res.Forgotten, err = c.cfg.Nodes.Forget(ctx, tx, c.cfg.ForgetAfter, m)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("check nodes: %w", err)
+	}
+	if res.Disruption {
+		if !c.disrupted {
+			c.log.WarnContext(ctx, "entering disruption mode: too many nodes look unresponsive at once; doing nothing",
+				"stale", strings.Join(res.Stale, ","))
+		}
+		c.disrupted = true
+		return nil
+	}
+	if c.disrupted {
+		c.log.InfoContext(ctx, "left disruption mode")
+		c.disrupted = false
+	}
+	// 2 and 3. Claims, then interrupted instances.
+	res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs)
+	return err
+}
+
+// Disrupted reports whether the last pass was in disruption mode.
+func (c *Checker) Disrupted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.disrupted
+}
+
+func changed(cs []nodes.Change) string {
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(c.Name)
+	}
+	return b.String()
+}
+
+func names(wfs []configs.Workflow) []string {
+	ns := []string{}
+	for _, w := range wfs {
+		ns = append(ns, w.Name)
+	}
+	return ns
+}

@@ -1,0 +1,56 @@
+package health
+
+import (
+	"context"
+	"errors"
+
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// ErrNotMaster: the operation needs master-ship and this node is not the
+// master (the API forwards it to the master).
+var ErrNotMaster = errors.New("health: this node is not the master")
+
+// Ops runs the operator's manual triggers with this node's office.
+type Ops struct {
+	Elector  *leader.Elector
+	Checker  *Checker
+	Recovery *recovery.Repairer
+}
+
+func (p *Ops) office() (*leader.Office, error) {
+	o := p.Elector.Office()
+	if o == nil {
+		return nil, ErrNotMaster
+	}
+	return o, nil
+}
+
+// Check runs a CheckEngineHealth pass now (trigger manual).
+func (p *Ops) Check(ctx context.Context) (CheckResult, error) {
+	o, err := p.office()
+	if err != nil {
+		return CheckResult{}, err
+	}
+	return p.Checker.RunOnce(ctx, o, recovery.TriggerManual, nil)
+}
+
+// Recover runs a recovery run now (trigger manual) over scope.
+func (p *Ops) Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error) {
+	o, err := p.office()
+	if err != nil {
+		return recovery.Result{}, err
+	}
+	return p.Recovery.Recover(ctx, o, recovery.TriggerManual, sc, nil)
+}
+
+// Plan computes what Recover would do, changing nothing.
+func (p *Ops) Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error) {
+	return p.Recovery.Plan(ctx, sc)
+}
+
+// Runs lists the latest runs.
+func (p *Ops) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
+	return p.Recovery.ListRuns(ctx, limit)
+}

@@ -1,0 +1,49 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+)
+
+// WorkflowPlan is what a recovery run would do to one workflow.
+type WorkflowPlan struct {
+	Workflow       string       `json:"workflow"`
+	ClaimsToExpire int64        `json:"claims_to_expire"`
+	Tasks          []TaskResult `json:"tasks"`
+}
+
+// Plan computes what Recover would do for scope now, and changes nothing:
+// per workflow the claims to expire and per task how many instances would
+// move and where. It needs no office.
+func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
+	wfs, err := r.Claimable(sc)
+	if err != nil {
+		return nil, err
+	}
+	plans := []WorkflowPlan{}
+	for _, w := range wfs {
+		t, err := claims.FromConfig(w)
+		if err != nil {
+			return nil, err
+		}
+		p := WorkflowPlan{Workflow: w.Name, Tasks: []TaskResult{}}
+		if p.ClaimsToExpire, err = t.CountExpired(ctx, r.cfg.DB.DB); err != nil {
+			return nil, err
+		}
+		for _, task := range w.Tasks {
+			var n int64
+			q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s`,
+				pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn), t.UnclaimedAfterExpiry("t"))
+			if err := r.cfg.DB.GetContext(ctx, &n, q, task.Interim); err != nil {
+				return nil, fmt.Errorf("plan %s.%s: %w", w.Name, task.Name, err)
+			}
+			a := Decide(task)
+			p.Tasks = append(p.Tasks, TaskResult{Workflow: w.Name, Task: task.Name, From: task.Interim, To: a.To, Planned: n})
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}

@@ -1,0 +1,133 @@
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
+)
+
+// Run kinds.
+const (
+	KindRecovery = "recovery"
+	KindCheck    = "check"
+)
+
+// Scope of a run: the workflows it covers (all applicable when empty).
+type Scope struct {
+	Workflows []string `json:"workflows"`
+}
+
+// RunSpec describes a run to begin.
+type RunSpec struct {
+	Kind    string
+	Trigger string
+	Scope   Scope
+	// ResumedFrom is the interrupted run this one finishes, if any.
+	ResumedFrom *int64
+}
+
+// RunRow is a row of the runs table.
+type RunRow struct {
+	ID          int64      `db:"id" json:"id"`
+	Term        int64      `db:"term" json:"term"`
+	Master      string     `db:"master" json:"master"`
+	Kind        string     `db:"kind" json:"kind"`
+	Trigger     string     `db:"trigger" json:"trigger"`
+	Scope       string     `db:"scope" json:"scope"`
+	Planned     int64      `db:"planned" json:"planned"`
+	Done        int64      `db:"done" json:"done"`
+	Status      string     `db:"status" json:"status"`
+	StartedAt   time.Time  `db:"started_at" json:"started_at"`
+	FinishedAt  *time.Time `db:"finished_at" json:"finished_at,omitempty"`
+	Error       string     `db:"error" json:"error,omitempty"`
+	ResumedFrom *int64     `db:"resumed_from" json:"resumed_from,omitempty"`
+}
+
+// ScopeOf decodes the row's scope.
+func (r RunRow) ScopeOf() (Scope, error) {
+	var sc Scope
+	err := json.Unmarshal([]byte(r.Scope), &sc)
+	return sc, err
+}
+
+// BeginRun writes a run row, fenced, and returns its id.
+func (r *Repairer) BeginRun(ctx context.Context, o *leader.Office, spec RunSpec) (int64, error) {
+	scope, err := json.Marshal(spec.Scope)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	err = r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &id,
+			`INSERT INTO `+r.runs+` (term, master, kind, trigger, scope, resumed_from) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			o.Term, o.Candidate.Name, spec.Kind, spec.Trigger, string(scope), spec.ResumedFrom)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("begin %s run: %w", spec.Trigger, err)
+	}
+	return id, nil
+}
+
+// EndRun marks a run finished, or failed with runErr.
+func (r *Repairer) EndRun(ctx context.Context, o *leader.Office, run int64, runErr error) error {
+	status, msg := "finished", ""
+	if runErr != nil {
+		status, msg = "failed", runErr.Error()
+	}
+	err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET status = $2, error = $3, finished_at = now() WHERE id = $1`, run, status, msg)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("end run %d: %w", run, err)
+	}
+	return nil
+}
+
+func (r *Repairer) addPlanned(ctx context.Context, o *leader.Office, run, n int64) error {
+	return r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET planned = planned + $2 WHERE id = $1`, run, n)
+		return err
+	})
+}
+
+// Unfinished returns the runs still marked running from terms before o's:
+// cut short by a master crash or a lost office.
+func (r *Repairer) Unfinished(ctx context.Context, o *leader.Office) ([]RunRow, error) {
+	rows := []RunRow{}
+	err := r.cfg.DB.SelectContext(ctx, &rows,
+		`SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		 FROM `+r.runs+` WHERE status = 'running' AND term < $1 ORDER BY id`, o.Term)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished runs: %w", err)
+	}
+	return rows, nil
+}
+
+// Interrupt closes an unfinished run of an older term as interrupted, with
+// a note on what became of its work.
+func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, note string) error {
+	return r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`UPDATE `+r.runs+` SET status = 'interrupted', finished_at = now(),
+				error = format('cut short in term %s; %s', term, $2::text)
+			 WHERE id = $1 AND status = 'running'`, old.ID, note)
+		return err
+	})
+}
+
+// ListRuns returns the latest runs, newest first.
+func (r *Repairer) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
+	rows := []RunRow{}
+	err := r.cfg.DB.SelectContext(ctx, &rows,
+		`SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		 FROM `+r.runs+` ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return rows, nil
+}
