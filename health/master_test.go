@@ -76,7 +76,12 @@ func setup(t *testing.T) bundle {
 	}
 	db.MustExec(`CREATE SCHEMA app;
 		CREATE TABLE app.report (id bigserial PRIMARY KEY, state text NOT NULL);
-		CREATE TABLE app.invoice (id bigserial PRIMARY KEY, status text NOT NULL);`)
+		CREATE TABLE app.invoice (id bigserial PRIMARY KEY, status text NOT NULL);
+		CREATE INDEX ON app.invoice (status, id);
+		CREATE TABLE app.invoice_claim (
+			instance_id bigint PRIMARY KEY REFERENCES app.invoice (id),
+			node text NOT NULL, token text NOT NULL,
+			claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
 	insert := func(table, col, state string, n int) {
 		db.MustExec(fmt.Sprintf(`INSERT INTO app.%s (%s) SELECT $1 FROM generate_series(1, $2)`, table, col), state, n)
 	}

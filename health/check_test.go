@@ -1,0 +1,340 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// takeOffice elects node name (registering it) and returns its office,
+// held until the test ends.
+func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
+	t.Helper()
+	inc := uuid.NewString()
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := leader.NewFence(b.db, "enginehealth")
+	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
+		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})
+	offices := make(chan *leader.Office, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
+			if err := fence.TakeOffice(ctx, o); err != nil {
+				return err
+			}
+			offices <- o
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done; cli.Close() })
+	select {
+	case o := <-offices:
+		return o
+	case <-time.After(15 * time.Second):
+		t.Fatal("no office within 15s")
+		return nil
+	}
+}
+
+func newChecker(b bundle, cfg CheckConfig) *Checker {
+	fence := leader.NewFence(b.db, "enginehealth")
+	cfg.Fence, cfg.Nodes, cfg.Schema, cfg.Log = fence, b.nodes, "enginehealth", quiet
+	cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	return NewChecker(cfg)
+}
+
+// register adds node name whose last heartbeat was age ago.
+func register(t *testing.T, b bundle, name string, age time.Duration) {
+	t.Helper()
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: uuid.NewString(), Hostname: name}); err != nil {
+		t.Fatal(err)
+	}
+	b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Ready', last_active = now() - make_interval(secs => $2) WHERE name = $1`, name, age.Seconds())
+}
+
+func status(t *testing.T, b bundle, name string) string {
+	t.Helper()
+	n, err := b.nodes.Get(context.Background(), name)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return n.Status
+}
+
+func kinds(t *testing.T, b bundle, kind string) []audit.Event {
+	t.Helper()
+	var es []audit.Event
+	if err := b.db.Select(&es, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
+		FROM enginehealth.events WHERE kind = $1 ORDER BY id`, kind); err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestNodesActionMarksStaleAndForgets(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	register(t, b, "fresh", 0)
+	register(t, b, "stale", time.Minute)
+	register(t, b, "ancient", 48*time.Hour)
+	b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Not responding' WHERE name = 'ancient'`)
+	register(t, b, "back", 0)
+	b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Not responding' WHERE name = 'back'`)
+	register(t, b, "fresh2", 0)
+
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second, ForgetAfter: 24 * time.Hour})
+	c.begin()
+	res, err := c.RunOnce(context.Background(), o, recovery.TriggerManual, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Disruption {
+		t.Fatalf("disruption with 1 of 6 stale: %+v", res)
+	}
+	if got := status(t, b, "stale"); got != nodes.StatusNotResponding {
+		t.Fatalf("stale node: %s", got)
+	}
+	if got := status(t, b, "fresh"); got != nodes.StatusReady {
+		t.Fatalf("fresh node: %s", got)
+	}
+	if got := status(t, b, "back"); got != nodes.StatusReady {
+		t.Fatalf("node whose heartbeats resumed: %s", got)
+	}
+	if _, err := b.nodes.Get(context.Background(), "ancient"); !errors.Is(err, nodes.ErrNotFound) {
+		t.Fatalf("node unresponsive for 48h not forgotten: %v", err)
+	}
+	ev := kinds(t, b, audit.KindNodeStatus)
+	var marked bool
+	for _, e := range ev {
+		if *e.Node == "stale" && *e.ToState == nodes.StatusNotResponding && *e.RunID == res.RunID && *e.Term == o.Term {
+			marked = true
+		}
+	}
+	if !marked {
+		t.Fatalf("no event for the stale node in run %d: %+v", res.RunID, ev)
+	}
+	if f := kinds(t, b, audit.KindNodeForgotten); len(f) != 1 || *f[0].Node != "ancient" {
+		t.Fatalf("forgotten events: %+v", f)
+	}
+}
+
+func TestDisruptionGuard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m") // the master, fresh: 1 of 4
+	for _, n := range []string{"x", "y", "z"} {
+		register(t, b, n, time.Minute) // 3 of 4 stale at once
+	}
+	// Something to expire and repair, which must be left alone too.
+	b.db.MustExec(`INSERT INTO app.invoice (id, status) VALUES (1000, 'Sending'), (1001, 'Sending')`)
+	b.db.MustExec(`INSERT INTO app.invoice_claim VALUES (1000, 'x', 't', now() - interval '1h', now() - interval '1m')`)
+
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second})
+	c.begin()
+	for pass := range 2 {
+		res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Disruption {
+			t.Fatalf("pass %d: 3 of 4 nodes stale and no disruption mode: %+v", pass, res)
+		}
+	}
+	for _, n := range []string{"x", "y", "z"} {
+		if got := status(t, b, n); got != nodes.StatusReady {
+			t.Fatalf("node %s marked %s in disruption mode", n, got)
+		}
+	}
+	var claimsLeft, sending int
+	b.db.Get(&claimsLeft, `SELECT count(*) FROM app.invoice_claim`)
+	b.db.Get(&sending, `SELECT count(*) FROM app.invoice WHERE id >= 1000 AND status = 'Sending'`)
+	if claimsLeft != 1 || sending != 2 {
+		t.Fatalf("disruption mode expired %d claims / repaired %d instances", 1-claimsLeft, 2-sending)
+	}
+	if d := kinds(t, b, audit.KindDisruption); len(d) != 1 {
+		t.Fatalf("want one disruption event for two passes, got %d", len(d))
+	}
+	if !c.Disrupted() {
+		t.Fatal("checker does not report disruption mode")
+	}
+
+	// 2 of 5 is below the fraction: marked.
+	register(t, b, "w", 0)
+	b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now() WHERE name = 'x'`)
+	res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+	if err != nil || res.Disruption {
+		t.Fatalf("2 of 5 stale: %+v %v", res, err)
+	}
+	if status(t, b, "y") != nodes.StatusNotResponding || status(t, b, "z") != nodes.StatusNotResponding {
+		t.Fatal("stale nodes not marked after leaving disruption mode")
+	}
+}
+
+func TestPausedMasterWidensThreshold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	register(t, b, "a", 0)
+	register(t, b, "slow", 90*time.Second) // stale by 60s over the 30s threshold
+	register(t, b, "c", 0)
+	register(t, b, "d", 0)
+
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second, Interval: 15 * time.Second})
+	c.begin()
+	// The master itself was away for two minutes since its last pass.
+	away := 2 * time.Minute
+	c.now = func() time.Time { return time.Now().Add(away) }
+	res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 30*time.Second + away - 15*time.Second; res.Threshold < want-time.Second || res.Threshold > want+time.Second {
+		t.Fatalf("threshold %s, want about %s", res.Threshold, want)
+	}
+	if got := status(t, b, "slow"); got != nodes.StatusReady {
+		t.Fatalf("a paused master condemned a node for its own hiccup: %s", got)
+	}
+	// The next pass, on time, uses the plain threshold.
+	c.now = func() time.Time { return time.Now().Add(away + time.Second) }
+	res, err = c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Threshold != 30*time.Second || status(t, b, "slow") != nodes.StatusNotResponding {
+		t.Fatalf("on-time pass: threshold %s, slow is %s", res.Threshold, status(t, b, "slow"))
+	}
+}
+
+func TestClaimsExpireAndInstancesRepair(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	b.db.MustExec(`DELETE FROM app.invoice`)
+	// 10: interim, claim expired (node-x died); 11: interim, live claim;
+	// 12: interim, no claim at all; 13: begin; 14: end.
+	b.db.MustExec(`INSERT INTO app.invoice (id, status) VALUES (10, 'Sending'), (11, 'Sending'), (12, 'Sending'), (13, 'Created'), (14, 'Sent')`)
+	b.db.MustExec(`INSERT INTO app.invoice_claim VALUES
+		(10, 'node-x', 'tok10', now() - interval '10m', now() - interval '1s'),
+		(11, 'node-y', 'tok11', now(), now() + interval '1h')`)
+
+	c := newChecker(b, CheckConfig{})
+	c.begin()
+	plan, err := c.cfg.Recovery.Plan(context.Background(), recovery.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 1 || plan[0].ClaimsToExpire != 1 || plan[0].Tasks[0].Planned != 2 || plan[0].Tasks[0].To != "SendFailed" {
+		t.Fatalf("dry-run plan %+v, want 1 claim to expire and 2 instances to fail", plan)
+	}
+	if st := states(t, b.db, "invoice", "status"); st["Sending"] != 3 {
+		t.Fatalf("dry run changed something: %v", st)
+	}
+
+	res, err := c.RunOnce(context.Background(), o, recovery.TriggerManual, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]string{}
+	rows, _ := b.db.Query(`SELECT id, status FROM app.invoice ORDER BY id`)
+	for rows.Next() {
+		var id int
+		var s string
+		rows.Scan(&id, &s)
+		got[id] = s
+	}
+	rows.Close()
+	want := map[int]string{10: "SendFailed", 11: "Sending", 12: "SendFailed", 13: "Created", 14: "Sent"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("instances %v, want %v", got, want)
+	}
+	if res.Recovery.ClaimsExpired != 1 || res.Recovery.Done() != 2 {
+		t.Fatalf("result %+v", res.Recovery)
+	}
+	exp := kinds(t, b, claims.KindExpired)
+	if len(exp) != 1 || *exp[0].Node != "node-x" || *exp[0].Instance != "10" || *exp[0].RunID != res.RunID || *exp[0].FromState != "Sending" {
+		t.Fatalf("claim_expired events %+v", exp)
+	}
+	rep := kinds(t, b, audit.KindRepair)
+	if len(rep) != 2 {
+		t.Fatalf("repair events %+v", rep)
+	}
+	for _, e := range rep {
+		switch *e.Instance {
+		case "10":
+			if e.Node == nil || *e.Node != "node-x" {
+				t.Fatalf("repair of 10 does not name the node whose claim expired: %+v", e)
+			}
+		case "12":
+			if e.Node != nil {
+				t.Fatalf("repair of 12 names a node: %+v", e)
+			}
+		default:
+			t.Fatalf("unexpected repair %+v", e)
+		}
+	}
+	var run recovery.RunRow
+	if err := b.db.Get(&run, `SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		FROM enginehealth.runs WHERE id = $1`, res.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if run.Kind != recovery.KindCheck || run.Trigger != recovery.TriggerManual || run.Status != "finished" || run.Planned != 3 || run.Done != 3 {
+		t.Fatalf("run row %+v", run)
+	}
+}
+
+func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.MustExec(`DELETE FROM app.invoice`)
+	b.db.MustExec(`INSERT INTO app.invoice (id, status) VALUES (20, 'Sending')`)
+	// A run left running by a master of an older term that crashed.
+	var old int64
+	if err := b.db.Get(&old, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope) VALUES (1, 'gone', 'recovery', 'manual', '{"workflows":["invoice"]}') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	fence := leader.NewFence(b.db, "enginehealth")
+	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, Log: quiet})
+	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, NotRespondingAfter: 30 * time.Second, Tick: 20 * time.Millisecond, Log: quiet})
+	o := takeOffice(t, b, "m")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if !m.resume(ctx, o, quiet) {
+		t.Fatal("resume reported failure")
+	}
+	var rows []recovery.RunRow
+	if err := b.db.Select(&rows, `SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		FROM enginehealth.runs ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Status != "interrupted" || rows[1].ResumedFrom == nil || *rows[1].ResumedFrom != old ||
+		rows[1].Status != "finished" || rows[1].Done != 1 {
+		t.Fatalf("runs after resumption: %+v", rows)
+	}
+	if st := states(t, b.db, "invoice", "status"); st["SendFailed"] != 1 {
+		t.Fatalf("the resumed run did not repair: %v", st)
+	}
+}
