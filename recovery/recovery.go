@@ -20,8 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -85,7 +85,7 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:    cfg,
+		cfg:         cfg,
 		runs:        pq.QuoteIdentifier(cfg.Schema) + ".runs",
 		eventsTable: pq.QuoteIdentifier(cfg.Schema) + ".events",
 		log:         cfg.Log.With("component", "recovery"),
