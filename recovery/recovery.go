@@ -290,50 +290,71 @@ func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task
 func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w configs.Workflow, t configs.Task, tbl *claims.Table) (int64, error) {
 	a := Decide(t)
 	ti, id, st := pgdb.Ident(w.Table), pgdb.Ident(w.IDColumn), pgdb.Ident(w.StatusColumn)
-	pred := "TRUE"
+	pred, predB := "TRUE", "TRUE"
 	if tbl != nil {
-		pred = tbl.Unclaimed("t")
+		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
 	}
-	update := fmt.Sprintf(`WITH batch AS (
-			SELECT %[2]s FROM %[1]s AS t WHERE %[3]s = $1 AND %[4]s LIMIT $2 FOR UPDATE SKIP LOCKED
-		)
-		UPDATE %[1]s AS t SET %[3]s = $3 FROM batch
-		WHERE t.%[2]s = batch.%[2]s AND t.%[3]s = $1 AND %[4]s
-		RETURNING t.%[2]s::text`, ti, id, st, pred)
-	// Each event names the node whose claim on the instance expired last,
-	// when there was one.
-	insertEvents := `INSERT INTO ` + r.eventsTable + `
-			(kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, reason)
-		SELECT $1, $2, $3, $4,
-			(SELECT e.node FROM ` + r.eventsTable + ` e
-			 WHERE e.kind = '` + claims.KindExpired + `' AND e.workflow = $5 AND e.instance = i
-			 ORDER BY e.id DESC LIMIT 1),
-			$5, i, $6, $7, $8, $9
-		FROM unnest($10::text[]) AS i`
+	// One statement per batch moves the instances, writes one event each
+	// (naming the node whose claim on the instance expired last, if any)
+	// and counts them in the run.
+	//
+	// Keyset batches in id order: each batch starts after the last id of
+	// the one before, so it does not re-walk the index entries of rows
+	// already moved (an index on (status, id) makes this index-driven). The
+	// batch is picked under FOR UPDATE SKIP LOCKED and moved by primary
+	// key; the UPDATE re-asserts the predicate (still interim, still
+	// unclaimed).
+	batchSQL := func(after bool) string {
+		cursor := ""
+		if after {
+			cursor = fmt.Sprintf("AND b.%s > $11", id)
+		}
+		return fmt.Sprintf(`WITH moved AS (
+				UPDATE %[1]s AS t SET %[3]s = $3
+				WHERE t.ctid = ANY (ARRAY(
+					SELECT b.ctid FROM %[1]s AS b WHERE b.%[3]s = $1 %[5]s AND %[6]s
+					ORDER BY b.%[2]s LIMIT $2 FOR UPDATE SKIP LOCKED))
+				  AND t.%[3]s = $1 AND %[4]s
+				RETURNING t.%[2]s AS moved_id
+			), ev AS (
+				INSERT INTO %[7]s (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, reason)
+				SELECT $4, $5, $6, $7,
+					(SELECT e.node FROM %[7]s e
+					 WHERE e.kind = '%[9]s' AND e.workflow = $8 AND e.instance = m.moved_id::text
+					 ORDER BY e.id DESC LIMIT 1),
+					$8, m.moved_id::text, $9, $1, $3, $10
+				FROM moved m
+			), counted AS (
+				UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $7
+			)
+			SELECT count(*), coalesce((SELECT moved_id::text FROM moved ORDER BY moved_id DESC LIMIT 1), '') FROM moved`,
+			ti, id, st, pred, cursor, predB, r.eventsTable, r.runs, claims.KindExpired)
+	}
+	first, next := batchSQL(false), batchSQL(true)
 	var total int64
+	var cursor string
 	for {
-		var ids []string
+		var n int
+		var last string
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
-			ids = ids[:0]
-			if err := tx.SelectContext(ctx, &ids, update, t.Interim, r.cfg.BatchSize, a.To); err != nil {
+			args := []any{t.Interim, r.cfg.BatchSize, a.To, audit.KindRepair, o.Candidate.Name, o.Term, run, w.Name, t.Name, a.Reason}
+			q := first
+			if cursor != "" {
+				q = next
+				args = append(args, cursor)
+			}
+			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &last); err != nil {
 				return fmt.Errorf("move batch: %w", err)
 			}
-			if len(ids) == 0 {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, insertEvents, audit.KindRepair, o.Candidate.Name, o.Term, run,
-				w.Name, t.Name, t.Interim, a.To, a.Reason, pq.Array(ids)); err != nil {
-				return fmt.Errorf("write events: %w", err)
-			}
-			_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET done = done + $2 WHERE id = $1`, run, len(ids))
-			return err
+			return nil
 		})
 		if err != nil {
 			return total, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
-		total += int64(len(ids))
-		if len(ids) < r.cfg.BatchSize {
+		total += int64(n)
+		if n < r.cfg.BatchSize {
 			return total, nil
 		}
+		cursor = last
 	}
 }

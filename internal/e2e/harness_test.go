@@ -24,9 +24,10 @@ import (
 )
 
 var (
-	pg   *pgtest.Server
-	etcd *etcdtest.Etcd
-	bin  string // the enginehealth binary under test
+	pg        *pgtest.Server
+	etcd      *etcdtest.Etcd
+	bin       string // the enginehealth binary under test
+	engineBin string // the demo engine
 )
 
 func TestMain(m *testing.M) {
@@ -41,10 +42,12 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "enginehealth")
-	build := exec.Command("go", "build", "-o", bin, "github.com/enginehealth/enginehealth/cmd/enginehealth")
+	engineBin = filepath.Join(dir, "demo-engine")
+	build := exec.Command("go", "build", "-o", dir, "github.com/enginehealth/enginehealth/cmd/enginehealth",
+		"github.com/enginehealth/enginehealth/cmd/demo-engine")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build enginehealth:", err)
+		fmt.Fprintln(os.Stderr, "e2e: build:", err)
 		return 1
 	}
 	if etcd, err = etcdtest.Start(); err != nil {
@@ -138,12 +141,23 @@ func (c *cluster) start(name, cfg string) *daemon {
 // startEnv is start with extra environment variables.
 func (c *cluster) startEnv(name, cfg string, env ...string) *daemon {
 	c.t.Helper()
+	return c.startProcess(name, cfg, env, bin, "run")
+}
+
+// startEngine runs `demo-engine run` with the given configuration.
+func (c *cluster) startEngine(name, cfg string, args ...string) *daemon {
+	c.t.Helper()
+	return c.startProcess(name, cfg, nil, engineBin, append([]string{"run", "--node", name}, args...)...)
+}
+
+func (c *cluster) startProcess(name, cfg string, env []string, program string, args ...string) *daemon {
+	c.t.Helper()
 	path := filepath.Join(c.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
 	d := &daemon{name: name, stderr: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(bin, "run", "--config", path)
+	d.cmd = exec.Command(program, append(args, "--config", path)...)
 	d.cmd.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.stderr, d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

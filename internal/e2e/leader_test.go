@@ -147,7 +147,7 @@ func TestThreeNodesFailover(t *testing.T) {
 	t.Logf("terms %d → %d → %d; graceful failover %s", first.Term, second.Term, third.Term, took.Round(time.Millisecond))
 }
 
-func waitNodeStatus(t *testing.T, c *cluster, name, status string) {
+func waitNodeStatus(t testing.TB, c *cluster, name, status string) {
 	t.Helper()
 	eventually(t, 30*time.Second, name+" "+status, func() (bool, error) {
 		n, err := c.node(name)
