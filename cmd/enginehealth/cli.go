@@ -217,19 +217,43 @@ func nodeTable(w io.Writer, ns []nodes.Node) error {
 func newConfigCmd() *cobra.Command {
 	c := &cobra.Command{Use: "config", Short: "Configuration commands"}
 	var path string
+	var withDB bool
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Validate a configuration file and print a summary (touches no database)",
+		Short: "Validate a configuration file and print a summary (touches no database unless --database)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, err := configs.Load(path)
 			if err != nil {
 				return err
 			}
-			return configSummary(c.OutOrStdout(), cfg)
+			if err := configSummary(c.OutOrStdout(), cfg); err != nil {
+				return err
+			}
+			if !withDB {
+				return nil
+			}
+			db, err := pgdb.Open(pgdb.Config{DSN: cfg.Database.DSN, ApplicationName: "enginehealth config check",
+				StatementTimeout: cfg.Database.StatementTimeout, ConnectTimeout: cfg.Database.ConnectTimeout})
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
+			defer cancel()
+			if err := recovery.CheckCatalog(ctx, db, cfg.Workflows); err != nil {
+				var ce *recovery.CatalogError
+				if errors.As(err, &ce) {
+					return usageError{err}
+				}
+				return fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())
+			}
+			fmt.Fprintln(c.OutOrStdout(), "database   every workflow table and column exists")
+			return nil
 		},
 	}
 	configFlag(check, &path)
+	check.Flags().BoolVar(&withDB, "database", false, "also check the workflow tables and columns against the database")
 	c.AddCommand(check)
 	return c
 }

@@ -94,6 +94,12 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		return stopped(ctx, log, err)
 	}
 
+	// The configured engine tables must exist as named: a mismatch is a
+	// configuration error, reported before anything else happens.
+	if err := checkCatalog(ctx, cfg, db, log); err != nil {
+		return stopped(ctx, log, err)
+	}
+
 	etcd, err := connectEtcd(ctx, cfg, log)
 	if err != nil {
 		return stopped(ctx, log, err)
@@ -292,6 +298,24 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log 
 		}
 		return err
 	})
+}
+
+func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {
+	var catErr *recovery.CatalogError
+	err := retry(ctx, log, "check engine tables", cfg.Database.StatementTimeout, func(ctx context.Context) error {
+		err := recovery.CheckCatalog(ctx, db, cfg.Workflows)
+		if errors.As(err, &catErr) {
+			return nil // not transient: stop retrying
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if catErr != nil {
+		return usageError{catErr}
+	}
+	return nil
 }
 
 func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {

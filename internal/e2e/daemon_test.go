@@ -253,3 +253,37 @@ func TestDaemonWaitsForEtcd(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, d.stderr.String())
 	}
 }
+
+func TestWorkflowTablesCheckedAtStartup(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.db.MustExec(`CREATE TABLE public.inst (id bigint PRIMARY KEY, state text)`)
+	wf := `workflows:
+  - name: wf
+    table: public.inst
+    id_column: id
+    status_column: status
+    claimable: false
+    tasks:
+      - {name: t, begin: A, interim: B, end: C, failed: F}
+  - name: other
+    table: nowhere.inst
+    id_column: id
+    status_column: state
+    claimable: false
+    tasks:
+      - {name: t, begin: A, interim: B, end: C, failed: F}
+`
+	d := c.start("node-a", c.config("node-a", wf))
+	if code := d.wait(t, 30*time.Second); code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s", code, d.stderr.String())
+	}
+	for _, want := range []string{`workflows[0].status_column: table public.inst has no column "status"`, "workflows[1].table: table nowhere.inst does not exist"} {
+		if !strings.Contains(d.stderr.String(), want) {
+			t.Errorf("error does not say %q:\n%s", want, d.stderr.String())
+		}
+	}
+	if _, err := c.node("node-a"); err == nil {
+		t.Fatal("the node registered despite the mismatch")
+	}
+}

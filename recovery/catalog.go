@@ -1,0 +1,75 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/jmoiron/sqlx"
+)
+
+// CatalogError lists the configured tables and columns the database lacks.
+type CatalogError struct {
+	Problems []string
+}
+
+func (e *CatalogError) Error() string {
+	return "the workflows do not match the database:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// CheckCatalog verifies that every configured instance and claims table
+// and every named column exists, as the database resolves the names. It
+// returns a *CatalogError naming each missing one by its key path.
+func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []configs.Workflow) error {
+	var problems []string
+	check := func(path, table string, cols map[string]string) error {
+		var exists bool
+		if err := db.GetContext(ctx, &exists, `SELECT to_regclass($1) IS NOT NULL`, pgdb.Ident(table)); err != nil {
+			return fmt.Errorf("look up %s: %w", table, err)
+		}
+		if !exists {
+			problems = append(problems, fmt.Sprintf("%s: table %s does not exist (or is not visible to this user)", path, table))
+			return nil
+		}
+		var have []string
+		if err := db.SelectContext(ctx, &have, `SELECT attname::text FROM pg_attribute
+			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, pgdb.Ident(table)); err != nil {
+			return fmt.Errorf("list columns of %s: %w", table, err)
+		}
+		set := map[string]bool{}
+		for _, c := range have {
+			set[c] = true
+		}
+		for key, col := range cols {
+			if col != "" && !set[col] {
+				problems = append(problems, fmt.Sprintf("%s: table %s has no column %q", key, table, col))
+			}
+		}
+		return nil
+	}
+	for i, w := range wfs {
+		p := fmt.Sprintf("workflows[%d]", i)
+		if err := check(p+".table", w.Table, map[string]string{
+			p + ".id_column": w.IDColumn, p + ".status_column": w.StatusColumn, p + ".error_column": w.ErrorColumn,
+		}); err != nil {
+			return err
+		}
+		if c := w.Claims; c != nil {
+			cp := p + ".claims"
+			if err := check(cp+".table", c.Table, map[string]string{
+				cp + ".instance_column": c.InstanceColumn, cp + ".node_column": c.NodeColumn, cp + ".token_column": c.TokenColumn,
+				cp + ".claimed_at_column": c.ClaimedAtColumn, cp + ".expires_at_column": c.ExpiresAtColumn,
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return &CatalogError{Problems: problems}
+	}
+	return nil
+}
