@@ -143,7 +143,7 @@ type zombie struct {
 // claim timeouts, and workers die mid-task (some coming back late as
 // zombies). Then it checks the invariants over the whole history.
 func TestRaceStress(t *testing.T) {
-	duration := 20 * time.Second
+	duration := 30 * time.Second
 	if v := os.Getenv("EH_STRESS_SECONDS"); v != "" {
 		s, err := strconv.Atoi(v)
 		if err != nil {
