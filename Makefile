@@ -1,6 +1,7 @@
 # enginehealth. `make demo` and `make test` are all a fresh machine needs
 # (with Go and the PostgreSQL server binaries; .ci/run installs the latter).
 
+SHELL   := /bin/bash
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -16,9 +17,12 @@ test:
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Every Go benchmark, once each; domain figures are reported with
-# b.ReportMetric (benchstat-compatible output).
+# b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,
+# then a summary beside the targets of DESIGN.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./...
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./... | tee bench.out
+	@echo
+	$(GO) run ./internal/benchreport bench.out
 
 demo:
 	@echo "make demo: the end-to-end demo (three sidecars, demo engines, a killed node) is not built yet;" >&2

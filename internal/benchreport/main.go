@@ -1,0 +1,135 @@
+// Command benchreport reads `go test -bench` output and prints the domain
+// figures beside their targets from DESIGN.md. It exits 1 when a figure
+// named here is missing from the output (a benchmark did not run).
+//
+//	go test -run '^$' -bench . ./... | tee bench.out
+//	go run ./internal/benchreport bench.out
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// results maps "BenchmarkName/sub" (without the -N suffix) to its metrics.
+type results map[string]map[string]float64
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader) (results, error) {
+	res := results{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(f[0], "")
+		m := res[name]
+		if m == nil {
+			m = map[string]float64{}
+			res[name] = m
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			m[f[i+1]] = v
+		}
+	}
+	return res, sc.Err()
+}
+
+// row is one line of the report.
+type row struct {
+	figure, bench, metric string
+	// target describes the target; ok judges the value (nil: no target).
+	target func(m map[string]float64) string
+	ok     func(v float64, m map[string]float64) bool
+}
+
+func atMost(limit float64) func(float64, map[string]float64) bool {
+	return func(v float64, _ map[string]float64) bool { return v <= limit }
+}
+
+func atLeast(limit float64) func(float64, map[string]float64) bool {
+	return func(v float64, _ map[string]float64) bool { return v >= limit }
+}
+
+func fixed(s string) func(map[string]float64) string { return func(map[string]float64) string { return s } }
+
+var rows = []row{
+	{"failover after SIGKILL of the master", "BenchmarkFailover/kill", "failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 1000 = %.0f ms", m["ttl-ms"]+1000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+1000 }},
+	{"failover after SIGTERM of the master", "BenchmarkFailover/graceful", "failover-ms", fixed("≤ 1000 ms"), atMost(1000)},
+	{"crash to repair", "BenchmarkCrashToRepair", "crash-to-repair-ms",
+		func(m map[string]float64) string {
+			return fmt.Sprintf("≤ claim_timeout + interval + 1 s = %.0f ms", m["limit-ms"])
+		},
+		func(v float64, m map[string]float64) bool { return v <= m["limit-ms"] }},
+	{"repair throughput (batch 1000)", "BenchmarkRepair/batch=1000", "rows/s", fixed("—"), nil},
+	{"repair vs one bare UPDATE (batch 1000)", "BenchmarkRepair/batch=1000", "ratio-vs-bare-update", fixed("≥ 0.5"), atLeast(0.5)},
+	{"repair vs one bare UPDATE (batch 10000)", "BenchmarkRepair/batch=10000", "ratio-vs-bare-update", fixed("≥ 0.5"), atLeast(0.5)},
+	{"idle check pass, 10k rows", "BenchmarkCheckIdle", "idle-10k-ms", fixed("—"), nil},
+	{"idle check pass, 1M rows", "BenchmarkCheckIdle", "idle-1M-ms", fixed("—"), nil},
+	{"idle check, 1M / 10k rows", "BenchmarkCheckIdle", "idle-ratio", fixed("≤ 1.5"), atMost(1.5)},
+	{"idle RSS, master", "BenchmarkIdleFootprint", "rss-master-MB", fixed("< 40 MB"), atMost(40)},
+	{"idle RSS, standby", "BenchmarkIdleFootprint", "rss-standby-MB", fixed("< 40 MB"), atMost(40)},
+	{"idle CPU per 60 s, master", "BenchmarkIdleFootprint", "cpu-s-per-60s-master", fixed("no busy loop (≪ 60 s)"), atMost(3)},
+	{"idle CPU per 60 s, standby", "BenchmarkIdleFootprint", "cpu-s-per-60s-standby", fixed("no busy loop (≪ 60 s)"), atMost(3)},
+}
+
+func main() {
+	in := io.Reader(os.Stdin)
+	if len(os.Args) > 1 {
+		f, err := os.Open(os.Args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		in = f
+	}
+	res, err := parse(in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	missing := 0
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tMEASURED\tTARGET\t\tBENCHMARK")
+	for _, r := range rows {
+		m, ok := res[r.bench]
+		v, has := m[r.metric]
+		if !ok || !has {
+			missing++
+			fmt.Fprintf(tw, "%s\t(missing)\t%s\t\t%s %s\n", r.figure, r.target(m), r.bench, r.metric)
+			continue
+		}
+		verdict := ""
+		if r.ok != nil {
+			verdict = "met"
+			if !r.ok(v, m) {
+				verdict = "NOT MET"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.figure, strconv.FormatFloat(v, 'f', -1, 64), r.metric, r.target(m), verdict, r.bench)
+	}
+	tw.Flush()
+	if missing > 0 {
+		fmt.Fprintf(os.Stderr, "benchreport: %d figures missing: a benchmark did not run\n", missing)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	out := `goos: linux
+BenchmarkFailover/kill-2         	       1	3234956905 ns/op	      3234 failover-ms	      3000 ttl-ms
+BenchmarkRepair/batch=1000-2         	       1	1068396630 ns/op	    244361 bare-rows/s	         0.3830 ratio-vs-bare-update	     93599 rows/s
+PASS`
+	res, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res["BenchmarkFailover/kill"]["failover-ms"] != 3234 || res["BenchmarkFailover/kill"]["ttl-ms"] != 3000 {
+		t.Fatalf("failover: %v", res)
+	}
+	if res["BenchmarkRepair/batch=1000"]["ratio-vs-bare-update"] != 0.383 {
+		t.Fatalf("repair: %v", res)
+	}
+}
