@@ -74,6 +74,9 @@ func New(t testing.TB) *Etcd {
 	return e
 }
 
+// Dir returns the member's data directory.
+func (e *Etcd) Dir() string { return e.dir }
+
 // Close stops the member and removes its data.
 func (e *Etcd) Close() {
 	e.e.Close()

@@ -159,6 +159,10 @@ func New(t testing.TB) *Server {
 	return s
 }
 
+// Dir returns the server's directory (data, socket, log); empty for an
+// external server.
+func (s *Server) Dir() string { return s.baseDir }
+
 // URL returns a connection URL for database db.
 func (s *Server) URL(db string) string {
 	if s.external {

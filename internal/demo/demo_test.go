@@ -1,0 +1,116 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// TestDemo runs the demo's core against freshly built binaries, checks its
+// timeline against the database before teardown, and that it leaves no
+// process, directory or port behind.
+func TestDemo(t *testing.T) {
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin, "github.com/enginehealth/enginehealth/cmd/enginehealth",
+		"github.com/enginehealth/enginehealth/cmd/demo-engine")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	inspected := false
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tl, err := Run(ctx, Options{BinDir: bin, Out: &out, Instances: 500, Inspect: func(db *sqlx.DB, tl *Timeline) error {
+		inspected = true
+		return checkTimeline(db, tl)
+	}})
+	t.Logf("demo output:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inspected {
+		t.Fatal("the timeline was not checked against the database")
+	}
+	for _, want := range []string{"Timeline (from the events table", "took office as master", "went Not responding",
+		"claims of", "failover after SIGKILL of the master", "crash to repair"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Nothing left behind.
+	for _, d := range tl.Dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("directory %s left behind (%v)", d, err)
+		}
+	}
+	for _, pid := range tl.PIDs {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("process %d still running", pid)
+		}
+	}
+	if open := tl.Ports(); len(open) > 0 {
+		t.Errorf("still listening: %v", open)
+	}
+	if len(tl.Dirs) != 3 || len(tl.PIDs) != 6 || !strings.HasPrefix(filepath.Base(tl.Dirs[2]), "ehdemo-") {
+		t.Errorf("demo resources not all recorded: dirs %v, pids %v", tl.Dirs, tl.PIDs)
+	}
+}
+
+// checkTimeline compares the printed timeline with the database.
+func checkTimeline(db *sqlx.DB, tl *Timeline) error {
+	count := func(q string, args ...any) int {
+		var n int
+		if err := db.Get(&n, q, args...); err != nil {
+			panic(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = 'master_elected'`); n != len(tl.Masters) || n < 2 {
+		return fmt.Errorf("timeline has %d masters, the database %d (want at least 2)", len(tl.Masters), n)
+	}
+	var current string
+	if err := db.Get(&current, `SELECT node FROM enginehealth.leader_term`); err != nil {
+		return err
+	}
+	if last := tl.Masters[len(tl.Masters)-1].Node; last != current || current != tl.Survivor {
+		return fmt.Errorf("last master in the timeline %s, in the database %s, survivor %s", last, current, tl.Survivor)
+	}
+	if len(tl.Kills) != 2 || !tl.Kills[1].Master {
+		return fmt.Errorf("kills %+v", tl.Kills)
+	}
+	for _, k := range tl.Kills {
+		found := false
+		for _, n := range tl.NotResponding {
+			found = found || n == k.Node
+		}
+		if !found {
+			return fmt.Errorf("killed node %s not in the timeline's Not responding list %v", k.Node, tl.NotResponding)
+		}
+		if got := count(`SELECT count(*) FROM enginehealth.events WHERE kind = 'claim_expired' AND node = $1`, k.Node); got != tl.ClaimsExpired[k.Node] || got < k.Claims {
+			return fmt.Errorf("claims of %s expired: timeline %d, database %d, held at the kill %d", k.Node, tl.ClaimsExpired[k.Node], got, k.Claims)
+		}
+	}
+	total := 0
+	for _, n := range tl.Repaired {
+		total += n
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_repaired'`); n != total {
+		return fmt.Errorf("timeline counts %d repairs, the database %d", total, n)
+	}
+	if n := tl.Repaired["startup: Rendering → RenderFailed"]; n != 30 {
+		return fmt.Errorf("start-up recovery failed %d reports, want the 30 left mid-render", n)
+	}
+	if n := tl.Repaired["periodic: Reserving → Created"]; n < 50 {
+		return fmt.Errorf("periodic recovery reverted %d orders, want at least the 50 left mid-reserve", n)
+	}
+	return nil
+}
