@@ -67,7 +67,9 @@ func atLeast(limit float64) func(float64, map[string]float64) bool {
 	return func(v float64, _ map[string]float64) bool { return v >= limit }
 }
 
-func fixed(s string) func(map[string]float64) string { return func(map[string]float64) string { return s } }
+func fixed(s string) func(map[string]float64) string {
+	return func(map[string]float64) string { return s }
+}
 
 var rows = []row{
 	{"failover after SIGKILL of the master", "BenchmarkFailover/kill", "failover-ms",

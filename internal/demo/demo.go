@@ -442,11 +442,11 @@ type Timeline struct {
 	PostgresPort int
 	EtcdEndpoint string
 	// Dirs and PIDs the demo created (all gone when Run returns).
-	Dirs []string
-	PIDs []int
-	Addresses    map[string]string
-	Survivor     string
-	Kills        []Kill
+	Dirs      []string
+	PIDs      []int
+	Addresses map[string]string
+	Survivor  string
+	Kills     []Kill
 	// From the events table:
 	Masters       []Master
 	NotResponding []string
