@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/robfig/cron/v3"
 )
@@ -365,4 +366,10 @@ func (c *Config) NodeName(hostname func() (string, error)) (string, error) {
 		return "", fmt.Errorf("node.name: empty and the hostname %q is not a safe name; set node.name", h)
 	}
 	return h, nil
+}
+
+// Pool returns the connection-pool settings for an application name.
+func (d Database) Pool(app string) pgdb.Config {
+	return pgdb.Config{DSN: d.DSN, ApplicationName: app, StatementTimeout: d.StatementTimeout,
+		ConnectTimeout: d.ConnectTimeout, MaxOpenConns: d.MaxOpenConns}
 }

@@ -9,51 +9,16 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/google/uuid"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
-// takeOffice elects node name (registering it) and returns its office,
-// held until the test ends.
 func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 	t.Helper()
-	inc := uuid.NewString()
-	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fence := leader.NewFence(b.db, "enginehealth")
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
-		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})
-	offices := make(chan *leader.Office, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
-			if err := fence.TakeOffice(ctx, o); err != nil {
-				return err
-			}
-			offices <- o
-			<-ctx.Done()
-			return nil
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done; cli.Close() })
-	select {
-	case o := <-offices:
-		return o
-	case <-time.After(15 * time.Second):
-		t.Fatal("no office within 15s")
-		return nil
-	}
+	return leadertest.Office(t, b.db, etcd.Endpoint, "enginehealth", name)
 }
 
 func newChecker(b bundle, cfg CheckConfig) *Checker {

@@ -3,8 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/leader"
@@ -28,18 +27,9 @@ var (
 	etcd *etcdtest.Etcd
 )
 
-func TestMain(m *testing.M) {
-	var err error
-	if etcd, err = etcdtest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := pgtest.Main(m, &pg)
-	etcd.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(leadertest.Main(m, &pg, &etcd)) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = leadertest.Quiet
 
 // workflows: a non-claimable workflow with an atomic and a non-atomic
 // task, and a claimable one that start-up recovery must leave alone.

@@ -79,13 +79,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	log.InfoContext(ctx, "starting enginehealth", "version", version, "incarnation", incarnation,
 		"database", cfg.Database.RedactedDSN(), "schema", cfg.Database.Schema, "etcd", cfg.Etcd.Endpoints)
 
-	db, err := pgdb.Open(pgdb.Config{
-		DSN:              cfg.Database.DSN,
-		ApplicationName:  "enginehealth/" + name,
-		StatementTimeout: cfg.Database.StatementTimeout,
-		ConnectTimeout:   cfg.Database.ConnectTimeout,
-		MaxOpenConns:     cfg.Database.MaxOpenConns,
-	})
+	db, err := pgdb.Open(cfg.Database.Pool("enginehealth/" + name))
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -19,15 +17,13 @@ import (
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 var (
@@ -35,18 +31,9 @@ var (
 	etcd *etcdtest.Etcd
 )
 
-func TestMain(m *testing.M) {
-	var err error
-	if etcd, err = etcdtest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := pgtest.Main(m, &pg)
-	etcd.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(leadertest.Main(m, &pg, &etcd)) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = leadertest.Quiet
 
 // tracking records every status change of demo.orders with whether the
 // sidecar made it and whether a live claim existed at that moment (read
@@ -93,43 +80,12 @@ func loadWorkflows(t testing.TB, claimTimeout time.Duration) []configs.Workflow 
 // master elects a master for the test and returns its office and checker.
 func master(t testing.TB, db *sqlx.DB, wfs []configs.Workflow) (*leader.Office, *health.Checker) {
 	t.Helper()
-	store := nodes.NewStore(db, "enginehealth")
-	inc := uuid.NewString()
-	if _, err := store.Register(context.Background(), nodes.Registration{Name: "master", Incarnation: inc, Hostname: "m"}); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "master")
 	fence := leader.NewFence(db, "enginehealth")
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
-		Candidate: leader.Candidate{Name: "master", Incarnation: inc}, Log: quiet})
-	offices := make(chan *leader.Office, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
-			if err := fence.TakeOffice(ctx, o); err != nil {
-				return err
-			}
-			offices <- o
-			<-ctx.Done()
-			return nil
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done; cli.Close() })
 	rep := recovery.New(recovery.Config{DB: db, Fence: fence, Schema: "enginehealth", Workflows: wfs, BatchSize: 50, Log: quiet})
-	chk := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Schema: "enginehealth",
+	chk := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: nodes.NewStore(db, "enginehealth"), Recovery: rep, Schema: "enginehealth",
 		Interval: time.Second, NotRespondingAfter: time.Hour, Log: quiet})
-	select {
-	case o := <-offices:
-		return o, chk
-	case <-time.After(15 * time.Second):
-		t.Fatal("no office")
-		return nil, nil
-	}
+	return o, chk
 }
 
 // zombie is a late Finish by a worker that was "killed" mid-task.

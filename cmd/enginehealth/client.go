@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/spf13/cobra"
+)
+
+// longOp bounds manual runs, which can repair many instances.
+const longOp = 10 * time.Minute
+
+// clientCmd builds a command that asks the daemon with call and prints the
+// answer as JSON (-o json) or with table.
+func clientCmd[T any](c *cobra.Command, f *clientFlags, timeout time.Duration,
+	call func(ctx context.Context, cl *api.Client, args []string) (T, error),
+	table func(w io.Writer, v T) error,
+) *cobra.Command {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		cl, err := f.client()
+		if err != nil {
+			return err
+		}
+		cl.HTTP.Timeout = timeout
+		v, err := call(c.Context(), cl, args)
+		if err != nil {
+			return err
+		}
+		if f.output == "json" {
+			return writeJSON(c.OutOrStdout(), v)
+		}
+		return table(c.OutOrStdout(), v)
+	}
+	f.register(c)
+	return c
+}
+
+func tabs(w io.Writer, header string, rows func(tw io.Writer)) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	rows(tw)
+	return tw.Flush()
+}
+
+func newNodesCmd() *cobra.Command {
+	var f clientFlags
+	c := &cobra.Command{Use: "nodes [NAME]", Short: "List the engine nodes (or show one)", Args: usageArgs(cobra.MaximumNArgs(1))}
+	return clientCmd(c, &f, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, args []string) (any, error) {
+			if len(args) == 1 {
+				return cl.Node(ctx, args[0])
+			}
+			return cl.Nodes(ctx)
+		},
+		func(w io.Writer, v any) error {
+			ns, ok := v.([]nodes.Node)
+			if !ok {
+				ns = []nodes.Node{v.(nodes.Node)}
+			}
+			return tabs(w, "NAME\tSTATUS\tMASTER\tLAST ACTIVE\tGRADE\tVERSION\tAPI\tREASON", func(tw io.Writer) {
+				for _, n := range ns {
+					master := ""
+					if n.IsMaster {
+						master = "*"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", n.Name, n.Status, master,
+						n.SecondsSinceActive, n.FailoverGrade, n.Version, n.APIAddress, n.StatusReason)
+				}
+			})
+		})
+}
+
+func newNodeCmd() *cobra.Command {
+	c := &cobra.Command{Use: "node", Short: "Act on one node"}
+	var f clientFlags
+	var reason string
+	ack := clientCmd(&cobra.Command{
+		Use:   "ack NAME",
+		Short: "Acknowledge a node's unexpected shutdown: it becomes Ready",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+	}, &f, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, args []string) (nodes.Node, error) {
+			return cl.Ack(ctx, args[0], reason)
+		},
+		func(w io.Writer, n nodes.Node) error {
+			_, err := fmt.Fprintf(w, "node %s acknowledged: %s\n", n.Name, n.Status)
+			return err
+		})
+	ack.Flags().StringVar(&reason, "reason", "", "recorded in the event (default: acknowledged by an operator)")
+	c.AddCommand(ack)
+	return c
+}
+
+func newCheckCmd() *cobra.Command {
+	var f clientFlags
+	c := &cobra.Command{Use: "check", Short: "Run a CheckEngineHealth pass on the master now", Args: noArgs}
+	return clientCmd(c, &f, longOp,
+		func(ctx context.Context, cl *api.Client, _ []string) (health.CheckResult, error) {
+			return cl.Check(ctx)
+		},
+		func(w io.Writer, res health.CheckResult) error {
+			fmt.Fprintf(w, "run %d (%s)\n", res.RunID, res.Took.Round(time.Millisecond))
+			if res.Disruption {
+				_, err := fmt.Fprintf(w, "disruption mode: %d nodes look unresponsive at once (%s); nothing was done\n",
+					len(res.Stale), strings.Join(res.Stale, ","))
+				return err
+			}
+			for _, ch := range append(append(res.NotResponding, res.Revived...), res.Forgotten...) {
+				fmt.Fprintf(w, "node %s: %s -> %s\n", ch.Name, ch.From, cmpOr(ch.To, "(forgotten)"))
+			}
+			fmt.Fprintf(w, "claims expired: %d\n", res.Recovery.ClaimsExpired)
+			return recoveryTable(w, res.Recovery.Tasks, false)
+		})
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
+	header := "WORKFLOW\tTASK\tFROM\tTO\tPLANNED\tREPAIRED"
+	if plan {
+		header = "WORKFLOW\tTASK\tFROM\tTO\tINSTANCES"
+	}
+	return tabs(w, header, func(tw io.Writer) {
+		for _, t := range ts {
+			if plan {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", t.Workflow, t.Task, t.From, t.To, t.Planned)
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", t.Workflow, t.Task, t.From, t.To, t.Planned, t.Done)
+			}
+		}
+	})
+}
+
+func newRecoverCmd() *cobra.Command {
+	var f clientFlags
+	var req api.RecoveryRequest
+	c := clientCmd(&cobra.Command{
+		Use:   "recover",
+		Short: "Expire claims and repair interrupted instances now (through the master)",
+		Args:  noArgs,
+	}, &f, longOp,
+		func(ctx context.Context, cl *api.Client, _ []string) (api.RecoveryAnswer, error) {
+			return cl.Recover(ctx, req)
+		},
+		func(w io.Writer, a api.RecoveryAnswer) error {
+			if a.DryRun {
+				fmt.Fprintln(w, "dry run: nothing was changed")
+				var ts []recovery.TaskResult
+				for _, p := range a.Plan {
+					fmt.Fprintf(w, "workflow %s: %d expired claims to delete\n", p.Workflow, p.ClaimsToExpire)
+					ts = append(ts, p.Tasks...)
+				}
+				return recoveryTable(w, ts, true)
+			}
+			fmt.Fprintf(w, "run %d: claims expired %d, instances repaired %d\n", a.Result.RunID, a.Result.ClaimsExpired, a.Result.Done())
+			return recoveryTable(w, a.Result.Tasks, false)
+		})
+	c.Flags().StringSliceVar(&req.Workflows, "workflow", nil, "workflow to recover (repeatable; default: every claimable workflow)")
+	c.Flags().BoolVar(&req.DryRun, "dry-run", false, "print the plan and change nothing")
+	return c
+}
+
+func newRunsCmd() *cobra.Command {
+	var f clientFlags
+	var limit int
+	c := clientCmd(&cobra.Command{Use: "runs", Short: "List the latest check and recovery runs", Args: noArgs}, &f, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, _ []string) ([]recovery.RunRow, error) {
+			return cl.Runs(ctx, limit)
+		},
+		func(w io.Writer, rs []recovery.RunRow) error {
+			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tPLANNED\tDONE\tSTARTED\tNOTE", func(tw io.Writer) {
+				for _, r := range rs {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", r.ID, r.Kind, r.Trigger, r.Term, r.Master, r.Status,
+						r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), r.Error)
+				}
+			})
+		})
+	c.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	return c
+}
+
+func newEventsCmd() *cobra.Command {
+	var f clientFlags
+	var p audit.ListParams
+	c := clientCmd(&cobra.Command{Use: "events", Short: "List the audit trail (oldest first)", Args: noArgs}, &f, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, _ []string) ([]audit.Event, error) { return cl.Events(ctx, p) },
+		func(w io.Writer, es []audit.Event) error {
+			s := func(p *string) string {
+				if p == nil {
+					return ""
+				}
+				return *p
+			}
+			return tabs(w, "ID\tAT\tKIND\tACTOR\tTERM\tNODE\tWORKFLOW\tINSTANCE\tTASK\tFROM\tTO\tREASON", func(tw io.Writer) {
+				for _, e := range es {
+					term := ""
+					if e.Term != nil {
+						term = fmt.Sprint(*e.Term)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), e.Kind, e.Actor, term,
+						s(e.Node), s(e.Workflow), s(e.Instance), s(e.Task), s(e.FromState), s(e.ToState), e.Reason)
+				}
+			})
+		})
+	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id")
+	c.Flags().IntVar(&p.Limit, "limit", 100, "how many events")
+	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
+	return c
+}
