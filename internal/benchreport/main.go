@@ -1,20 +1,29 @@
 // Command benchreport reads `go test -bench` output and prints the domain
-// figures beside their targets from DESIGN.md. It exits 1 when a figure
+// figures beside their targets from DESIGN.md. With -readme FILE it also
+// rewrites the table between the markers
+//
+//	<!-- bench:start --> and <!-- bench:end -->
+//
+// of that file, with the date and the machine. It exits 1 when a figure
 // named here is missing from the output (a benchmark did not run).
 //
 //	go test -run '^$' -bench . ./... | tee bench.out
-//	go run ./internal/benchreport bench.out
+//	go run ./internal/benchreport -readme README.md bench.out
 package main
 
 import (
 	"bufio"
+	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // results maps "BenchmarkName/sub" (without the -N suffix) to its metrics.
@@ -94,9 +103,11 @@ var rows = []row{
 }
 
 func main() {
+	readme := flag.String("readme", "", "file whose bench:start/bench:end block is rewritten")
+	flag.Parse()
 	in := io.Reader(os.Stdin)
-	if len(os.Args) > 1 {
-		f, err := os.Open(os.Args[1])
+	if flag.NArg() > 0 {
+		f, err := os.Open(flag.Arg(0))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchreport:", err)
 			os.Exit(1)
@@ -130,8 +141,80 @@ func main() {
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.figure, strconv.FormatFloat(v, 'f', -1, 64), r.metric, r.target(m), verdict, r.bench)
 	}
 	tw.Flush()
+	if *readme != "" {
+		if err := rewrite(*readme, res); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+	}
 	if missing > 0 {
 		fmt.Fprintf(os.Stderr, "benchreport: %d figures missing: a benchmark did not run\n", missing)
 		os.Exit(1)
 	}
+}
+
+const (
+	startMark = "<!-- bench:start -->"
+	endMark   = "<!-- bench:end -->"
+)
+
+// markdown renders the figures as a table with the date and the machine.
+func markdown(res results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %s (written by `make bench`):\n\n", time.Now().UTC().Format("2006-01-02"), machine())
+	b.WriteString("| figure | measured | target |\n|---|---|---|\n")
+	for _, r := range rows {
+		m := res[r.bench]
+		v, ok := m[r.metric]
+		val := "(not run)"
+		verdict := ""
+		if ok {
+			val = strconv.FormatFloat(v, 'g', 4, 64) + " " + r.metric
+			if r.ok != nil {
+				verdict = " — met"
+				if !r.ok(v, m) {
+					verdict = " — **not met**"
+				}
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s%s |\n", r.figure, val, r.target(m), verdict)
+	}
+	return b.String()
+}
+
+// machine describes this machine: CPU model, cores, memory.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+				mem = fmt.Sprintf(", %.0f GiB", kb/(1<<20))
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores%s, %s", model, runtime.NumCPU(), mem, runtime.Version())
+}
+
+func rewrite(path string, res results) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	i, j := bytes.Index(b, []byte(startMark)), bytes.Index(b, []byte(endMark))
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %s ... %s block", path, startMark, endMark)
+	}
+	out := append([]byte{}, b[:i+len(startMark)]...)
+	out = append(out, "\n"+markdown(res)...)
+	out = append(out, b[j:]...)
+	return os.WriteFile(path, out, 0o644)
 }

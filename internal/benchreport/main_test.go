@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -19,5 +20,23 @@ PASS`
 	}
 	if res["BenchmarkRepair/batch=1000"]["ratio-vs-bare-update"] != 0.383 {
 		t.Fatalf("repair: %v", res)
+	}
+}
+
+func TestRewriteReadme(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/README.md"
+	if err := os.WriteFile(p, []byte("# x\n<!-- bench:start -->\nold\n<!-- bench:end -->\ntail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := results{"BenchmarkFailover/graceful": {"failover-ms": 72, "ttl-ms": 3000}}
+	if err := rewrite(p, res); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	s := string(b)
+	if strings.Contains(s, "old") || !strings.Contains(s, "| failover after SIGTERM of the master | 72 failover-ms | ≤ 1000 ms — met |") ||
+		!strings.Contains(s, "(not run)") || !strings.HasSuffix(s, "<!-- bench:end -->\ntail\n") {
+		t.Fatalf("rewritten:\n%s", s)
 	}
 }
