@@ -169,7 +169,7 @@ func markdown(res results) string {
 		val := "(not run)"
 		verdict := ""
 		if ok {
-			val = strconv.FormatFloat(v, 'g', 4, 64) + " " + r.metric
+			val = strconv.FormatFloat(v, 'f', -1, 64) + " " + r.metric
 			if r.ok != nil {
 				verdict = " — met"
 				if !r.ok(v, m) {
