@@ -287,3 +287,61 @@ func (c *cluster) electionKeys(t testing.TB) string {
 	}
 	return strings.Join(vals, " ")
 }
+
+// TestPausedMasterWritesNothingAfterNewMaster: SIGSTOP the master until
+// another node takes office, then SIGCONT it. The old master, waking up
+// with its check schedule due, must not commit anything under its old term
+// after the new master took office, and must step down.
+func TestPausedMasterWritesNothingAfterNewMaster(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := func(name string) string {
+		return replaceOnce(t, c.config(name, ""), "health:\n", "health:\n  schedule: \"@every 1s\"\n")
+	}
+	ds := map[string]*daemon{"node-a": c.start("node-a", cfg("node-a")), "node-b": c.start("node-b", cfg("node-b"))}
+	for name, d := range ds {
+		c.waitRegistered(d, 30*time.Second)
+		waitNodeStatus(t, c, name, nodes.StatusReady)
+	}
+	first := c.waitTerm(t, 0, 30*time.Second)
+	old := ds[first.Node]
+	// Let it run a few periodic passes first.
+	eventually(t, 30*time.Second, "the master's periodic runs", func() (bool, error) {
+		var n int
+		err := c.db.Get(&n, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term)
+		return n >= 2, err
+	})
+	old.signal(t, syscall.SIGSTOP)
+	second := c.waitTerm(t, first.Term, 30*time.Second)
+	var tookOffice int64
+	if err := c.db.Get(&tookOffice, `SELECT max(id) FROM enginehealth.events WHERE kind = 'master_elected' AND term = $1`, second.Term); err != nil {
+		t.Fatal(err)
+	}
+	var runsBefore int
+	c.db.Get(&runsBefore, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term)
+	old.signal(t, syscall.SIGCONT)
+	// It notices it lost office and goes on as a standby.
+	eventually(t, 30*time.Second, "the old master steps down", func() (bool, error) {
+		return strings.Contains(old.stderr.String(), "lost master office"), nil
+	})
+	// A few of the new master's passes later, still nothing from the old term.
+	eventually(t, 30*time.Second, "new master's passes", func() (bool, error) {
+		var n int
+		err := c.db.Get(&n, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, second.Term)
+		return n >= 3, err
+	})
+	var late, runsAfter int
+	if err := c.db.Get(&late, `SELECT count(*) FROM enginehealth.events WHERE term = $1 AND id > $2`, first.Term, tookOffice); err != nil {
+		t.Fatal(err)
+	}
+	c.db.Get(&runsAfter, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term)
+	if late != 0 || runsAfter != runsBefore {
+		t.Fatalf("the paused master wrote after the new master took office: %d events, %d runs", late, runsAfter-runsBefore)
+	}
+	if n, _ := c.node(first.Node); n.IsMaster {
+		t.Fatal("the old master's record has the master flag")
+	}
+	if !old.running() {
+		t.Fatalf("the old master exited: %v", old.err)
+	}
+}
