@@ -15,6 +15,7 @@ import (
 const (
 	DefaultHeartbeatInterval       = 5 * time.Second
 	DefaultShutdownTimeout         = 10 * time.Second
+	DefaultOnUnexpectedShutdown    = UnexpectedShutdownAck
 	DefaultSchema                  = "enginehealth"
 	DefaultStatementTimeout        = 30 * time.Second
 	DefaultConnectTimeout          = 5 * time.Second
@@ -38,6 +39,12 @@ const (
 	DefaultBackoffBase             = 30 * time.Second
 	DefaultBackoffMaxDelay         = time.Hour
 	DefaultRandomizedMultiplier    = 2.0
+)
+
+// Values of node.on_unexpected_shutdown.
+const (
+	UnexpectedShutdownAck     = "ack"
+	UnexpectedShutdownRecover = "recover"
 )
 
 // Retry strategies for on_interrupt and on_failure.
@@ -81,6 +88,12 @@ type Node struct {
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds a clean shutdown; default 10s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// OnUnexpectedShutdown: what a restart finds when the last run did not
+	// shut down cleanly. "ack" (default): the node stays in Unexpected
+	// shutdown, out of service, until an operator runs `enginehealth node
+	// ack`. "recover": it is logged and the node goes through recovery
+	// like a new one.
+	OnUnexpectedShutdown string `yaml:"on_unexpected_shutdown"`
 }
 
 // Database is the PostgreSQL connection. Exactly one of DSNFile and DSNEnv.

@@ -123,6 +123,7 @@ func TestBrokenConfigs(t *testing.T) {
 		{"bad schema identifier", "database: {dsn_env: ENGINEHEALTH_DSN, schema: \"x-y\"}\netcd: {endpoints: [\"a:1\"]}\n", nil, "database.schema", "SQL identifier", 0},
 		{"batch size zero is the default, negative is not", minimal + "recovery: {batch_size: -5}\n", nil, "recovery.batch_size", "between 1 and 100000", 0},
 		{"bad log level", minimal + "log: {level: loud}\n", nil, "log.level", "loud", 0},
+		{"bad on_unexpected_shutdown", minimal + "node: {on_unexpected_shutdown: ignore}\n", nil, "node.on_unexpected_shutdown", "want ack or recover", 5},
 		{"interim same as begin", minimal + strings.Replace(workflow, "interim: B\n", "interim: A\n", 1), nil, "workflows[0].tasks[0].interim", "same state as begin", 0},
 		{"end and ends", minimal + strings.Replace(workflow, "end: C\n", "end: C\n        ends: [D]\n", 1), nil, "workflows[0].tasks[0].ends", "only one of end and ends", 0},
 		{"no end", minimal + strings.Replace(workflow, "        end: C\n", "", 1), nil, "workflows[0].tasks[0].end", "required", 0},

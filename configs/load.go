@@ -155,6 +155,7 @@ func lineOf(file *ast.File, path string) int {
 func (c *Config) applyDefaults() {
 	c.Node.HeartbeatInterval = cmp.Or(c.Node.HeartbeatInterval, DefaultHeartbeatInterval)
 	c.Node.ShutdownTimeout = cmp.Or(c.Node.ShutdownTimeout, DefaultShutdownTimeout)
+	c.Node.OnUnexpectedShutdown = cmp.Or(c.Node.OnUnexpectedShutdown, DefaultOnUnexpectedShutdown)
 	c.Database.Schema = cmp.Or(c.Database.Schema, DefaultSchema)
 	c.Database.StatementTimeout = cmp.Or(c.Database.StatementTimeout, DefaultStatementTimeout)
 	c.Database.ConnectTimeout = cmp.Or(c.Database.ConnectTimeout, DefaultConnectTimeout)

@@ -50,6 +50,9 @@ func (c *Config) validate(v *validator) {
 	}
 	hbOK := v.positive("node.heartbeat_interval", c.Node.HeartbeatInterval)
 	v.positive("node.shutdown_timeout", c.Node.ShutdownTimeout)
+	if o := c.Node.OnUnexpectedShutdown; o != UnexpectedShutdownAck && o != UnexpectedShutdownRecover {
+		v.add("node.on_unexpected_shutdown", "%q: want ack or recover", o)
+	}
 
 	// database
 	if !sqlIdent.MatchString(c.Database.Schema) {

@@ -86,13 +86,18 @@ type Registration struct {
 	Hostname    string
 	Version     string
 	APIAddress  string
+	// RecoverAfterCrash: a record left by a run that did not shut down
+	// cleanly goes to Recovering (like a new node) instead of Unexpected
+	// shutdown.
+	RecoverAfterCrash bool
 }
 
 // Register writes this node's record. A new record starts in Recovering. If
 // a record with the name already exists, the last run did not shut down
 // cleanly: the record takes the new incarnation, keeps the old one in
-// PreviousIncarnation, and goes to Unexpected shutdown. Either way one event
-// is written in the same transaction.
+// PreviousIncarnation, and goes to Unexpected shutdown (or, with
+// RecoverAfterCrash, to Recovering). Either way one event is written in the
+// same transaction.
 func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 	var n Node
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -111,7 +116,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				previous_incarnation = n.incarnation,
 				incarnation = EXCLUDED.incarnation,
 				hostname = EXCLUDED.hostname,
-				status = '` + StatusUnexpectedShutdown + `',
+				status = CASE WHEN $6 THEN '` + StatusRecovering + `' ELSE '` + StatusUnexpectedShutdown + `' END,
 				is_master = false,
 				version = EXCLUDED.version,
 				api_address = EXCLUDED.api_address,
@@ -121,7 +126,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				status_changed_by = EXCLUDED.name,
 				status_reason = 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')'
 			RETURNING ` + columns
-		if err := tx.GetContext(ctx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress); err != nil {
+		if err := tx.GetContext(ctx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash); err != nil {
 			return err
 		}
 		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: n.StatusReason}

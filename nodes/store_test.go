@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,5 +252,28 @@ func TestListAndGet(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "zzz"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get missing: %v", err)
+	}
+}
+
+func TestRegisterAfterCrashCanRecover(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	first := reg("a")
+	if _, err := s.Register(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := reg("a")
+	second.RecoverAfterCrash = true
+	n, err := s.Register(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Status != StatusRecovering || n.PreviousIncarnation == nil || *n.PreviousIncarnation != first.Incarnation {
+		t.Fatalf("with RecoverAfterCrash: %+v", n)
+	}
+	es := events(t, b, "a")
+	if last := es[len(es)-1]; last.Kind != audit.KindNodeStatus || !strings.Contains(last.Reason, "without a clean shutdown") {
+		t.Fatalf("the restart is not recorded: %+v", last)
 	}
 }

@@ -108,7 +108,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	advertise := cmp.Or(cfg.API.Advertise, ln.Addr().String())
 
 	store := nodes.NewStore(db, cfg.Database.Schema)
-	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise}
+	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
+		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == configs.UnexpectedShutdownRecover}
 	var node nodes.Node
 	err = retry(ctx, log, "register node", cfg.Database.StatementTimeout, func(ctx context.Context) error {
 		node, err = store.Register(ctx, reg)
@@ -117,9 +118,13 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	if err != nil {
 		return stopped(ctx, log, err)
 	}
-	if node.Status == nodes.StatusUnexpectedShutdown {
-		log.WarnContext(ctx, "the previous run of this node did not shut down cleanly; it stays out of service until an operator acknowledges it",
+	switch {
+	case node.Status == nodes.StatusUnexpectedShutdown:
+		log.WarnContext(ctx, "the previous run of this node did not shut down cleanly; it stays out of service until an operator acknowledges it (enginehealth node ack "+name+")",
 			"previous_incarnation", *node.PreviousIncarnation, "reason", node.StatusReason)
+	case node.PreviousIncarnation != nil:
+		log.WarnContext(ctx, "the previous run of this node did not shut down cleanly; recovering as configured (node.on_unexpected_shutdown: recover)",
+			"previous_incarnation", *node.PreviousIncarnation)
 	}
 	log.InfoContext(ctx, "node registered", "status", node.Status, "api", advertise)
 
