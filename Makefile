@@ -11,10 +11,13 @@ LDFLAGS := -X main.version=$(VERSION)
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/enginehealth ./cmd/demo-engine
 
-# The whole suite: unit tests, real PostgreSQL and etcd, real processes.
+# The whole suite: unit tests, real PostgreSQL and etcd, real processes;
+# then the concurrent packages again under the race detector (with a
+# shorter stress run).
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
+	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/api ./internal/demoengine
 
 # Every Go benchmark, once each; domain figures are reported with
 # b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,
