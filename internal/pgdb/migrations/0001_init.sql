@@ -37,26 +37,33 @@ CREATE TABLE leader_term (
 );
 INSERT INTO leader_term DEFAULT VALUES;
 
--- Every check or recovery pass, written before its first change.
+-- Every check or recovery pass, written before its first change. A run
+-- cut short by a master change is closed as interrupted by the next master
+-- and its work done again by a run that points at it (resumed_from).
 CREATE TABLE runs (
-    id          bigserial PRIMARY KEY,
-    term        bigint NOT NULL,
-    master      text NOT NULL,
-    trigger     text NOT NULL CHECK (trigger IN ('startup', 'periodic', 'manual')),
-    scope       jsonb NOT NULL DEFAULT '{}',
-    dry_run     boolean NOT NULL DEFAULT false,
-    planned     bigint NOT NULL DEFAULT 0,
-    done        bigint NOT NULL DEFAULT 0,
-    status      text NOT NULL DEFAULT 'running'
-        CHECK (status IN ('running', 'finished', 'failed')),
-    started_at  timestamptz NOT NULL DEFAULT now(),
-    finished_at timestamptz,
-    error       text NOT NULL DEFAULT ''
+    id           bigserial PRIMARY KEY,
+    term         bigint NOT NULL,
+    master       text NOT NULL,
+    kind         text NOT NULL DEFAULT 'recovery' CHECK (kind IN ('recovery', 'check')),
+    trigger      text NOT NULL CHECK (trigger IN ('startup', 'periodic', 'manual')),
+    scope        jsonb NOT NULL DEFAULT '{}',
+    planned      bigint NOT NULL DEFAULT 0,
+    done         bigint NOT NULL DEFAULT 0,
+    status       text NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'finished', 'failed', 'interrupted')),
+    started_at   timestamptz NOT NULL DEFAULT now(),
+    finished_at  timestamptz,
+    error        text NOT NULL DEFAULT '',
+    resumed_from bigint REFERENCES runs (id)
 );
 CREATE INDEX runs_unfinished_idx ON runs (id) WHERE status = 'running';
 
 -- The audit trail: every repair, expiry, status change and operator action,
--- written in the same transaction as the change it records.
+-- written in the same transaction as the change it records. Read by id
+-- (which follows time) and by run. Repairs write one event per instance, so
+-- the table carries no foreign key and no B-tree besides its primary key:
+-- run_id is written by the transaction that updates the run, and runs are
+-- written in id order, so a BRIN index finds them.
 CREATE TABLE events (
     id          bigserial PRIMARY KEY,
     at          timestamptz NOT NULL DEFAULT now(),
@@ -64,7 +71,7 @@ CREATE TABLE events (
     -- The node that wrote the event, and the master's term for master work.
     actor       text NOT NULL,
     term        bigint,
-    run_id      bigint REFERENCES runs (id),
+    run_id      bigint,
     -- The node the event is about, if any.
     node        text,
     workflow    text,
@@ -75,8 +82,11 @@ CREATE TABLE events (
     attempt     integer,
     reason      text NOT NULL DEFAULT ''
 );
-CREATE INDEX events_at_idx ON events (at);
-CREATE INDEX events_run_idx ON events (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX events_run_brin ON events USING brin (run_id);
+-- Repair events name the node whose claim on the instance expired: found
+-- through the instance's last claim_expired event.
+CREATE INDEX events_claim_expired_idx ON events (workflow, instance, id)
+    WHERE kind = 'claim_expired';
 
 CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
