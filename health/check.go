@@ -115,7 +115,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 		return res, err
 	}
 	run, err := c.cfg.Recovery.BeginRun(ctx, o, recovery.RunSpec{
-		Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.Scope{Workflows: names(wfs)}, ResumedFrom: resumedFrom,
+		Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom,
 	})
 	if err != nil {
 		return res, err
@@ -202,12 +202,4 @@ func changed(cs []nodes.Change) string {
 		b.WriteString(c.Name)
 	}
 	return b.String()
-}
-
-func names(wfs []configs.Workflow) []string {
-	ns := []string{}
-	for _, w := range wfs {
-		ns = append(ns, w.Name)
-	}
-	return ns
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -60,7 +61,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office) error {
 		return err
 	}
 	c := o.Candidate
-	return f.inTx(ctx, func(tx *sqlx.Tx) error {
+	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx,
 			`UPDATE `+f.terms+` SET term = $1, node = $2, incarnation = $3, since = now() WHERE term < $1`,
 			o.Term, c.Name, c.Incarnation)
@@ -95,7 +96,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office) error {
 // flag anyway.
 func (f *Fence) StepDown(ctx context.Context, o *Office, reason string) error {
 	c := o.Candidate
-	return f.inTx(ctx, func(tx *sqlx.Tx) error {
+	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx,
 			`UPDATE `+f.nodes+` SET is_master = false WHERE name = $1 AND incarnation = $2 AND is_master`, c.Name, c.Incarnation)
 		if err != nil {
@@ -118,7 +119,7 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *sqlx.Tx) error)
 	if err := o.Trusted(); err != nil {
 		return err
 	}
-	return f.inTx(ctx, func(tx *sqlx.Tx) error {
+	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
 		var term int64
 		if err := tx.GetContext(ctx, &term, `SELECT term FROM `+f.terms+` FOR SHARE`); err != nil {
 			return fmt.Errorf("check term: %w", err)
@@ -132,19 +133,4 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *sqlx.Tx) error)
 		// The lease may have been lost while fn ran: do not commit then.
 		return o.Trusted()
 	})
-}
-
-func (f *Fence) inTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
-	tx, err := f.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -100,7 +101,7 @@ type Registration struct {
 // same transaction.
 func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 	var n Node
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var prev struct {
 			Status      string `db:"status"`
 			Incarnation string `db:"incarnation"`
@@ -214,7 +215,7 @@ var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdo
 // goes to Ready, with an event naming who acknowledged it.
 func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, error) {
 	var n Node
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var status string
 		err := tx.GetContext(ctx, &status, `SELECT status FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -246,7 +247,7 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 // Deregister deletes this incarnation's record on clean shutdown, with an
 // event.
 func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string) error {
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var status string
 		err := tx.GetContext(ctx, &status,
 			`DELETE FROM `+s.table+` WHERE name = $1 AND incarnation = $2 RETURNING status`, name, incarnation)
@@ -287,18 +288,6 @@ func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 		return Node{}, fmt.Errorf("get node %s: %w", name, err)
 	}
 	return n, nil
-}
-
-func (s *Store) inTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // Stale returns the nodes not yet Not responding whose last_active is

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
 )
 
 // WorkflowPlan is what a recovery run would do to one workflow.
@@ -34,11 +33,9 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 			return nil, err
 		}
 		for _, task := range w.Tasks {
-			var n int64
-			q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s`,
-				pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn), t.UnclaimedAfterExpiry("t"))
-			if err := r.cfg.DB.GetContext(ctx, &n, q, task.Interim); err != nil {
-				return nil, fmt.Errorf("plan %s.%s: %w", w.Name, task.Name, err)
+			n, err := r.count(ctx, w, task, t.UnclaimedAfterExpiry("t"))
+			if err != nil {
+				return nil, fmt.Errorf("plan: %w", err)
 			}
 			a := Decide(task)
 			p.Tasks = append(p.Tasks, TaskResult{Workflow: w.Name, Task: task.Name, From: task.Interim, To: a.To, Planned: n})

@@ -128,7 +128,7 @@ func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *i
 			wfs = append(wfs, w)
 		}
 	}
-	spec := RunSpec{Kind: KindRecovery, Trigger: TriggerStartup, Scope: scopeOf(wfs), ResumedFrom: resumedFrom}
+	spec := RunSpec{Kind: KindRecovery, Trigger: TriggerStartup, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
 		return r.repair(ctx, o, run, wfs, false)
 	})
@@ -141,7 +141,7 @@ func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger string
 	if err != nil {
 		return Result{}, err
 	}
-	spec := RunSpec{Kind: KindRecovery, Trigger: trigger, Scope: scopeOf(wfs), ResumedFrom: resumedFrom}
+	spec := RunSpec{Kind: KindRecovery, Trigger: trigger, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
 		return r.Repair(ctx, o, run, wfs)
 	})
@@ -179,7 +179,8 @@ func (r *Repairer) Claimable(sc Scope) ([]configs.Workflow, error) {
 	return wfs, nil
 }
 
-func scopeOf(wfs []configs.Workflow) Scope {
+// ScopeOf returns the scope covering the given workflows.
+func ScopeOf(wfs []configs.Workflow) Scope {
 	sc := Scope{Workflows: []string{}}
 	for _, w := range wfs {
 		sc.Workflows = append(sc.Workflows, w.Name)
@@ -226,7 +227,11 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 			}
 		}
 		for _, t := range w.Tasks {
-			planned, err := r.count(ctx, w, t, tbl)
+			unclaimed := "TRUE"
+			if tbl != nil {
+				unclaimed = tbl.Unclaimed("t")
+			}
+			planned, err := r.count(ctx, w, t, unclaimed)
 			if err != nil {
 				return res, err
 			}
@@ -273,12 +278,12 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w co
 	}
 }
 
-func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task, tbl *claims.Table) (int64, error) {
+// count returns how many instances of t are in its interim state and
+// satisfy unclaimed (an SQL condition on alias t; "TRUE" when the workflow
+// takes no claims).
+func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task, unclaimed string) (int64, error) {
 	var n int64
-	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1`, pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn))
-	if tbl != nil {
-		q += " AND " + tbl.Unclaimed("t")
-	}
+	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s`, pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn), unclaimed)
 	if err := r.cfg.DB.GetContext(ctx, &n, q, t.Interim); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}

@@ -133,3 +133,20 @@ func Ident(name string) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// InTx runs fn in a transaction: committed when fn returns nil, rolled back
+// otherwise.
+func InTx(ctx context.Context, db *sqlx.DB, fn func(*sqlx.Tx) error) error {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
