@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -49,6 +50,46 @@ type Checker struct {
 	mu        sync.Mutex // one pass at a time
 	lastPass  time.Time  // local time of the last completed pass (or of taking office)
 	disrupted bool
+
+	statsMu sync.Mutex
+	stats   PassStats
+}
+
+// PassStats tells whether the check passes of this node succeed.
+type PassStats struct {
+	// LastSuccess is the end of the last pass that succeeded.
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	// LastFailure is the end of the last pass that failed.
+	LastFailure time.Time `json:"last_failure,omitzero"`
+	// ConsecutiveFailures since the last success.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// LastError of the last failed pass.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Stats returns the pass statistics. It does not wait for a running pass.
+func (c *Checker) Stats() PassStats {
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	return c.stats
+}
+
+// record counts a pass outcome. A pass refused because the office may not
+// act (suspended, ended) or cut by shutdown is not a failure of the work.
+func (c *Checker) record(ctx context.Context, err error) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted)) {
+		return
+	}
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	if err == nil {
+		c.stats.LastSuccess = c.now()
+		c.stats.ConsecutiveFailures = 0
+		return
+	}
+	c.stats.LastFailure = c.now()
+	c.stats.ConsecutiveFailures++
+	c.stats.LastError = err.Error()
 }
 
 // NewChecker returns a checker.
@@ -105,11 +146,12 @@ func (c *Checker) threshold() time.Duration {
 }
 
 // RunOnce runs one pass under office o as a run with the given trigger.
-func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64) (CheckResult, error) {
+func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64) (res CheckResult, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() { c.record(ctx, err) }()
 	start := c.now()
-	res := CheckResult{Threshold: c.threshold()}
+	res = CheckResult{Threshold: c.threshold()}
 	wfs, err := c.cfg.Recovery.Claimable(recovery.Scope{})
 	if err != nil {
 		return res, err

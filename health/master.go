@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
@@ -48,18 +49,126 @@ type MasterConfig struct {
 	NotRespondingAfter time.Duration
 	// Tick: how often the master promotes newly registered nodes.
 	Tick time.Duration
-	Log  *slog.Logger
+	// StuckAfter: an acting master whose check passes have not succeeded
+	// for this long is stuck (Stuck returns an error, /healthz fails);
+	// zero turns the signal off.
+	StuckAfter time.Duration
+	Log        *slog.Logger
 }
 
 // Master runs the duties of the master node.
 type Master struct {
 	cfg MasterConfig
 	log *slog.Logger
+	now func() time.Time
+
+	mu          sync.Mutex
+	office      *leader.Office // in office (TakeOffice done), or nil
+	since       time.Time      // when it took office
+	actingSince time.Time      // when it last became able to act
 }
 
 // NewMaster returns the master's duty runner.
 func NewMaster(cfg MasterConfig) *Master {
-	return &Master{cfg: cfg, log: cfg.Log.With("component", "master")}
+	return &Master{cfg: cfg, log: cfg.Log.With("component", "master"), now: time.Now}
+}
+
+// Status is what the master knows of its own office.
+type Status struct {
+	// InOffice: this node took office (it may be suspended: see Acting).
+	InOffice bool   `json:"in_office"`
+	Term     int64  `json:"term,omitempty"`
+	Acting   bool   `json:"acting"`
+	Reason   string `json:"reason,omitempty"`
+	// Since: when this node took office.
+	Since time.Time `json:"since,omitzero"`
+	// TrustedUntil: the end of the current trust window.
+	TrustedUntil time.Time `json:"trusted_until,omitzero"`
+	Passes       PassStats `json:"passes"`
+	// Stuck explains why the master counts as stuck; empty if it is not.
+	Stuck string `json:"stuck,omitempty"`
+}
+
+// Status returns the office state. It never waits on etcd, the database or
+// a running pass.
+func (m *Master) Status() Status {
+	m.mu.Lock()
+	o, since := m.office, m.since
+	m.mu.Unlock()
+	st := Status{}
+	if m.cfg.Checker != nil {
+		st.Passes = m.cfg.Checker.Stats()
+	}
+	if o == nil {
+		st.Reason = "not in office"
+		return st
+	}
+	st.InOffice, st.Term, st.Since, st.TrustedUntil = true, o.Term, since, o.TrustedUntil()
+	if err := o.Trusted(); err != nil {
+		st.Reason = "suspended: " + err.Error()
+		return st
+	}
+	st.Acting = true
+	if err := m.Stuck(); err != nil {
+		st.Stuck = err.Error()
+	}
+	return st
+}
+
+// Stuck returns an error when this node acts as master but no check pass
+// has succeeded for StuckAfter (counted from when it last became able to
+// act): a stuck master, to be replaced.
+func (m *Master) Stuck() error {
+	m.mu.Lock()
+	o, acting := m.office, m.actingSince
+	m.mu.Unlock()
+	if o == nil || m.cfg.StuckAfter <= 0 || m.cfg.Checker == nil || o.Trusted() != nil {
+		return nil
+	}
+	ps := m.cfg.Checker.Stats()
+	from := acting
+	if ps.LastSuccess.After(from) {
+		from = ps.LastSuccess
+	}
+	if age := m.now().Sub(from); age > m.cfg.StuckAfter {
+		msg := fmt.Sprintf("no check pass succeeded for %s (limit %s), %d consecutive failures",
+			age.Round(time.Second), m.cfg.StuckAfter, ps.ConsecutiveFailures)
+		if ps.LastError != "" {
+			msg += "; last error: " + ps.LastError
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+func (m *Master) setOffice(o *leader.Office) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.office = o
+	if o != nil {
+		m.since = m.now()
+		m.actingSince = m.since
+	}
+}
+
+// trusted checks the office at a tick and logs when acting is suspended
+// and resumed.
+func (m *Master) trusted(ctx context.Context, o *leader.Office, log *slog.Logger, suspended *bool) bool {
+	err := o.Trusted()
+	switch {
+	case err != nil && !*suspended:
+		*suspended = true
+		if ctx.Err() == nil {
+			log.WarnContext(ctx, "master office suspended: not acting until trust returns", tint.Err(err))
+		}
+	case err == nil && *suspended:
+		*suspended = false
+		m.mu.Lock()
+		m.actingSince = m.now()
+		m.mu.Unlock()
+		log.InfoContext(ctx, "master office trusted again: acting")
+	}
+	return err == nil
 }
 
 // Lead takes office, finishes the runs a previous master left unfinished,
@@ -87,6 +196,8 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 		}
 	}
 	log.InfoContext(ctx, "took office")
+	m.setOffice(o)
+	defer m.setOffice(nil)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
@@ -108,7 +219,16 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	}()
 	t := time.NewTicker(m.cfg.Tick)
 	defer t.Stop()
+	suspended := false
 	for {
+		if !m.trusted(ctx, o, log, &suspended) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
 		if !resumed {
 			resumed = m.resume(ctx, o, log)
 		}
@@ -186,8 +306,16 @@ func (m *Master) schedule(ctx context.Context, o *leader.Office, log *slog.Logge
 		cron.WithLogger(cl),
 	)
 	_, err := c.AddFunc(m.cfg.Schedule, func() {
-		if _, err := m.cfg.Checker.RunOnce(ctx, o, recovery.TriggerPeriodic, nil); err != nil && ctx.Err() == nil {
-			log.WarnContext(ctx, "check pass failed", tint.Err(err))
+		if o.Trusted() != nil {
+			return // suspended: the tick loop logs it
+		}
+		_, err := m.cfg.Checker.RunOnce(ctx, o, recovery.TriggerPeriodic, nil)
+		switch {
+		case err == nil, ctx.Err() != nil:
+		case errors.Is(err, leader.ErrNotTrusted):
+			log.DebugContext(ctx, "check pass stopped: office not trusted", tint.Err(err))
+		default:
+			log.WarnContext(ctx, "check pass failed", "consecutive_failures", m.cfg.Checker.Stats().ConsecutiveFailures, tint.Err(err))
 		}
 	})
 	if err != nil {

@@ -11,16 +11,15 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/lmittmann/tint"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // Causes of a lost office (context.Cause of the leader context).
 var (
-	ErrSessionLost  = errors.New("leader: etcd session ended (lease expired or revoked)")
-	ErrTrustExpired = errors.New("leader: no keep-alive answer within the trust window")
-	ErrKeyDeleted   = errors.New("leader: the leader key was deleted")
-	// ErrNotTrusted: the office may no longer act.
+	ErrSessionLost = errors.New("leader: etcd lease lost (expired or revoked)")
+	ErrKeyDeleted  = errors.New("leader: the leader key was deleted")
+	// ErrNotTrusted: the office may not act now.
 	ErrNotTrusted = errors.New("leader: office not trusted")
 )
 
@@ -36,20 +35,51 @@ type Config struct {
 	Client *clientv3.Client
 	// Prefix of the cluster's keys; the election is under Prefix + "leader/".
 	Prefix string
-	// TTL of the session lease (whole seconds).
+	// TTL of the lease (whole seconds).
 	TTL time.Duration
-	// TrustMargin: the office is trusted until the last keep-alive answer
-	// + TTL − TrustMargin.
+	// TrustMargin: the office acts only until the send time of the last
+	// answered keep-alive + TTL − TrustMargin.
 	TrustMargin time.Duration
 	Candidate   Candidate
 	// Gate, when set, must return nil for the office to be trusted (the
 	// node's own database heartbeat).
 	Gate func() error
-	Log  *slog.Logger
+	// ResignTimeout bounds the lease revocation when Run stops; default
+	// 1s. Resigning is best effort: without it the lease expires after TTL.
+	ResignTimeout time.Duration
+	Log           *slog.Logger
 }
 
-// ElectionPrefix returns the election key prefix under a cluster prefix.
+// ElectionPrefix returns the prefix of the election keys under a cluster
+// prefix: a candidate's key is ElectionPrefix + its lease id in hex, as with
+// etcd's concurrency.Election and `etcdctl elect <prefix>leader`.
 func ElectionPrefix(prefix string) string { return prefix + "leader/" }
+
+// timings derived from the lease TTL.
+type timings struct {
+	// renew: time between two keep-alives while they are answered.
+	renew time.Duration
+	// attempt bounds one keep-alive or election read; one that times out
+	// is retried at once, so the round-robin balancer moves on from an
+	// unresponsive member.
+	attempt time.Duration
+	// request bounds the other etcd requests (grant, campaign put).
+	request time.Duration
+	// poll: a standby re-reads the election at least this often, in case
+	// its watch hangs on an unresponsive member.
+	poll time.Duration
+}
+
+func timingsFor(ttl time.Duration) timings {
+	return timings{
+		renew:   ttl / 3,
+		attempt: clamp(ttl/6, 250*time.Millisecond, time.Second),
+		request: clamp(ttl/3, 500*time.Millisecond, 2*time.Second),
+		poll:    clamp(ttl/6, 250*time.Millisecond, time.Second),
+	}
+}
+
+func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
 
 // Office is one term of this node as master.
 type Office struct {
@@ -58,11 +88,16 @@ type Office struct {
 	Candidate Candidate
 
 	ctx     context.Context
+	lease   *lease
 	trusted func() error
 }
 
-// Trusted returns nil while the office may act: the leader context is live,
-// the lease is inside its trust window, and the gate passes.
+// Trusted returns nil while the office may act: the office is live, the
+// last answered keep-alive is inside the trust window, and the gate
+// passes. An office whose keep-alives go unanswered is suspended, not
+// ended: it acts again, in the same term, as soon as a keep-alive is
+// answered, because an answered keep-alive proves the lease (and with it the
+// leader key) never expired.
 func (o *Office) Trusted() error {
 	if err := o.ctx.Err(); err != nil {
 		return fmt.Errorf("%w: term %d ended: %v", ErrNotTrusted, o.Term, context.Cause(o.ctx))
@@ -73,9 +108,22 @@ func (o *Office) Trusted() error {
 	return nil
 }
 
+// TrustedUntil returns the end of the current trust window (zero for an
+// office built by hand in tests).
+func (o *Office) TrustedUntil() time.Time {
+	if o.lease == nil {
+		return time.Time{}
+	}
+	return o.lease.trustedUntil()
+}
+
+// Done is closed when the office ends.
+func (o *Office) Done() <-chan struct{} { return o.ctx.Done() }
+
 // Elector campaigns for master and runs the leader function while elected.
 type Elector struct {
 	cfg Config
+	t   timings
 	log *slog.Logger
 	now func() time.Time
 
@@ -85,10 +133,14 @@ type Elector struct {
 
 // New returns an elector.
 func New(cfg Config) *Elector {
-	return &Elector{cfg: cfg, log: cfg.Log.With("component", "leader"), now: time.Now}
+	if cfg.ResignTimeout <= 0 {
+		cfg.ResignTimeout = time.Second
+	}
+	return &Elector{cfg: cfg, t: timingsFor(cfg.TTL), log: cfg.Log.With("component", "leader"), now: time.Now}
 }
 
 // Office returns the current office, or nil when this node is not master.
+// The office may be suspended: check Trusted.
 func (e *Elector) Office() *Office {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -102,9 +154,11 @@ func (e *Elector) setOffice(o *Office) {
 }
 
 // Run campaigns until ctx is done. Each time this node is elected it calls
-// lead with a context cancelled when the office is lost, and waits for lead
-// to return; lead must return promptly once its context is done. Run
-// resigns at once when ctx is done and returns nil.
+// lead with a context cancelled when the office ends, and waits for lead to
+// return; lead must return promptly once its context is done. When ctx is
+// done Run resigns (revokes its lease, bounded by ResignTimeout) and returns
+// nil. Every etcd request is bounded, so Run never waits on an unresponsive
+// etcd member longer than one request.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, o *Office) error) error {
 	bo := backoff.Backoff{Base: 250 * time.Millisecond, Max: 5 * time.Second}
 	for {
@@ -124,96 +178,328 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, o *Off
 	}
 }
 
-// serve runs one session: campaign, confirm, lead, step down.
+// serve runs one lease: grant it, keep it alive, campaign with it, and
+// lead as long as it lasts. It revokes the lease when it returns.
 func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *Office) error) error {
-	cli := e.cfg.Client
-	ttl := e.cfg.TTL
-	start := e.now()
-	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(int(ttl/time.Second)), concurrency.WithContext(ctx))
+	l, err := e.grant(ctx)
 	if err != nil {
-		return fmt.Errorf("new etcd session: %w", err)
+		return err
 	}
+	kctx, kstop := context.WithCancel(ctx)
+	kdone := make(chan struct{})
+	go func() { defer close(kdone); e.keepAlive(kctx, l) }()
+	// On shutdown, resign at once: the next master need not wait for our
+	// duties to wind down (their writes are fenced).
+	stopResign := context.AfterFunc(ctx, func() { e.revoke(ctx, l) })
 	defer func() {
-		// Revoke the lease: our candidate or leader key goes with it.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		sess.Orphan()
-		if _, err := cli.Revoke(cctx, sess.Lease()); err != nil && ctx.Err() == nil {
-			e.log.DebugContext(ctx, "revoke lease", tint.Err(err))
-		}
+		stopResign()
+		kstop()
+		<-kdone
+		e.revoke(ctx, l)
 	}()
 
-	// Our own view of the keep-alives: the trust window is anchored at the
-	// last answer (at the session's start until the first one).
-	var (
-		renewMu   sync.Mutex
-		lastRenew = start
-	)
-	ka, err := cli.KeepAlive(sess.Ctx(), sess.Lease())
+	value, err := json.Marshal(e.cfg.Candidate)
 	if err != nil {
-		return fmt.Errorf("keep-alive: %w", err)
+		return err
 	}
-	go func() {
-		for resp := range ka {
-			if resp != nil {
-				renewMu.Lock()
-				lastRenew = e.now()
-				renewMu.Unlock()
+	for {
+		c, err := e.campaign(ctx, l, string(value))
+		if err != nil {
+			return err
+		}
+		err = e.lead(ctx, l, c, lead)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrKeyDeleted):
+			// Our place in line is gone with the key: stand again.
+			e.log.WarnContext(ctx, "lost master office", "term", c.rev, "cause", err.Error())
+			continue
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// lease is a granted etcd lease and what this node knows of it.
+type lease struct {
+	id  clientv3.LeaseID
+	ttl time.Duration
+
+	mu      sync.Mutex
+	renewed time.Time // send time of the last answered keep-alive
+	margin  time.Duration
+	changed chan struct{} // closed and replaced at each answered keep-alive
+	lost    chan struct{} // closed when the lease is known to be gone
+	lostErr error
+	revoked sync.Once
+}
+
+func (l *lease) trustedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewed.Add(l.ttl - l.margin)
+}
+
+func (l *lease) markRenewed(sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sent.After(l.renewed) {
+		l.renewed = sent
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *lease) markLost(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr == nil {
+		l.lostErr = err
+		close(l.lost)
+	}
+}
+
+func (l *lease) renewals() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+func (l *lease) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// grant obtains a new lease.
+func (e *Elector) grant(ctx context.Context) (*lease, error) {
+	sent := e.now()
+	gctx, cancel := context.WithTimeout(ctx, e.t.request)
+	defer cancel()
+	resp, err := e.cfg.Client.Grant(gctx, int64(e.cfg.TTL/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("grant etcd lease: %w", err)
+	}
+	return &lease{
+		id: resp.ID, ttl: e.cfg.TTL, renewed: sent, margin: e.cfg.TrustMargin,
+		changed: make(chan struct{}), lost: make(chan struct{}),
+	}, nil
+}
+
+// keepAlive renews l every renew period with one bounded request at a
+// time, retrying a failed one at once (the next attempt goes to another
+// member), until ctx is done or etcd says the lease is gone.
+func (e *Elector) keepAlive(ctx context.Context, l *lease) {
+	failingSince := time.Time{}
+	for {
+		sent := e.now()
+		actx, cancel := context.WithTimeout(ctx, e.t.attempt)
+		_, err := e.cfg.Client.KeepAliveOnce(actx, l.id)
+		cancel()
+		wait := e.t.renew
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			l.markRenewed(sent)
+			if !failingSince.IsZero() {
+				e.log.InfoContext(ctx, "etcd keep-alive answered again", "after", e.now().Sub(failingSince).Round(time.Millisecond))
+				failingSince = time.Time{}
+			}
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			l.markLost(fmt.Errorf("%w: lease %x: %v", ErrSessionLost, int64(l.id), err))
+			return
+		default:
+			if failingSince.IsZero() {
+				failingSince = sent
+				e.log.WarnContext(ctx, "etcd keep-alive failed; retrying", "lease", fmt.Sprintf("%x", int64(l.id)),
+					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), tint.Err(err))
+			}
+			// Retry soon; a timed-out attempt already waited.
+			wait = 50 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// revoke resigns: it deletes the lease (and with it our election key) so
+// the next candidate takes office at once. Best effort and bounded: an
+// unreachable etcd expires the lease after its TTL anyway.
+func (e *Elector) revoke(ctx context.Context, l *lease) {
+	l.revoked.Do(func() { e.revokeOnce(ctx, l) })
+}
+
+func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ResignTimeout)
+	defer cancel()
+	if _, err := e.cfg.Client.Revoke(rctx, l.id); err != nil && l.err() == nil {
+		e.log.WarnContext(ctx, "could not revoke the etcd lease; it expires after its TTL", "lease", fmt.Sprintf("%x", int64(l.id)), tint.Err(err))
+	}
+}
+
+// candidacy is our key in the election.
+type candidacy struct {
+	key string
+	rev int64 // create revision: the term if elected
+}
+
+// campaign makes sure our key exists under the election prefix and waits
+// until it is the oldest (the leader key) while our trust window is open.
+func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candidacy, error) {
+	prefix := ElectionPrefix(e.cfg.Prefix)
+	c := candidacy{key: fmt.Sprintf("%s%x", prefix, int64(l.id))}
+	cli := e.cfg.Client
+	e.log.DebugContext(ctx, "campaigning", "key", c.key)
+	for {
+		if err := l.err(); err != nil {
+			return c, err
+		}
+		if c.rev == 0 {
+			rctx, cancel := context.WithTimeout(ctx, e.t.request)
+			sent := e.now()
+			resp, err := cli.Txn(rctx).
+				If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
+				Then(clientv3.OpPut(c.key, value, clientv3.WithLease(l.id))).
+				Else(clientv3.OpGet(c.key)).Commit()
+			cancel()
+			if err != nil {
+				if werr := e.retryPause(ctx, l, sent); werr != nil {
+					return c, werr
+				}
+				continue
+			}
+			c.rev = resp.Header.Revision
+			if !resp.Succeeded {
+				// The key survived an earlier round on this lease: our
+				// place in line (and term) is kept.
+				c.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 			}
 		}
-	}()
-	trustedUntil := func() time.Time {
-		renewMu.Lock()
-		defer renewMu.Unlock()
-		return lastRenew.Add(ttl - e.cfg.TrustMargin)
+
+		// Atomically: is our key still there, and which key is first?
+		rctx, cancel := context.WithTimeout(ctx, e.t.attempt)
+		sent := e.now()
+		resp, err := cli.Txn(rctx).
+			If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.rev)).
+			Then(clientv3.OpGet(prefix, clientv3.WithFirstCreate()...)).Commit()
+		cancel()
+		if err != nil {
+			e.log.DebugContext(ctx, "read election failed", tint.Err(err))
+			if werr := e.retryPause(ctx, l, sent); werr != nil {
+				return c, werr
+			}
+			continue
+		}
+		if !resp.Succeeded {
+			e.log.WarnContext(ctx, "our election key disappeared; standing again", "key", c.key)
+			c.rev = 0
+			continue
+		}
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) > 0 {
+			e.log.DebugContext(ctx, "read election", "first", string(kvs[0].Key), "revision", resp.Header.Revision)
+		}
+		if len(kvs) > 0 && string(kvs[0].Key) == c.key {
+			if err := e.awaitTrust(ctx, l); err != nil {
+				return c, err
+			}
+			return c, nil
+		}
+		// Wait for a deletion under the prefix, or poll again. The watch is
+		// bounded too: clientv3 shares one stream among watches, and on an
+		// unresponsive member even registering a watch waits.
+		wctx, wcancel := context.WithTimeout(ctx, e.t.poll)
+		w := cli.Watch(clientv3.WithRequireLeader(wctx), prefix, clientv3.WithPrefix(),
+			clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+		err = e.pauseUntil(ctx, wctx, l, w)
+		wcancel()
+		if err != nil {
+			return c, err
+		}
 	}
+}
+
+// retryPause paces the retry of a request sent at sent that failed. One
+// that failed fast (refused, no leader) waits a poll period; one that timed
+// out already waited and is retried at once: the balancer sends the next
+// request to the next member, so an unresponsive member costs one attempt,
+// not every one (a fixed request pattern would otherwise hit it each time).
+func (e *Elector) retryPause(ctx context.Context, l *lease, sent time.Time) error {
+	wait := e.t.poll - e.now().Sub(sent)
+	if wait <= 0 {
+		return l.err()
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return e.pauseUntil(ctx, pctx, l, nil)
+}
+
+// pauseUntil waits for an event of w (if any), the end of wait, the lease's
+// loss or the end of ctx, whichever comes first. A closed w does not end
+// the wait early. It returns an error only when the lease is lost or ctx is
+// done.
+func (e *Elector) pauseUntil(ctx, wait context.Context, l *lease, w clientv3.WatchChan) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.lost:
+			return l.err()
+		case <-wait.Done():
+			return nil
+		case _, ok := <-w: // a nil channel never fires
+			if !ok {
+				w = nil
+				continue
+			}
+			return nil
+		}
+	}
+}
+
+// awaitTrust waits until the trust window of l is open (a recent keep-alive
+// was answered), l is lost, or ctx is done.
+func (e *Elector) awaitTrust(ctx context.Context, l *lease) error {
+	for {
+		if e.now().Before(l.trustedUntil()) {
+			return nil
+		}
+		ch := l.renewals()
+		if e.now().Before(l.trustedUntil()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.lost:
+			return l.err()
+		case <-ch:
+		}
+	}
+}
+
+// lead runs the leader function for candidacy c until the office ends.
+func (e *Elector) lead(ctx context.Context, l *lease, c candidacy, lead func(ctx context.Context, o *Office) error) error {
+	lctx, lcancel := context.WithCancelCause(ctx)
+	defer lcancel(nil)
 	trusted := func() error {
-		if until := trustedUntil(); !e.now().Before(until) {
-			return fmt.Errorf("lease outside its trust window since %s", until.Format(time.RFC3339Nano))
+		if until := l.trustedUntil(); !e.now().Before(until) {
+			return fmt.Errorf("no etcd keep-alive answered since %s (trust window closed at %s)",
+				until.Add(-(l.ttl - l.margin)).Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 		}
 		if e.cfg.Gate != nil {
 			return e.cfg.Gate()
 		}
 		return nil
 	}
-
-	value, err := json.Marshal(e.cfg.Candidate)
-	if err != nil {
-		return err
-	}
-	el := concurrency.NewElection(sess, ElectionPrefix(e.cfg.Prefix))
-	cctx, ccancel := context.WithCancel(ctx)
-	defer ccancel()
-	go func() {
-		select {
-		case <-sess.Done():
-			ccancel()
-		case <-cctx.Done():
-		}
-	}()
-	e.log.DebugContext(ctx, "campaigning", "lease", fmt.Sprintf("%x", sess.Lease()))
-	if err := el.Campaign(cctx, string(value)); err != nil {
-		if isDone(sess.Done()) {
-			return fmt.Errorf("campaign: %w", ErrSessionLost)
-		}
-		return fmt.Errorf("campaign: %w", err)
-	}
-
-	// Campaign can return after the session expired: confirm.
-	if isDone(sess.Done()) {
-		return fmt.Errorf("elected: %w", ErrSessionLost)
-	}
-	if err := e.confirm(ctx, el); err != nil {
-		return err
-	}
-	if err := trusted(); err != nil {
-		return fmt.Errorf("elected but not trusted: %w", err)
-	}
-
-	lctx, lcancel := context.WithCancelCause(ctx)
-	defer lcancel(nil)
-	office := &Office{Term: el.Rev(), Candidate: e.cfg.Candidate, ctx: lctx, trusted: trusted}
-	go e.guard(lctx, lcancel, sess, el.Key(), trustedUntil)
+	office := &Office{Term: c.rev, Candidate: e.cfg.Candidate, ctx: lctx, lease: l, trusted: trusted}
+	gdone := make(chan struct{})
+	go func() { defer close(gdone); e.guard(lctx, lcancel, l, c) }()
 
 	e.log.InfoContext(ctx, "elected master", "term", office.Term)
 	e.setOffice(office)
@@ -221,88 +507,48 @@ func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *O
 	e.setOffice(nil)
 	cause := context.Cause(lctx)
 	lcancel(nil)
-
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer rcancel()
-	if err := el.Resign(rctx); err != nil && ctx.Err() == nil {
-		e.log.DebugContext(ctx, "resign", tint.Err(err))
-	}
+	<-gdone
 	switch {
 	case ctx.Err() != nil:
-		e.log.InfoContext(ctx, "resigned master on shutdown", "term", office.Term)
+		e.log.InfoContext(ctx, "leaving master office on shutdown", "term", office.Term)
 		return nil
 	case leadErr != nil:
 		return fmt.Errorf("master work of term %d failed: %w", office.Term, leadErr)
 	case cause != nil:
-		e.log.WarnContext(ctx, "lost master office", "term", office.Term, "cause", cause.Error())
 		return cause
 	}
 	return nil
 }
 
-// confirm checks that the first key under the election prefix is ours, at
-// our revision.
-func (e *Elector) confirm(ctx context.Context, el *concurrency.Election) error {
-	qctx, cancel := context.WithTimeout(ctx, e.cfg.TTL)
-	defer cancel()
-	resp, err := el.Leader(qctx)
-	if err != nil {
-		return fmt.Errorf("confirm leadership: %w", err)
-	}
-	kv := resp.Kvs[0]
-	if string(kv.Key) != el.Key() || kv.CreateRevision != el.Rev() {
-		return fmt.Errorf("confirm leadership: the leader key is %s@%d, not ours (%s@%d)", kv.Key, kv.CreateRevision, el.Key(), el.Rev())
-	}
-	return nil
-}
-
-// guard cancels the leader context when the session ends, the trust window
-// closes, or the leader key is deleted.
-func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, sess *concurrency.Session, key string, trustedUntil func() time.Time) {
-	watch := e.cfg.Client.Watch(clientv3.WithRequireLeader(ctx), key)
-	timer := time.NewTimer(time.Until(trustedUntil()))
-	defer timer.Stop()
+// guard ends the office (cancels its context with a cause) when the lease
+// is known lost or the leader key is deleted or replaced, which it checks
+// every renew period with a bounded read. Connection trouble alone does not
+// end it: Office.Trusted suspends acting until a keep-alive is answered
+// again. (No watch here: a watch stream stuck on an unresponsive member
+// would hold the guard.)
+func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, l *lease, c candidacy) {
+	t := time.NewTicker(e.t.renew)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-sess.Done():
-			cancel(ErrSessionLost)
+		case <-l.lost:
+			cancel(l.err())
 			return
-		case <-timer.C:
-			d := trustedUntil().Sub(e.now())
-			if d <= 0 {
-				cancel(ErrTrustExpired)
-				return
-			}
-			timer.Reset(d)
-		case wr, ok := <-watch:
-			if !ok {
-				// The watch ended (etcd lost its leader, or ctx is done);
-				// the session and the trust timer still guard the office.
-				watch = nil
-				continue
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					cancel(ErrKeyDeleted)
-					return
-				}
-			}
+		case <-t.C:
+		}
+		gctx, gcancel := context.WithTimeout(ctx, e.t.attempt)
+		resp, err := e.cfg.Client.Get(gctx, c.key)
+		gcancel()
+		if err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != c.rev) {
+			cancel(ErrKeyDeleted)
+			return
 		}
 	}
 }
 
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// Holder is the current master as etcd sees it.
+// Holder is the current election holder as etcd sees it.
 type Holder struct {
 	Candidate
 	Term int64 `json:"term"`

@@ -85,13 +85,19 @@ type candidate struct {
 
 func (b bundle) start(t *testing.T, name string) *candidate {
 	t.Helper()
-	c := &candidate{name: name, offices: make(chan *Office, 10), lost: make(chan error, 10), done: make(chan struct{}), cli: newClient(t)}
+	return b.startWith(t, name, newClient(t), 2*time.Second, 500*time.Millisecond)
+}
+
+// startWith runs a candidate with its own client, TTL and trust margin.
+func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, margin time.Duration) *candidate {
+	t.Helper()
+	c := &candidate{name: name, offices: make(chan *Office, 10), lost: make(chan error, 10), done: make(chan struct{}), cli: cli}
 	inc := uuid.NewString()
 	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
 		t.Fatal(err)
 	}
 	c.elector = New(Config{
-		Client: c.cli, Prefix: b.prefix, TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
+		Client: c.cli, Prefix: b.prefix, TTL: ttl, TrustMargin: margin,
 		Candidate: Candidate{Name: name, Incarnation: inc, APIAddress: name + ":1"},
 		Gate: func() error {
 			if p := c.gate.Load(); p != nil {

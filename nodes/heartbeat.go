@@ -27,8 +27,10 @@ type Heartbeater struct {
 	onStatus func(status string)
 
 	mu       sync.Mutex
-	lastOK   time.Time // local time of the last success
-	lastDB   time.Time // last_active as the database set it
+	changed  chan struct{} // closed and replaced when status changes
+	lastTry  time.Time     // local time of the last attempt
+	lastOK   time.Time     // local time of the last success
+	lastDB   time.Time     // last_active as the database set it
 	status   string
 	failures int
 }
@@ -41,7 +43,7 @@ func (h *Heartbeater) OnStatus(fn func(status string)) { h.onStatus = fn }
 func NewHeartbeater(store *Store, name, incarnation string, interval time.Duration, log *slog.Logger) *Heartbeater {
 	return &Heartbeater{
 		store: store, name: name, incarnation: incarnation, interval: interval,
-		log: log.With("component", "heartbeat"), now: time.Now,
+		log: log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
 	}
 }
 
@@ -71,6 +73,7 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 	defer cancel()
 	b, err := h.store.Heartbeat(bctx, h.name, h.incarnation)
 	h.mu.Lock()
+	h.lastTry = h.now()
 	changed := err == nil && b.Status != h.status
 	defer func() {
 		h.mu.Unlock()
@@ -93,6 +96,42 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 	h.lastOK = h.now()
 	h.lastDB = b.LastActive
 	h.status = b.Status
+	if changed {
+		close(h.changed)
+		h.changed = make(chan struct{})
+	}
+	return nil
+}
+
+// WaitFor waits until a successful beat saw a status for which ok returns
+// true, and returns that status, or ctx's error.
+func (h *Heartbeater) WaitFor(ctx context.Context, ok func(status string) bool) (string, error) {
+	for {
+		h.mu.Lock()
+		status, ch := h.status, h.changed
+		h.mu.Unlock()
+		if status != "" && ok(status) {
+			return status, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// Alive returns nil when the heartbeat loop made an attempt (successful or
+// not) within max: the loop is alive, whatever the database does.
+func (h *Heartbeater) Alive(max time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastTry.IsZero() {
+		return errors.New("no heartbeat attempted yet")
+	}
+	if age := h.now().Sub(h.lastTry); age > max {
+		return fmt.Errorf("heartbeat loop stalled: last attempt %s ago (limit %s)", age.Round(time.Millisecond), max)
+	}
 	return nil
 }
 

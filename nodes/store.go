@@ -4,9 +4,16 @@
 //
 // Life cycle of a record:
 //
-//	(none) --Register--> Recovering --(master, later)--> Ready
+//	(none) --Register--> Recovering --(master, after start-up recovery)--> Ready
 //	existing record --Register--> Unexpected shutdown  (the last run died)
+//	Unexpected shutdown --Ack (operator)--> Recovering
+//	Recovering, Ready --(master: no heartbeat)--> Not responding --(heartbeats again)--> Ready
 //	any --Deregister--> (none)                         (clean shutdown)
+//
+// Unexpected shutdown is left only by an operator's Ack (or, with
+// Registration.RecoverAfterCrash, never entered): the master never marks
+// such a node Not responding, so it can never be revived to Ready, nor
+// forgotten, whatever its heartbeats do.
 //
 // Every status change writes an event in the same transaction. Time is the
 // database's: last_active is set with now() in SQL and staleness is computed
@@ -212,7 +219,10 @@ func (s *Store) PromoteRecovering(ctx context.Context, tx *sqlx.Tx, actor string
 var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdown)
 
 // Ack is an operator's acknowledgement of an unexpected shutdown: the node
-// goes to Ready, with an event naming who acknowledged it.
+// goes to Recovering, with an event naming who acknowledged it, and from
+// there on like a newly registered node: it campaigns, and the master
+// makes it Ready after start-up recovery. It is the only way out of
+// Unexpected shutdown.
 func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
@@ -228,12 +238,12 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 			return fmt.Errorf("%w: it is %s", ErrNotAcknowledgeable, status)
 		}
 		if err := tx.GetContext(ctx, &n,
-			`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
+			`UPDATE `+s.table+` SET status = '`+StatusRecovering+`', status_changed_at = now(),
 				status_changed_by = $2, status_reason = $3
 			 WHERE name = $1 RETURNING `+columns, name, actor, reason); err != nil {
 			return err
 		}
-		from, to := StatusUnexpectedShutdown, StatusReady
+		from, to := StatusUnexpectedShutdown, StatusRecovering
 		return s.events.Write(ctx, tx, audit.Event{
 			Kind: audit.KindNodeAck, Actor: actor, Node: &name, FromState: &from, ToState: &to, Reason: reason,
 		})
@@ -290,17 +300,20 @@ func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 	return n, nil
 }
 
-// Stale returns the nodes not yet Not responding whose last_active is
-// older than threshold (database clock), and the number of records, inside
-// the caller's transaction (rows locked).
+// Stale returns the nodes in service (Recovering or Ready) whose
+// last_active is older than threshold (database clock), and the number of
+// nodes in service, inside the caller's transaction (rows locked). Nodes in
+// Unexpected shutdown are out of service whatever their heartbeats do: only
+// an operator's ack moves them, so they are neither stale nor counted.
 func (s *Store) Stale(ctx context.Context, tx *sqlx.Tx, threshold time.Duration) (stale []string, total int, err error) {
 	stale = []string{}
 	if err := tx.SelectContext(ctx, &stale,
-		`SELECT name FROM `+s.table+` WHERE status <> '`+StatusNotResponding+`'
+		`SELECT name FROM `+s.table+` WHERE status IN ('`+StatusRecovering+`', '`+StatusReady+`')
 		 AND last_active < now() - make_interval(secs => $1) ORDER BY name FOR UPDATE`, threshold.Seconds()); err != nil {
 		return nil, 0, fmt.Errorf("find stale nodes: %w", err)
 	}
-	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM `+s.table); err != nil {
+	if err := tx.GetContext(ctx, &total,
+		`SELECT count(*) FROM `+s.table+` WHERE status <> '`+StatusUnexpectedShutdown+`'`); err != nil {
 		return nil, 0, fmt.Errorf("count nodes: %w", err)
 	}
 	return stale, total, nil
@@ -332,7 +345,7 @@ func (s *Store) record(ctx context.Context, tx *sqlx.Tx, m MasterEvent, kind str
 }
 
 // MarkNotResponding moves the named nodes to Not responding if they are
-// still stale (re-checked in the UPDATE), with an event each.
+// still in service and stale (re-checked in the UPDATE), with an event each.
 func (s *Store) MarkNotResponding(ctx context.Context, tx *sqlx.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := fmt.Sprintf("no heartbeat for more than %s", threshold.Round(time.Millisecond))
@@ -340,7 +353,7 @@ func (s *Store) MarkNotResponding(ctx context.Context, tx *sqlx.Tx, names []stri
 		`WITH old AS (SELECT name, status FROM `+s.table+` WHERE name = ANY($1) FOR UPDATE)
 		 UPDATE `+s.table+` AS n SET status = '`+StatusNotResponding+`', is_master = false,
 			status_changed_at = now(), status_changed_by = $3, status_reason = $4
-		 FROM old WHERE n.name = old.name AND n.status <> '`+StatusNotResponding+`'
+		 FROM old WHERE n.name = old.name AND n.status IN ('`+StatusRecovering+`', '`+StatusReady+`')
 			AND n.last_active < now() - make_interval(secs => $2)
 		 RETURNING n.name, old.status AS from_status, n.status AS to_status`,
 		pq.Array(names), threshold.Seconds(), m.Actor, reason)

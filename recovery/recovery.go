@@ -265,7 +265,7 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w co
 			if err != nil || n == 0 {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+r.runs+` SET planned = planned + $2, done = done + $2 WHERE id = $1`, run, n)
+			_, err = tx.ExecContext(ctx, `UPDATE `+r.runs+` SET claims_expired = claims_expired + $2 WHERE id = $1`, run, n)
 			return err
 		})
 		if err != nil {

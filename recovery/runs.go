@@ -32,12 +32,15 @@ type RunSpec struct {
 
 // RunRow is a row of the runs table.
 type RunRow struct {
-	ID          int64      `db:"id" json:"id"`
-	Term        int64      `db:"term" json:"term"`
-	Master      string     `db:"master" json:"master"`
-	Kind        string     `db:"kind" json:"kind"`
-	Trigger     string     `db:"trigger" json:"trigger"`
-	Scope       string     `db:"scope" json:"scope"`
+	ID      int64  `db:"id" json:"id"`
+	Term    int64  `db:"term" json:"term"`
+	Master  string `db:"master" json:"master"`
+	Kind    string `db:"kind" json:"kind"`
+	Trigger string `db:"trigger" json:"trigger"`
+	Scope   string `db:"scope" json:"scope"`
+	// ClaimsExpired: expired claims deleted by the run.
+	ClaimsExpired int64 `db:"claims_expired" json:"claims_expired"`
+	// Planned and Done count instances to repair and repaired.
 	Planned     int64      `db:"planned" json:"planned"`
 	Done        int64      `db:"done" json:"done"`
 	Status      string     `db:"status" json:"status"`
@@ -100,7 +103,7 @@ func (r *Repairer) addPlanned(ctx context.Context, o *leader.Office, run, n int6
 func (r *Repairer) Unfinished(ctx context.Context, o *leader.Office) ([]RunRow, error) {
 	rows := []RunRow{}
 	err := r.cfg.DB.SelectContext(ctx, &rows,
-		`SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
 		 FROM `+r.runs+` WHERE status = 'running' AND term < $1 ORDER BY id`, o.Term)
 	if err != nil {
 		return nil, fmt.Errorf("list unfinished runs: %w", err)
@@ -124,7 +127,7 @@ func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, 
 func (r *Repairer) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
 	rows := []RunRow{}
 	err := r.cfg.DB.SelectContext(ctx, &rows,
-		`SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
 		 FROM `+r.runs+` ORDER BY id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

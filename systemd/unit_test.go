@@ -21,7 +21,8 @@ func TestUnitVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Type=notify", "WatchdogSec=", "Restart=on-failure", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict"} {
+	for _, want := range []string{"Type=notify", "WatchdogSec=", "Restart=on-failure", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict",
+		"WatchdogSignal=SIGTERM", "PrivateMounts=yes", "RemoveIPC=yes", "ProcSubset=pid"} {
 		if !bytes.Contains(unit, []byte(want)) {
 			t.Errorf("unit lacks %s", want)
 		}

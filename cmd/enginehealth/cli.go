@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/api"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -99,11 +100,15 @@ func newStatusCmd() *cobra.Command {
 					fmt.Fprintf(w, " (%s)", rep.Ready.Reason)
 				}
 				fmt.Fprintln(w)
-				if rep.Leader != nil {
-					fmt.Fprintf(w, "master   %s at %s, term %d, since %s\n", rep.Leader.Name, rep.Leader.APIAddress,
-						rep.Leader.Term, rep.Leader.Since.Format(time.RFC3339))
+				if l := rep.Leader; l != nil {
+					fmt.Fprintf(w, "master   %s at %s, term %d, in office since %s\n", l.Name, l.APIAddress,
+						l.Term, l.Since.Format(time.RFC3339))
+					fmt.Fprintf(w, "checks   %s\n", passSummary(l.Passes, time.Now()))
+					if l.Stuck != "" {
+						fmt.Fprintf(w, "  STUCK  %s\n", l.Stuck)
+					}
 				} else {
-					fmt.Fprintf(w, "master   none: %s\n", rep.LeaderError)
+					fmt.Fprintf(w, "master   none acting: %s\n", rep.LeaderError)
 				}
 			}
 			if !rep.Ready.Ready {
@@ -117,6 +122,18 @@ func newStatusCmd() *cobra.Command {
 }
 
 var errNotReady = errors.New("node not ready")
+
+// passSummary says how the master's check passes go.
+func passSummary(p health.PassStats, now time.Time) string {
+	last := "no pass succeeded yet"
+	if !p.LastSuccess.IsZero() {
+		last = fmt.Sprintf("last pass succeeded %s ago", now.Sub(p.LastSuccess).Round(time.Second))
+	}
+	if p.ConsecutiveFailures == 0 {
+		return last
+	}
+	return fmt.Sprintf("%s; %d consecutive failures, last: %s", last, p.ConsecutiveFailures, p.LastError)
+}
 
 func isStatus(err error) bool {
 	var se *api.StatusError

@@ -182,10 +182,10 @@ func newRunsCmd() *cobra.Command {
 			return cl.Runs(ctx, limit)
 		},
 		func(w io.Writer, rs []recovery.RunRow) error {
-			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tPLANNED\tDONE\tSTARTED\tNOTE", func(tw io.Writer) {
+			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tCLAIMS EXPIRED\tINSTANCES PLANNED\tREPAIRED\tSTARTED\tNOTE", func(tw io.Writer) {
 				for _, r := range rs {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", r.ID, r.Kind, r.Trigger, r.Term, r.Master, r.Status,
-						r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), r.Error)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.Kind, r.Trigger, r.Term, r.Master, r.Status,
+						r.ClaimsExpired, r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), r.Error)
 				}
 			})
 		})

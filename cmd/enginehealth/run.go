@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
@@ -147,16 +148,21 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		Candidate:   leader.Candidate{Name: name, Incarnation: incarnation, APIAddress: advertise},
 		// Self-gating: no master write while our own heartbeat has failed
 		// for longer than an interval.
-		Gate: func() error { return hb.Healthy(2 * cfg.Node.HeartbeatInterval) },
-		Log:  log,
+		Gate:          func() error { return hb.Healthy(2 * cfg.Node.HeartbeatInterval) },
+		ResignTimeout: min(cfg.Node.ShutdownTimeout/4, 2*time.Second),
+		Log:           log,
 	})
 	repairer := recovery.New(recovery.Config{
 		DB: db, Fence: fence, Schema: cfg.Database.Schema,
 		Workflows: cfg.Workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
 	})
+	period, err := schedulePeriod(cfg.Health.Schedule)
+	if err != nil {
+		return usageError{err}
+	}
 	checker := health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Schema: cfg.Database.Schema,
-		Interval:                schedulePeriod(cfg.Health.Schedule),
+		Interval:                period,
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
 		ForgetAfter:             cfg.Health.ForgetAfter,
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
@@ -167,9 +173,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		Schedule:           cfg.Health.Schedule,
 		NotRespondingAfter: cfg.Health.NotRespondingAfter,
 		Tick:               cfg.Node.HeartbeatInterval,
+		StuckAfter:         stuckAfter(period),
 		Log:                log,
 	})
 	events := audit.New(cfg.Database.Schema)
+	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
 
 	srv := &http.Server{
 		Handler: api.NewHandler(api.Config{
@@ -177,28 +185,48 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Nodes: store,
 			Acker: store,
 			Ready: func() api.Ready { return readiness(hb.Status()) },
-			Leader: func(ctx context.Context) (api.Leader, error) {
-				return currentLeader(ctx, etcd, fence, cfg.Etcd.Prefix)
+			Local: func() (api.Leader, error) { return actingSelf(self, master.Status()) },
+			Candidates: func(ctx context.Context) ([]api.Candidate, error) {
+				return masterCandidates(ctx, etcd, fence, store, cfg.Etcd.Prefix)
 			},
 			Token: cfg.API.Token,
 			Ops:   &health.Ops{Elector: elector, Checker: checker, Recovery: repairer},
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
 				return events.List(ctx, db, p)
 			},
-			Live: []api.Check{{Name: "heartbeat", Check: func() error {
-				return hb.Healthy(3 * cfg.Node.HeartbeatInterval)
-			}}},
+			Live: []api.Check{
+				{Name: "heartbeat", Check: func() error { return hb.Healthy(3 * cfg.Node.HeartbeatInterval) }},
+				{Name: "master", Check: master.Stuck},
+			},
 			Log: log,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 
+	// Shutdown is bounded: every step has a share of node.shutdown_timeout,
+	// and the process exits if they overrun it.
+	defer hardStop(ctx, log, cfg.Node.ShutdownTimeout)()
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return hb.Run(gctx) })
 	g.Go(func() error {
-		return notify.Watchdog(gctx, func() error { return hb.Healthy(3 * cfg.Node.HeartbeatInterval) })
+		// Fed while the daemon's own loops run and the master is not
+		// stuck; a database or etcd outage is waited out, not restarted.
+		return notify.Watchdog(gctx, func() error {
+			return errors.Join(hb.Alive(3*cfg.Node.HeartbeatInterval), master.Stuck())
+		})
 	})
-	g.Go(func() error { return elector.Run(gctx, master.Lead) })
+	g.Go(func() error {
+		// A node left in Unexpected shutdown runs no recovery and never
+		// becomes master until an operator acknowledges it.
+		if hb.Status() == nodes.StatusUnexpectedShutdown || node.Status == nodes.StatusUnexpectedShutdown {
+			log.WarnContext(ctx, "not campaigning for master until this node is acknowledged (enginehealth node ack "+name+")")
+		}
+		if _, err := hb.WaitFor(gctx, func(s string) bool { return s != nodes.StatusUnexpectedShutdown }); err != nil {
+			return nil
+		}
+		return elector.Run(gctx, master.Lead)
+	})
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("api: %w", err)
@@ -208,9 +236,14 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	g.Go(func() error {
 		<-gctx.Done()
 		notify.Stopping()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.Node.ShutdownTimeout/2)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.Node.ShutdownTimeout/4)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			// Requests still running (a long forwarded run) are cut.
+			log.WarnContext(ctx, "API requests still running at shutdown were closed", tint.Err(err))
+			_ = srv.Close()
+		}
+		return nil
 	})
 	runErr := g.Wait()
 
@@ -233,15 +266,49 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	return runErr
 }
 
-// schedulePeriod returns the time between two runs of a (validated) cron
-// schedule.
-func schedulePeriod(spec string) time.Duration {
+// hardStop arms, once ctx is done, a timer that ends the process when the
+// shutdown overruns its budget: a stuck dependency must never keep a
+// stopped daemon running. The returned function disarms it.
+func hardStop(ctx context.Context, log *slog.Logger, budget time.Duration) func() {
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(budget+time.Second, func() {
+			log.Error("shutdown did not finish within node.shutdown_timeout; exiting", "shutdown_timeout", budget)
+			os.Exit(exitFailure)
+		})
+	})
+	return func() {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// stuckAfter is how long an acting master may go without a successful
+// check pass before it counts as stuck: max(3 × period, 1 min).
+func stuckAfter(period time.Duration) time.Duration {
+	return max(3*period, time.Minute)
+}
+
+// schedulePeriod returns the time between two runs of a cron schedule.
+func schedulePeriod(spec string) (time.Duration, error) {
 	s, err := configs.CronParser.Parse(spec)
 	if err != nil {
-		return 0
+		return 0, fmt.Errorf("health.schedule %q: %w", spec, err)
 	}
 	first := s.Next(time.Now())
-	return s.Next(first).Sub(first)
+	if first.IsZero() {
+		return 0, fmt.Errorf("health.schedule %q never fires", spec)
+	}
+	return s.Next(first).Sub(first), nil
 }
 
 // readiness answers /readyz from the node's status.
@@ -254,24 +321,70 @@ func readiness(status string) api.Ready {
 	case nodes.StatusRecovering:
 		r.Reason = "waiting for the master's start-up recovery"
 	case nodes.StatusUnexpectedShutdown:
-		r.Reason = "the previous run did not shut down cleanly: check, then run `enginehealth node ack NAME`"
+		r.Reason = "the previous run did not shut down cleanly: no recovery runs and this node does not campaign for master until an operator checks it and runs `enginehealth node ack NAME`"
 	default:
 		r.Reason = "node status is " + status
 	}
 	return r
 }
 
-// currentLeader combines etcd's election holder with the recorded term.
-func currentLeader(ctx context.Context, cli *clientv3.Client, fence *leader.Fence, prefix string) (api.Leader, error) {
-	h, err := leader.Current(ctx, cli, prefix)
-	if err != nil {
-		return api.Leader{}, err
+// actingSelf is this node's answer to GET /v1/leader?local=true.
+func actingSelf(self api.Leader, st health.Status) (api.Leader, error) {
+	if !st.Acting {
+		return api.Leader{}, errors.New(st.Reason)
 	}
-	l := api.Leader{Name: h.Name, Incarnation: h.Incarnation, APIAddress: h.APIAddress, Term: h.Term}
-	if t, err := fence.Current(ctx); err == nil && t.Term == h.Term {
-		l.Since = t.Since
+	self.Term, self.Since, self.TrustedUntil, self.Passes, self.Stuck = st.Term, st.Since, st.TrustedUntil, st.Passes, st.Stuck
+	return self, nil
+}
+
+// masterCandidates names the nodes that may act as master: the one that
+// last took office (from PostgreSQL) and the etcd election holder, each
+// looked up within ctx, so the answer comes even without etcd quorum.
+func masterCandidates(ctx context.Context, cli *clientv3.Client, fence *leader.Fence, store *nodes.Store, prefix string) ([]api.Candidate, error) {
+	var (
+		wg       sync.WaitGroup
+		fromDB   api.Candidate
+		fromEtcd api.Candidate
+		dbErr    error
+		etcdErr  error
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		t, err := fence.Current(ctx)
+		if err != nil {
+			dbErr = err
+			return
+		}
+		n, err := store.Get(ctx, t.Node)
+		if err != nil {
+			dbErr = err
+			return
+		}
+		if t.Incarnation != nil && *t.Incarnation == n.Incarnation {
+			fromDB = api.Candidate{Name: n.Name, APIAddress: n.APIAddress}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		h, err := leader.Current(ctx, cli, prefix)
+		if err != nil {
+			etcdErr = err
+			return
+		}
+		fromEtcd = api.Candidate{Name: h.Name, APIAddress: h.APIAddress}
+	}()
+	wg.Wait()
+	var cs []api.Candidate
+	for _, c := range []api.Candidate{fromDB, fromEtcd} {
+		if c.Name != "" {
+			cs = append(cs, c)
+		}
 	}
-	return l, nil
+	if len(cs) == 0 {
+		return nil, errors.Join(dbErr, etcdErr, errors.New("no node took office"))
+	}
+	return cs, nil
 }
 
 // stopped turns a startup error caused by shutdown into a clean exit.
@@ -319,10 +432,17 @@ func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *sl
 
 func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
+		// Every member: the client balances over them and moves on from
+		// one that does not answer; each request has its own deadline.
 		Endpoints:   cfg.Etcd.Endpoints,
 		DialTimeout: cfg.Etcd.DialTimeout,
-		Logger:      zap.NewNop(),
-		Context:     context.WithoutCancel(ctx),
+		// Keep-alive probes close a connection to a member that stopped
+		// answering (a frozen process keeps its TCP connections open).
+		// 10s is gRPC's floor for the probe interval (etcd allows ≥ 5s).
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: min(max(cfg.Etcd.LeaseTTL/3, time.Second), 5*time.Second),
+		Logger:               zap.NewNop(),
+		Context:              context.WithoutCancel(ctx),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)

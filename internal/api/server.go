@@ -61,15 +61,6 @@ type RecoveryAnswer struct {
 	Result *recovery.Result        `json:"result,omitempty"`
 }
 
-// Leader is the body of GET /v1/leader.
-type Leader struct {
-	Name        string    `json:"name"`
-	Incarnation string    `json:"incarnation"`
-	APIAddress  string    `json:"api_address"`
-	Term        int64     `json:"term"`
-	Since       time.Time `json:"since,omitzero"`
-}
-
 // Ready is the body of GET /readyz.
 type Ready struct {
 	Ready  bool   `json:"ready"`
@@ -91,9 +82,13 @@ type Config struct {
 	Acker NodeAcker
 	// Ready decides GET /readyz.
 	Ready func() Ready
-	// Leader returns the current master; leader.ErrNoLeader-like errors
-	// are answered 503.
-	Leader func(ctx context.Context) (Leader, error)
+	// Local returns this node's own state when it acts as master, else
+	// an error saying why it does not. It must not block.
+	Local func() (Leader, error)
+	// Candidates returns the nodes that may act as master (the one that
+	// last took office, the etcd election holder), asked when this node
+	// does not act; ctx carries a short deadline.
+	Candidates func(ctx context.Context) ([]Candidate, error)
 	// Token enables mutations; empty turns them off.
 	Token string
 	Ops   MasterOps
@@ -168,17 +163,6 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, rd)
 }
 
-func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
-	defer cancel()
-	l, err := h.cfg.Leader(ctx)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, l)
-}
-
 // mutation guards a state-changing route with the bearer token.
 func (h *handler) mutation(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -238,15 +222,13 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusServiceUnavailable, "forwarded by "+by+" but this node is not the master either: the election is changing, retry")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
-	l, err := h.cfg.Leader(ctx)
-	cancel()
+	l, err := h.acting(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "not the master, and no master to forward to: "+err.Error())
 		return
 	}
-	if l.Name == h.cfg.Self {
-		writeError(w, http.StatusServiceUnavailable, "this node holds the election but is not in office yet: retry")
+	if l.AnsweredBy == h.cfg.Self {
+		writeError(w, http.StatusServiceUnavailable, "this node just took office: retry")
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+l.APIAddress+r.URL.RequestURI(), bytes.NewReader(body))

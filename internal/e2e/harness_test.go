@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/api"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/jmoiron/sqlx"
 )
@@ -28,6 +32,7 @@ var (
 	etcd      *etcdtest.Etcd
 	bin       string // the enginehealth binary under test
 	engineBin string // the demo engine
+	memberBin string // etcdtest's etcdmember, for multi-process etcd clusters
 )
 
 func TestMain(m *testing.M) {
@@ -43,8 +48,9 @@ func testMain(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "enginehealth")
 	engineBin = filepath.Join(dir, "demo-engine")
+	memberBin = filepath.Join(dir, "etcdmember")
 	build := exec.Command("go", "build", "-o", dir, "github.com/enginehealth/enginehealth/cmd/enginehealth",
-		"github.com/enginehealth/enginehealth/cmd/demo-engine")
+		"github.com/enginehealth/enginehealth/cmd/demo-engine", "github.com/enginehealth/enginehealth/internal/etcdtest/etcdmember")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build:", err)
@@ -102,6 +108,37 @@ func newClusterOn(t testing.TB, dsn string) *cluster {
 // config returns a daemon configuration for node name; extra YAML is
 // appended.
 func (c *cluster) config(name, extra string) string {
+	return c.configWith(name, cfgOpts{Extra: extra})
+}
+
+// cfgOpts varies the harness configuration.
+type cfgOpts struct {
+	// Endpoints of etcd; default the package's single member.
+	Endpoints []string
+	// LeaseTTL; default leaseTTL.
+	LeaseTTL time.Duration
+	// Schedule of the check; default the daemon's.
+	Schedule string
+	// TokenEnv names the variable holding the API token.
+	TokenEnv string
+	// Extra YAML appended (top-level keys not set above).
+	Extra string
+}
+
+func (c *cluster) configWith(name string, o cfgOpts) string {
+	eps := o.Endpoints
+	if len(eps) == 0 {
+		eps = []string{etcd.Endpoint}
+	}
+	ttl := cmp.Or(o.LeaseTTL, leaseTTL)
+	health := "  not_responding_after: 1s\n"
+	if o.Schedule != "" {
+		health += fmt.Sprintf("  schedule: %q\n", o.Schedule)
+	}
+	api := "  listen: 127.0.0.1:0\n"
+	if o.TokenEnv != "" {
+		api += "  token_env: " + o.TokenEnv + "\n"
+	}
 	return fmt.Sprintf(`node:
   name: %s
   heartbeat_interval: 200ms
@@ -114,13 +151,11 @@ etcd:
   prefix: /%s/
   lease_ttl: %s
 health:
-  not_responding_after: 1s
-api:
-  listen: 127.0.0.1:0
-log:
+%sapi:
+%slog:
   format: json
   level: debug
-%s`, name, etcd.Endpoint, strings.ReplaceAll(c.t.Name(), "/", "_"), leaseTTL, extra)
+%s`, name, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, health, api, o.Extra)
 }
 
 // daemon is one enginehealth process.
@@ -175,6 +210,19 @@ func (c *cluster) startProcess(name, cfg string, env []string, program string, a
 	return d
 }
 
+// warnings returns the daemon's log lines at WARN and above.
+func (d *daemon) warnings() string {
+	var b strings.Builder
+	for _, line := range strings.Split(d.stderr.String(), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) ||
+			strings.Contains(line, "elected master") || strings.Contains(line, "took office") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
 // wait returns the exit code, failing the test after timeout.
 func (d *daemon) wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
@@ -206,21 +254,19 @@ func (d *daemon) running() bool {
 // eventually polls cond until it returns true, failing after timeout.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s (last error: %v)", what, timeout, lastErr)
-		}
-		<-tick.C
-	}
+	testkit.Eventually(t, timeout, what, cond)
+}
+
+// never fails if cond becomes true within d.
+func never(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testkit.Never(t, d, what, cond)
+}
+
+// isCode reports whether err is the daemon's answer with status code.
+func isCode(err error, code int) bool {
+	var se *api.StatusError
+	return errors.As(err, &se) && se.Code == code
 }
 
 // node reads a node record straight from the database.

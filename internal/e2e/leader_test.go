@@ -194,11 +194,14 @@ func TestReadinessAndNodeAck(t *testing.T) {
 		return errors.As(err, &se) && se.Code == 503 && r.Status == nodes.StatusUnexpectedShutdown &&
 			strings.Contains(r.Reason, "node ack"), nil
 	})
-	// It became master (single node) and ran its duties, yet is not Ready.
-	eventually(t, 30*time.Second, "the restarted node in office", func() (bool, error) {
+	// Alone and un-acknowledged, it does not campaign: no master at all.
+	never(t, leaseTTL+time.Second, "the un-acknowledged node takes office", func() bool {
 		cur := c.term(t)
-		return cur.Incarnation != nil && *cur.Incarnation == n2.Incarnation, nil
+		return cur.Incarnation != nil && *cur.Incarnation == n2.Incarnation
 	})
+	if _, err := cl.Leader(context.Background()); !isCode(err, 503) {
+		t.Fatalf("GET /v1/leader with no node acting: %v, want 503", err)
+	}
 	if notify.seen("READY=1") {
 		t.Fatal("READY=1 sent before the unexpected shutdown was acknowledged")
 	}
@@ -231,10 +234,15 @@ func TestReadinessAndNodeAck(t *testing.T) {
 		t.Fatalf("ack: exit %d: %s", code, errOut)
 	}
 	var acked nodes.Node
-	if err := json.Unmarshal([]byte(out), &acked); err != nil || acked.Status != nodes.StatusReady || acked.StatusReason != "checked the host" {
+	if err := json.Unmarshal([]byte(out), &acked); err != nil || acked.Status != nodes.StatusRecovering || acked.StatusReason != "checked the host" {
 		t.Fatalf("ack answer: %v\n%s", err, out)
 	}
+	// Acknowledged, it campaigns, takes office and, after start-up
+	// recovery, is Ready.
 	notify.expect(t, "READY=1")
+	if cur := c.term(t); cur.Incarnation == nil || *cur.Incarnation != n2.Incarnation {
+		t.Fatalf("ready but not in office: %+v", cur)
+	}
 	eventually(t, 30*time.Second, "readyz 200 after ack", func() (bool, error) {
 		r, err := cl.Ready(context.Background())
 		return err == nil && r.Ready, err

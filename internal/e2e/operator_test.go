@@ -98,11 +98,12 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 		t.Fatalf("%d orders still stuck after recover", stuck)
 	}
 	var run recovery.RunRow
-	if err := c.db.Get(&run, `SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+	if err := c.db.Get(&run, `SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
 		FROM enginehealth.runs WHERE id = $1`, res.Result.RunID); err != nil {
 		t.Fatal(err)
 	}
-	if run.Master != master || run.Trigger != recovery.TriggerManual || run.Status != "finished" || run.Done != 7 {
+	if run.Master != master || run.Trigger != recovery.TriggerManual || run.Status != "finished" ||
+		run.ClaimsExpired != 1 || run.Planned != 6 || run.Done != 6 {
 		t.Fatalf("run %+v: want a finished manual run by the master %s", run, master)
 	}
 

@@ -1,0 +1,75 @@
+package health
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// TestStuckMaster: an acting master whose check passes keep failing counts
+// as stuck once none succeeded for StuckAfter, says why, and stops being
+// stuck when a pass succeeds again.
+func TestStuckMaster(t *testing.T) {
+	b := setup(t)
+	inc := uuid.NewString()
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "m", Incarnation: inc, Hostname: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	fence := leader.NewFence(b.db, "enginehealth")
+	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
+	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Schema: "enginehealth", Interval: time.Second, Log: quiet})
+	m := NewMaster(MasterConfig{
+		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: "@every 1s",
+		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
+	})
+	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
+		Candidate: leader.Candidate{Name: "m", Incarnation: inc}, Log: quiet})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()
+	defer func() { cancel(); <-done }()
+
+	if st := m.Status(); st.Acting || m.Stuck() != nil {
+		t.Fatalf("before office: %+v, stuck %v", st, m.Stuck())
+	}
+	testkit.Eventually(t, 15*time.Second, "an acting master with a successful pass", func() (bool, error) {
+		st := m.Status()
+		return st.Acting && !st.Passes.LastSuccess.IsZero(), nil
+	})
+
+	// Every pass now fails: the claims table is gone.
+	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
+	testkit.Eventually(t, 10*time.Second, "failing passes counted", func() (bool, error) {
+		p := m.Status().Passes
+		return p.ConsecutiveFailures >= 2 && strings.Contains(p.LastError, "invoice_claim"), nil
+	})
+	testkit.Eventually(t, 10*time.Second, "the master counts as stuck", func() (bool, error) {
+		return m.Stuck() != nil, nil
+	})
+	if err := m.Stuck(); !strings.Contains(err.Error(), "no check pass succeeded") || !strings.Contains(err.Error(), "invoice_claim") {
+		t.Fatalf("stuck reason: %v", err)
+	}
+	if st := m.Status(); !st.Acting || st.Stuck == "" {
+		t.Fatalf("status of a stuck master: %+v", st)
+	}
+
+	// Repaired: the next pass succeeds and the signal clears.
+	b.db.MustExec(`ALTER TABLE app.invoice_claim_gone RENAME TO invoice_claim`)
+	testkit.Eventually(t, 10*time.Second, "not stuck after a successful pass", func() (bool, error) {
+		return m.Stuck() == nil && m.Status().Passes.ConsecutiveFailures == 0, nil
+	})
+}

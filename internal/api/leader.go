@@ -1,0 +1,154 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+)
+
+// Leader is the body of GET /v1/leader: the acting master, as it sees
+// itself. A master acts when it took office and its lease is inside its
+// trust window; the election key alone does not make a master.
+type Leader struct {
+	Name        string `json:"name"`
+	Incarnation string `json:"incarnation"`
+	APIAddress  string `json:"api_address"`
+	Term        int64  `json:"term"`
+	// Since: when it took office.
+	Since time.Time `json:"since,omitzero"`
+	// TrustedUntil: the end of its current trust window (renewed with
+	// every answered etcd keep-alive).
+	TrustedUntil time.Time `json:"trusted_until,omitzero"`
+	// Passes: how its CheckEngineHealth passes go.
+	Passes health.PassStats `json:"passes"`
+	// Stuck, when set, says why the master counts as stuck: no pass
+	// succeeded for max(3 × period, 1 min).
+	Stuck string `json:"stuck,omitempty"`
+	// AnsweredBy is the node whose own state this answer is.
+	AnsweredBy string `json:"answered_by"`
+}
+
+// Candidate is a node that may be the acting master.
+type Candidate struct {
+	Name       string
+	APIAddress string
+}
+
+// ErrNoActingMaster: no node acts as master now.
+var ErrNoActingMaster = errors.New("no acting master")
+
+// Budgets of a leader lookup: it answers within a second even when etcd
+// or a node does not.
+const (
+	candidatesBudget = 400 * time.Millisecond
+	askBudget        = 450 * time.Millisecond
+)
+
+// acting finds the acting master: this node if it acts, else the first
+// candidate whose own state says it acts.
+func (h *handler) acting(ctx context.Context) (Leader, error) {
+	l, err := h.cfg.Local()
+	if err == nil {
+		l.AnsweredBy = h.cfg.Self
+		return l, nil
+	}
+	reasons := []string{h.cfg.Self + ": " + err.Error()}
+	if h.cfg.Candidates == nil {
+		return Leader{}, fmt.Errorf("%w (%s)", ErrNoActingMaster, strings.Join(reasons, "; "))
+	}
+	cctx, cancel := context.WithTimeout(ctx, candidatesBudget)
+	cands, err := h.cfg.Candidates(cctx)
+	cancel()
+	if err != nil && len(cands) == 0 {
+		reasons = append(reasons, "cannot tell who the master is: "+err.Error())
+	}
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		found *Leader
+	)
+	actx, acancel := context.WithTimeout(ctx, askBudget)
+	defer acancel()
+	seen := map[string]bool{h.cfg.Self: true}
+	for _, c := range cands {
+		if seen[c.Name] || c.APIAddress == "" {
+			continue
+		}
+		seen[c.Name] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := h.askLocal(actx, c.APIAddress)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				reasons = append(reasons, c.Name+": "+err.Error())
+			case found == nil:
+				found = &l
+				acancel() // enough: the others need not answer
+			}
+		}()
+	}
+	wg.Wait()
+	if found != nil {
+		return *found, nil
+	}
+	return Leader{}, fmt.Errorf("%w (%s)", ErrNoActingMaster, strings.Join(reasons, "; "))
+}
+
+// askLocal asks the node at addr for its own view (GET /v1/leader?local=true).
+func (h *handler) askLocal(ctx context.Context, addr string) (Leader, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/leader?local=true", nil)
+	if err != nil {
+		return Leader{}, err
+	}
+	resp, err := h.cfg.Forward.Do(req)
+	if err != nil {
+		return Leader{}, fmt.Errorf("not reachable at %s", addr)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return Leader{}, fmt.Errorf("read answer of %s: %v", addr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb ErrorBody
+		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+			return Leader{}, errors.New(eb.Error)
+		}
+		return Leader{}, fmt.Errorf("answered %d", resp.StatusCode)
+	}
+	var l Leader
+	if err := json.Unmarshal(body, &l); err != nil {
+		return Leader{}, fmt.Errorf("bad answer of %s: %v", addr, err)
+	}
+	return l, nil
+}
+
+func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("local") == "true" {
+		l, err := h.cfg.Local()
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "not the acting master: "+err.Error())
+			return
+		}
+		l.AnsweredBy = h.cfg.Self
+		writeJSON(w, http.StatusOK, l)
+		return
+	}
+	l, err := h.acting(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}

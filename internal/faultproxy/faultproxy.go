@@ -1,0 +1,58 @@
+// Package faultproxy puts a TCP proxy between a test's client and a server
+// (toxiproxy, in process) that can cut the path without closing it: what a
+// partition or a frozen peer looks like to the client.
+package faultproxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// Proxy forwards a loopback port to an upstream address.
+type Proxy struct {
+	// Addr is where clients connect, host:port.
+	Addr string
+	p    *toxiproxy.Proxy
+}
+
+// New starts a proxy to upstream, stopped when the test ends.
+func New(tb testing.TB, upstream string) *Proxy {
+	tb.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "proxy-"+strings.ReplaceAll(tb.Name(), "/", "_"), "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		tb.Fatalf("faultproxy: %v", err)
+	}
+	tb.Cleanup(p.Stop)
+	return &Proxy{Addr: p.Listen, p: p}
+}
+
+const blackhole = "blackhole"
+
+// Blackhole stops every byte in both directions; connections stay open
+// and new ones are accepted but answered by nothing. Data sent meanwhile is
+// lost, so a connection usually breaks once the path is restored.
+func (p *Proxy) Blackhole() error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		js := fmt.Sprintf(`{"name": %q, "type": "timeout", "stream": %q, "attributes": {"timeout": 0}}`, blackhole+"_"+dir, dir)
+		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			return fmt.Errorf("faultproxy: blackhole %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Restore lets traffic through again.
+func (p *Proxy) Restore() error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		if err := p.p.Toxics.RemoveToxic(context.Background(), blackhole+"_"+dir); err != nil {
+			return fmt.Errorf("faultproxy: restore %s: %w", dir, err)
+		}
+	}
+	return nil
+}
