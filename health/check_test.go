@@ -305,3 +305,40 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 		t.Fatalf("the resumed run did not repair: %v", st)
 	}
 }
+
+// TestUnexpectedShutdownIsLeftToTheOperator: a node in Unexpected shutdown
+// is never marked Not responding, revived or forgotten by a pass, whatever
+// its heartbeats, and does not count for the disruption guard.
+func TestUnexpectedShutdownIsLeftToTheOperator(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	register(t, b, "crashed-stale", time.Minute)
+	register(t, b, "crashed-ancient", 48*time.Hour)
+	register(t, b, "crashed-fresh", 0)
+	b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Unexpected shutdown' WHERE name LIKE 'crashed-%'`)
+	register(t, b, "ready", 0)
+	register(t, b, "stale", time.Minute)
+
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second, ForgetAfter: 24 * time.Hour})
+	c.begin()
+	for range 2 { // a second pass: nothing to revive either
+		res, err := c.RunOnce(context.Background(), o, recovery.TriggerManual, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 1 stale of 3 in service (m, ready, stale): no disruption; had the
+		// two stale crashed nodes counted, 3 of 6 would be.
+		if res.Disruption {
+			t.Fatalf("disruption: %+v", res)
+		}
+	}
+	for _, name := range []string{"crashed-stale", "crashed-ancient", "crashed-fresh"} {
+		if got := status(t, b, name); got != nodes.StatusUnexpectedShutdown {
+			t.Fatalf("%s moved to %s without an ack", name, got)
+		}
+	}
+	if got := status(t, b, "stale"); got != nodes.StatusNotResponding {
+		t.Fatalf("stale node in service: %s", got)
+	}
+}

@@ -85,6 +85,13 @@ var rows = []row{
 		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 1000 = %.0f ms", m["ttl-ms"]+1000) },
 		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+1000 }},
 	{"failover after SIGTERM of the master", "BenchmarkFailover/graceful", "failover-ms", fixed("≤ 1000 ms"), atMost(1000)},
+	{"no acting master, one etcd member frozen, TTL 3 s (worst role)", "BenchmarkFrozenMember/ttl=3s", "frozen-member-failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 2000 = %.0f ms", m["ttl-ms"]+2000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+2000 }},
+	{"no acting master, one etcd member frozen, TTL 10 s (worst role)", "BenchmarkFrozenMember/ttl=10s", "frozen-member-failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 2000 = %.0f ms", m["ttl-ms"]+2000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+2000 }},
+	{"master changes over 3 member freezes, TTL 10 s", "BenchmarkFrozenMember/ttl=10s", "master-changes", fixed("0"), atMost(0)},
 	{"crash to repair", "BenchmarkCrashToRepair", "crash-to-repair-ms",
 		func(m map[string]float64) string {
 			return fmt.Sprintf("≤ claim_timeout + interval + 1 s = %.0f ms", m["limit-ms"])

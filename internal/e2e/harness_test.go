@@ -119,6 +119,9 @@ type cfgOpts struct {
 	LeaseTTL time.Duration
 	// Schedule of the check; default the daemon's.
 	Schedule string
+	// Heartbeat interval; default 200ms (not_responding_after: 5 × it,
+	// at least 1s).
+	Heartbeat time.Duration
 	// TokenEnv names the variable holding the API token.
 	TokenEnv string
 	// Extra YAML appended (top-level keys not set above).
@@ -131,7 +134,8 @@ func (c *cluster) configWith(name string, o cfgOpts) string {
 		eps = []string{etcd.Endpoint}
 	}
 	ttl := cmp.Or(o.LeaseTTL, leaseTTL)
-	health := "  not_responding_after: 1s\n"
+	hb := cmp.Or(o.Heartbeat, 200*time.Millisecond)
+	health := fmt.Sprintf("  not_responding_after: %s\n", max(5*hb, time.Second))
 	if o.Schedule != "" {
 		health += fmt.Sprintf("  schedule: %q\n", o.Schedule)
 	}
@@ -141,7 +145,7 @@ func (c *cluster) configWith(name string, o cfgOpts) string {
 	}
 	return fmt.Sprintf(`node:
   name: %s
-  heartbeat_interval: 200ms
+  heartbeat_interval: %s
   shutdown_timeout: 5s
 database:
   dsn_env: ENGINEHEALTH_DSN
@@ -155,7 +159,7 @@ health:
 %slog:
   format: json
   level: debug
-%s`, name, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, health, api, o.Extra)
+%s`, name, hb, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, health, api, o.Extra)
 }
 
 // daemon is one enginehealth process.
