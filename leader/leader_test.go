@@ -351,3 +351,22 @@ func TestTakeOfficeWaitsForFencedWrite(t *testing.T) {
 		t.Fatalf("recorded term %+v, %v", cur, err)
 	}
 }
+
+// TestElectionKeyLayout: the candidate key is "<prefix>leader/<lease hex>"
+// (etcd's concurrency.Election layout, no double slash), held by the lease.
+func TestElectionKeyLayout(t *testing.T) {
+	b := setup(t)
+	a := b.start(t, "a")
+	waitOffice(t, a)
+	resp, err := a.cli.Get(context.Background(), b.prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("keys under %s: %d, want 1", b.prefix, len(resp.Kvs))
+	}
+	kv := resp.Kvs[0]
+	if want := fmt.Sprintf("%sleader/%x", b.prefix, kv.Lease); string(kv.Key) != want || strings.Contains(string(kv.Key), "//") {
+		t.Fatalf("election key %q, want %q", kv.Key, want)
+	}
+}
