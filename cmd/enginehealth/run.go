@@ -171,8 +171,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	events := audit.New(cfg.Database.Schema)
 
-	srv := &http.Server{
-		Handler: api.NewHandler(api.Config{
+	srv := api.NewServer(
+		api.NewHandler(api.Config{
 			Self:  name,
 			Nodes: store,
 			Acker: store,
@@ -190,8 +190,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			}}},
 			Log: log,
 		}),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
+		log, api.ServerOptions{})
+	ln = api.NewListener(ln, log, api.ServerOptions{})
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return hb.Run(gctx) })
