@@ -150,6 +150,7 @@ func TestHostileInput(t *testing.T) {
 		{"newline in ?node=", "GET", "/v1/events?node=a%0Ab", "", "", 400, "query parameter node"},
 		{"limit above the cap", "GET", "/v1/events?limit=10001", "", "", 400, "query parameter limit"},
 		{"negative after", "GET", "/v1/events?after=-1", "", "", 400, "query parameter after"},
+		{"after not a number", "GET", "/v1/events?after=1e3", "", "", 400, "query parameter after"},
 		{"limit not a number", "GET", "/v1/runs?limit=%00", "", "", 400, "query parameter limit"},
 		{"NUL in ack path", "POST", "/v1/nodes/%00x/ack", json, `{"reason":"x"}`, 400, "path parameter name"},
 		{"NUL in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u0000b"}`, 400, "body.reason"},
@@ -198,6 +199,7 @@ func TestHostileInput(t *testing.T) {
 	for _, c := range []struct{ method, target, body string }{
 		{"GET", "/v1/nodes/node-a", ""},
 		{"GET", "/v1/events?node=node-a.example_1&limit=10000", ""},
+		{"GET", "/v1/events?after=9223372036854775807", ""}, // ids are not capped like limit
 		{"POST", "/v1/nodes/n/ack", `{"reason":"checked the host, disk replaced: ok ✓"}`},
 		{"POST", "/v1/nodes/n/ack", ""},
 		{"POST", "/v1/check", `{}`},

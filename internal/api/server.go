@@ -355,7 +355,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	after, ok := intParam(w, r, "after", 0)
+	after, ok := idParam(w, r, "after")
 	if !ok {
 		return
 	}
@@ -368,7 +368,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: int64(after), Limit: limit})
+	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: after, Limit: limit})
 	if err != nil {
 		h.internal(w, r, err)
 		return
@@ -392,6 +392,20 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > maxIntParam {
 		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not an integer from 0 to "+strconv.Itoa(maxIntParam), "got "+quoteShort(v))
+		return 0, false
+	}
+	return n, true
+}
+
+// idParam reads a non-negative 64-bit id query parameter (default 0).
+func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not a non-negative integer", "got "+quoteShort(v))
 		return 0, false
 	}
 	return n, true
