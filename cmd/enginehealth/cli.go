@@ -30,7 +30,7 @@ type clientFlags struct {
 func (f *clientFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.addr, "api", "", "daemon API address (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
 	c.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	c.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the API token for mutations (default $ENGINEHEALTH_TOKEN)")
+	c.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the API token for mutations (default: the token itself from $ENGINEHEALTH_TOKEN)")
 }
 
 func (f *clientFlags) client() (*api.Client, error) {
@@ -91,24 +91,24 @@ func newStatusCmd() *cobra.Command {
 				}
 			} else {
 				w := c.OutOrStdout()
-				fmt.Fprintf(w, "health   %s\n", rep.Health.Status)
+				fmt.Fprintf(w, "health   %s\n", safe(rep.Health.Status))
 				for name, res := range rep.Health.Checks {
-					fmt.Fprintf(w, "  %-7s %s\n", name, res)
+					fmt.Fprintf(w, "  %-7s %s\n", safe(name), safe(res))
 				}
-				fmt.Fprintf(w, "node     %s", rep.Ready.Status)
+				fmt.Fprintf(w, "node     %s", safe(rep.Ready.Status))
 				if rep.Ready.Reason != "" {
-					fmt.Fprintf(w, " (%s)", rep.Ready.Reason)
+					fmt.Fprintf(w, " (%s)", safe(rep.Ready.Reason))
 				}
 				fmt.Fprintln(w)
 				if l := rep.Leader; l != nil {
-					fmt.Fprintf(w, "master   %s at %s, term %d, in office since %s\n", l.Name, l.APIAddress,
+					fmt.Fprintf(w, "master   %s at %s, term %d, in office since %s\n", safe(l.Name), safe(l.APIAddress),
 						l.Term, l.Since.Format(time.RFC3339))
-					fmt.Fprintf(w, "checks   %s\n", passSummary(l.Passes, time.Now()))
+					fmt.Fprintf(w, "checks   %s\n", safe(passSummary(l.Passes, time.Now())))
 					if l.Stuck != "" {
-						fmt.Fprintf(w, "  STUCK  %s\n", l.Stuck)
+						fmt.Fprintf(w, "  STUCK  %s\n", safe(l.Stuck))
 					}
 				} else {
-					fmt.Fprintf(w, "master   none acting: %s\n", rep.LeaderError)
+					fmt.Fprintf(w, "master   none acting: %s\n", safe(rep.LeaderError))
 				}
 			}
 			if !rep.Ready.Ready {

@@ -44,6 +44,12 @@ func clientCmd[T any](c *cobra.Command, f *clientFlags, timeout time.Duration,
 	return c
 }
 
+// safe escapes the control characters (and invalid UTF-8) of text that
+// came from the daemon, so that stored text cannot drive the operator's
+// terminal or break a table's rows and columns. Every text field printed
+// outside -o json goes through it.
+func safe(s string) string { return api.TerminalSafe(s) }
+
 func tabs(w io.Writer, header string, rows func(tw io.Writer)) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
@@ -72,8 +78,8 @@ func newNodesCmd() *cobra.Command {
 					if n.IsMaster {
 						master = "*"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", n.Name, n.Status, master,
-						n.SecondsSinceActive, n.FailoverGrade, n.Version, n.APIAddress, n.StatusReason)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", safe(n.Name), safe(n.Status), master,
+						n.SecondsSinceActive, safe(n.FailoverGrade), safe(n.Version), safe(n.APIAddress), safe(n.StatusReason))
 				}
 			})
 		})
@@ -92,7 +98,7 @@ func newNodeCmd() *cobra.Command {
 			return cl.Ack(ctx, args[0], reason)
 		},
 		func(w io.Writer, n nodes.Node) error {
-			_, err := fmt.Fprintf(w, "node %s acknowledged: %s\n", n.Name, n.Status)
+			_, err := fmt.Fprintf(w, "node %s acknowledged: %s\n", safe(n.Name), safe(n.Status))
 			return err
 		})
 	ack.Flags().StringVar(&reason, "reason", "", "recorded in the event (default: acknowledged by an operator)")
@@ -111,11 +117,11 @@ func newCheckCmd() *cobra.Command {
 			fmt.Fprintf(w, "run %d (%s)\n", res.RunID, res.Took.Round(time.Millisecond))
 			if res.Disruption {
 				_, err := fmt.Fprintf(w, "disruption mode: %d nodes look unresponsive at once (%s); nothing was done\n",
-					len(res.Stale), strings.Join(res.Stale, ","))
+					len(res.Stale), safe(strings.Join(res.Stale, ",")))
 				return err
 			}
 			for _, ch := range append(append(res.NotResponding, res.Revived...), res.Forgotten...) {
-				fmt.Fprintf(w, "node %s: %s -> %s\n", ch.Name, ch.From, cmpOr(ch.To, "(forgotten)"))
+				fmt.Fprintf(w, "node %s: %s -> %s\n", safe(ch.Name), safe(ch.From), safe(cmpOr(ch.To, "(forgotten)")))
 			}
 			fmt.Fprintf(w, "claims expired: %d\n", res.Recovery.ClaimsExpired)
 			return recoveryTable(w, res.Recovery.Tasks, false)
@@ -137,9 +143,9 @@ func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
 	return tabs(w, header, func(tw io.Writer) {
 		for _, t := range ts {
 			if plan {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", t.Workflow, t.Task, t.From, t.To, t.Planned)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), safe(t.To), t.Planned)
 			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", t.Workflow, t.Task, t.From, t.To, t.Planned, t.Done)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), safe(t.To), t.Planned, t.Done)
 			}
 		}
 	})
@@ -161,7 +167,7 @@ func newRecoverCmd() *cobra.Command {
 				fmt.Fprintln(w, "dry run: nothing was changed")
 				var ts []recovery.TaskResult
 				for _, p := range a.Plan {
-					fmt.Fprintf(w, "workflow %s: %d expired claims to delete\n", p.Workflow, p.ClaimsToExpire)
+					fmt.Fprintf(w, "workflow %s: %d expired claims to delete\n", safe(p.Workflow), p.ClaimsToExpire)
 					ts = append(ts, p.Tasks...)
 				}
 				return recoveryTable(w, ts, true)
@@ -184,12 +190,12 @@ func newRunsCmd() *cobra.Command {
 		func(w io.Writer, rs []recovery.RunRow) error {
 			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tCLAIMS EXPIRED\tINSTANCES PLANNED\tREPAIRED\tSTARTED\tNOTE", func(tw io.Writer) {
 				for _, r := range rs {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.Kind, r.Trigger, r.Term, r.Master, r.Status,
-						r.ClaimsExpired, r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), r.Error)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, safe(r.Kind), safe(r.Trigger), r.Term, safe(r.Master), safe(r.Status),
+						r.ClaimsExpired, r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), safe(r.Error))
 				}
 			})
 		})
-	c.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	c.Flags().IntVar(&limit, "limit", 20, "how many runs (at most 10000)")
 	return c
 }
 
@@ -203,7 +209,7 @@ func newEventsCmd() *cobra.Command {
 				if p == nil {
 					return ""
 				}
-				return *p
+				return safe(*p)
 			}
 			return tabs(w, "ID\tAT\tKIND\tACTOR\tTERM\tNODE\tWORKFLOW\tINSTANCE\tTASK\tFROM\tTO\tREASON", func(tw io.Writer) {
 				for _, e := range es {
@@ -211,13 +217,13 @@ func newEventsCmd() *cobra.Command {
 					if e.Term != nil {
 						term = fmt.Sprint(*e.Term)
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), e.Kind, e.Actor, term,
-						s(e.Node), s(e.Workflow), s(e.Instance), s(e.Task), s(e.FromState), s(e.ToState), e.Reason)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(e.Kind), safe(e.Actor), term,
+						s(e.Node), s(e.Workflow), s(e.Instance), s(e.Task), s(e.FromState), s(e.ToState), safe(e.Reason))
 				}
 			})
 		})
 	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id")
-	c.Flags().IntVar(&p.Limit, "limit", 100, "how many events")
+	c.Flags().IntVar(&p.Limit, "limit", 100, "how many events (at most 10000 per call; page with --after)")
 	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
 	return c
 }

@@ -179,8 +179,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	events := audit.New(cfg.Database.Schema)
 	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
 
-	srv := &http.Server{
-		Handler: api.NewHandler(api.Config{
+	srv := api.NewServer(
+		api.NewHandler(api.Config{
 			Self:  name,
 			Nodes: store,
 			Acker: store,
@@ -200,8 +200,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			},
 			Log: log,
 		}),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
+		log, api.ServerOptions{})
+	ln = api.NewListener(ln, log, api.ServerOptions{})
 
 	// Shutdown is bounded: every step has a share of node.shutdown_timeout,
 	// and the process exits if they overrun it.

@@ -47,10 +47,25 @@ func (c *Client) url(path string) string {
 // StatusError is a non-2xx answer of the daemon.
 type StatusError struct {
 	Code int
-	Msg  string
+	// Msg and Detail are the answer's error and detail, as sent.
+	Msg    string
+	Detail string
+	// RequestID names the request in the daemon's log.
+	RequestID string
 }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("daemon answered %d: %s", e.Code, e.Msg) }
+// Error is safe to print on a terminal: the daemon's text is escaped
+// (TerminalSafe).
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("daemon answered %d: %s", e.Code, TerminalSafe(e.Msg))
+	if e.Detail != "" {
+		s += " (" + TerminalSafe(e.Detail) + ")"
+	}
+	if e.RequestID != "" {
+		s += " [request id " + TerminalSafe(e.RequestID) + "]"
+	}
+	return s
+}
 
 func (c *Client) get(ctx context.Context, path string, out any) error {
 	return c.do(ctx, http.MethodGet, path, nil, out)
@@ -89,9 +104,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		_ = json.Unmarshal(answer, out)
 		var eb ErrorBody
 		if json.Unmarshal(answer, &eb) != nil || eb.Error == "" {
-			eb.Error = strings.TrimSpace(string(answer))
+			eb = ErrorBody{Error: strings.TrimSpace(string(answer))}
 		}
-		return &StatusError{Code: resp.StatusCode, Msg: eb.Error}
+		if eb.RequestID == "" {
+			eb.RequestID = resp.Header.Get(requestIDHeader)
+		}
+		return &StatusError{Code: resp.StatusCode, Msg: eb.Error, Detail: eb.Detail, RequestID: eb.RequestID}
 	}
 	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("decode answer of %s%s: %w", c.Addr, path, err)

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,9 +54,21 @@ const (
 	askBudget        = 450 * time.Millisecond
 )
 
+// noMaster is why no node acts, for the answer's detail.
+type noMaster struct{ reasons []string }
+
+func (e *noMaster) Error() string {
+	return ErrNoActingMaster.Error() + ": " + strings.Join(e.reasons, "; ")
+}
+
+func (e *noMaster) Unwrap() error { return ErrNoActingMaster }
+
 // acting finds the acting master: this node if it acts, else the first
-// candidate whose own state says it acts.
-func (h *handler) acting(ctx context.Context) (Leader, error) {
+// candidate whose own state says it acts. Failures to look candidates up
+// are logged under the request's id, not answered: they may carry
+// database text.
+func (h *handler) acting(r *http.Request) (Leader, error) {
+	ctx := r.Context()
 	l, err := h.cfg.Local()
 	if err == nil {
 		l.AnsweredBy = h.cfg.Self
@@ -62,13 +76,16 @@ func (h *handler) acting(ctx context.Context) (Leader, error) {
 	}
 	reasons := []string{h.cfg.Self + ": " + err.Error()}
 	if h.cfg.Candidates == nil {
-		return Leader{}, fmt.Errorf("%w (%s)", ErrNoActingMaster, strings.Join(reasons, "; "))
+		return Leader{}, &noMaster{reasons}
 	}
 	cctx, cancel := context.WithTimeout(ctx, candidatesBudget)
 	cands, err := h.cfg.Candidates(cctx)
 	cancel()
-	if err != nil && len(cands) == 0 {
-		reasons = append(reasons, "cannot tell who the master is: "+err.Error())
+	if err != nil {
+		h.reqLog(r).WarnContext(ctx, "looking up the master", "err", err.Error())
+		if len(cands) == 0 {
+			reasons = append(reasons, "cannot tell which node took office (logged under this request id)")
+		}
 	}
 	var (
 		mu    sync.Mutex
@@ -86,7 +103,7 @@ func (h *handler) acting(ctx context.Context) (Leader, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := h.askLocal(actx, c.APIAddress)
+			l, err := h.askLocal(actx, c.APIAddress, requestID(ctx))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -102,15 +119,16 @@ func (h *handler) acting(ctx context.Context) (Leader, error) {
 	if found != nil {
 		return *found, nil
 	}
-	return Leader{}, fmt.Errorf("%w (%s)", ErrNoActingMaster, strings.Join(reasons, "; "))
+	return Leader{}, &noMaster{reasons}
 }
 
 // askLocal asks the node at addr for its own view (GET /v1/leader?local=true).
-func (h *handler) askLocal(ctx context.Context, addr string) (Leader, error) {
+func (h *handler) askLocal(ctx context.Context, addr, id string) (Leader, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/leader?local=true", nil)
 	if err != nil {
 		return Leader{}, err
 	}
+	req.Header.Set(requestIDHeader, id)
 	resp, err := h.cfg.Forward.Do(req)
 	if err != nil {
 		return Leader{}, fmt.Errorf("not reachable at %s", addr)
@@ -123,7 +141,7 @@ func (h *handler) askLocal(ctx context.Context, addr string) (Leader, error) {
 	if resp.StatusCode != http.StatusOK {
 		var eb ErrorBody
 		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
-			return Leader{}, errors.New(eb.Error)
+			return Leader{}, errors.New(cmp.Or(eb.Detail, eb.Error))
 		}
 		return Leader{}, fmt.Errorf("answered %d", resp.StatusCode)
 	}
@@ -135,20 +153,29 @@ func (h *handler) askLocal(ctx context.Context, addr string) (Leader, error) {
 }
 
 func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("local") == "true" {
+	switch local := r.URL.Query().Get("local"); local {
+	case "true":
 		l, err := h.cfg.Local()
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "not the acting master: "+err.Error())
+			writeProblem(w, http.StatusServiceUnavailable, "not the acting master", err.Error())
 			return
 		}
 		l.AnsweredBy = h.cfg.Self
 		writeJSON(w, http.StatusOK, l)
 		return
-	}
-	l, err := h.acting(r.Context())
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case "", "false":
+	default:
+		writeProblem(w, http.StatusBadRequest, "query parameter local: want true or false", "got "+strconv.Quote(local))
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	l, err := h.acting(r)
+	var nm *noMaster
+	switch {
+	case errors.As(err, &nm):
+		writeProblem(w, http.StatusServiceUnavailable, ErrNoActingMaster.Error(), strings.Join(nm.reasons, "; "))
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, l)
+	}
 }

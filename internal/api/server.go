@@ -1,8 +1,10 @@
 // Package api is the daemon's HTTP surface and the CLI's client of it.
 //
-// Read-only routes are open; mutations (added by later features) need the
-// configured bearer token. Every response is JSON; errors are
-// {"error": "..."} with a 4xx or 5xx status.
+// Read-only routes are open; mutations need the configured bearer token.
+// Every response is JSON; errors are {"error", "detail", "request_id"}
+// (ErrorBody) with a 4xx or 5xx status. Everything a request carries is
+// checked at the edge, before any database call (edge.go); the server's
+// timeouts and connection cap are in httpserver.go.
 package api
 
 import (
@@ -11,6 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -101,12 +104,18 @@ type Config struct {
 	Log  *slog.Logger
 	// Timeout of one request's database work; default 5s.
 	Timeout time.Duration
+	// LongTimeout bounds POST /v1/check and /v1/recovery, which can run
+	// for minutes (read, run, forward and answer); default 11 min.
+	LongTimeout time.Duration
 }
 
 // NewHandler returns the daemon's HTTP handler.
 func NewHandler(cfg Config) http.Handler {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.LongTimeout == 0 {
+		cfg.LongTimeout = defaultLongTimeout
 	}
 	if cfg.Forward == nil {
 		cfg.Forward = &http.Client{Timeout: 10 * time.Minute}
@@ -124,9 +133,9 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /v1/nodes", h.listNodes)
 	mux.HandleFunc("GET /v1/nodes/{name}", h.getNode)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+quoteShort(r.URL.Path))
 	})
-	return mux
+	return h.edge(mux)
 }
 
 type handler struct {
@@ -186,19 +195,24 @@ type AckRequest struct {
 }
 
 func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
+	name, ok := nameParam(w, r)
+	if !ok {
+		return
+	}
 	var req AckRequest
-	if r.ContentLength != 0 {
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, "body: want {\"reason\": \"...\"}: "+err.Error())
-			return
-		}
+	if _, ok := decodeBody(w, r, &req); !ok {
+		return
+	}
+	if p := textProblem(req.Reason, maxReason); p != "" {
+		writeProblem(w, http.StatusBadRequest, "body.reason: "+p,
+			fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters", maxReason))
+		return
 	}
 	if req.Reason == "" {
 		req.Reason = "acknowledged by an operator"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	name := r.PathValue("name")
 	n, err := h.cfg.Acker.Ack(ctx, name, h.cfg.Self+" (operator)", req.Reason)
 	switch {
 	case errors.Is(err, nodes.ErrNotFound):
@@ -208,7 +222,7 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.internal(w, r, err)
 	default:
-		h.log.InfoContext(ctx, "node acknowledged by operator", "subject", name, "reason", req.Reason)
+		h.reqLog(r).InfoContext(ctx, "node acknowledged by operator", "subject", name, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, n)
 	}
 }
@@ -222,9 +236,14 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusServiceUnavailable, "forwarded by "+by+" but this node is not the master either: the election is changing, retry")
 		return
 	}
-	l, err := h.acting(r.Context())
+	l, err := h.acting(r)
+	var nm *noMaster
+	if errors.As(err, &nm) {
+		writeProblem(w, http.StatusServiceUnavailable, "not the master, and no acting master to forward to", strings.Join(nm.reasons, "; "))
+		return
+	}
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not the master, and no master to forward to: "+err.Error())
+		h.internal(w, r, err)
 		return
 	}
 	if l.AnsweredBy == h.cfg.Self {
@@ -239,6 +258,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	req.Header.Set("Authorization", r.Header.Get("Authorization"))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(forwardedHeader, h.cfg.Self)
+	req.Header.Set(requestIDHeader, requestID(r.Context()))
 	resp, err := h.cfg.Forward.Do(req)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "forward to the master "+l.Name+" at "+l.APIAddress+": "+err.Error())
@@ -251,30 +271,12 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
-// readBody reads a small JSON body into v; an empty body leaves v as is.
-func readBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
-		return nil, false
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return b, true
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "body: "+err.Error())
-		return nil, false
-	}
-	return b, true
-}
-
 func (h *handler) check(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r, &struct{}{})
+	body, ok := decodeBody(w, r, &struct{}{})
 	if !ok {
 		return
 	}
+	h.extendDeadlines(w)
 	// A run, once started, completes even if the client goes away.
 	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()))
 	switch {
@@ -289,10 +291,11 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
 	var req RecoveryRequest
-	body, ok := readBody(w, r, &req)
+	body, ok := decodeBody(w, r, &req)
 	if !ok {
 		return
 	}
+	h.extendDeadlines(w)
 	sc := recovery.Scope{Workflows: req.Workflows}
 	if req.DryRun {
 		plan, err := h.cfg.Ops.Plan(r.Context(), sc)
@@ -339,13 +342,20 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	after, ok := intParam(w, r, "after", 0)
+	after, ok := idParam(w, r, "after")
 	if !ok {
 		return
 	}
+	node := r.URL.Query().Get("node")
+	if node != "" {
+		if err := nodes.ValidName(node); err != nil {
+			writeProblem(w, http.StatusBadRequest, "query parameter node: not a valid node name", nameDetail(err))
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	es, err := h.cfg.Events(ctx, audit.ListParams{Node: r.URL.Query().Get("node"), AfterID: int64(after), Limit: limit})
+	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: after, Limit: limit})
 	if err != nil {
 		h.internal(w, r, err)
 		return
@@ -356,6 +366,10 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, es)
 }
 
+// maxIntParam caps integer query parameters (limit: at most 10,000 rows
+// per request).
+const maxIntParam = 10000
+
 // intParam reads a non-negative integer query parameter (at most 10000).
 func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {
 	v := r.URL.Query().Get(name)
@@ -363,11 +377,42 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int
 		return def, true
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 10000 {
-		writeError(w, http.StatusBadRequest, "query parameter "+name+": want an integer from 0 to 10000, got "+strconv.Quote(v))
+	if err != nil || n < 0 || n > maxIntParam {
+		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not an integer from 0 to "+strconv.Itoa(maxIntParam), "got "+quoteShort(v))
 		return 0, false
 	}
 	return n, true
+}
+
+// idParam reads a non-negative 64-bit id query parameter (default 0).
+func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not a non-negative integer", "got "+quoteShort(v))
+		return 0, false
+	}
+	return n, true
+}
+
+// nameParam returns the path parameter name, or answers 400 when it is
+// not a valid node name.
+func nameParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if err := nodes.ValidName(name); err != nil {
+		writeProblem(w, http.StatusBadRequest, "path parameter name: not a valid node name", nameDetail(err))
+		return "", false
+	}
+	return name, true
+}
+
+// nameDetail is the detail of an invalid node name: the name (escaped)
+// and the rule.
+func nameDetail(err error) string {
+	return strings.TrimPrefix(err.Error(), "nodes: ")
 }
 
 func (h *handler) listNodes(w http.ResponseWriter, r *http.Request) {
@@ -382,11 +427,15 @@ func (h *handler) listNodes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) getNode(w http.ResponseWriter, r *http.Request) {
+	name, ok := nameParam(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	n, err := h.cfg.Nodes.Get(ctx, r.PathValue("name"))
+	n, err := h.cfg.Nodes.Get(ctx, name)
 	if errors.Is(err, nodes.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no node named "+r.PathValue("name"))
+		writeError(w, http.StatusNotFound, "no node named "+name)
 		return
 	}
 	if err != nil {
@@ -396,18 +445,46 @@ func (h *handler) getNode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n)
 }
 
+// internal answers a request that failed inside the daemon (database,
+// etcd): the cause is logged with the request id, never sent, as it may
+// carry database text and the request's own input.
 func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
-	h.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
-	writeError(w, http.StatusServiceUnavailable, err.Error())
+	log := h.reqLog(r)
+	msg, detail := "internal error", "the daemon logged the cause under this request id"
+	switch {
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away: nobody reads the answer.
+		log.DebugContext(r.Context(), "request cancelled by the client", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		msg = "timed out"
+		detail = "the database or etcd did not answer in time; " + detail
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	default:
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	}
+	writeProblem(w, http.StatusServiceUnavailable, msg, detail)
 }
 
 // ErrorBody is the body of every error response.
 type ErrorBody struct {
+	// Error says what is wrong, naming the parameter at fault
+	// ("path parameter name: ...", "body.reason: ...").
 	Error string `json:"error"`
+	// Detail, when set, says more: what was expected, what was got.
+	Detail string `json:"detail,omitempty"`
+	// RequestID is the request's X-Request-Id, under which the daemon
+	// logs what it did with it.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, ErrorBody{Error: msg})
+	writeProblem(w, code, msg, "")
+}
+
+// writeProblem answers an error with a detail; the request id comes from
+// the response header set by the edge.
+func writeProblem(w http.ResponseWriter, code int, msg, detail string) {
+	writeJSON(w, code, ErrorBody{Error: msg, Detail: detail, RequestID: w.Header().Get(requestIDHeader)})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

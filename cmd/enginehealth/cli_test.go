@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// evil is stored text that would clear the operator's screen, retitle
+// the terminal and forge a table row if printed as is.
+const evil = "\x1b[2J\x1b]0;pwned\x07\nforged row\tcol\u202e"
+
+// fakeDaemon answers the read-only routes with records full of evil.
+func fakeDaemon(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	answer := func(v any) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(v)
+		}
+	}
+	e := evil
+	mux.HandleFunc("GET /v1/events", answer([]audit.Event{{ID: 1, At: time.Now(), Kind: audit.KindNodeAck, Actor: e,
+		Node: &e, FromState: &e, ToState: &e, Reason: e}}))
+	mux.HandleFunc("GET /v1/nodes", answer([]nodes.Node{{Name: e, Status: e, Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
+	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: e, Trigger: e, Master: e, Status: e, Error: e}}))
+	mux.HandleFunc("GET /v1/nodes/{name}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": evil, "detail": evil, "request_id": "r1"})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestTablesEscapeControlCharacters: stored text reaches the terminal
+// with its control characters escaped, one table row per record; JSON
+// output stays JSON.
+func TestTablesEscapeControlCharacters(t *testing.T) {
+	addr := fakeDaemon(t)
+	for _, cmd := range []string{"events", "nodes", "runs"} {
+		out, errOut, code := runCLI(t, cmd, "--api", addr)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmd, code, errOut)
+		}
+		if strings.ContainsAny(out, "\x1b\x07\t\u202e") {
+			t.Errorf("%s printed raw control characters:\n%q", cmd, out)
+		}
+		if lines := strings.Count(out, "\n"); lines != 2 {
+			t.Errorf("%s: %d lines, want a header and one row:\n%s", cmd, lines, out)
+		}
+		if !strings.Contains(out, `\x1b[2J\x1b]0;pwned\a\nforged row\tcol\u202e`) {
+			t.Errorf("%s: the text is not shown escaped:\n%s", cmd, out)
+		}
+
+		out, _, code = runCLI(t, cmd, "--api", addr, "-o", "json")
+		if code != 0 || strings.ContainsAny(out, "\x1b\x07") || !json.Valid([]byte(out)) {
+			t.Errorf("%s -o json: exit %d:\n%q", cmd, code, out)
+		}
+	}
+
+	// The daemon's error text is escaped too, and names the request.
+	_, errOut, code := runCLI(t, "nodes", "x", "--api", addr)
+	if code != 1 || strings.ContainsAny(errOut, "\x1b\x07\t") || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "request id r1") {
+		t.Fatalf("error: exit %d: %q", code, errOut)
+	}
+}
+
+func TestFlagHelp(t *testing.T) {
+	out, _, _ := runCLI(t, "events", "--help")
+	if !strings.Contains(out, "at most 10000") {
+		t.Errorf("events --limit does not state its cap:\n%s", out)
+	}
+	if strings.Contains(out, "(default $ENGINEHEALTH_TOKEN)") || !strings.Contains(out, "the token itself from $ENGINEHEALTH_TOKEN") {
+		t.Errorf("--token-file help:\n%s", out)
+	}
+}

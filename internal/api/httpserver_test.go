@@ -1,0 +1,271 @@
+package api
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serve runs NewServer(h) on a NewListener over a free loopback port.
+func serve(t *testing.T, h http.Handler, log *slog.Logger, opts ServerOptions) (addr string, ln *connLimiter) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = NewListener(inner, log, opts).(*connLimiter)
+	srv := NewServer(h, log, opts)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return inner.Addr().String(), ln
+}
+
+// raiseFDLimit makes room for n open files in the test process.
+func raiseFDLimit(t *testing.T, n uint64) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Cur >= n {
+		return
+	}
+	lim.Cur = n
+	lim.Max = max(lim.Max, n) // raising the hard limit needs root
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skipf("cannot raise RLIMIT_NOFILE to %d: %v", n, err)
+	}
+}
+
+// openFDs counts the test process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count file descriptors: %v", err)
+	}
+	return len(es)
+}
+
+// poll calls cond until it returns true, failing after timeout.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s", what, timeout)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
+// TestSlowClientsDoNotLockOutHealthz: 2,000 connections held open, half
+// idle and half sending their headers one byte at a time, neither lock
+// out GET /healthz nor take more file descriptors than the cap.
+func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
+	const clients = 2000
+	opts := ServerOptions{} // the daemon's defaults
+	maxConns := opts.withDefaults().MaxConns
+	raiseFDLimit(t, clients+uint64(maxConns)+256)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	h := NewHandler(Config{Log: log, Live: []Check{{Name: "heartbeat", Check: func() error { return nil }}}})
+	addr, ln := serve(t, h, log, opts)
+	baseline := openFDs(t)
+
+	var conns, slow []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	for i := range clients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if i%2 == 1 {
+			slow = append(slow, c)
+		}
+	}
+	// The slow half sends a header that never ends, a byte per round.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		const header = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: "
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			b := byte('a')
+			if i < len(header) {
+				b = header[i]
+			}
+			for _, c := range slow {
+				_ = c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+				_, _ = c.Write([]byte{b}) // shed connections fail: fine
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+	var worst time.Duration
+	for range 5 {
+		start := time.Now()
+		resp, err := client.Get("http://" + addr + "/healthz")
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("GET /healthz with %d slow connections: %v after %s", clients, err, took)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || took >= time.Second {
+			t.Fatalf("GET /healthz with %d slow connections: %d after %s, want 200 within 1s", clients, resp.StatusCode, took)
+		}
+		worst = max(worst, took)
+	}
+	if n := ln.open(); n > maxConns {
+		t.Fatalf("%d connections tracked, cap %d", n, maxConns)
+	}
+	// The server's descriptors: all but the clients' own and the baseline.
+	var server int
+	poll(t, 5*time.Second, "server-side descriptors within the cap", func() bool {
+		server = openFDs(t) - baseline - len(conns)
+		return server <= maxConns+8
+	})
+	t.Logf("%d connections (%d idle, %d slow): GET /healthz worst %s; %d server-side descriptors (cap %d)",
+		clients, clients-len(slow), len(slow), worst.Round(time.Millisecond), server, maxConns)
+	if !strings.Contains(logs.String(), "connection cap reached") {
+		t.Errorf("no warning about the cap in the log:\n%s", logs)
+	}
+}
+
+// rawRequest writes a request by hand and reads the answer; it returns
+// the answer and how long the server took to answer and close the
+// connection (a failure after 5s).
+func rawRequest(t *testing.T, addr, request string) (*http.Response, []byte, time.Duration) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(start.Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer after %s: %v", time.Since(start), err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	if _, err = br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("%q answered %d, then the connection was not closed after %s: %v", request, resp.StatusCode, time.Since(start), err)
+	}
+	return resp, body, time.Since(start)
+}
+
+// TestLyingContentLength: a body shorter than its Content-Length holds
+// its connection no longer than ReadTimeout; a body the route does not
+// read holds it not at all.
+func TestLyingContentLength(t *testing.T) {
+	h, s, _ := newTestHandler(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const readTimeout = 300 * time.Millisecond
+	short, _ := serve(t, h, log, ServerOptions{ReadTimeout: readTimeout})
+	dflt, _ := serve(t, h, log, ServerOptions{})
+	const lying = "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"reason\":"
+
+	resp, body, took := rawRequest(t, short, "POST /v1/nodes/n/ack HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n"+lying)
+	var eb ErrorBody
+	_ = json.Unmarshal(body, &eb)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.HasPrefix(eb.Error, "body:") || took > readTimeout+time.Second {
+		t.Fatalf("ack with a lying Content-Length: %d %q, closed after %s; want 408 and a closed connection within %s",
+			resp.StatusCode, eb.Error, took, readTimeout+time.Second)
+	}
+	if s.count() != 0 {
+		t.Fatalf("the incomplete ack reached the store: %v", s.calls)
+	}
+
+	// Refused before the body is read (no token, a bad name) or on a
+	// route without a body: answered at once, the connection closed,
+	// without waiting the default read timeout (5s).
+	for _, req := range []string{
+		"POST /v1/nodes/n/ack HTTP/1.1\r\nHost: x\r\n" + lying,
+		"POST /v1/nodes/%00/ack HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n" + lying,
+		"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lying,
+	} {
+		resp, _, took := rawRequest(t, dflt, req)
+		if took > time.Second {
+			t.Errorf("%q: %d, closed after %s; want an answer and a closed connection within 1s", req, resp.StatusCode, took)
+		}
+	}
+}
+
+// TestLongRoutesOutliveServerTimeouts: POST /v1/check runs past the
+// server's read and write timeouts and still answers; an ordinary route
+// that slow is cut.
+func TestLongRoutesOutliveServerTimeouts(t *testing.T) {
+	h, s, _ := newTestHandler(t)
+	const timeout = 200 * time.Millisecond
+	s.slow = func() { <-time.After(3 * timeout) } // a run that takes a while
+	addr, _ := serve(t, h, slog.New(slog.NewTextHandler(io.Discard, nil)), ServerOptions{ReadTimeout: timeout, WriteTimeout: timeout})
+	cl := NewClient(addr, "tok")
+	res, err := cl.Check(t.Context())
+	if err != nil || res.RunID != 1 {
+		t.Fatalf("POST /v1/check slower than the server's timeouts: %+v, %v", res, err)
+	}
+	if _, err := cl.Nodes(t.Context()); err == nil {
+		t.Fatal("GET /v1/nodes slower than WriteTimeout answered: the timeouts are not in force")
+	}
+}
+
+// TestServerErrorLogGoesToSlog: what net/http logs itself (here a
+// handler's panic) becomes a structured record, not a plain-text line.
+func TestServerErrorLogGoesToSlog(t *testing.T) {
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	addr, _ := serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), log, ServerOptions{})
+	if resp, err := http.Get("http://" + addr + "/"); err == nil {
+		resp.Body.Close()
+	}
+	poll(t, 5*time.Second, "the panic logged", func() bool { return strings.Contains(logs.String(), "boom") })
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct{ Level, Msg, Err, Component string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		if rec.Level != "ERROR" || rec.Msg != "http server error" || rec.Component != "api" || !strings.Contains(rec.Err, "panic serving") {
+			t.Fatalf("record %+v", rec)
+		}
+	}
+}
