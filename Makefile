@@ -12,11 +12,13 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/enginehealth ./cmd/demo-engine
 
 # The whole suite: unit tests, real PostgreSQL and etcd, real processes;
-# then the concurrent packages again under the race detector (with a
-# shorter stress run).
+# a short fuzzing run of the configuration loader (its seed corpus runs
+# with the suite); then the concurrent packages again under the race
+# detector (with a shorter stress run).
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s ./configs
 	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/api ./internal/demoengine
 
 # Every Go benchmark, once each; domain figures are reported with

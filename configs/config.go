@@ -77,6 +77,9 @@ type Config struct {
 
 	// Path is the file the configuration was loaded from.
 	Path string `yaml:"-"`
+	// Warnings: settings that are valid but probably not what an operator
+	// wants (e.g. a trust window shorter than an etcd election).
+	Warnings []Problem `yaml:"-"`
 }
 
 // Node identifies this sidecar.

@@ -103,10 +103,10 @@ func TestBrokenConfigs(t *testing.T) {
 		msg  string // and a fragment of the message
 		line int    // when non-zero, the line the message must name
 	}{
-		{"unknown top-level key", minimal + "bogus: 1\n", nil, "bogus", "unknown field", 5},
-		{"unknown nested key", minimal + "node: {name: a, heartbeat: 5s}\n", nil, "node.heartbeat", "unknown field", 5},
-		{"unknown key in a task", minimal + workflow + "        colour: red\n", nil, "workflows[0].tasks[0].colour", "unknown field", 0},
-		{"duration of the wrong type", minimal + "node: {heartbeat_interval: 5}\n", nil, "node.heartbeat_interval", "time.Duration", 5},
+		{"unknown top-level key", minimal + "bogus: 1\n", nil, "bogus", "unknown key", 5},
+		{"unknown nested key", minimal + "node: {name: a, heartbeat: 5s}\n", nil, "node.heartbeat", "unknown key", 5},
+		{"unknown key in a task", minimal + workflow + "        colour: red\n", nil, "workflows[0].tasks[0].colour", "unknown key", 20},
+		{"duration of the wrong type", minimal + "node: {heartbeat_interval: 5}\n", nil, "node.heartbeat_interval", "is not a duration", 5},
 		{"no DSN", "etcd: {endpoints: [\"127.0.0.1:2379\"]}\n", nil, "database", "dsn_file or database.dsn_env is required", 0},
 		{"DSN env unset", minimal, env(), "database.dsn_env", "ENGINEHEALTH_DSN is not set", 2},
 		{"DSN file missing", "database: {dsn_file: /nonexistent/dsn}\netcd: {endpoints: [\"127.0.0.1:2379\"]}\n", nil, "database.dsn_file", "no such file", 1},
@@ -139,7 +139,7 @@ func TestBrokenConfigs(t *testing.T) {
 		{"schedule kind without schedule", minimal + workflow + "        on_failure: {strategy: retry, backoff: {kind: schedule}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.schedule", "required", 0},
 		{"max_delay below base", minimal + workflow + "        on_failure: {strategy: retry, backoff: {base: 1m, max_delay: 10s}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.max_delay", "less than base", 0},
 		{"bad non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [\"(\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "missing closing", 0},
-		{"yaml syntax", minimal + "node: [\n", nil, "", "", 0},
+		{"yaml syntax", minimal + "node: [\n", nil, "node", "YAML syntax", 5},
 	}
 	if len(cases) < 15 {
 		t.Fatalf("want at least 15 broken configs, have %d", len(cases))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -58,9 +59,9 @@ func (e *Error) Error() string {
 // path. Secrets are read from the files or environment variables it names.
 // The returned error is an *Error listing every problem.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxConfigBytes)
 	if err != nil {
-		return nil, &Error{File: path, Problems: []Problem{{Msg: fmt.Sprintf("cannot read: %v", unwrapPathError(err))}}}
+		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
 	}
 	return Parse(data, path, os.LookupEnv)
 }
@@ -68,26 +69,54 @@ func Load(path string) (*Config, error) {
 // Parse is Load on bytes already read; path names the file in messages and
 // anchors relative secret file paths. lookupEnv resolves *_env keys.
 func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	fail := func(p Problem) (*Config, error) { return nil, &Error{File: path, Problems: []Problem{p}} }
+	if len(data) > MaxConfigBytes {
+		return fail(Problem{Path: docPath, Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), MaxConfigBytes)})
+	}
+	if p := checkShape(data); p != nil {
+		return fail(*p)
+	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil, &Error{File: path, Problems: []Problem{yamlProblem(nil, err)}}
+		return fail(syntaxProblem(data, err))
 	}
+	v := &validator{file: file}
 	var cfg Config
-	if len(file.Docs) > 0 && file.Docs[0].Body != nil {
-		if err := yaml.NodeToValue(file.Docs[0].Body, &cfg, yaml.Strict()); err != nil {
-			return nil, &Error{File: path, Problems: []Problem{yamlProblem(file, err)}}
+	var body ast.Node
+	for _, doc := range file.Docs {
+		if doc.Body == nil {
+			continue
 		}
+		if body != nil {
+			v.addAt(docPath, line(doc.Body), "a second YAML document: the configuration is one document")
+			break
+		}
+		body = doc.Body
 	}
+	(&decoder{v: v}).decode(body, reflect.ValueOf(&cfg).Elem(), "")
 	cfg.Path = path
 	cfg.applyDefaults()
-
-	v := &validator{file: file}
 	cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
 	cfg.validate(v)
 	if len(v.problems) > 0 {
 		return nil, &Error{File: path, Problems: v.problems}
 	}
+	cfg.Warnings = v.warnings
 	return &cfg, nil
+}
+
+// syntaxProblem turns a parser error into a Problem at its line, with the
+// key path that encloses it.
+func syntaxProblem(data []byte, err error) Problem {
+	p := yamlProblem(nil, err)
+	if len(p.Msg) > 300 {
+		p.Msg = p.Msg[:300] + "…"
+	}
+	p.Msg = "YAML syntax: " + p.Msg
+	if p.Path == "" {
+		p.Path = pathAtLine(data, max(p.Line, 1))
+	}
+	return p
 }
 
 // yamlProblem turns a parser or decoder error into a Problem carrying the
@@ -218,21 +247,31 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
-		data, err := os.ReadFile(file)
+		data, err := readFile(file, MaxSecretBytes)
 		if err != nil {
-			v.add(fileKey, "cannot read %s: %v", name, unwrapPathError(err))
+			v.add(fileKey, "cannot read %s: %v", name, err)
 			return ""
 		}
 		s := strings.TrimSpace(string(data))
 		if s == "" {
 			v.add(fileKey, "file %s is empty", file)
+		} else if strings.ContainsFunc(s, func(r rune) bool { return r == 0 || r == '\n' }) {
+			v.add(fileKey, "file %s holds more than one line or a NUL byte", file)
+			return ""
 		}
 		return s
 	case env != "":
 		s, ok := lookupEnv(env)
 		s = strings.TrimSpace(s)
-		if !ok || s == "" {
+		switch {
+		case !ok || s == "":
 			v.add(envKey, "environment variable %s is not set or empty", env)
+		case len(s) > MaxSecretBytes:
+			v.add(envKey, "environment variable %s holds more than %d bytes", env, MaxSecretBytes)
+			return ""
+		case strings.ContainsFunc(s, func(r rune) bool { return r == 0 || r == '\n' }):
+			v.add(envKey, "environment variable %s holds more than one line or a NUL byte", env)
+			return ""
 		}
 		return s
 	case required:

@@ -1,21 +1,27 @@
 package configs
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
 	"regexp"
+	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/robfig/cron/v3"
 )
 
 var (
-	// safeName is a node or workflow name: it appears in etcd keys, log
+	// safeName is a workflow or task name (node names follow
+	// nodes.ValidName, the same rule): it appears in etcd keys, log
 	// lines and URLs.
 	safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 	// sqlIdent is one part of a table or column name, always quoted when
@@ -29,10 +35,25 @@ var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 type validator struct {
 	file     *ast.File
 	problems []Problem
+	warnings []Problem
+	// bad: key paths whose value could not be decoded; validation adds
+	// nothing about them or below them.
+	bad []string
 }
 
 func (v *validator) add(path, format string, args ...any) {
-	v.problems = append(v.problems, Problem{Path: path, Line: lineOf(v.file, path), Msg: fmt.Sprintf(format, args...)})
+	v.addAt(path, lineOf(v.file, path), format, args...)
+}
+
+func (v *validator) addAt(path string, line int, format string, args ...any) {
+	if v.badPath(path) {
+		return
+	}
+	v.problems = append(v.problems, Problem{Path: cmp.Or(path, docPath), Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) warn(path, format string, args ...any) {
+	v.warnings = append(v.warnings, Problem{Path: path, Line: lineOf(v.file, path), Msg: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) positive(path string, d time.Duration) bool {
@@ -43,25 +64,60 @@ func (v *validator) positive(path string, d time.Duration) bool {
 	return true
 }
 
+// within checks that d is in [lo, hi] (lo 0: positive).
+func (v *validator) within(path string, d, lo, hi time.Duration) bool {
+	switch {
+	case lo == 0 && d <= 0:
+		v.add(path, "must be a positive duration, got %s", d)
+	case lo > 0 && d < lo:
+		v.add(path, "must be at least %s, got %s", lo, d)
+	case d > hi:
+		v.add(path, "must be at most %s, got %s", hi, d)
+	default:
+		return true
+	}
+	return false
+}
+
+// Upper bounds of durations: beyond them a value is a typo, not a choice.
+const (
+	maxHeartbeatInterval  = time.Minute
+	maxShutdownTimeout    = 10 * time.Minute
+	maxStatementTimeout   = time.Hour
+	maxConnectTimeout     = 5 * time.Minute
+	minLeaseTTL           = 3 * time.Second
+	maxLeaseTTL           = 10 * time.Minute
+	maxDialTimeout        = 5 * time.Minute
+	maxNotRespondingAfter = 24 * time.Hour
+	maxForgetAfter        = 365 * 24 * time.Hour
+	maxClaimTimeout       = 24 * time.Hour
+	maxBackoffDelay       = 30 * 24 * time.Hour
+	maxOpenConns          = 1000
+	maxStateLen           = 255
+)
+
 func (c *Config) validate(v *validator) {
 	// node
-	if c.Node.Name != "" && !safeName.MatchString(c.Node.Name) {
-		v.add("node.name", "%q is not a safe name (letters, digits, '.', '_', '-'; at most 63; starts with a letter or digit)", c.Node.Name)
+	if c.Node.Name != "" && nodes.ValidName(c.Node.Name) != nil {
+		v.add("node.name", "%s is not a safe name (letters, digits, '.', '_', '-'; at most 63; starts with a letter or digit)", excerpt(c.Node.Name))
 	}
-	hbOK := v.positive("node.heartbeat_interval", c.Node.HeartbeatInterval)
-	v.positive("node.shutdown_timeout", c.Node.ShutdownTimeout)
+	hbOK := v.within("node.heartbeat_interval", c.Node.HeartbeatInterval, 0, maxHeartbeatInterval)
+	v.within("node.shutdown_timeout", c.Node.ShutdownTimeout, 0, maxShutdownTimeout)
 	if o := c.Node.OnUnexpectedShutdown; o != UnexpectedShutdownAck && o != UnexpectedShutdownRecover {
-		v.add("node.on_unexpected_shutdown", "%q: want ack or recover", o)
+		v.add("node.on_unexpected_shutdown", "%s: want ack or recover", excerpt(o))
 	}
 
 	// database
-	if !sqlIdent.MatchString(c.Database.Schema) {
-		v.add("database.schema", "%q is not a valid SQL identifier", c.Database.Schema)
+	switch schema := c.Database.Schema; {
+	case !sqlIdent.MatchString(schema):
+		v.add("database.schema", "%s is not a valid SQL identifier", excerpt(schema))
+	case strings.HasPrefix(strings.ToLower(schema), "pg_") || strings.EqualFold(schema, "information_schema"):
+		v.add("database.schema", "%s is a PostgreSQL system schema: the sidecar needs a schema of its own", excerpt(schema))
 	}
-	v.positive("database.statement_timeout", c.Database.StatementTimeout)
-	v.positive("database.connect_timeout", c.Database.ConnectTimeout)
-	if c.Database.MaxOpenConns < 2 {
-		v.add("database.max_open_conns", "must be at least 2, got %d", c.Database.MaxOpenConns)
+	v.within("database.statement_timeout", c.Database.StatementTimeout, 0, maxStatementTimeout)
+	v.within("database.connect_timeout", c.Database.ConnectTimeout, 0, maxConnectTimeout)
+	if n := c.Database.MaxOpenConns; n < 2 || n > maxOpenConns {
+		v.add("database.max_open_conns", "must be between 2 and %d, got %d", maxOpenConns, n)
 	}
 	if c.Database.DSN != "" {
 		if err := checkDSN(c.Database.DSN); err != nil {
@@ -78,36 +134,44 @@ func (c *Config) validate(v *validator) {
 			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "%v", err)
 		}
 	}
+	if len(c.Etcd.Endpoints) == 1 {
+		v.warn("etcd.endpoints", "one endpoint: if that member fails the lease is lost; list every member of the etcd cluster")
+	}
 	if !strings.HasPrefix(c.Etcd.Prefix, "/") || !strings.HasSuffix(c.Etcd.Prefix, "/") {
-		v.add("etcd.prefix", "%q must start and end with '/'", c.Etcd.Prefix)
+		v.add("etcd.prefix", "%s must start and end with '/'", excerpt(c.Etcd.Prefix))
 	}
-	if v.positive("etcd.lease_ttl", c.Etcd.LeaseTTL) {
-		if c.Etcd.LeaseTTL < 3*time.Second {
-			v.add("etcd.lease_ttl", "must be at least 3s, got %s", c.Etcd.LeaseTTL)
+	if v.within("etcd.lease_ttl", c.Etcd.LeaseTTL, minLeaseTTL, maxLeaseTTL) {
+		ttl, margin := c.Etcd.LeaseTTL, c.Etcd.TrustMargin
+		if ttl%time.Second != 0 {
+			v.add("etcd.lease_ttl", "must be whole seconds (etcd leases are), got %s", ttl)
 		}
-		if c.Etcd.LeaseTTL%time.Second != 0 {
-			v.add("etcd.lease_ttl", "must be whole seconds (etcd leases are), got %s", c.Etcd.LeaseTTL)
-		}
-		if v.positive("etcd.trust_margin", c.Etcd.TrustMargin) && c.Etcd.LeaseTTL-c.Etcd.TrustMargin <= c.Etcd.LeaseTTL/3 {
-			v.add("etcd.trust_margin", "%s leaves a trust window (lease_ttl − trust_margin = %s) no longer than the keep-alive period (lease_ttl/3 = %s)",
-				c.Etcd.TrustMargin, c.Etcd.LeaseTTL-c.Etcd.TrustMargin, c.Etcd.LeaseTTL/3)
+		if v.positive("etcd.trust_margin", margin) {
+			window := ttl - margin
+			switch {
+			case window <= ttl/3:
+				v.add("etcd.trust_margin", "%s leaves a trust window (lease_ttl − trust_margin = %s) no longer than the keep-alive period (lease_ttl/3 = %s)",
+					margin, window, ttl/3)
+			case window <= time.Second+ttl/3:
+				v.warn("etcd.trust_margin", "the trust window (lease_ttl − trust_margin = %s) is not longer than one etcd leader election (1s) plus one keep-alive period (lease_ttl/3 = %s): losing the etcd leader suspends the master and may move it; see README, The master",
+					window, ttl/3)
+			}
 		}
 	}
-	v.positive("etcd.dial_timeout", c.Etcd.DialTimeout)
+	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, 0, maxDialTimeout)
 
 	// health
-	if _, err := CronParser.Parse(c.Health.Schedule); err != nil {
-		v.add("health.schedule", "%q: %v", c.Health.Schedule, err)
+	if err := checkSchedule(c.Health.Schedule); err != nil {
+		v.add("health.schedule", "%s: %v", excerpt(c.Health.Schedule), err)
 	}
-	if v.positive("health.not_responding_after", c.Health.NotRespondingAfter) && hbOK &&
+	if v.within("health.not_responding_after", c.Health.NotRespondingAfter, 0, maxNotRespondingAfter) && hbOK &&
 		c.Health.NotRespondingAfter < 3*c.Node.HeartbeatInterval {
 		v.add("health.not_responding_after", "%s is less than 3 × node.heartbeat_interval (%s): one late heartbeat would condemn a live node",
 			c.Health.NotRespondingAfter, 3*c.Node.HeartbeatInterval)
 	}
-	if v.positive("health.forget_after", c.Health.ForgetAfter) && c.Health.ForgetAfter <= c.Health.NotRespondingAfter {
+	if v.within("health.forget_after", c.Health.ForgetAfter, 0, maxForgetAfter) && c.Health.ForgetAfter <= c.Health.NotRespondingAfter {
 		v.add("health.forget_after", "%s must be longer than health.not_responding_after (%s)", c.Health.ForgetAfter, c.Health.NotRespondingAfter)
 	}
-	if f := c.Health.MaxUnresponsiveFraction; f <= 0 || f > 1 {
+	if f := c.Health.MaxUnresponsiveFraction; !(f > 0 && f <= 1) {
 		v.add("health.max_unresponsive_fraction", "must be in (0, 1], got %v", f)
 	}
 
@@ -117,34 +181,44 @@ func (c *Config) validate(v *validator) {
 	}
 
 	// api
-	if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
-		v.add("api.listen", "%q is not host:port: %v", c.API.Listen, err)
+	if err := checkHostPort(c.API.Listen, 0); err != nil {
+		v.add("api.listen", "%v", err)
 	}
 	if c.API.Advertise != "" {
-		if _, port, err := net.SplitHostPort(c.API.Advertise); err != nil || port == "0" {
-			v.add("api.advertise", "%q is not a reachable host:port", c.API.Advertise)
+		if err := checkHostPort(c.API.Advertise, 1); err != nil {
+			v.add("api.advertise", "%v (the address other nodes and the CLI reach this node at)", err)
 		}
 	}
 
 	// log
 	if !slices.Contains([]string{"auto", "text", "json"}, c.Log.Format) {
-		v.add("log.format", "%q: want auto, text or json", c.Log.Format)
+		v.add("log.format", "%s: want auto, text or json", excerpt(c.Log.Format))
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		v.add("log.level", "%q: want debug, info, warn or error", c.Log.Level)
+		v.add("log.level", "%s: want debug, info, warn or error", excerpt(c.Log.Level))
 	}
 
 	// workflows
 	names := map[string]int{}
+	tables := map[string]int{}
 	for i := range c.Workflows {
 		w := &c.Workflows[i]
 		p := fmt.Sprintf("workflows[%d]", i)
 		if !safeName.MatchString(w.Name) {
-			v.add(p+".name", "%q is not a safe name", w.Name)
+			v.add(p+".name", "%s is not a safe name", excerpt(w.Name))
 		} else if j, dup := names[w.Name]; dup {
-			v.add(p+".name", "%q is already the name of workflows[%d]", w.Name, j)
+			v.add(p+".name", "%s is already the name of workflows[%d]", excerpt(w.Name), j)
 		} else {
 			names[w.Name] = i
+		}
+		if w.Table != "" && w.StatusColumn != "" {
+			key := strings.TrimPrefix(w.Table, "public.") + "\x00" + w.StatusColumn
+			if j, dup := tables[key]; dup {
+				v.add(p+".table", "%s (status column %s) is already the table of workflows[%d]: one workflow per table and status column, with all its tasks",
+					excerpt(w.Table), excerpt(w.StatusColumn), j)
+			} else {
+				tables[key] = i
+			}
 		}
 		w.validate(v, p, c.Health)
 	}
@@ -192,8 +266,16 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 				interims[t.Interim] = j
 			}
 		}
-		if w.Claimable && v.positive(tp+".claim_timeout", t.ClaimTimeout) && t.ClaimTimeout < time.Second {
-			v.add(tp+".claim_timeout", "must be at least 1s, got %s", t.ClaimTimeout)
+		if w.Claimable {
+			v.within(tp+".claim_timeout", t.ClaimTimeout, time.Second, maxClaimTimeout)
+		}
+		for _, pol := range []struct {
+			key string
+			p   Policy
+		}{{"on_interrupt", t.OnInterrupt}, {"on_failure", t.OnFailure}} {
+			if len(pol.p.NonRetryable) > 0 && w.ErrorColumn == "" {
+				v.add(tp+"."+pol.key+".non_retryable", "needs the workflow's error_column (%s.error_column): the patterns are matched against it", p)
+			}
 		}
 	}
 }
@@ -205,8 +287,12 @@ func (t *Task) validate(v *validator, tp string) {
 			v.add(tp+"."+key, "required")
 			return
 		}
+		if err := checkState(s); err != nil {
+			v.add(tp+"."+key, "%s: %v", excerpt(s), err)
+			return
+		}
 		if prev, dup := states[s]; dup {
-			v.add(tp+"."+key, "%q is the same state as %s", s, prev)
+			v.add(tp+"."+key, "%s is the same state as %s", excerpt(s), prev)
 			return
 		}
 		states[s] = key
@@ -232,24 +318,28 @@ func (t *Task) validate(v *validator, tp string) {
 
 func (pol *Policy) validate(v *validator, p string) {
 	if !slices.Contains([]string{StrategyNone, StrategyRetry, StrategyHold}, pol.Strategy) {
-		v.add(p+".strategy", "%q: want none, retry or hold", pol.Strategy)
+		v.add(p+".strategy", "%s: want none, retry or hold", excerpt(pol.Strategy))
 	}
 	if pol.MaxAttempts < 1 {
 		v.add(p+".max_attempts", "must be at least 1, got %d", pol.MaxAttempts)
 	}
 	for i, pat := range pol.NonRetryable {
 		if _, err := regexp.Compile(pat); err != nil {
-			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "%v", err)
+			why := "invalid"
+			if re, ok := err.(*syntax.Error); ok {
+				why = string(re.Code)
+			}
+			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "%s is not a regular expression: %s", excerpt(pat), why)
 		}
 	}
 	b := &pol.Backoff
 	bp := p + ".backoff"
 	kinds := []string{BackoffFixed, BackoffLinear, BackoffExponential, BackoffFibonacci, BackoffRandomizedExponential, BackoffSchedule}
 	if !slices.Contains(kinds, b.Kind) {
-		v.add(bp+".kind", "%q: want one of %s", b.Kind, strings.Join(kinds, ", "))
+		v.add(bp+".kind", "%s: want one of %s", excerpt(b.Kind), strings.Join(kinds, ", "))
 	}
-	v.positive(bp+".base", b.Base)
-	if v.positive(bp+".max_delay", b.MaxDelay) && b.MaxDelay < b.Base {
+	v.within(bp+".base", b.Base, 0, maxBackoffDelay)
+	if v.within(bp+".max_delay", b.MaxDelay, 0, maxBackoffDelay) && b.MaxDelay < b.Base {
 		v.add(bp+".max_delay", "%s is less than base (%s)", b.MaxDelay, b.Base)
 	}
 	if b.Jitter < 0 || b.Jitter >= 1 {
@@ -268,7 +358,7 @@ func (pol *Policy) validate(v *validator, p string) {
 		v.add(bp+".schedule", "only applies to kind schedule")
 	}
 	for i, d := range b.Schedule {
-		v.positive(fmt.Sprintf("%s.schedule[%d]", bp, i), d)
+		v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, 0, maxBackoffDelay)
 	}
 }
 
@@ -279,12 +369,12 @@ func checkTable(v *validator, path, table string) {
 	}
 	parts := strings.Split(table, ".")
 	if len(parts) > 2 {
-		v.add(path, "%q: want table or schema.table", table)
+		v.add(path, "%s: want table or schema.table", excerpt(table))
 		return
 	}
 	for _, part := range parts {
 		if !sqlIdent.MatchString(part) {
-			v.add(path, "%q: %q is not a valid SQL identifier", table, part)
+			v.add(path, "%s: %s is not a valid SQL identifier", excerpt(table), excerpt(part))
 			return
 		}
 	}
@@ -295,26 +385,129 @@ func checkColumn(v *validator, path, col string, required bool) {
 	case col == "" && required:
 		v.add(path, "required")
 	case col != "" && !sqlIdent.MatchString(col):
-		v.add(path, "%q is not a valid SQL identifier", col)
+		v.add(path, "%s is not a valid SQL identifier", excerpt(col))
 	}
 }
 
+// checkState: a state name is printable text of at most 255 bytes.
+func checkState(s string) error {
+	switch {
+	case len(s) > maxStateLen:
+		return fmt.Errorf("longer than %d bytes", maxStateLen)
+	case strings.TrimSpace(s) != s:
+		return fmt.Errorf("leading or trailing white space")
+	case strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }):
+		return fmt.Errorf("not printable")
+	}
+	return nil
+}
+
+// checkSchedule: a cron schedule that fires, at most once a second.
+func checkSchedule(spec string) error {
+	if rest, ok := strings.CutPrefix(spec, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return fmt.Errorf("@every wants a duration such as 15s")
+		}
+		if d < time.Second {
+			return fmt.Errorf("@every %s: the period must be at least 1s", d)
+		}
+	}
+	s, err := CronParser.Parse(spec)
+	if err != nil {
+		return err
+	}
+	first := s.Next(time.Now())
+	if first.IsZero() || s.Next(first).IsZero() {
+		return fmt.Errorf("never fires")
+	}
+	return nil
+}
+
+// checkHostPort checks host:port with a numeric port from minPort to
+// 65535; no scheme, path or user.
+func checkHostPort(addr string, minPort int) error {
+	if strings.ContainsAny(addr, "/@?#") || strings.Contains(addr, "://") {
+		return fmt.Errorf("%s: want host:port, without scheme, user or path", excerpt(addr))
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s is not host:port", excerpt(addr))
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < minPort || n > 65535 {
+		return fmt.Errorf("%s: port %s is not a number from %d to 65535", excerpt(addr), excerpt(port), minPort)
+	}
+	if minPort > 0 && host == "" {
+		return fmt.Errorf("%s: a host is required", excerpt(addr))
+	}
+	return nil
+}
+
 func checkEndpoint(ep string) error {
+	shown := redactURL(ep)
 	hostport := ep
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
 		if err != nil {
-			return fmt.Errorf("%q: %v", ep, err)
+			return fmt.Errorf("%s is not a URL", excerpt(shown))
 		}
 		if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix" && u.Scheme != "unixs" {
-			return fmt.Errorf("%q: scheme %q not supported", ep, u.Scheme)
+			return fmt.Errorf("%s: scheme %s not supported", excerpt(shown), excerpt(u.Scheme))
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+			return fmt.Errorf("%s: want scheme://host:port, without a path", excerpt(shown))
 		}
 		hostport = u.Host
 	}
 	if _, port, err := net.SplitHostPort(hostport); err != nil || port == "" {
-		return fmt.Errorf("%q is not host:port", ep)
+		return fmt.Errorf("%s is not host:port", excerpt(shown))
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%s: port %s is not a number from 1 to 65535", excerpt(shown), excerpt(port))
 	}
 	return nil
+}
+
+// redactURL hides the password of a URL's userinfo.
+func redactURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		// Not a URL we can read: hide whatever precedes the last '@'.
+		return "xxxxx@" + s[strings.LastIndex(s, "@")+1:]
+	}
+	return u.Redacted()
+}
+
+// RedactedEndpoints returns the etcd endpoints with passwords hidden, for
+// logs and output.
+func (e Etcd) RedactedEndpoints() []string {
+	out := make([]string, len(e.Endpoints))
+	for i, ep := range e.Endpoints {
+		out[i] = redactURL(ep)
+	}
+	return out
+}
+
+// ClientEndpoints returns the endpoints without userinfo, and the user
+// and password given in them (the first one found), for the etcd client.
+func (e Etcd) ClientEndpoints() (eps []string, user, password string) {
+	for _, ep := range e.Endpoints {
+		u, err := url.Parse(ep)
+		if err != nil || u.User == nil || !strings.Contains(ep, "://") {
+			eps = append(eps, ep)
+			continue
+		}
+		if user == "" {
+			user = u.User.Username()
+			password, _ = u.User.Password()
+		}
+		u.User = nil
+		eps = append(eps, u.String())
+	}
+	return eps, user, password
 }
 
 // checkDSN accepts a postgres:// URL or a key=value connection string.
@@ -365,7 +558,7 @@ func (c *Config) NodeName(hostname func() (string, error)) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("node.name: empty and the hostname is unknown: %w", err)
 	}
-	if !safeName.MatchString(h) {
+	if nodes.ValidName(h) != nil {
 		return "", fmt.Errorf("node.name: empty and the hostname %q is not a safe name; set node.name", h)
 	}
 	return h, nil

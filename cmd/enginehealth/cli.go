@@ -195,9 +195,12 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 		return usageError{err}
 	}
 	fmt.Fprintf(w, "%s: valid\n", cfg.Path)
+	for _, warning := range cfg.Warnings {
+		fmt.Fprintf(w, "warning    %s\n", warning)
+	}
 	fmt.Fprintf(w, "node       %s (heartbeat every %s)\n", name, cfg.Node.HeartbeatInterval)
 	fmt.Fprintf(w, "database   %s, schema %s\n", cfg.Database.RedactedDSN(), cfg.Database.Schema)
-	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s\n", strings.Join(cfg.Etcd.Endpoints, ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL)
+	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s, trust margin %s\n", strings.Join(cfg.Etcd.RedactedEndpoints(), ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL, cfg.Etcd.TrustMargin)
 	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter, cfg.Health.ForgetAfter)
 	token := "off (no token)"
 	if cfg.API.Token != "" {

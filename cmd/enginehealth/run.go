@@ -78,7 +78,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	incarnation := uuid.NewString()
 	log = log.With("node", name)
 	log.InfoContext(ctx, "starting enginehealth", "version", version, "incarnation", incarnation,
-		"database", cfg.Database.RedactedDSN(), "schema", cfg.Database.Schema, "etcd", cfg.Etcd.Endpoints)
+		"database", cfg.Database.RedactedDSN(), "schema", cfg.Database.Schema, "etcd", cfg.Etcd.RedactedEndpoints())
+	for _, w := range cfg.Warnings {
+		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
+	}
 
 	db, err := pgdb.Open(cfg.Database.Pool("enginehealth/" + name))
 	if err != nil {
@@ -431,10 +434,13 @@ func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *sl
 }
 
 func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
+	endpoints, user, password := cfg.Etcd.ClientEndpoints()
 	cli, err := clientv3.New(clientv3.Config{
 		// Every member: the client balances over them and moves on from
 		// one that does not answer; each request has its own deadline.
-		Endpoints:   cfg.Etcd.Endpoints,
+		Endpoints:   endpoints,
+		Username:    user,
+		Password:    password,
 		DialTimeout: cfg.Etcd.DialTimeout,
 		// Keep-alive probes close a connection to a member that stopped
 		// answering (a frozen process keeps its TCP connections open).

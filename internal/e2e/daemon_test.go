@@ -287,3 +287,47 @@ func TestWorkflowTablesCheckedAtStartup(t *testing.T) {
 		t.Fatal("the node registered despite the mismatch")
 	}
 }
+
+// TestHostileConfigFiles: the binary refuses a FIFO or a device as its
+// configuration or secret at once (exit 2, no hang), never prints an etcd
+// password, and warns about a trust window shorter than an etcd election.
+func TestHostileConfigFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, yaml string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := []string{"ENGINEHEALTH_DSN=postgres://u@db.example:5432/eh"}
+	for _, c := range []struct {
+		name, config, want string
+	}{
+		{"FIFO config", fifo, "not a regular file (a FIFO)"},
+		{"device config", "/dev/zero", "not a regular file (a character device)"},
+		{"FIFO dsn_file", write("fifo-dsn.yaml", "database: {dsn_file: "+fifo+"}\netcd: {endpoints: [\"127.0.0.1:2379\"]}\n"), "database.dsn_file"},
+		{"device token_file", write("zero-token.yaml", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"127.0.0.1:2379\"]}\napi: {token_file: /dev/zero}\n"), "api.token_file"},
+	} {
+		for _, cmd := range [][]string{{"config", "check"}, {"run"}} {
+			start := time.Now()
+			_, errOut, code := cli(t, env, append(cmd, "--config", c.config)...)
+			if code != 2 || !strings.Contains(errOut, c.want) || time.Since(start) > 10*time.Second {
+				t.Errorf("%s, %v: exit %d after %s: %s", c.name, cmd, code, time.Since(start).Round(time.Millisecond), errOut)
+			}
+		}
+	}
+	cfg := write("secret-etcd.yaml", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"http://root:s3cr3t@127.0.0.1:2379\"], lease_ttl: 3s}\n")
+	out, errOut, code := cli(t, env, "config", "check", "--config", cfg)
+	if code != 0 || strings.Contains(out+errOut, "s3cr3t") || !strings.Contains(out, "root:xxxxx@127.0.0.1:2379") {
+		t.Fatalf("config check with an etcd password: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "warning    etcd.trust_margin") || !strings.Contains(out, "warning    etcd.endpoints") {
+		t.Fatalf("config check does not warn about the trust window or the single endpoint:\n%s", out)
+	}
+}

@@ -1,0 +1,255 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// problemAt fails unless err lists a problem at path whose message holds
+// msg (and names line, when line > 0).
+func problemAt(t *testing.T, err error, path, msg string, line int) {
+	t.Helper()
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("error is %T, want *Error: %v", err, err)
+	}
+	for _, p := range cerr.Problems {
+		if p.Path == path && strings.Contains(p.Msg, msg) && (line == 0 || p.Line == line) {
+			return
+		}
+	}
+	t.Fatalf("no problem at %q containing %q (line %d); got:\n%v", path, msg, line, err)
+}
+
+// TestHostileConfigs: values that passed before and must not, each refused
+// with its key path and line, never echoing more than a short excerpt.
+func TestHostileConfigs(t *testing.T) {
+	twoReports := `
+workflows:
+  - {name: a, table: app.t, id_column: id, status_column: s, tasks: [{name: x, begin: A, interim: B, end: C, failed: F}]}
+  - {name: b, table: public.t2, id_column: id, status_column: s, tasks: [{name: x, begin: A, interim: B, end: C, failed: F}]}
+  - {name: c, table: t2, id_column: id, status_column: s, tasks: [{name: x, begin: D, interim: E, end: G, failed: H}]}
+`
+	// Cases that set database or etcd themselves start from these.
+	const noDB = "\netcd:\n  endpoints: [\"127.0.0.1:2379\"]\n"
+	const noEtcd = "\ndatabase: {dsn_env: ENGINEHEALTH_DSN}\n"
+	cases := []struct {
+		name, yaml, path, msg string
+		line                  int
+	}{
+		{"NaN fraction", "health: {max_unresponsive_fraction: .nan}\n", "health.max_unresponsive_fraction", "finite number", 5},
+		{"infinite fraction", "health: {max_unresponsive_fraction: .inf}\n", "health.max_unresponsive_fraction", "finite number", 5},
+		{"fraction as a string", "health: {max_unresponsive_fraction: \"0.5\"}\n", "health.max_unresponsive_fraction", "want a number", 5},
+		{"NaN jitter", workflow + "        on_failure: {strategy: retry, backoff: {jitter: .NaN}}\n", "workflows[0].tasks[0].on_failure.backoff.jitter", "finite number", 20},
+		{"NUL in a state name", strings.Replace(workflow, "interim: B", "interim: \"B\\0\"", 1), "workflows[0].tasks[0].interim", "control character", 16},
+		{"escape in a state name", strings.Replace(workflow, "end: C", "end: \"C\\e[2J\"", 1), "workflows[0].tasks[0].end", "control character", 17},
+		{"padded state name", strings.Replace(workflow, "end: C", "end: \" C\"", 1), "workflows[0].tasks[0].end", "white space", 17},
+		{"fractional batch size", "recovery: {batch_size: 10.5}\n", "recovery.batch_size", "want an integer", 5},
+		{"quoted batch size", "recovery: {batch_size: \"10\"}\n", "recovery.batch_size", "want an integer", 5},
+		{"negative @every", "health: {schedule: \"@every -1s\"}\n", "health.schedule", "at least 1s", 5},
+		{"nanosecond @every", "health: {schedule: \"@every 1ns\"}\n", "health.schedule", "at least 1s", 5},
+		{"schedule that never fires", "health: {schedule: \"0 0 30 2 *\"}\n", "health.schedule", "never fires", 5},
+		{"port out of range", "api: {listen: \":99999\"}\n", "api.listen", "port", 5},
+		{"advertise with a path", "api: {advertise: \"host:8642/admin\"}\n", "api.advertise", "without scheme, user or path", 5},
+		{"advertise with a scheme", "api: {advertise: \"http://host:8642\"}\n", "api.advertise", "without scheme", 5},
+		{"advertise without host", "api: {advertise: \":8642\"}\n", "api.advertise", "host is required", 5},
+		{"huge lease TTL", noEtcd + "etcd: {endpoints: [\"a:1\"], lease_ttl: 2000000h}\n", "etcd.lease_ttl", "at most 10m", 3},
+		{"system schema", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, schema: pg_catalog}\n", "database.schema", "system schema", 4},
+		{"information_schema", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, schema: information_schema}\n", "database.schema", "system schema", 4},
+		{"two workflows on one table and state column", twoReports, "workflows[2].table", "already the table of workflows[1]", 9},
+		{"second document", "---\nnode: {name: other}\n", docPath, "second YAML document", 6},
+		{"non_retryable without error_column", workflow + "        on_interrupt: {strategy: retry, non_retryable: [timeout]}\n", "workflows[0].tasks[0].on_interrupt.non_retryable", "error_column", 20},
+		{"duration that is no duration", "node: {heartbeat_interval: fast}\n", "node.heartbeat_interval", `"fast" is not a duration`, 5},
+		{"duplicate key", "node: {name: a}\nnode: {name: b}\n", "node", "already defined", 6},
+		{"duplicate nested key", "node: {name: a, name: b}\n", "node", "already defined", 5},
+		{"tab indentation", "node:\n\tname: a\n", "node.name", "YAML syntax", 6},
+		{"junk line", "node:\n  name: a\njunk here\n", docPath, "YAML syntax", 7},
+		{"anchor and alias", "x: &a [1]\ny: *a\n", "x", "anchors and aliases", 5},
+		{"merge key", "node:\n  <<: {name: a}\n", `node."<<"`, "merge keys", 6},
+		{"deep flow nesting", "node: {name: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "}\n", "node", "nested more than", 5},
+		{"deep block nesting", "node:\n" + strings.Repeat("- ", 100) + "x\n", "node[0][0][0][0][0][0][0][0][0][0][0]…", "nested more than", 6},
+		{"mapping for a string", "node: {name: {first: a}}\n", "node.name", "want a string, got a mapping", 5},
+		{"list for a mapping", "node: [a, b]\n", "node", "want a mapping", 5},
+		{"huge value excerpted", "node: {name: \"" + strings.Repeat("x", 3000) + "\"}\n", "node.name", "…(3000 bytes)", 5},
+		{"too long a value", "node: {name: \"" + strings.Repeat("x", 5000) + "\"}\n", "node.name", "longer than 4096 bytes", 5},
+		{"password in a bad endpoint", noEtcd + "etcd: {endpoints: [\"http://root:s3cr3t@host:99999\"]}\n", "etcd.endpoints[0]", "port", 0},
+		{"endpoint with a path", noEtcd + "etcd: {endpoints: [\"http://host:2379/v3\"]}\n", "etcd.endpoints[0]", "without a path", 0},
+		{"too many connections", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, max_open_conns: 100000}\n", "database.max_open_conns", "between 2 and 1000", 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			yaml := minimal + c.yaml
+			if strings.HasPrefix(c.yaml, noDB) || strings.HasPrefix(c.yaml, noEtcd) {
+				yaml = c.yaml
+			}
+			_, err := Parse([]byte(yaml), "hostile.yaml", testEnv)
+			if err == nil {
+				t.Fatalf("accepted:\n%s", c.yaml)
+			}
+			problemAt(t, err, c.path, c.msg, c.line)
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Fatalf("a password is echoed: %v", err)
+			}
+			if len(err.Error()) > 2000 {
+				t.Fatalf("message of %d bytes: a bad value is echoed whole", len(err.Error()))
+			}
+		})
+	}
+}
+
+// TestAllProblemsAtOnce: an unknown key, a bad duration and a bad value in
+// one file are all reported, each with its path and line.
+func TestAllProblemsAtOnce(t *testing.T) {
+	yaml := minimal + "bogus: 1\nnode: {heartbeat_interval: fast, name: \"a b\"}\nhealth: {max_unresponsive_fraction: 7}\nrecovery: {batch_size: 1.5}\n"
+	_, err := Parse([]byte(yaml), "x.yaml", testEnv)
+	problemAt(t, err, "bogus", "unknown key", 5)
+	problemAt(t, err, "node.heartbeat_interval", "not a duration", 6)
+	problemAt(t, err, "node.name", "not a safe name", 6)
+	problemAt(t, err, "health.max_unresponsive_fraction", "(0, 1]", 7)
+	problemAt(t, err, "recovery.batch_size", "want an integer", 8)
+	var cerr *Error
+	errors.As(err, &cerr)
+	for _, p := range cerr.Problems {
+		if p.Path == "" {
+			t.Errorf("problem without a key path: %v", p)
+		}
+	}
+	// A value that could not be decoded gets one problem, not a second
+	// one from validation of the default left in its place.
+	if n := strings.Count(err.Error(), "node.heartbeat_interval"); n != 1 {
+		t.Errorf("node.heartbeat_interval named %d times:\n%v", n, err)
+	}
+}
+
+// TestFilesAreBounded: the configuration and secret files must be regular
+// files within their size limits; FIFOs and devices are refused at once,
+// never read.
+func TestFilesAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte(minimal+"# "+strings.Repeat("x", 2<<20)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bigSecret := filepath.Join(dir, "dsn")
+	if err := os.WriteFile(bigSecret, []byte(strings.Repeat("x", 100<<10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	cfgWith := func(extra string) string {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("cfg%d.yaml", n))
+		if err := os.WriteFile(p, []byte("etcd: {endpoints: [\"a:1\"]}\n"+extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name, path, key, msg string
+	}{
+		{"FIFO config", fifo, docPath, "not a regular file (a FIFO)"},
+		{"device config", "/dev/zero", docPath, "not a regular file (a character device)"},
+		{"directory config", dir, docPath, "not a regular file (a directory)"},
+		{"oversized config", big, docPath, "more than the limit of 1048576"},
+		{"FIFO dsn_file", cfgWith("database: {dsn_file: " + fifo + "}\n"), "database.dsn_file", "a FIFO"},
+		{"device token_file", cfgWith("database: {dsn_env: X}\napi: {token_file: /dev/zero}\n"), "api.token_file", "a character device"},
+		{"oversized dsn_file", cfgWith("database: {dsn_file: " + bigSecret + "}\n"), "database.dsn_file", "more than the limit of 65536"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := Load(c.path)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				problemAt(t, err, c.key, c.msg, 0)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Load blocked on the file")
+			}
+		})
+	}
+}
+
+// TestParseMemoryIsBounded: inputs that took gigabytes (deep nesting, huge
+// lists, alias expansion) are refused within a small allocation budget.
+func TestParseMemoryIsBounded(t *testing.T) {
+	const budget = 64 << 20
+	var block strings.Builder
+	for i := range 1400 {
+		block.WriteString(strings.Repeat(" ", i) + "k:\n")
+	}
+	cases := map[string]string{
+		"100k [ in 200 KB":    "a: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n",
+		"900 KB flow list":    "a: [" + strings.Repeat("1,", 450000) + "1]\n",
+		"20k nested dashes":   "a:\n" + strings.Repeat("- ", 20000) + "x\n",
+		"1400 nested keys":    block.String(),
+		"alias bomb":          "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n",
+		"50k lines of 'k: v'": strings.Repeat("k: v\n", 50000),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if len(data) > MaxConfigBytes {
+				t.Fatalf("case of %d bytes exceeds the file limit; it tests nothing", len(data))
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := Parse([]byte(data), "bomb.yaml", testEnv)
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if used := after.TotalAlloc - before.TotalAlloc; used > budget {
+				t.Fatalf("allocated %d MB, budget %d MB", used>>20, budget>>20)
+			}
+		})
+	}
+}
+
+// TestWarnings: valid settings an operator probably does not want are
+// warned about, with their key path.
+func TestWarnings(t *testing.T) {
+	cfg, err := Parse([]byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\"], lease_ttl: 3s}\n"), "w.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, w := range cfg.Warnings {
+		paths = append(paths, w.Path)
+	}
+	if got := strings.Join(paths, ","); got != "etcd.endpoints,etcd.trust_margin" {
+		t.Fatalf("warnings %v", cfg.Warnings)
+	}
+	cfg, err = Parse([]byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\", \"b:1\", \"c:1\"]}\n"), "w.yaml", testEnv)
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Fatalf("defaults with three endpoints: %v %v", err, cfg.Warnings)
+	}
+}
+
+// TestEndpointCredentials: userinfo in an etcd endpoint never shows, and
+// is handed to the client apart.
+func TestEndpointCredentials(t *testing.T) {
+	cfg, err := Parse([]byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"http://root:s3cr3t@h1:2379\", \"http://root:s3cr3t@h2:2379\"]}\n"), "c.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown := strings.Join(cfg.Etcd.RedactedEndpoints(), ","); strings.Contains(shown, "s3cr3t") || !strings.Contains(shown, "h1:2379") {
+		t.Fatalf("redacted endpoints %q", shown)
+	}
+	eps, user, pass := cfg.Etcd.ClientEndpoints()
+	if strings.Join(eps, ",") != "http://h1:2379,http://h2:2379" || user != "root" || pass != "s3cr3t" {
+		t.Fatalf("client endpoints %v, user %q, password %q", eps, user, pass)
+	}
+}

@@ -1,0 +1,508 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/token"
+)
+
+// The loader runs as root under systemd: every input is bounded before it
+// costs memory or time.
+const (
+	// MaxConfigBytes bounds the configuration file.
+	MaxConfigBytes = 1 << 20
+	// MaxSecretBytes bounds a secret file (DSN, API token).
+	MaxSecretBytes = 64 << 10
+	// maxSeparators bounds the YAML separators (,[]{}:- and newlines) of
+	// a file, and with them the tokens the lexer makes (about 250 bytes
+	// each) and the parser's work: real configurations have a few hundred.
+	maxSeparators = 40000
+	// maxFlowDepth and maxBlockDepth bound nesting: the parser's cost
+	// grows with the square of it. Ours is at most 7 deep.
+	maxFlowDepth  = 16
+	maxBlockDepth = 32
+	// maxString bounds any string value.
+	maxString = 4096
+	// excerptLen is how much of a bad value a message quotes.
+	excerptLen = 40
+)
+
+// readFile reads a regular file of at most limit bytes. It never blocks on
+// a FIFO or device and never reads more than limit+1 bytes.
+func readFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: more than the limit of %d bytes", path, limit)
+	}
+	return data, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
+// excerpt quotes at most excerptLen runes of s, with Go escapes, so a huge
+// or hostile value never reaches a log or terminal whole.
+func excerpt(s string) string {
+	if utf8.RuneCountInString(s) <= excerptLen && len(s) <= 4*excerptLen {
+		return strconv.Quote(s)
+	}
+	cut := 0
+	for range excerptLen {
+		_, size := utf8.DecodeRuneInString(s[cut:])
+		cut += size
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("…(%d bytes)", len(s))
+}
+
+// checkShape bounds a file before it is parsed: the number of separators,
+// the nesting depth, and no anchors, aliases or merge keys (never needed
+// here, and alias expansion is a memory bomb).
+func checkShape(data []byte) *Problem {
+	seps := 0
+	for _, c := range data {
+		switch c {
+		case ',', '[', ']', '{', '}', ':', '-', '\n':
+			seps++
+		}
+	}
+	if seps > maxSeparators {
+		return &Problem{Path: docPath, Msg: fmt.Sprintf("too large: %d YAML separators, more than the limit of %d for a configuration", seps, maxSeparators)}
+	}
+	if !utf8.Valid(data) {
+		return &Problem{Path: docPath, Msg: "not valid UTF-8"}
+	}
+	toks := lexer.Tokenize(string(data))
+	flow := 0
+	var block []int // columns of the open block nodes
+	for i, tk := range toks {
+		line, col := 0, 0
+		if tk.Position != nil {
+			line, col = tk.Position.Line, tk.Position.Column
+		}
+		at := func(msg string) *Problem {
+			return &Problem{Path: pathAtLine(data, line), Line: line, Msg: msg}
+		}
+		switch tk.Type {
+		case token.AnchorType, token.AliasType:
+			return at("anchors and aliases (& and *) are not allowed in the configuration")
+		case token.MergeKeyType:
+			return at("merge keys (<<) are not allowed in the configuration")
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+			if flow > maxFlowDepth {
+				return at(fmt.Sprintf("nested more than %d levels deep", maxFlowDepth))
+			}
+		case token.SequenceEndType, token.MappingEndType:
+			flow--
+		case token.SequenceEntryType:
+			if flow == 0 {
+				block = openBlock(block, col)
+			}
+		case token.MappingValueType:
+			// The key is the token before the ':'.
+			if flow == 0 && i > 0 && toks[i-1].Position != nil {
+				k := toks[i-1].Position
+				block = openBlock(block, k.Column)
+			}
+		}
+		if len(block) > maxBlockDepth {
+			return at(fmt.Sprintf("nested more than %d levels deep", maxBlockDepth))
+		}
+	}
+	return nil
+}
+
+// openBlock records a block node (a sequence entry or a key) opened at
+// column col: the nodes open at the same or a deeper column are closed
+// first. Entries on one line ("- - x", "- key: v") nest.
+func openBlock(block []int, col int) []int {
+	for len(block) > 0 && block[len(block)-1] >= col {
+		block = block[:len(block)-1]
+	}
+	return append(block, col)
+}
+
+// docPath names the whole document in a Problem.
+const docPath = "(document)"
+
+var keyLine = regexp.MustCompile(`^("[^"]*"|'[^']*'|[^\s:#'"\[\]{},][^:#]*?)\s*:(\s|$)`)
+
+// pathAtLine returns the key path that encloses line (1-based) of a YAML
+// text, from indentation alone: what a syntax error's message can name
+// when there is no syntax tree.
+func pathAtLine(data []byte, line int) string {
+	type frame struct {
+		col  int
+		name string // key, or "" for a sequence item
+		idx  int    // index of a sequence item
+	}
+	var stack []frame
+	lines := strings.Split(string(data), "\n")
+	for n := 0; n < line && n < len(lines); n++ {
+		text := strings.TrimRight(lines[n], "\r")
+		rest := strings.TrimLeft(text, " \t")
+		if rest == "" || strings.HasPrefix(rest, "#") || strings.HasPrefix(rest, "---") {
+			continue
+		}
+		col := len(text) - len(rest)
+		for rest == "-" || strings.HasPrefix(rest, "- ") {
+			for len(stack) > 0 && stack[len(stack)-1].col > col {
+				stack = stack[:len(stack)-1]
+			}
+			if top := len(stack) - 1; top >= 0 && stack[top].col == col && stack[top].name == "" {
+				stack[top].idx++
+			} else {
+				stack = append(stack, frame{col: col})
+			}
+			trimmed := strings.TrimLeft(strings.TrimPrefix(rest, "-"), " ")
+			col += len(rest) - len(trimmed)
+			rest = trimmed
+		}
+		m := keyLine.FindStringSubmatch(rest)
+		if m == nil {
+			// A line that is no key closes what is open at its column or
+			// deeper (a continuation is indented deeper than its key).
+			for len(stack) > 0 && stack[len(stack)-1].col >= col && stack[len(stack)-1].name != "" {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		for len(stack) > 0 && stack[len(stack)-1].col >= col && stack[len(stack)-1].name != "" ||
+			len(stack) > 0 && stack[len(stack)-1].col > col {
+			stack = stack[:len(stack)-1]
+		}
+		stack = append(stack, frame{col: col, name: pathKey(strings.Trim(strings.TrimSpace(m[1]), `"'`))})
+	}
+	var b strings.Builder
+	const maxShown = 12
+	for i, f := range stack {
+		if i == maxShown {
+			b.WriteString("…")
+			break
+		}
+		if f.name == "" {
+			fmt.Fprintf(&b, "[%d]", f.idx)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(f.name)
+	}
+	if b.Len() == 0 {
+		return docPath
+	}
+	return b.String()
+}
+
+// decoder maps a YAML syntax tree onto the configuration structs by their
+// yaml tags, strictly: every unknown or duplicate key, wrong kind, value
+// that does not fit its type, NaN, infinity, control character or bad
+// duration is a Problem with its key path and line, and decoding goes on,
+// so a file's problems are all reported at once.
+type decoder struct {
+	v *validator
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func line(n ast.Node) int {
+	if n == nil || n.GetToken() == nil || n.GetToken().Position == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+func (d *decoder) problem(path string, n ast.Node, format string, args ...any) {
+	d.v.addAt(path, line(n), format, args...)
+	d.v.bad = append(d.v.bad, path)
+}
+
+// decode stores node n into rv (addressable), at key path path.
+func (d *decoder) decode(n ast.Node, rv reflect.Value, path string) {
+	if tag, ok := n.(*ast.TagNode); ok {
+		n = tag.Value
+	}
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return // absent: the default applies
+	case *ast.AnchorNode, *ast.AliasNode, *ast.MergeKeyNode:
+		d.problem(path, n, "anchors, aliases and merge keys are not allowed")
+		return
+	}
+	switch {
+	case rv.Kind() == reflect.Pointer:
+		p := reflect.New(rv.Type().Elem())
+		d.decode(n, p.Elem(), path)
+		rv.Set(p)
+	case rv.Type() == durationType:
+		d.duration(n, rv, path)
+	case rv.Kind() == reflect.Struct:
+		d.mapping(n, rv, path)
+	case rv.Kind() == reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			d.problem(path, n, "want a list, got %s", kindOf(n))
+			return
+		}
+		s := reflect.MakeSlice(rv.Type(), len(seq.Values), len(seq.Values))
+		for i, e := range seq.Values {
+			d.decode(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		rv.Set(s)
+	case rv.Kind() == reflect.String:
+		s, ok := scalarText(n)
+		if !ok {
+			d.problem(path, n, "want a string, got %s", kindOf(n))
+			return
+		}
+		if err := checkText(s); err != nil {
+			d.problem(path, n, "%s: %v", excerpt(s), err)
+			return
+		}
+		rv.SetString(s)
+	case rv.Kind() == reflect.Int:
+		in, ok := n.(*ast.IntegerNode)
+		if !ok {
+			d.problem(path, n, "want an integer, got %s", kindOf(n))
+			return
+		}
+		var i int64
+		switch x := in.Value.(type) {
+		case int64:
+			i = x
+		case uint64:
+			if x > math.MaxInt64 {
+				d.problem(path, n, "%s is too large", excerpt(in.GetToken().Value))
+				return
+			}
+			i = int64(x)
+		}
+		if i != int64(int(i)) {
+			d.problem(path, n, "%s is too large", excerpt(in.GetToken().Value))
+			return
+		}
+		rv.SetInt(i)
+	case rv.Kind() == reflect.Float64:
+		var f float64
+		switch x := n.(type) {
+		case *ast.FloatNode:
+			f = x.Value
+		case *ast.IntegerNode:
+			switch iv := x.Value.(type) {
+			case int64:
+				f = float64(iv)
+			case uint64:
+				f = float64(iv)
+			}
+		case *ast.NanNode, *ast.InfinityNode:
+			d.problem(path, n, "want a finite number, got %s", kindOf(n))
+			return
+		default:
+			d.problem(path, n, "want a number, got %s", kindOf(n))
+			return
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			d.problem(path, n, "want a finite number, got %v", f)
+			return
+		}
+		rv.SetFloat(f)
+	case rv.Kind() == reflect.Bool:
+		b, ok := n.(*ast.BoolNode)
+		if !ok {
+			d.problem(path, n, "want true or false, got %s", kindOf(n))
+			return
+		}
+		rv.SetBool(b.Value)
+	default:
+		d.problem(path, n, "unsupported field type %s", rv.Type())
+	}
+}
+
+// mapping decodes a mapping onto struct rv by its fields' yaml tags.
+func (d *decoder) mapping(n ast.Node, rv reflect.Value, path string) {
+	m, ok := n.(*ast.MappingNode)
+	if !ok {
+		d.problem(path, n, "want a mapping of keys, got %s", kindOf(n))
+		return
+	}
+	fields := map[string]int{}
+	var names []string
+	for i := range rv.NumField() {
+		tag, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		fields[tag] = i
+		names = append(names, tag)
+	}
+	seen := map[string]int{}
+	for _, mv := range m.Values {
+		key, ok := scalarText(mv.Key)
+		kp := joinPath(path, pathKey(key))
+		if !ok || checkText(key) != nil {
+			d.problem(joinPath(path, "?"), mv.Key, "a key must be a plain name, got %s", kindOf(mv.Key))
+			continue
+		}
+		if first, dup := seen[key]; dup {
+			d.problem(kp, mv.Key, "duplicate key (first at line %d)", first)
+			continue
+		}
+		seen[key] = line(mv.Key)
+		i, ok := fields[key]
+		if !ok {
+			msg := "unknown key " + excerpt(key)
+			if len(names) <= 16 {
+				msg += " (want one of " + strings.Join(names, ", ") + ")"
+			}
+			d.problem(kp, mv.Key, "%s", msg)
+			continue
+		}
+		d.decode(mv.Value, rv.Field(i), kp)
+	}
+}
+
+func (d *decoder) duration(n ast.Node, rv reflect.Value, path string) {
+	s, ok := scalarText(n)
+	if !ok {
+		d.problem(path, n, "want a duration such as 500ms, 30s, 5m or 1h, got %s", kindOf(n))
+		return
+	}
+	if _, isInt := n.(*ast.IntegerNode); isInt && s == "0" {
+		rv.SetInt(0)
+		return
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		d.problem(path, n, "%s is not a duration: want e.g. 500ms, 30s, 5m or 1h", excerpt(s))
+		return
+	}
+	rv.SetInt(int64(dur))
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// pathKey is how a key appears in a path: as itself when it is a plain
+// name, else as a short quoted excerpt.
+func pathKey(key string) string {
+	if plainKey.MatchString(key) {
+		return key
+	}
+	return excerpt(key)
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// scalarText returns the text of a scalar node as written (a number is
+// kept as its digits, so a state named 200 is "200").
+func scalarText(n ast.Node) (string, bool) {
+	switch x := n.(type) {
+	case *ast.StringNode:
+		return x.Value, true
+	case *ast.LiteralNode:
+		return x.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+		return x.GetToken().Value, true
+	}
+	return "", false
+}
+
+func kindOf(n ast.Node) string {
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		s, _ := scalarText(x)
+		return "the string " + excerpt(s)
+	case *ast.IntegerNode, *ast.FloatNode:
+		return "the number " + excerpt(x.GetToken().Value)
+	case *ast.BoolNode:
+		return "the boolean " + x.GetToken().Value
+	case *ast.NanNode, *ast.InfinityNode:
+		return excerpt(x.GetToken().Value)
+	case *ast.NullNode:
+		return "null"
+	case nil:
+		return "nothing"
+	}
+	return strings.ToLower(strings.TrimSuffix(n.Type().String(), "Type"))
+}
+
+// errControl: a configuration string never needs control characters.
+var errControl = errors.New("contains a control character")
+
+// checkText refuses strings no configuration value needs: invalid UTF-8,
+// control characters (NUL, escape, newline...) and huge values.
+func checkText(s string) error {
+	if len(s) > maxString {
+		return fmt.Errorf("longer than %d bytes", maxString)
+	}
+	if !utf8.ValidString(s) {
+		return errors.New("not valid UTF-8")
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }); i >= 0 {
+		return fmt.Errorf("%w (%U at byte %d)", errControl, []rune(s[i:])[0], i)
+	}
+	return nil
+}
+
+// badPath reports whether a decoding problem was already recorded at path
+// or above it: validation then says nothing more about it.
+func (v *validator) badPath(path string) bool {
+	return slices.ContainsFunc(v.bad, func(b string) bool {
+		return path == b || strings.HasPrefix(path, b+".") || strings.HasPrefix(path, b+"[")
+	})
+}
