@@ -80,6 +80,13 @@ workflows:
 		{"huge value excerpted", "node: {name: \"" + strings.Repeat("x", 3000) + "\"}\n", "node.name", "…(3000 bytes)", 5},
 		{"too long a value", "node: {name: \"" + strings.Repeat("x", 5000) + "\"}\n", "node.name", "longer than 4096 bytes", 5},
 		{"password in a bad endpoint", noEtcd + "etcd: {endpoints: [\"http://root:s3cr3t@host:99999\"]}\n", "etcd.endpoints[0]", "port", 0},
+		{"password in endpoints given as a string", noEtcd + "etcd: {endpoints: \"http://u:s3cr3t@h:1\"}\n", "etcd.endpoints", "want a list", 3},
+		{"password in an endpoint with a tab", noEtcd + "etcd: {endpoints: [\"http://u:s3cr3t@h:1\\t\"]}\n", "etcd.endpoints[0]", "control character", 3},
+		{"password in an endpoint without scheme and port", noEtcd + "etcd: {endpoints: [\"u:s3cr3t@h\"]}\n", "etcd.endpoints[0]", "not a number", 0},
+		{"password in an endpoint without host", noEtcd + "etcd: {endpoints: [\"u:s3cr3t@\"]}\n", "etcd.endpoints[0]", "", 0},
+		{"password at the start of a huge endpoint", noEtcd + "etcd: {endpoints: [\"http://u:s3cr3t" + strings.Repeat("S", 5000) + "@h:1\"]}\n", "etcd.endpoints[0]", "longer than", 3},
+		{"endpoint without a host", noEtcd + "etcd: {endpoints: [\"http://u:s3cr3t@:1\"]}\n", "etcd.endpoints[0]", "host is required", 0},
+		{"endpoint given twice", noEtcd + "etcd: {endpoints: [\"h:1\", \"h:2\", \"h:1\"]}\n", "etcd.endpoints[2]", "same as etcd.endpoints[0]", 0},
 		{"endpoint with a path", noEtcd + "etcd: {endpoints: [\"http://host:2379/v3\"]}\n", "etcd.endpoints[0]", "without a path", 0},
 		{"too many connections", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, max_open_conns: 100000}\n", "database.max_open_conns", "between 2 and 1000", 4},
 	}
@@ -94,7 +101,7 @@ workflows:
 				t.Fatalf("accepted:\n%s", c.yaml)
 			}
 			problemAt(t, err, c.path, c.msg, c.line)
-			if strings.Contains(err.Error(), "s3cr3t") {
+			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "SSSS") {
 				t.Fatalf("a password is echoed: %v", err)
 			}
 			if len(err.Error()) > 2000 {
@@ -251,5 +258,36 @@ func TestEndpointCredentials(t *testing.T) {
 	eps, user, pass := cfg.Etcd.ClientEndpoints()
 	if strings.Join(eps, ",") != "http://h1:2379,http://h2:2379" || user != "root" || pass != "s3cr3t" {
 		t.Fatalf("client endpoints %v, user %q, password %q", eps, user, pass)
+	}
+}
+
+// TestDSNCheckedLikeTheDriver: config check refuses what run's driver
+// would refuse, naming the key, without the password.
+func TestDSNCheckedLikeTheDriver(t *testing.T) {
+	for _, dsn := range []string{
+		"host=127.0.0.1 user=eh password='s3cr3t dbname=eh sslmode=disable",
+		"host=127.0.0.1 user=eh password=s3cr3t dbname=eh sslmode=bogus",
+		"postgres://eh:s3cr3t@127.0.0.1:5432/eh?sslmode=disable&connect_timeout=abc",
+		"postgres://eh@127.0.0.1:5432/eh?password=s3cr3t&sslmode=maybe",
+		"mysql://eh:s3cr3t@127.0.0.1/eh",
+		"just-a-word",
+	} {
+		_, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn))
+		if err == nil {
+			t.Errorf("DSN %q accepted", dsn)
+			continue
+		}
+		problemAt(t, err, "database", "DSN is malformed", 0)
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("DSN %q: the password is echoed: %v", dsn, err)
+		}
+	}
+	for _, dsn := range []string{
+		"host=/var/run/postgresql dbname=eh",
+		"postgresql://eh:p%40ss@db.example:5432/eh?sslmode=verify-full&connect_timeout=5",
+	} {
+		if _, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn)); err != nil {
+			t.Errorf("DSN %q refused: %v", dsn, err)
+		}
 	}
 }

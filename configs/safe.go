@@ -87,8 +87,10 @@ func fileKind(m os.FileMode) string {
 }
 
 // excerpt quotes at most excerptLen runes of s, with Go escapes, so a huge
-// or hostile value never reaches a log or terminal whole.
+// or hostile value never reaches a log or terminal whole. Credentials are
+// masked first (see redact), so no cut can show part of a password.
 func excerpt(s string) string {
+	s = redact(s)
 	if utf8.RuneCountInString(s) <= excerptLen && len(s) <= 4*excerptLen {
 		return strconv.Quote(s)
 	}

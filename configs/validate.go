@@ -2,6 +2,7 @@ package configs
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/lib/pq"
 	"github.com/robfig/cron/v3"
 )
 
@@ -132,6 +134,8 @@ func (c *Config) validate(v *validator) {
 	for i, ep := range c.Etcd.Endpoints {
 		if err := checkEndpoint(ep); err != nil {
 			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "%v", err)
+		} else if j := slices.Index(c.Etcd.Endpoints, ep); j < i {
+			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "the same as etcd.endpoints[%d]", j)
 		}
 	}
 	if len(c.Etcd.Endpoints) == 1 {
@@ -460,12 +464,24 @@ func checkEndpoint(ep string) error {
 		}
 		hostport = u.Host
 	}
-	if _, port, err := net.SplitHostPort(hostport); err != nil || port == "" {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port == "" {
 		return fmt.Errorf("%s is not host:port", excerpt(shown))
-	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("%s: port %s is not a number from 1 to 65535", excerpt(shown), excerpt(port))
 	}
+	if host == "" {
+		return fmt.Errorf("%s: a host is required", excerpt(shown))
+	}
 	return nil
+}
+
+// redact masks what may be a credential in a value quoted in an error:
+// the userinfo of anything with an '@' (an etcd endpoint, a URL), and the
+// value of password= (a key=value DSN).
+func redact(s string) string {
+	return kvPassword.ReplaceAllString(redactURL(s), "${1}xxxxx")
 }
 
 // redactURL hides the password of a URL's userinfo.
@@ -510,19 +526,40 @@ func (e Etcd) ClientEndpoints() (eps []string, user, password string) {
 	return eps, user, password
 }
 
-// checkDSN accepts a postgres:// URL or a key=value connection string.
+// checkDSN accepts what the driver accepts: a postgres:// URL or a
+// key=value connection string, with known keys and values it can use
+// (sslmode, connect_timeout...). The driver's message is shown with the
+// DSN's password masked.
 func checkDSN(dsn string) error {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		_, err := url.Parse(dsn)
-		if err != nil {
-			return fmt.Errorf("not a valid URL")
-		}
-		return nil
+	if !strings.Contains(dsn, "=") && !strings.Contains(dsn, "://") {
+		return errors.New("want a postgres:// URL or key=value pairs")
 	}
-	if !strings.Contains(dsn, "=") {
-		return fmt.Errorf("want a postgres:// URL or key=value pairs")
+	if strings.Contains(dsn, "://") && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return errors.New("want a postgres:// or postgresql:// URL")
+	}
+	if _, err := pq.NewConfig(dsn); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "pq: ")
+		if pw := dsnPassword(dsn); pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+		return errors.New(excerpt(msg))
 	}
 	return nil
+}
+
+// dsnPassword returns the password a DSN carries, as written ("" if none
+// is found), to keep it out of error messages.
+func dsnPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && strings.Contains(dsn, "://") {
+		if pw, ok := u.User.Password(); ok {
+			return pw
+		}
+		return u.Query().Get("password")
+	}
+	if m := kvPassword.FindStringSubmatch(dsn); m != nil {
+		return strings.Trim(m[2], "'")
+	}
+	return ""
 }
 
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)

@@ -8,12 +8,13 @@
 //	existing record --Register--> Unexpected shutdown  (the last run died)
 //	Unexpected shutdown --Ack (operator)--> Recovering
 //	Recovering, Ready --(master: no heartbeat)--> Not responding --(heartbeats again)--> Ready
-//	any --Deregister--> (none)                         (clean shutdown)
+//	any but Unexpected shutdown --Deregister--> (none)  (clean shutdown)
 //
 // Unexpected shutdown is left only by an operator's Ack (or, with
 // Registration.RecoverAfterCrash, never entered): the master never marks
 // such a node Not responding, so it can never be revived to Ready, nor
-// forgotten, whatever its heartbeats do.
+// forgotten, whatever its heartbeats do; a clean stop keeps the record
+// (Deregister returns ErrAwaitingAck) and a restart finds it still there.
 //
 // Every status change writes an event in the same transaction. Time is the
 // database's: last_active is set with now() in SQL and staleness is computed
@@ -130,9 +131,11 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				api_address = EXCLUDED.api_address,
 				last_active = now(),
 				active_since = now(),
-				status_changed_at = now(),
-				status_changed_by = EXCLUDED.name,
-				status_reason = 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')'
+				-- still awaiting an ack: the record keeps why it is there
+				status_changed_at = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_at ELSE now() END,
+				status_changed_by = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_by ELSE EXCLUDED.name END,
+				status_reason = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_reason
+					ELSE 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')' END
 			RETURNING ` + columns
 		if err := tx.GetContext(ctx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash); err != nil {
 			return err
@@ -143,6 +146,9 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 		} else {
 			e.Kind = audit.KindNodeStatus
 			e.FromState = audit.Str(prev.Status)
+			if prev.Status == StatusUnexpectedShutdown && n.Status == StatusUnexpectedShutdown {
+				e.Reason = "restarted while awaiting an operator ack (previous incarnation " + prev.Incarnation + ")"
+			}
 		}
 		return s.events.Write(ctx, tx, e)
 	})
@@ -254,17 +260,42 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 	return n, nil
 }
 
+// ErrAwaitingAck: Deregister kept the record because it is in Unexpected
+// shutdown; only an operator's ack takes a node out of that status, and a
+// clean stop is not an ack.
+var ErrAwaitingAck = errors.New("nodes: record kept, awaiting an operator ack")
+
 // Deregister deletes this incarnation's record on clean shutdown, with an
-// event.
+// event. A record in Unexpected shutdown is kept (ErrAwaitingAck, with an
+// event saying so): deleting it would let the next start register as a new
+// node and take office without the ack the operator owes.
 func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string) error {
+	kept := false
 	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var status string
 		err := tx.GetContext(ctx, &status,
-			`DELETE FROM `+s.table+` WHERE name = $1 AND incarnation = $2 RETURNING status`, name, incarnation)
+			`SELECT status FROM `+s.table+` WHERE name = $1 AND incarnation = $2 FOR UPDATE`, name, incarnation)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotRegistered
 		}
 		if err != nil {
+			return err
+		}
+		if status == StatusUnexpectedShutdown {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+s.table+` SET is_master = false WHERE name = $1`, name); err != nil {
+				return err
+			}
+			if err := s.events.Write(ctx, tx, audit.Event{
+				Kind: audit.KindNodeStatus, Actor: name, Node: &name,
+				FromState: &status, ToState: &status,
+				Reason: reason + "; record kept until an operator acks it",
+			}); err != nil {
+				return err
+			}
+			kept = true
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.table+` WHERE name = $1`, name); err != nil {
 			return err
 		}
 		return s.events.Write(ctx, tx, audit.Event{
@@ -274,6 +305,9 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 	})
 	if err != nil {
 		return fmt.Errorf("deregister node %s: %w", name, err)
+	}
+	if kept {
+		return ErrAwaitingAck
 	}
 	return nil
 }

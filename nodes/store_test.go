@@ -230,6 +230,54 @@ func TestDeregisterDeletesWithEvent(t *testing.T) {
 	}
 }
 
+// A clean stop is not an ack: a record in Unexpected shutdown outlives it,
+// and the next start finds it still awaiting the operator.
+func TestDeregisterKeepsUnackedRecord(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	if _, err := s.Register(ctx, reg("a")); err != nil {
+		t.Fatal(err)
+	}
+	crashed := reg("a") // the first run died; this one finds its record
+	n, err := s.Register(ctx, crashed)
+	if err != nil || n.Status != StatusUnexpectedShutdown {
+		t.Fatalf("register after crash: %+v %v", n, err)
+	}
+	why := n.StatusReason
+	if err := s.Deregister(ctx, crashed.Name, crashed.Incarnation, "clean shutdown"); !errors.Is(err, ErrAwaitingAck) {
+		t.Fatalf("deregister of an un-acked record: %v, want ErrAwaitingAck", err)
+	}
+	got, err := s.Get(ctx, "a")
+	if err != nil || got.Status != StatusUnexpectedShutdown || got.IsMaster {
+		t.Fatalf("record after clean stop: %+v %v", got, err)
+	}
+	es := events(t, b, "a")
+	if last := es[len(es)-1]; last.Kind != audit.KindNodeStatus || !strings.Contains(last.Reason, "until an operator acks") {
+		t.Fatalf("event of the kept record: %+v", last)
+	}
+	restarted := reg("a")
+	n, err = s.Register(ctx, restarted)
+	if err != nil || n.Status != StatusUnexpectedShutdown || n.StatusReason != why {
+		t.Fatalf("restart while awaiting ack: %+v %v (reason want %q)", n, err, why)
+	}
+	es = events(t, b, "a")
+	if last := es[len(es)-1]; *last.FromState != StatusUnexpectedShutdown || *last.ToState != StatusUnexpectedShutdown ||
+		!strings.Contains(last.Reason, "awaiting an operator ack") {
+		t.Fatalf("event of the restart: %+v", last)
+	}
+	// After the ack, a clean stop deletes the record as usual.
+	if _, err := s.Ack(ctx, "a", "op", "checked the host"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Deregister(ctx, restarted.Name, restarted.Incarnation, "clean shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("record after acked clean stop: %v", err)
+	}
+}
+
 func TestListAndGet(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)

@@ -22,7 +22,7 @@ func TestUnitVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Type=notify", "WatchdogSec=", "Restart=on-failure", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict",
-		"WatchdogSignal=SIGTERM", "PrivateMounts=yes", "RemoveIPC=yes", "ProcSubset=pid"} {
+		"WatchdogSignal=SIGTERM", "PrivateMounts=yes", "RemoveIPC=yes", "ProcSubset=pid", "RestartPreventExitStatus=2"} {
 		if !bytes.Contains(unit, []byte(want)) {
 			t.Errorf("unit lacks %s", want)
 		}

@@ -258,7 +258,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	if !errors.Is(runErr, nodes.ErrNotRegistered) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Node.ShutdownTimeout/2)
 		defer cancel()
-		if err := store.Deregister(sctx, name, incarnation, "clean shutdown"); err != nil {
+		switch err := store.Deregister(sctx, name, incarnation, "clean shutdown"); {
+		case errors.Is(err, nodes.ErrAwaitingAck):
+			log.WarnContext(ctx, "node record kept: it awaits an operator ack", "status", nodes.StatusUnexpectedShutdown, "hint", "enginehealth node ack "+name)
+		case err != nil:
 			log.ErrorContext(ctx, "could not delete the node record; the next start will report an unexpected shutdown", tint.Err(err))
 			runErr = errors.Join(runErr, err)
 		}

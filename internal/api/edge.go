@@ -12,7 +12,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
+	"path"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -80,12 +83,41 @@ func (h *handler) edge(next http.Handler) http.Handler {
 		w.Header().Set(requestIDHeader, id)
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 		ew := &edgeWriter{ResponseWriter: w}
+		// Answer malformed targets here, in the API's error shape, before
+		// the mux would redirect them (307, text/html) or pick one of
+		// several values.
+		if !canonicalPath(r.URL.Path) {
+			writeProblem(ew, http.StatusBadRequest, "path: not in canonical form",
+				"got "+quoteShort(r.URL.Path)+"; no empty, . or .. segments")
+			return
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeProblem(ew, http.StatusBadRequest, "query: malformed", "got "+quoteShort(r.URL.RawQuery))
+			return
+		}
+		for k, vs := range q {
+			if len(vs) > 1 {
+				writeProblem(ew, http.StatusBadRequest, "query parameter "+quoteShort(k)+": given more than once", "")
+				return
+			}
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			ew.body = &eofBody{ReadCloser: r.Body}
 			r.Body = ew.body
 		}
 		next.ServeHTTP(ew, r)
 	})
+}
+
+// canonicalPath reports whether p is an absolute path without empty, "."
+// or ".." segments (a trailing slash is allowed).
+func canonicalPath(p string) bool {
+	c := path.Clean(p)
+	if p != "/" && strings.HasSuffix(p, "/") {
+		c += "/"
+	}
+	return strings.HasPrefix(p, "/") && c == p
 }
 
 // eofBody records whether a request body was read to its end.
@@ -187,6 +219,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 		writeProblem(w, http.StatusBadRequest, "body: not valid UTF-8", "")
 		return nil, false
 	}
+	if p := keyProblem(b, v); p != "" {
+		writeProblem(w, http.StatusBadRequest, p, "")
+		return nil, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -199,6 +235,53 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// keyProblem checks what encoding/json lets through: the body must be an
+// object (not null), and each of its keys must be given once and spelt
+// exactly as one of v's json field names (encoding/json would also take
+// "REASON" for "reason", and let the last of two keys win). It returns ""
+// when the keys are fine, or when the body is not a JSON object at all
+// (the decoder then says what is wrong).
+func keyProblem(b []byte, v any) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return ""
+	}
+	if tok == nil {
+		return "body: want an object, got null"
+	}
+	if tok != json.Delim('{') {
+		return ""
+	}
+	names := map[string]bool{}
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" {
+			names[n] = true
+		}
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := tok.(string)
+		switch {
+		case seen[k]:
+			return "body: field " + quoteShort(k) + " given more than once"
+		case !names[k]:
+			return "body: unknown field " + quoteShort(k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // jsonProblem says what is wrong with a body that does not decode,
@@ -251,17 +334,30 @@ func textProblem(s string, max int) string {
 	}
 	for i, r := range s {
 		if unsafeRune(r) {
-			return fmt.Sprintf("control character %U at byte %d", r, i)
+			return fmt.Sprintf("control or invisible character %U at byte %d", r, i)
 		}
 	}
 	return ""
 }
 
 // unsafeRune reports whether r must not reach a terminal as is: C0 and C1
-// control characters (newline and tab included) and the bidirectional
-// overrides and isolates, which can reorder what is shown.
+// control characters (newline and tab included), Unicode format
+// characters but the zero-width joiners, and line and paragraph
+// separators.
 func unsafeRune(r rune) bool {
-	return unicode.IsControl(r) || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
+	switch {
+	case unicode.IsControl(r):
+		return true
+	case r == '\u200C' || r == '\u200D':
+		// Zero-width (non-)joiners: part of how several scripts and emoji
+		// are written; they neither move nor hide other text.
+		return false
+	}
+	// Format characters (bidirectional marks, overrides and isolates,
+	// zero-width space, byte order mark, soft hyphen, tags...) and the
+	// line and paragraph separators: invisible, or they reorder or break
+	// what is shown.
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // TerminalSafe returns s with every unsafe rune (control characters,

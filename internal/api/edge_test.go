@@ -172,6 +172,24 @@ func TestHostileInput(t *testing.T) {
 		{"recovery: dry_run not a bool", "POST", "/v1/recovery", json, `{"dry_run":1}`, 400, "body.dry_run: want true or false"},
 		{"recovery: unknown field", "POST", "/v1/recovery", json, `{"dry_run":true,"force":1}`, 400, `body: unknown field "force"`},
 		{"recovery: trailing data", "POST", "/v1/recovery", json, `{"dry_run":true}]`, 400, "body: unexpected data after the JSON value"},
+		{"trailing slash: canonical, no such route", "GET", "/v1/nodes/", "", "", 404, "no such endpoint"},
+		{"dot-dot segment", "GET", "/v1/nodes/..", "", "", 400, "path: not in canonical form"},
+		{"empty segment", "GET", "//v1/nodes", "", "", 400, "path: not in canonical form"},
+		{"dot segment", "GET", "/v1/./nodes", "", "", 400, "path: not in canonical form"},
+		{"empty segment inside", "GET", "/v1//leader", "", "", 400, "path: not in canonical form"},
+		{"dot-dot back to the same node", "GET", "/v1/nodes/n1/../n1", "", "", 400, "path: not in canonical form"},
+		{"repeated query parameter", "GET", "/v1/events?node=n1&node=n2", "", "", 400, `query parameter "node": given more than once`},
+		{"malformed query", "GET", "/v1/events?node=%zz", "", "", 400, "query: malformed"},
+		{"empty limit", "GET", "/v1/events?limit=", "", "", 400, "query parameter limit"},
+		{"empty node", "GET", "/v1/events?node=", "", "", 400, "query parameter node"},
+		{"field in another case", "POST", "/v1/nodes/n/ack", json, `{"REASON":"x"}`, 400, `body: unknown field "REASON"`},
+		{"field given twice", "POST", "/v1/nodes/n/ack", json, `{"reason":"\u001b[2J","reason":"ok"}`, 400, `body: field "reason" given more than once`},
+		{"null body", "POST", "/v1/nodes/n/ack", json, `null`, 400, "body: want an object, got null"},
+		{"right-to-left mark in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u200fb"}`, 400, "body.reason"},
+		{"line separator in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u2028b"}`, 400, "body.reason"},
+		{"zero-width space in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u200bb"}`, 400, "body.reason"},
+		{"byte order mark in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"\ufeffok"}`, 400, "body.reason"},
+		{"tag character in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\udb40\udc01"}`, 400, "body.reason"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -201,6 +219,7 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/v1/events?node=node-a.example_1&limit=10000", ""},
 		{"GET", "/v1/events?after=9223372036854775807", ""}, // ids are not capped like limit
 		{"POST", "/v1/nodes/n/ack", `{"reason":"checked the host, disk replaced: ok ✓"}`},
+		{"POST", "/v1/nodes/n/ack", `{"reason":"دیسک‌ها عوض شد 👩‍🔧"}`}, // zero-width (non-)joiners are text
 		{"POST", "/v1/nodes/n/ack", ""},
 		{"POST", "/v1/check", `{}`},
 		{"POST", "/v1/recovery", ` {"workflows":["orders"],"dry_run":true} ` + "\n"},
@@ -305,6 +324,12 @@ func TestTerminalSafe(t *testing.T) {
 		"c1 \u009b31m":       `c1 \u009b31m`,
 		"bidi \u202egnp.exe": `bidi \u202egnp.exe`,
 		"del\x7f":            `del\x7f`,
+		"rlm \u200fx":        `rlm \u200fx`,
+		"zwsp \u200bx":       `zwsp \u200bx`,
+		"ls \u2028x":         `ls \u2028x`,
+		"bom \ufeffx":        `bom \ufeffx`,
+		"tag \U000e0001x":    `tag \U000e0001x`,
+		"zwj 👩\u200d🔧":       "zwj 👩\u200d🔧",
 	} {
 		if got := TerminalSafe(in); got != want {
 			t.Errorf("TerminalSafe(%q) = %q, want %q", in, got, want)

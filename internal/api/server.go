@@ -347,7 +347,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	node := r.URL.Query().Get("node")
-	if node != "" {
+	if node != "" || r.URL.Query().Has("node") {
 		if err := nodes.ValidName(node); err != nil {
 			writeProblem(w, http.StatusBadRequest, "query parameter node: not a valid node name", nameDetail(err))
 			return
@@ -373,7 +373,7 @@ const maxIntParam = 10000
 // intParam reads a non-negative integer query parameter (at most 10000).
 func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {
 	v := r.URL.Query().Get(name)
-	if v == "" {
+	if v == "" && !r.URL.Query().Has(name) {
 		return def, true
 	}
 	n, err := strconv.Atoi(v)
@@ -387,7 +387,7 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int
 // idParam reads a non-negative 64-bit id query parameter (default 0).
 func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
 	v := r.URL.Query().Get(name)
-	if v == "" {
+	if v == "" && !r.URL.Query().Has(name) {
 		return 0, true
 	}
 	n, err := strconv.ParseInt(v, 10, 64)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"syscall"
 	"testing"
@@ -74,6 +75,24 @@ func TestUnexpectedShutdownLeftOnlyByAck(t *testing.T) {
 	if n, _ := c.node(crashed); n.Status != nodes.StatusUnexpectedShutdown {
 		t.Fatalf("%s left Unexpected shutdown without an ack: %s (%s)", crashed, n.Status, n.StatusReason)
 	}
+
+	// A clean stop is not an ack: the record outlives it, and the restarted
+	// node is still in Unexpected shutdown.
+	ds[crashed].signal(t, syscall.SIGTERM)
+	if code := ds[crashed].wait(t, 10*time.Second); code != 0 {
+		t.Fatalf("SIGTERM of the un-acknowledged node: exit %d", code)
+	}
+	if n, err := c.node(crashed); err != nil || n.Status != nodes.StatusUnexpectedShutdown {
+		t.Fatalf("after a clean stop %s is %+v (%v), want its record kept in Unexpected shutdown", crashed, n, err)
+	}
+	ds[crashed] = c.startEnv(crashed, cfg(crashed), env)
+	eventually(t, 30*time.Second, crashed+" restarted, heartbeating, still in Unexpected shutdown", func() (bool, error) {
+		n, err := c.node(crashed)
+		if err == nil && n.Status != nodes.StatusUnexpectedShutdown {
+			return false, fmt.Errorf("%s left Unexpected shutdown by a restart: %s (%s)", crashed, n.Status, n.StatusReason)
+		}
+		return err == nil && n.SecondsSinceActive < 0.5, err
+	})
 
 	// The others fail over around it: it never takes office.
 	probeDs := []*daemon{}
