@@ -87,6 +87,15 @@ workflows:
 		{"password at the start of a huge endpoint", noEtcd + "etcd: {endpoints: [\"http://u:s3cr3t" + strings.Repeat("S", 5000) + "@h:1\"]}\n", "etcd.endpoints[0]", "longer than", 3},
 		{"endpoint without a host", noEtcd + "etcd: {endpoints: [\"http://u:s3cr3t@:1\"]}\n", "etcd.endpoints[0]", "host is required", 0},
 		{"endpoint given twice", noEtcd + "etcd: {endpoints: [\"h:1\", \"h:2\", \"h:1\"]}\n", "etcd.endpoints[2]", "same as etcd.endpoints[0]", 0},
+		{"explicit zero trust margin", noEtcd + "etcd: {endpoints: [\"a:1\"], trust_margin: 0s}\n", "etcd.trust_margin", "omit the key for the default (1s)", 3},
+		{"explicit zero batch size", "recovery: {batch_size: 0}\n", "recovery.batch_size", "omit the key", 5},
+		{"explicit zero fraction", "health: {max_unresponsive_fraction: 0}\n", "health.max_unresponsive_fraction", "omit the key", 5},
+		{"explicit empty schedule", "health: {schedule: \"\"}\n", "health.schedule", "omit the key", 5},
+		{"explicit zero claim timeout", strings.Replace(workflow, "claim_timeout: 1m", "claim_timeout: 0", 1), "workflows[0].tasks[0].claim_timeout", "omit the key", 19},
+		{"missing claims: line of the workflow", strings.Replace(workflow, "    claims: {table: app.claim}\n", "", 1), "workflows[0].claims", "required", 7},
+		{"missing end: line of the task", strings.Replace(workflow, "        end: C\n", "", 1), "workflows[0].tasks[0].end", "required", 14},
+		{"tag on an integer", "recovery: {batch_size: !!str 5}\n", "recovery.batch_size", "YAML tags", 5},
+		{"local tag", "log: {level: !custom info}\n", "log.level", "YAML tags", 5},
 		{"endpoint with a path", noEtcd + "etcd: {endpoints: [\"http://host:2379/v3\"]}\n", "etcd.endpoints[0]", "without a path", 0},
 		{"too many connections", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, max_open_conns: 100000}\n", "database.max_open_conns", "between 2 and 1000", 4},
 	}
@@ -289,5 +298,13 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 		if _, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn)); err != nil {
 			t.Errorf("DSN %q refused: %v", dsn, err)
 		}
+	}
+}
+
+// TestByteOrderMark: a UTF-8 byte order mark before the first key is not
+// part of it.
+func TestByteOrderMark(t *testing.T) {
+	if _, err := Parse([]byte("\ufeff"+strings.TrimPrefix(minimal, "\n")), "bom.yaml", testEnv); err != nil {
+		t.Fatal(err)
 	}
 }

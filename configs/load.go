@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -73,6 +74,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Co
 	if len(data) > MaxConfigBytes {
 		return fail(Problem{Path: docPath, Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), MaxConfigBytes)})
 	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark is not part of the first key
 	if p := checkShape(data); p != nil {
 		return fail(*p)
 	}
@@ -93,9 +95,11 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Co
 		}
 		body = doc.Body
 	}
-	(&decoder{v: v}).decode(body, reflect.ValueOf(&cfg).Elem(), "")
+	dec := &decoder{v: v}
+	dec.decode(body, reflect.ValueOf(&cfg).Elem(), "")
 	cfg.Path = path
 	cfg.applyDefaults()
+	dec.explicitZeros()
 	cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
 	cfg.validate(v)
 	if len(v.problems) > 0 {

@@ -250,6 +250,26 @@ func pathAtLine(data []byte, line int) string {
 // so a file's problems are all reported at once.
 type decoder struct {
 	v *validator
+	// zeros are the values the file gives as 0 or "": if a default
+	// replaces one (see explicitZeros), the file says something that is
+	// not in force, and that is a problem.
+	zeros []zeroValue
+}
+
+type zeroValue struct {
+	path string
+	line int
+	rv   reflect.Value
+}
+
+// explicitZeros reports every value written as 0 or "" that a default
+// has since replaced: omit the key to get the default.
+func (d *decoder) explicitZeros() {
+	for _, z := range d.zeros {
+		if !z.rv.IsZero() {
+			d.v.addAt(z.path, z.line, "0 or empty is not a setting here: omit the key for the default (%v)", z.rv.Interface())
+		}
+	}
 }
 
 var durationType = reflect.TypeFor[time.Duration]()
@@ -268,8 +288,9 @@ func (d *decoder) problem(path string, n ast.Node, format string, args ...any) {
 
 // decode stores node n into rv (addressable), at key path path.
 func (d *decoder) decode(n ast.Node, rv reflect.Value, path string) {
-	if tag, ok := n.(*ast.TagNode); ok {
-		n = tag.Value
+	if _, ok := n.(*ast.TagNode); ok {
+		d.problem(path, n, "YAML tags (!!str, !custom...) are not allowed: write the value itself")
+		return
 	}
 	switch n.(type) {
 	case nil, *ast.NullNode:
@@ -277,6 +298,14 @@ func (d *decoder) decode(n ast.Node, rv reflect.Value, path string) {
 	case *ast.AnchorNode, *ast.AliasNode, *ast.MergeKeyNode:
 		d.problem(path, n, "anchors, aliases and merge keys are not allowed")
 		return
+	}
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Float64, reflect.String:
+		defer func() {
+			if rv.IsZero() && !d.v.badPath(path) {
+				d.zeros = append(d.zeros, zeroValue{path: path, line: line(n), rv: rv})
+			}
+		}()
 	}
 	switch {
 	case rv.Kind() == reflect.Pointer:

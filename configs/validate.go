@@ -44,7 +44,28 @@ type validator struct {
 }
 
 func (v *validator) add(path, format string, args ...any) {
-	v.addAt(path, lineOf(v.file, path), format, args...)
+	v.addAt(path, v.lineNear(path), format, args...)
+}
+
+// lineNear is the line of the key at path or, when that key is not in the
+// file (a required key that is missing, a default), of the nearest key
+// above it that is.
+func (v *validator) lineNear(path string) int {
+	for p := path; p != ""; p = parentPath(p) {
+		if l := lineOf(v.file, p); l > 0 {
+			return l
+		}
+	}
+	return 0
+}
+
+// parentPath drops the last segment of a key path: "a.b[2]" → "a.b",
+// "a.b" → "a".
+func parentPath(p string) string {
+	if i := strings.LastIndexAny(p, ".["); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 func (v *validator) addAt(path string, line int, format string, args ...any) {
@@ -55,7 +76,7 @@ func (v *validator) addAt(path string, line int, format string, args ...any) {
 }
 
 func (v *validator) warn(path, format string, args ...any) {
-	v.warnings = append(v.warnings, Problem{Path: path, Line: lineOf(v.file, path), Msg: fmt.Sprintf(format, args...)})
+	v.warnings = append(v.warnings, Problem{Path: path, Line: v.lineNear(path), Msg: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) positive(path string, d time.Duration) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -89,7 +90,7 @@ func (c *Checker) record(ctx context.Context, err error) {
 	}
 	c.stats.LastFailure = c.now()
 	c.stats.ConsecutiveFailures++
-	c.stats.LastError = err.Error()
+	c.stats.LastError = pgdb.Summary(err) // shown to clients; the log has the whole error
 }
 
 // NewChecker returns a checker.

@@ -36,7 +36,7 @@ func TestStuckMasterIsUnhealthy(t *testing.T) {
 	eventually(t, 10*time.Second, "failures shown by /v1/leader", func() (bool, error) {
 		l, err := cl.Leader(ctx)
 		lastSuccess = l.Passes.LastSuccess
-		return err == nil && l.Passes.ConsecutiveFailures >= 2 && strings.Contains(l.Passes.LastError, "orders_claim"), err
+		return err == nil && l.Passes.ConsecutiveFailures >= 2 && strings.Contains(l.Passes.LastError, "undefined_table") && !strings.Contains(l.Passes.LastError, "orders_claim"), err
 	})
 	out, _, _ := cli(t, nil, "status", "--api", rec.APIAddress)
 	if !strings.Contains(out, "consecutive failures") {

@@ -12,8 +12,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -149,4 +153,27 @@ func InTx(ctx context.Context, db *sqlx.DB, fn func(*sqlx.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// Summary names the class of a failure in words fit for any client: a
+// timeout, an unreachable database, or a database error by its SQLSTATE
+// code and name. It never carries what an error's text may: addresses,
+// SQL, values or the driver's message. The whole error belongs in the
+// log.
+func Summary(err error) string {
+	var pqErr *pq.Error
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &pqErr) && pqErr.Code == "57014":
+		return "database statement timed out"
+	case errors.As(err, &pqErr):
+		return fmt.Sprintf("database error %s (%s)", pqErr.Code, pqErr.Code.Name())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, driver.ErrBadConn), errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "database unavailable"
+	}
+	return "failed (the node's log has the cause)"
 }

@@ -2,6 +2,8 @@ package pgdb
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -217,4 +219,52 @@ func TestQueryDoesNotHangOnPartition(t *testing.T) {
 func dsnHostPort(dsn string) string {
 	rest := strings.Split(dsn, "@")[1]
 	return strings.Split(rest, "/")[0]
+}
+
+// TestSummary: what a client may see of a database failure names its
+// class, never the driver's text, the address or the SQL.
+func TestSummary(t *testing.T) {
+	db, err := Open(Config{DSN: pg.NewDatabase(t), StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, syntaxErr := db.Exec("SELEKT 'hunter2'")
+	_, timeoutErr := db.Exec("SELECT pg_sleep(2)")
+	// A port nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	down, err := Open(Config{DSN: "postgres://eh:hunter2@" + addr + "/eh?sslmode=disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	downErr := down.Ping()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{syntaxErr, "database error 42601 (syntax_error)"},
+		{timeoutErr, "database statement timed out"},
+		{downErr, "database unavailable"},
+		{fmt.Errorf("begin run: %w", context.DeadlineExceeded), "timed out"},
+		{errors.New("table app.orders: no column status"), "failed (the node's log has the cause)"},
+	} {
+		if c.err == nil {
+			t.Fatalf("no error for %q", c.want)
+		}
+		got := Summary(c.err)
+		if got != c.want {
+			t.Errorf("Summary(%v) = %q, want %q", c.err, got, c.want)
+		}
+		for _, leak := range []string{"hunter2", "127.0.0.1", "SELEKT", "pq:"} {
+			if strings.Contains(got, leak) {
+				t.Errorf("Summary(%v) = %q carries %q", c.err, got, leak)
+			}
+		}
+	}
 }
