@@ -49,7 +49,7 @@ type Checker struct {
 	now    func() time.Time
 
 	mu        sync.Mutex // one pass at a time
-	lastPass  time.Time  // local time of the last completed pass (or of taking office)
+	lastPass  time.Time  // local time of the last pass that judged the nodes (or of taking office)
 	disrupted bool
 
 	statsMu sync.Mutex
@@ -172,7 +172,6 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	if err != nil {
 		return res, err
 	}
-	c.lastPass = c.now()
 	if len(res.NotResponding)+len(res.Revived)+len(res.Forgotten) > 0 || res.Recovery.ClaimsExpired > 0 || res.Recovery.Done() > 0 {
 		c.log.InfoContext(ctx, "check pass", "run", run, "trigger", trigger,
 			"not_responding", changed(res.NotResponding), "revived", changed(res.Revived), "forgotten", changed(res.Forgotten),
@@ -212,6 +211,11 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []c
 	if err != nil {
 		return fmt.Errorf("check nodes: %w", err)
 	}
+	// The master saw the registry: it was not away, whatever the later
+	// steps do. (Counting only whole successful passes would widen the
+	// threshold without end while a later step fails, and no dead node
+	// would ever be marked.)
+	c.lastPass = c.now()
 	if res.Disruption {
 		if !c.disrupted {
 			c.log.WarnContext(ctx, "entering disruption mode: too many nodes look unresponsive at once; doing nothing",

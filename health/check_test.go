@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,43 @@ func TestPausedMasterWidensThreshold(t *testing.T) {
 	}
 }
 
+// TestFailingStepDoesNotWidenThreshold: a pass whose claims or repair
+// step fails still judged the nodes; the next pass must not count the
+// time since the last whole success as the master's own absence, or a
+// dead node would never be marked while the failure lasts.
+func TestFailingStepDoesNotWidenThreshold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	for _, n := range []string{"a", "b", "c"} {
+		register(t, b, n, 0)
+	}
+	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second, Interval: 15 * time.Second})
+	c.begin()
+	ctx := context.Background()
+	for i := range 3 {
+		// Each pass comes on time, 15 s after the one before, and fails.
+		c.now = func() time.Time { return time.Now().Add(time.Duration(i) * 15 * time.Second) }
+		res, err := c.RunOnce(ctx, o, recovery.TriggerPeriodic, nil)
+		if err == nil {
+			t.Fatal("a pass over a missing claims table succeeded")
+		}
+		if res.Threshold > 31*time.Second {
+			t.Fatalf("pass %d after failed passes: threshold %s, want 30s", i, res.Threshold)
+		}
+	}
+	// A node that died is marked although every pass fails later on.
+	b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now() - interval '5 minutes' WHERE name = 'c'`)
+	c.now = func() time.Time { return time.Now().Add(45 * time.Second) }
+	if _, err := c.RunOnce(ctx, o, recovery.TriggerPeriodic, nil); err == nil {
+		t.Fatal("the pass succeeded")
+	}
+	if got := status(t, b, "c"); got != nodes.StatusNotResponding {
+		t.Fatalf("dead node is %s while the claims step fails", got)
+	}
+}
+
 func TestClaimsExpireAndInstancesRepair(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -303,6 +341,47 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 	}
 	if st := states(t, b.db, "invoice", "status"); st["SendFailed"] != 1 {
 		t.Fatalf("the resumed run did not repair: %v", st)
+	}
+}
+
+// TestFailedResumptionDoesNotBlockTheMaster: when the run that resumes an
+// interrupted one fails (here: the claims table is gone), the old run is
+// closed with a note and the master goes on; it does not retry, writing a
+// failed run each tick, while its other duties wait.
+func TestFailedResumptionDoesNotBlockTheMaster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var old int64
+	if err := b.db.Get(&old, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope) VALUES (1, 'gone', 'check', 'periodic', '{"workflows":["invoice"]}') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second})
+	m := NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, NotRespondingAfter: 30 * time.Second, Tick: 20 * time.Millisecond, Log: quiet})
+	o := takeOffice(t, b, "m")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if !m.resume(ctx, o, quiet) {
+		t.Fatal("a failed resumption held the master up")
+	}
+	var rows []recovery.RunRow
+	if err := b.db.Select(&rows, `SELECT id, term, master, kind, trigger, scope::text AS scope, planned, done, status, started_at, finished_at, error, resumed_from
+		FROM enginehealth.runs ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Status != "interrupted" || rows[1].Status != "failed" || rows[1].ResumedFrom == nil || *rows[1].ResumedFrom != old {
+		t.Fatalf("runs after a failed resumption: %+v", rows)
+	}
+	if !strings.Contains(rows[0].Error, fmt.Sprintf("resumption by run %d failed", rows[1].ID)) {
+		t.Fatalf("the old run does not say its resumption failed: %+v", rows[0])
+	}
+	// Nothing is left to resume: the next office starts its duties at once.
+	if !m.resume(ctx, o, quiet) {
+		t.Fatal("second resume")
+	}
+	var n int
+	if err := b.db.Get(&n, `SELECT count(*) FROM enginehealth.runs`); err != nil || n != 2 {
+		t.Fatalf("%d runs after a second resume (%v), want 2", n, err)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/backoff"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -268,24 +269,39 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 		case old.Trigger == recovery.TriggerStartup:
 			// This master decides again whether start-up recovery may run.
 			note = "superseded by the start-up recovery decision of term " + fmt.Sprint(o.Term)
-		case old.Kind == recovery.KindCheck && m.cfg.Checker != nil:
-			res, err := m.cfg.Checker.RunOnce(ctx, o, old.Trigger, &id)
-			if err != nil {
-				log.WarnContext(ctx, "resume interrupted run", "run", old.ID, tint.Err(err))
-				return false
-			}
-			note = fmt.Sprintf("resumed by run %d", res.RunID)
 		default:
-			sc, err := old.ScopeOf()
-			if err != nil {
-				sc = recovery.Scope{}
+			var run int64
+			var err error
+			if old.Kind == recovery.KindCheck && m.cfg.Checker != nil {
+				var res CheckResult
+				res, err = m.cfg.Checker.RunOnce(ctx, o, old.Trigger, &id)
+				run = res.RunID
+			} else {
+				sc, serr := old.ScopeOf()
+				if serr != nil {
+					sc = recovery.Scope{}
+				}
+				var res recovery.Result
+				res, err = m.cfg.Recovery.Recover(ctx, o, old.Trigger, sc, &id)
+				run = res.RunID
 			}
-			res, err := m.cfg.Recovery.Recover(ctx, o, old.Trigger, sc, &id)
-			if err != nil {
+			switch {
+			case err == nil:
+				note = fmt.Sprintf("resumed by run %d", run)
+			case run == 0 || ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted):
+				// Not even begun, or the office cannot act: try again.
 				log.WarnContext(ctx, "resume interrupted run", "run", old.ID, tint.Err(err))
 				return false
+			default:
+				// The resuming run began and failed (its row says why). Its
+				// work is the periodic check's work too, so the old run is
+				// closed and the master goes on with its other duties; a
+				// failed resumption must not hold them up, nor be retried
+				// every tick.
+				log.WarnContext(ctx, "resuming an interrupted run failed; the periodic check covers its work",
+					"run", old.ID, "resumed_by", run, tint.Err(err))
+				note = fmt.Sprintf("resumption by run %d failed (%s); the periodic check covers its work", run, pgdb.Summary(err))
 			}
-			note = fmt.Sprintf("resumed by run %d", res.RunID)
 		}
 		if err := m.cfg.Recovery.Interrupt(ctx, o, old, note); err != nil {
 			log.WarnContext(ctx, "close interrupted run", "run", old.ID, tint.Err(err))
