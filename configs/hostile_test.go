@@ -96,6 +96,10 @@ workflows:
 		{"missing end: line of the task", strings.Replace(workflow, "        end: C\n", "", 1), "workflows[0].tasks[0].end", "required", 14},
 		{"tag on an integer", "recovery: {batch_size: !!str 5}\n", "recovery.batch_size", "YAML tags", 5},
 		{"local tag", "log: {level: !custom info}\n", "log.level", "YAML tags", 5},
+		{"listen host with a space", "api: {listen: \"a b:80\"}\n", "api.listen", "not an IP address or a DNS name", 5},
+		{"listen host out of range", "api: {listen: \"999.1.1.1:80\"}\n", "api.listen", "not a valid IP address", 5},
+		{"advertise the unspecified address", "api: {advertise: \"0.0.0.0:8642\"}\n", "api.advertise", "no address another node can reach", 5},
+		{"advertise the unspecified IPv6 address", "api: {advertise: \"[::]:8642\"}\n", "api.advertise", "no address another node can reach", 5},
 		{"endpoint with a path", noEtcd + "etcd: {endpoints: [\"http://host:2379/v3\"]}\n", "etcd.endpoints[0]", "without a path", 0},
 		{"too many connections", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, max_open_conns: 100000}\n", "database.max_open_conns", "between 2 and 1000", 4},
 	}
@@ -213,6 +217,7 @@ func TestParseMemoryIsBounded(t *testing.T) {
 		"1400 nested keys":    block.String(),
 		"alias bomb":          "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n",
 		"50k lines of 'k: v'": strings.Repeat("k: v\n", 50000),
+		"19k unknown keys":    manyKeys(19000),
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -306,5 +311,51 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 func TestByteOrderMark(t *testing.T) {
 	if _, err := Parse([]byte("\ufeff"+strings.TrimPrefix(minimal, "\n")), "bom.yaml", testEnv); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func manyKeys(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "unknown_key_%05d: v\n", i)
+	}
+	return b.String()
+}
+
+// TestManyProblemsAreCapped: a file with many problems reports the first
+// 100 and how many more there are, not a report of megabytes; a mapping
+// of more than 2,000 keys is refused before it is parsed.
+func TestManyProblemsAreCapped(t *testing.T) {
+	_, err := Parse([]byte(minimal+manyKeys(1500)), "many.yaml", testEnv)
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("%v", err)
+	}
+	if len(cerr.Problems) != 101 || !strings.Contains(cerr.Problems[100].Msg, "1400 more problems not listed") {
+		t.Fatalf("%d problems, last %+v", len(cerr.Problems), cerr.Problems[len(cerr.Problems)-1])
+	}
+	if n := len(err.Error()); n > 32<<10 {
+		t.Fatalf("report of %d bytes", n)
+	}
+	_, err = Parse([]byte(minimal+manyKeys(19000)), "many.yaml", testEnv)
+	problemAt(t, err, "unknown_key_01998", "more than 2000 keys or items", 2003) // the 2,001st key
+}
+
+// TestTokenCharacters: a token that cannot travel in an Authorization
+// header is refused (without being quoted); a short one is warned about.
+func TestTokenCharacters(t *testing.T) {
+	for _, tok := range []string{"ab\x1bcdefghijklmnopq", "with a space in it, long enough", "caf\u00e9-0123456789abcdef", "bad\xffutf8-0123456789"} {
+		_, err := Parse([]byte(minimal+"api: {token_env: TOK}\n"), "t.yaml", env("ENGINEHEALTH_DSN", "postgres://h/db", "TOK", tok))
+		problemAt(t, err, "api.token_env", "only visible ASCII", 0)
+		if strings.Contains(err.Error(), tok) {
+			t.Fatalf("the token is quoted: %v", err)
+		}
+	}
+	cfg, err := Parse([]byte(minimal+"api: {token_env: TOK}\n"), "t.yaml", env("ENGINEHEALTH_DSN", "postgres://h/db", "TOK", "short"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) == 0 || !strings.Contains(fmt.Sprint(cfg.Warnings), "at least 16") {
+		t.Fatalf("no warning about a 5-character token: %v", cfg.Warnings)
 	}
 }

@@ -102,6 +102,9 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Co
 	dec.explicitZeros()
 	cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
 	cfg.validate(v)
+	if v.dropped > 0 {
+		v.problems = append(v.problems, Problem{Path: docPath, Msg: fmt.Sprintf("%d more problems not listed (the first %d are)", v.dropped, maxProblems)})
+	}
 	if len(v.problems) > 0 {
 		return nil, &Error{File: path, Problems: v.problems}
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +37,9 @@ const (
 	maxBlockDepth = 32
 	// maxString bounds any string value.
 	maxString = 4096
+	// maxSiblings bounds the keys of one block mapping or the entries of
+	// one block list.
+	maxSiblings = 2000
 	// excerptLen is how much of a bad value a message quotes.
 	excerptLen = 40
 )
@@ -121,7 +123,7 @@ func checkShape(data []byte) *Problem {
 	}
 	toks := lexer.Tokenize(string(data))
 	flow := 0
-	var block []int // columns of the open block nodes
+	var block []blockNode // the open block nodes
 	for i, tk := range toks {
 		line, col := 0, 0
 		if tk.Position != nil {
@@ -156,6 +158,9 @@ func checkShape(data []byte) *Problem {
 		if len(block) > maxBlockDepth {
 			return at(fmt.Sprintf("nested more than %d levels deep", maxBlockDepth))
 		}
+		if len(block) > 0 && block[len(block)-1].n > maxSiblings {
+			return at(fmt.Sprintf("more than %d keys or items in one mapping or list", maxSiblings))
+		}
 	}
 	return nil
 }
@@ -163,12 +168,23 @@ func checkShape(data []byte) *Problem {
 // openBlock records a block node (a sequence entry or a key) opened at
 // column col: the nodes open at the same or a deeper column are closed
 // first. Entries on one line ("- - x", "- key: v") nest.
-func openBlock(block []int, col int) []int {
-	for len(block) > 0 && block[len(block)-1] >= col {
+// A key or entry at the column of the innermost open node is its sibling:
+// it is counted there (the YAML parser's work grows with the square of
+// the siblings, so their number is bounded).
+func openBlock(block []blockNode, col int) []blockNode {
+	for len(block) > 0 && block[len(block)-1].col > col {
 		block = block[:len(block)-1]
 	}
-	return append(block, col)
+	if len(block) > 0 && block[len(block)-1].col == col {
+		block[len(block)-1].n++
+		return block
+	}
+	return append(block, blockNode{col: col, n: 1})
 }
+
+// blockNode is an open block mapping or sequence: the column of its keys
+// or entries and how many it has had.
+type blockNode struct{ col, n int }
 
 // docPath names the whole document in a Problem.
 const docPath = "(document)"
@@ -283,7 +299,10 @@ func line(n ast.Node) int {
 
 func (d *decoder) problem(path string, n ast.Node, format string, args ...any) {
 	d.v.addAt(path, line(n), format, args...)
-	d.v.bad = append(d.v.bad, path)
+	if d.v.bad == nil {
+		d.v.bad = map[string]bool{}
+	}
+	d.v.bad[path] = true
 }
 
 // decode stores node n into rv (addressable), at key path path.
@@ -533,7 +552,10 @@ func checkText(s string) error {
 // badPath reports whether a decoding problem was already recorded at path
 // or above it: validation then says nothing more about it.
 func (v *validator) badPath(path string) bool {
-	return slices.ContainsFunc(v.bad, func(b string) bool {
-		return path == b || strings.HasPrefix(path, b+".") || strings.HasPrefix(path, b+"[")
-	})
+	for p := path; p != ""; p = parentPath(p) {
+		if v.bad[p] {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"regexp/syntax"
@@ -40,10 +41,24 @@ type validator struct {
 	warnings []Problem
 	// bad: key paths whose value could not be decoded; validation adds
 	// nothing about them or below them.
-	bad []string
+	bad map[string]bool
+	// dropped counts the problems beyond maxProblems, not listed.
+	dropped int
 }
 
+// maxProblems is how many problems a file reports at most: enough to fix
+// a file in one go, and a hostile file cannot make the report (or the
+// time to build it) huge.
+const maxProblems = 100
+
 func (v *validator) add(path, format string, args ...any) {
+	if v.badPath(path) {
+		return
+	}
+	if len(v.problems) >= maxProblems {
+		v.dropped++
+		return
+	}
 	v.addAt(path, v.lineNear(path), format, args...)
 }
 
@@ -70,6 +85,10 @@ func parentPath(p string) string {
 
 func (v *validator) addAt(path string, line int, format string, args ...any) {
 	if v.badPath(path) {
+		return
+	}
+	if len(v.problems) >= maxProblems {
+		v.dropped++
 		return
 	}
 	v.problems = append(v.problems, Problem{Path: cmp.Or(path, docPath), Line: line, Msg: fmt.Sprintf(format, args...)})
@@ -206,12 +225,26 @@ func (c *Config) validate(v *validator) {
 	}
 
 	// api
+	if t := c.API.Token; t != "" {
+		key := "api.token_env"
+		if c.API.TokenFile != "" {
+			key = "api.token_file"
+		}
+		if i := strings.IndexFunc(t, func(r rune) bool { return r < 0x21 || r > 0x7e }); i >= 0 {
+			// Never quote the token: say where the bad byte is.
+			v.add(key, "the token may hold only visible ASCII characters (it travels in an Authorization header); byte %d is not one", i)
+		} else if len(t) < 16 {
+			v.warn(key, "the token has %d characters: use at least 16 random ones (e.g. openssl rand -hex 32)", len(t))
+		}
+	}
 	if err := checkHostPort(c.API.Listen, 0); err != nil {
 		v.add("api.listen", "%v", err)
 	}
 	if c.API.Advertise != "" {
 		if err := checkHostPort(c.API.Advertise, 1); err != nil {
 			v.add("api.advertise", "%v (the address other nodes and the CLI reach this node at)", err)
+		} else if h, _, _ := net.SplitHostPort(c.API.Advertise); isUnspecified(h) {
+			v.add("api.advertise", "%s is no address another node can reach: name this host", excerpt(c.API.Advertise))
 		}
 	}
 
@@ -466,6 +499,44 @@ func checkHostPort(addr string, minPort int) error {
 	if minPort > 0 && host == "" {
 		return fmt.Errorf("%s: a host is required", excerpt(addr))
 	}
+	if host != "" {
+		if err := checkHost(host); err != nil {
+			return fmt.Errorf("%s: %v", excerpt(addr), err)
+		}
+	}
+	return nil
+}
+
+func isUnspecified(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsUnspecified()
+}
+
+// hostLabel is one label of a DNS name (RFC 1123).
+var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+// checkHost accepts an IP address or a DNS name; a name made of digits
+// and dots only must be an IP address (999.1.1.1 is neither).
+func checkHost(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	name := strings.TrimSuffix(host, ".")
+	if len(name) > 253 || name == "" {
+		return fmt.Errorf("host %s is not an IP address or a DNS name", excerpt(host))
+	}
+	numeric := true
+	for _, l := range strings.Split(name, ".") {
+		if !hostLabel.MatchString(l) {
+			return fmt.Errorf("host %s is not an IP address or a DNS name", excerpt(host))
+		}
+		if strings.Trim(l, "0123456789") != "" {
+			numeric = false
+		}
+	}
+	if numeric {
+		return fmt.Errorf("host %s is not a valid IP address", excerpt(host))
+	}
 	return nil
 }
 
@@ -494,6 +565,9 @@ func checkEndpoint(ep string) error {
 	}
 	if host == "" {
 		return fmt.Errorf("%s: a host is required", excerpt(shown))
+	}
+	if err := checkHost(host); err != nil {
+		return fmt.Errorf("%s: %v", excerpt(shown), err)
 	}
 	return nil
 }

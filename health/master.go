@@ -307,7 +307,7 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 			log.WarnContext(ctx, "close interrupted run", "run", old.ID, tint.Err(err))
 			return false
 		}
-		log.InfoContext(ctx, "closed a run cut short by a previous master", "run", old.ID, "term", old.Term, "note", note)
+		log.InfoContext(ctx, "closed a run cut short by a previous master", "run", old.ID, "run_term", old.Term, "note", note)
 	}
 	return true
 }

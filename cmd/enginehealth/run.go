@@ -83,11 +83,30 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
 	}
 
+	// The listener first: an address that cannot be bound fails the start
+	// before anything touches the database or etcd.
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return fmt.Errorf("api.listen: %w", err)
+	}
+	defer ln.Close()
+	advertise := cmp.Or(cfg.API.Advertise, ln.Addr().String())
+
 	db, err := pgdb.Open(cfg.Database.Pool("enginehealth/" + name))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	// The API's requests get a small pool of their own: a flood of reads
+	// waits there (and is refused 503 busy), never for a connection the
+	// heartbeat or the master's work needs.
+	apiPool := cfg.Database.Pool("enginehealth/" + name + "/api")
+	apiPool.MaxOpenConns = api.DefaultMaxDBRequests
+	apiDB, err := pgdb.Open(apiPool)
+	if err != nil {
+		return err
+	}
+	defer apiDB.Close()
 	if err := connectDatabase(ctx, cfg, db, log); err != nil {
 		return stopped(ctx, log, err)
 	}
@@ -103,13 +122,6 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		return stopped(ctx, log, err)
 	}
 	defer etcd.Close()
-
-	ln, err := net.Listen("tcp", cfg.API.Listen)
-	if err != nil {
-		return fmt.Errorf("api.listen: %w", err)
-	}
-	defer ln.Close()
-	advertise := cmp.Or(cfg.API.Advertise, ln.Addr().String())
 
 	store := nodes.NewStore(db, cfg.Database.Schema)
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
@@ -181,27 +193,30 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	events := audit.New(cfg.Database.Schema)
 	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
+	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema)
+	apiFence := leader.NewFence(apiDB, cfg.Database.Schema) // read only: the current term
 
 	srv := api.NewServer(
 		api.NewHandler(api.Config{
 			Self:  name,
-			Nodes: store,
-			Acker: store,
+			Nodes: apiStore,
+			Acker: apiStore,
 			Ready: func() api.Ready { return readiness(hb.Status()) },
 			Local: func() (api.Leader, error) { return actingSelf(self, master.Status()) },
 			Candidates: func(ctx context.Context) ([]api.Candidate, error) {
-				return masterCandidates(ctx, etcd, fence, store, cfg.Etcd.Prefix)
+				return masterCandidates(ctx, etcd, apiFence, apiStore, cfg.Etcd.Prefix)
 			},
 			Token: cfg.API.Token,
 			Ops:   &health.Ops{Elector: elector, Checker: checker, Recovery: repairer},
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
-				return events.List(ctx, db, p)
+				return events.List(ctx, apiDB, p)
 			},
 			Live: []api.Check{
 				{Name: "heartbeat", Check: func() error { return hb.Healthy(3 * cfg.Node.HeartbeatInterval) }},
 				{Name: "master", Check: master.Stuck},
 			},
-			Log: log,
+			MaxDBRequests: api.DefaultMaxDBRequests,
+			Log:           log,
 		}),
 		log, api.ServerOptions{})
 	ln = api.NewListener(ln, log, api.ServerOptions{})

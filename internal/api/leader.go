@@ -44,6 +44,9 @@ type Candidate struct {
 	APIAddress string
 }
 
+// errBusy: no database slot came free in time.
+var errBusy = errors.New("busy")
+
 // ErrNoActingMaster: no node acts as master now.
 var ErrNoActingMaster = errors.New("no acting master")
 
@@ -78,6 +81,12 @@ func (h *handler) acting(r *http.Request) (Leader, error) {
 	if h.cfg.Candidates == nil {
 		return Leader{}, &noMaster{reasons}
 	}
+	// Looking the master up reads the database: it takes a slot, briefly.
+	release, ok := h.slots.acquire(ctx, leaderWait)
+	if !ok {
+		return Leader{}, errBusy
+	}
+	defer release()
 	cctx, cancel := context.WithTimeout(ctx, candidatesBudget)
 	cands, err := h.cfg.Candidates(cctx)
 	cancel()
@@ -171,6 +180,8 @@ func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
 	l, err := h.acting(r)
 	var nm *noMaster
 	switch {
+	case errors.Is(err, errBusy):
+		h.busy(w, r)
 	case errors.As(err, &nm):
 		writeProblem(w, http.StatusServiceUnavailable, ErrNoActingMaster.Error(), strings.Join(nm.reasons, "; "))
 	case err != nil:

@@ -9,6 +9,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -104,6 +105,10 @@ type Config struct {
 	Log  *slog.Logger
 	// Timeout of one request's database work; default 5s.
 	Timeout time.Duration
+	// MaxDBRequests bounds the requests that use the database at once
+	// (node, event and run reads, acks, the master lookup of /v1/leader);
+	// default DefaultMaxDBRequests. Give the API a pool of this size.
+	MaxDBRequests int
 	// LongTimeout bounds POST /v1/check and /v1/recovery, which can run
 	// for minutes (read, run, forward and answer); default 11 min.
 	LongTimeout time.Duration
@@ -120,18 +125,18 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Forward == nil {
 		cfg.Forward = &http.Client{Timeout: 10 * time.Minute}
 	}
-	h := &handler{cfg: cfg, log: cfg.Log.With("component", "api")}
+	h := &handler{cfg: cfg, log: cfg.Log.With("component", "api"), slots: newSlots(cmp.Or(cfg.MaxDBRequests, DefaultMaxDBRequests))}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /v1/leader", h.leader)
-	mux.HandleFunc("POST /v1/nodes/{name}/ack", h.mutation(h.ackNode))
+	mux.HandleFunc("POST /v1/nodes/{name}/ack", h.mutation(h.limited(h.ackNode)))
 	mux.HandleFunc("POST /v1/check", h.mutation(h.check))
 	mux.HandleFunc("POST /v1/recovery", h.mutation(h.recovery))
-	mux.HandleFunc("GET /v1/runs", h.runs)
-	mux.HandleFunc("GET /v1/events", h.events)
-	mux.HandleFunc("GET /v1/nodes", h.listNodes)
-	mux.HandleFunc("GET /v1/nodes/{name}", h.getNode)
+	mux.HandleFunc("GET /v1/runs", h.limited(h.runs))
+	mux.HandleFunc("GET /v1/events", h.limited(h.events))
+	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))
+	mux.HandleFunc("GET /v1/nodes/{name}", h.limited(h.getNode))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+quoteShort(r.URL.Path))
 	})
@@ -139,8 +144,9 @@ func NewHandler(cfg Config) http.Handler {
 }
 
 type handler struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	slots *slots
 }
 
 // Health is the body of /healthz.
@@ -238,6 +244,10 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	l, err := h.acting(r)
 	var nm *noMaster
+	if errors.Is(err, errBusy) {
+		h.busy(w, r)
+		return
+	}
 	if errors.As(err, &nm) {
 		writeProblem(w, http.StatusServiceUnavailable, "not the master, and no acting master to forward to", strings.Join(nm.reasons, "; "))
 		return
@@ -285,6 +295,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.internal(w, r, err)
 	default:
+		h.reqLog(r).InfoContext(r.Context(), "check run by an operator", "run", res.RunID, "took", res.Took.Round(time.Millisecond))
 		writeJSON(w, http.StatusOK, res)
 	}
 }
@@ -318,6 +329,8 @@ func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.internal(w, r, err)
 	default:
+		h.reqLog(r).InfoContext(r.Context(), "recovery run by an operator", "run", res.RunID,
+			"claims_expired", res.ClaimsExpired, "repaired", res.Done())
 		writeJSON(w, http.StatusOK, RecoveryAnswer{Result: &res})
 	}
 }

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// DefaultMaxDBRequests is how many requests may read or write the database
+// at once (Config.MaxDBRequests). The daemon gives the API a connection
+// pool of this size of its own, apart from the pool its heartbeat and the
+// master's work use, so readers cannot starve them.
+const DefaultMaxDBRequests = 4
+
+// dbWait is how long a request waits for a database slot before it is
+// answered 503 busy; leaderWait is the shorter wait of /v1/leader, which
+// must answer within a second.
+const (
+	dbWait     = time.Second
+	leaderWait = 100 * time.Millisecond
+)
+
+// slots bounds the requests that use the database (a slot from before the
+// query until the answer is built), and the bytes of built answers being
+// written (a budget of answerBytes, held until the client has read the
+// answer): however many clients ask, and however slowly they read, the
+// daemon's memory for answers stays bounded, and a slow reader holds
+// bytes of the budget, not a database slot.
+type slots struct {
+	ch       chan struct{}
+	bytes    *semaphore.Weighted
+	lastWarn atomic.Int64 // unix nanoseconds of the last busy warning
+}
+
+// answerBytes is the budget of answers being written at once.
+const answerBytes = 64 << 20
+
+func newSlots(n int) *slots {
+	return &slots{ch: make(chan struct{}, n), bytes: semaphore.NewWeighted(answerBytes)}
+}
+
+// acquire takes a slot, waiting at most wait. It returns the release
+// function, or false when none came free (or the request went away).
+func (s *slots) acquire(ctx context.Context, wait time.Duration) (func(), bool) {
+	select {
+	case s.ch <- struct{}{}:
+		return func() { <-s.ch }, true
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case s.ch <- struct{}{}:
+		return func() { <-s.ch }, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil, false
+}
+
+// limited runs next holding a database slot, into a buffer; the answer is
+// then written holding its size of the byte budget. Without a slot or
+// budget in time it answers 503 busy with Retry-After, and warns at most
+// every 10 s.
+func (h *handler) limited(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		release, ok := h.slots.acquire(r.Context(), dbWait)
+		if !ok {
+			h.busy(w, r)
+			return
+		}
+		bw := &bufferedWriter{header: w.Header(), code: http.StatusOK}
+		next(bw, r)
+		release()
+		n := min(int64(bw.buf.Len()), answerBytes)
+		// Not r's context: a request whose body failed to arrive (408) has
+		// it cancelled, and still gets its answer.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), dbWait)
+		err := h.slots.bytes.Acquire(ctx, n)
+		cancel()
+		if err != nil {
+			h.busy(w, r)
+			return
+		}
+		defer h.slots.bytes.Release(n)
+		w.WriteHeader(bw.code)
+		_, _ = w.Write(bw.buf.Bytes())
+	}
+}
+
+// bufferedWriter keeps an answer in memory until it is written whole.
+type bufferedWriter struct {
+	header http.Header
+	code   int
+	buf    bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header         { return b.header }
+func (b *bufferedWriter) WriteHeader(code int)        { b.code = code }
+func (b *bufferedWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
+
+// busy answers a request that found no database slot or answer budget.
+func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
+	now := time.Now().UnixNano()
+	if last := h.slots.lastWarn.Load(); now-last > int64(10*time.Second) && h.slots.lastWarn.CompareAndSwap(last, now) {
+		h.reqLog(r).WarnContext(r.Context(), "API busy: every database slot or the answer budget is taken; refusing requests with 503 (warned at most every 10s)",
+			"slots", cap(h.slots.ch), "answer_bytes", answerBytes)
+	}
+	w.Header().Set("Retry-After", "1")
+	writeProblem(w, http.StatusServiceUnavailable, "busy: too many requests are using the database",
+		strconv.Itoa(cap(h.slots.ch))+" at a time; try again")
+}
