@@ -32,10 +32,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/lib/pq"
 )
 
 var (
@@ -68,17 +68,14 @@ type Table struct {
 	ExpiresAtColumn string
 }
 
-// FromConfig returns the tables of a claimable workflow.
-func FromConfig(w configs.Workflow) (Table, error) {
-	if !w.Claimable || w.Claims == nil {
-		return Table{}, fmt.Errorf("claims: workflow %s is not claimable", w.Name)
+// Ident quotes a table or column name, optionally schema-qualified
+// ("app.orders" → "app"."orders").
+func Ident(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = pq.QuoteIdentifier(p)
 	}
-	c := w.Claims
-	return Table{
-		Instances: w.Table, IDColumn: w.IDColumn, StatusColumn: w.StatusColumn,
-		Claims: c.Table, InstanceColumn: c.InstanceColumn, NodeColumn: c.NodeColumn,
-		TokenColumn: c.TokenColumn, ClaimedAtColumn: c.ClaimedAtColumn, ExpiresAtColumn: c.ExpiresAtColumn,
-	}, nil
+	return strings.Join(parts, ".")
 }
 
 // q holds the quoted names.
@@ -88,9 +85,9 @@ type q struct {
 
 func (t Table) q() q {
 	return q{
-		inst: pgdb.Ident(t.Instances), id: pgdb.Ident(t.IDColumn), st: pgdb.Ident(t.StatusColumn),
-		cl: pgdb.Ident(t.Claims), ci: pgdb.Ident(t.InstanceColumn), cn: pgdb.Ident(t.NodeColumn),
-		ct: pgdb.Ident(t.TokenColumn), cc: pgdb.Ident(t.ClaimedAtColumn), ce: pgdb.Ident(t.ExpiresAtColumn),
+		inst: Ident(t.Instances), id: Ident(t.IDColumn), st: Ident(t.StatusColumn),
+		cl: Ident(t.Claims), ci: Ident(t.InstanceColumn), cn: Ident(t.NodeColumn),
+		ct: Ident(t.TokenColumn), cc: Ident(t.ClaimedAtColumn), ce: Ident(t.ExpiresAtColumn),
 	}
 }
 
@@ -103,11 +100,6 @@ type Task struct {
 	Failed  string
 	// Timeout of a claim (and of each renewal).
 	Timeout time.Duration
-}
-
-// TaskFromConfig returns the protocol's view of a configured task.
-func TaskFromConfig(t configs.Task) Task {
-	return Task{Name: t.Name, Begin: t.Begin, Interim: t.Interim, Ends: t.EndStates(), Failed: t.Failed, Timeout: t.ClaimTimeout}
 }
 
 // Claim is a held claim.

@@ -9,6 +9,9 @@ package configs
 
 import (
 	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // Defaults applied by Load when a key is absent.
@@ -24,11 +27,11 @@ const (
 	DefaultLeaseTTL                = 10 * time.Second
 	DefaultTrustMargin             = time.Second
 	DefaultEtcdDialTimeout         = 5 * time.Second
-	DefaultSchedule                = "@every 15s"
-	DefaultNotRespondingAfter      = 30 * time.Second
-	DefaultForgetAfter             = 24 * time.Hour
-	DefaultMaxUnresponsiveFraction = 0.55
-	DefaultBatchSize               = 1000
+	DefaultSchedule                = health.DefaultSchedule
+	DefaultNotRespondingAfter      = health.DefaultNotRespondingAfter
+	DefaultForgetAfter             = health.DefaultForgetAfter
+	DefaultMaxUnresponsiveFraction = health.DefaultMaxUnresponsiveFraction
+	DefaultBatchSize               = recovery.DefaultBatchSize
 	DefaultListen                  = "127.0.0.1:8642"
 	DefaultLogFormat               = "auto"
 	DefaultLogLevel                = "info"
@@ -47,21 +50,21 @@ const (
 	UnexpectedShutdownRecover = "recover"
 )
 
-// Retry strategies for on_interrupt and on_failure.
+// Retry strategies for on_interrupt and on_failure (recovery owns them).
 const (
-	StrategyNone  = "none"
-	StrategyRetry = "retry"
-	StrategyHold  = "hold"
+	StrategyNone  = recovery.StrategyNone
+	StrategyRetry = recovery.StrategyRetry
+	StrategyHold  = recovery.StrategyHold
 )
 
-// Backoff kinds.
+// Backoff kinds (recovery owns them).
 const (
-	BackoffFixed                 = "fixed"
-	BackoffLinear                = "linear"
-	BackoffExponential           = "exponential"
-	BackoffFibonacci             = "fibonacci"
-	BackoffRandomizedExponential = "randomized_exponential"
-	BackoffSchedule              = "schedule"
+	BackoffFixed                 = recovery.BackoffFixed
+	BackoffLinear                = recovery.BackoffLinear
+	BackoffExponential           = recovery.BackoffExponential
+	BackoffFibonacci             = recovery.BackoffFibonacci
+	BackoffRandomizedExponential = recovery.BackoffRandomizedExponential
+	BackoffSchedule              = recovery.BackoffSchedule
 )
 
 // Config is the whole configuration file.
@@ -145,6 +148,9 @@ type Health struct {
 	ForgetAfter time.Duration `yaml:"forget_after"`
 	// MaxUnresponsiveFraction: the disruption guard; default 0.55.
 	MaxUnresponsiveFraction float64 `yaml:"max_unresponsive_fraction"`
+
+	// ParsedSchedule is Schedule, parsed by Load.
+	ParsedSchedule health.Schedule `yaml:"-"`
 }
 
 // Recovery configures repairs.

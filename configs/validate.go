@@ -15,11 +15,11 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/lib/pq"
-	"github.com/robfig/cron/v3"
 )
 
 var (
@@ -31,9 +31,6 @@ var (
 	// used; the catalog check at start-up confirms it exists.
 	sqlIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
 )
-
-// CronParser parses health.schedule; the daemon schedules with the same one.
-var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 type validator struct {
 	file     *ast.File
@@ -204,8 +201,10 @@ func (c *Config) validate(v *validator) {
 	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, 0, maxDialTimeout)
 
 	// health
-	if err := checkSchedule(c.Health.Schedule); err != nil {
+	if sched, err := health.ParseSchedule(c.Health.Schedule); err != nil {
 		v.add("health.schedule", "%s: %v", excerpt(c.Health.Schedule), err)
+	} else {
+		c.Health.ParsedSchedule = sched
 	}
 	if v.within("health.not_responding_after", c.Health.NotRespondingAfter, 0, maxNotRespondingAfter) && hbOK &&
 		c.Health.NotRespondingAfter < 3*c.Node.HeartbeatInterval {
@@ -456,28 +455,6 @@ func checkState(s string) error {
 		return fmt.Errorf("leading or trailing white space")
 	case strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }):
 		return fmt.Errorf("not printable")
-	}
-	return nil
-}
-
-// checkSchedule: a cron schedule that fires, at most once a second.
-func checkSchedule(spec string) error {
-	if rest, ok := strings.CutPrefix(spec, "@every "); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(rest))
-		if err != nil {
-			return fmt.Errorf("@every wants a duration such as 15s")
-		}
-		if d < time.Second {
-			return fmt.Errorf("@every %s: the period must be at least 1s", d)
-		}
-	}
-	s, err := CronParser.Parse(spec)
-	if err != nil {
-		return err
-	}
-	first := s.Next(time.Now())
-	if first.IsZero() || s.Next(first).IsZero() {
-		return fmt.Errorf("never fires")
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
@@ -180,7 +179,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	return res, nil
 }
 
-func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []configs.Workflow, res *CheckResult) error {
+func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, res *CheckResult) error {
 	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
 	// 1. Nodes, with the disruption guard.
 	err := c.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {

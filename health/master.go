@@ -26,7 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/backoff"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
@@ -43,9 +42,9 @@ type MasterConfig struct {
 	Nodes    *nodes.Store
 	Recovery *recovery.Repairer
 	Checker  *Checker
-	// Schedule of CheckEngineHealth (robfig/cron syntax); empty: no
+	// Schedule of CheckEngineHealth (ParseSchedule); the zero Schedule: no
 	// periodic check.
-	Schedule string
+	Schedule Schedule
 	// NotRespondingAfter: a node active within it counts as live.
 	NotRespondingAfter time.Duration
 	// Tick: how often the master promotes newly registered nodes.
@@ -238,11 +237,8 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 		}
 		if startupDone {
 			m.promote(ctx, o, log)
-			if stopCron == nil && m.cfg.Checker != nil && m.cfg.Schedule != "" {
-				var err error
-				if stopCron, err = m.schedule(ctx, o, log); err != nil {
-					return err
-				}
+			if stopCron == nil && m.cfg.Checker != nil && !m.cfg.Schedule.IsZero() {
+				stopCron = m.schedule(ctx, o, log)
 			}
 		}
 		select {
@@ -314,14 +310,13 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 
 // schedule starts the periodic CheckEngineHealth and returns its stop
 // function, which waits for a running pass.
-func (m *Master) schedule(ctx context.Context, o *leader.Office, log *slog.Logger) (func(), error) {
+func (m *Master) schedule(ctx context.Context, o *leader.Office, log *slog.Logger) func() {
 	cl := cronLogger{log: log}
 	c := cron.New(
-		cron.WithParser(configs.CronParser),
 		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)),
 		cron.WithLogger(cl),
 	)
-	_, err := c.AddFunc(m.cfg.Schedule, func() {
+	c.Schedule(m.cfg.Schedule.cron, cron.FuncJob(func() {
 		if o.Trusted() != nil {
 			return // suspended: the tick loop logs it
 		}
@@ -333,12 +328,9 @@ func (m *Master) schedule(ctx context.Context, o *leader.Office, log *slog.Logge
 		default:
 			log.WarnContext(ctx, "check pass failed", "consecutive_failures", m.cfg.Checker.Stats().ConsecutiveFailures, tint.Err(err))
 		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("health.schedule %q: %w", m.cfg.Schedule, err)
-	}
+	}))
 	c.Start()
-	return func() { <-c.Stop().Done() }, nil
+	return func() { <-c.Stop().Done() }
 }
 
 // cronLogger adapts slog to cron's logger: its info lines are debug here.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/leadertest"
@@ -33,19 +33,20 @@ var quiet = leadertest.Quiet
 
 // workflows: a non-claimable workflow with an atomic and a non-atomic
 // task, and a claimable one that start-up recovery must leave alone.
-var workflows = []configs.Workflow{
+var workflows = []recovery.Workflow{
 	{
 		Name: "report", Table: "app.report", IDColumn: "id", StatusColumn: "state",
-		Tasks: []configs.Task{
-			{Name: "render", Begin: "Queued", Interim: "Rendering", End: "Rendered", Failed: "RenderFailed", AtomicInternal: true},
-			{Name: "publish", Begin: "Rendered", Interim: "Publishing", End: "Published", Failed: "PublishFailed"},
+		Tasks: []recovery.Task{
+			{Task: claims.Task{Name: "render", Begin: "Queued", Interim: "Rendering", Ends: []string{"Rendered"}, Failed: "RenderFailed"}, AtomicInternal: true},
+			{Task: claims.Task{Name: "publish", Begin: "Rendered", Interim: "Publishing", Ends: []string{"Published"}, Failed: "PublishFailed"}},
 		},
 	},
 	{
-		Name: "invoice", Table: "app.invoice", IDColumn: "id", StatusColumn: "status", Claimable: true,
-		Claims: &configs.Claim{Table: "app.invoice_claim", InstanceColumn: "instance_id", NodeColumn: "node",
+		Name: "invoice", Table: "app.invoice", IDColumn: "id", StatusColumn: "status",
+		Claims: &claims.Table{Instances: "app.invoice", IDColumn: "id", StatusColumn: "status",
+			Claims: "app.invoice_claim", InstanceColumn: "instance_id", NodeColumn: "node",
 			TokenColumn: "token", ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
-		Tasks: []configs.Task{{Name: "send", Begin: "Created", Interim: "Sending", End: "Sent", Failed: "SendFailed"}},
+		Tasks: []recovery.Task{{Task: claims.Task{Name: "send", Begin: "Created", Interim: "Sending", Ends: []string{"Sent"}, Failed: "SendFailed"}}},
 	},
 }
 

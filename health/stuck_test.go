@@ -33,7 +33,7 @@ func TestStuckMaster(t *testing.T) {
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
 	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Schema: "enginehealth", Interval: time.Second, Log: quiet})
 	m := NewMaster(MasterConfig{
-		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: "@every 1s",
+		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
 		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
 	})
 	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,

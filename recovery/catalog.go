@@ -6,8 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -23,11 +22,11 @@ func (e *CatalogError) Error() string {
 // CheckCatalog verifies that every configured instance and claims table
 // and every named column exists, as the database resolves the names. It
 // returns a *CatalogError naming each missing one by its key path.
-func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []configs.Workflow) error {
+func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []Workflow) error {
 	var problems []string
 	check := func(path, table string, cols map[string]string) error {
 		var exists bool
-		if err := db.GetContext(ctx, &exists, `SELECT to_regclass($1) IS NOT NULL`, pgdb.Ident(table)); err != nil {
+		if err := db.GetContext(ctx, &exists, `SELECT to_regclass($1) IS NOT NULL`, claims.Ident(table)); err != nil {
 			return fmt.Errorf("look up %s: %w", table, err)
 		}
 		if !exists {
@@ -36,7 +35,7 @@ func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []configs.Workflow) erro
 		}
 		var have []string
 		if err := db.SelectContext(ctx, &have, `SELECT attname::text FROM pg_attribute
-			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, pgdb.Ident(table)); err != nil {
+			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, claims.Ident(table)); err != nil {
 			return fmt.Errorf("list columns of %s: %w", table, err)
 		}
 		set := map[string]bool{}
@@ -59,7 +58,7 @@ func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []configs.Workflow) erro
 		}
 		if c := w.Claims; c != nil {
 			cp := p + ".claims"
-			if err := check(cp+".table", c.Table, map[string]string{
+			if err := check(cp+".table", c.Claims, map[string]string{
 				cp + ".instance_column": c.InstanceColumn, cp + ".node_column": c.NodeColumn, cp + ".token_column": c.TokenColumn,
 				cp + ".claimed_at_column": c.ClaimedAtColumn, cp + ".expires_at_column": c.ExpiresAtColumn,
 			}); err != nil {

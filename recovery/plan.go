@@ -3,8 +3,6 @@ package recovery
 import (
 	"context"
 	"fmt"
-
-	"github.com/enginehealth/enginehealth/claims"
 )
 
 // WorkflowPlan is what a recovery run would do to one workflow.
@@ -24,11 +22,9 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 	}
 	plans := []WorkflowPlan{}
 	for _, w := range wfs {
-		t, err := claims.FromConfig(w)
-		if err != nil {
-			return nil, err
-		}
+		t := w.Claims // Claimable returns only workflows with one
 		p := WorkflowPlan{Workflow: w.Name, Tasks: []TaskResult{}}
+		var err error
 		if p.ClaimsToExpire, err = t.CountExpired(ctx, r.cfg.DB.DB); err != nil {
 			return nil, err
 		}

@@ -25,9 +25,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/audit"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -54,7 +52,7 @@ type Action struct {
 // Decide returns what an interrupted instance of task becomes: back to
 // begin for an atomic_internal task (it left nothing behind), otherwise to
 // the failed state. Retry policies plug in here.
-func Decide(t configs.Task) Action {
+func Decide(t Task) Action {
 	if t.AtomicInternal {
 		return Action{To: t.Begin, Reason: "interrupted atomic task reverted to its begin state"}
 	}
@@ -66,7 +64,7 @@ type Config struct {
 	DB        *sqlx.DB
 	Fence     *leader.Fence
 	Schema    string
-	Workflows []configs.Workflow
+	Workflows []Workflow
 	BatchSize int
 	Log       *slog.Logger
 }
@@ -122,9 +120,9 @@ func (r Result) Done() int64 {
 // non-claimable workflow, in a run of its own. The caller decides that the
 // cluster is cold.
 func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *int64) (Result, error) {
-	var wfs []configs.Workflow
+	var wfs []Workflow
 	for _, w := range r.cfg.Workflows {
-		if !w.Claimable {
+		if !w.Claimable() {
 			wfs = append(wfs, w)
 		}
 	}
@@ -149,7 +147,7 @@ func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger string
 
 // Repair expires the claims and repairs the unclaimed interrupted
 // instances of the given claimable workflows, inside run.
-func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []configs.Workflow) (Result, error) {
+func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow) (Result, error) {
 	return r.repair(ctx, o, run, wfs, true)
 }
 
@@ -157,21 +155,21 @@ func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs 
 var ErrScope = errors.New("recovery: bad scope")
 
 // Claimable returns the claimable workflows of scope (all when empty).
-func (r *Repairer) Claimable(sc Scope) ([]configs.Workflow, error) {
-	var wfs []configs.Workflow
+func (r *Repairer) Claimable(sc Scope) ([]Workflow, error) {
+	var wfs []Workflow
 	for _, name := range sc.Workflows {
-		i := slices.IndexFunc(r.cfg.Workflows, func(w configs.Workflow) bool { return w.Name == name })
+		i := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == name })
 		switch {
 		case i < 0:
 			return nil, fmt.Errorf("%w: no workflow named %q", ErrScope, name)
-		case !r.cfg.Workflows[i].Claimable:
+		case !r.cfg.Workflows[i].Claimable():
 			return nil, fmt.Errorf("%w: workflow %q is not claimable: it is repaired only by start-up recovery on a cold cluster", ErrScope, name)
 		}
 		wfs = append(wfs, r.cfg.Workflows[i])
 	}
 	if len(sc.Workflows) == 0 {
 		for _, w := range r.cfg.Workflows {
-			if w.Claimable {
+			if w.Claimable() {
 				wfs = append(wfs, w)
 			}
 		}
@@ -180,7 +178,7 @@ func (r *Repairer) Claimable(sc Scope) ([]configs.Workflow, error) {
 }
 
 // ScopeOf returns the scope covering the given workflows.
-func ScopeOf(wfs []configs.Workflow) Scope {
+func ScopeOf(wfs []Workflow) Scope {
 	sc := Scope{Workflows: []string{}}
 	for _, w := range wfs {
 		sc.Workflows = append(sc.Workflows, w.Name)
@@ -210,17 +208,16 @@ func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, wo
 
 // repair handles each workflow: its expired claims first (claimable only),
 // then each task's interrupted instances.
-func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []configs.Workflow, claimable bool) (Result, error) {
+func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable bool) (Result, error) {
 	var res Result
 	for _, w := range wfs {
 		var tbl *claims.Table
 		if claimable {
-			t, err := claims.FromConfig(w)
-			if err != nil {
-				return res, err
+			if w.Claims == nil {
+				return res, fmt.Errorf("recovery: workflow %s is not claimable", w.Name)
 			}
-			tbl = &t
-			n, err := r.expire(ctx, o, run, w, t)
+			tbl = w.Claims
+			n, err := r.expire(ctx, o, run, w, *tbl)
 			res.ClaimsExpired += n
 			if err != nil {
 				return res, err
@@ -252,7 +249,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 	return res, nil
 }
 
-func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w configs.Workflow, t claims.Table) (int64, error) {
+func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Workflow, t claims.Table) (int64, error) {
 	var total int64
 	for {
 		var n int
@@ -281,9 +278,9 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w co
 // count returns how many instances of t are in its interim state and
 // satisfy unclaimed (an SQL condition on alias t; "TRUE" when the workflow
 // takes no claims).
-func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task, unclaimed string) (int64, error) {
+func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed string) (int64, error) {
 	var n int64
-	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s`, pgdb.Ident(w.Table), pgdb.Ident(w.StatusColumn), unclaimed)
+	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s`, claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed)
 	if err := r.cfg.DB.GetContext(ctx, &n, q, t.Interim); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
@@ -292,9 +289,9 @@ func (r *Repairer) count(ctx context.Context, w configs.Workflow, t configs.Task
 
 // repairTask repairs the task's unclaimed instances in its interim state,
 // batch by batch, and returns how many it moved.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w configs.Workflow, t configs.Task, tbl *claims.Table) (int64, error) {
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table) (int64, error) {
 	a := Decide(t)
-	ti, id, st := pgdb.Ident(w.Table), pgdb.Ident(w.IDColumn), pgdb.Ident(w.StatusColumn)
+	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, predB := "TRUE", "TRUE"
 	if tbl != nil {
 		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")

@@ -95,11 +95,12 @@ func run(ctx context.Context, args []string) error {
 
 	var ws []*demoengine.Worker
 	for _, wf := range cfg.Workflows {
-		if !wf.Claimable {
+		table, ok := wf.ClaimsTable()
+		if !ok {
 			continue
 		}
 		for range *workers {
-			w, err := demoengine.New(demoengine.Config{DB: db, Node: *node, Workflow: wf, TaskDuration: *dur, FailureRate: *failRate})
+			w, err := demoengine.New(demoengine.Config{DB: db, Node: *node, Table: table, Tasks: wf.ClaimTasks(), TaskDuration: *dur, FailureRate: *failRate})
 			if err != nil {
 				return err
 			}

@@ -172,7 +172,7 @@ func newConfigCmd() *cobra.Command {
 			defer db.Close()
 			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
 			defer cancel()
-			if err := recovery.CheckCatalog(ctx, db, cfg.Workflows); err != nil {
+			if err := recovery.CheckCatalog(ctx, db, cfg.RecoveryWorkflows()); err != nil {
 				var ce *recovery.CatalogError
 				if errors.As(err, &ce) {
 					return usageError{err}

@@ -169,15 +169,12 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	repairer := recovery.New(recovery.Config{
 		DB: db, Fence: fence, Schema: cfg.Database.Schema,
-		Workflows: cfg.Workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
+		Workflows: cfg.RecoveryWorkflows(), BatchSize: cfg.Recovery.BatchSize, Log: log,
 	})
-	period, err := schedulePeriod(cfg.Health.Schedule)
-	if err != nil {
-		return usageError{err}
-	}
+	sched := cfg.Health.ParsedSchedule
 	checker := health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Schema: cfg.Database.Schema,
-		Interval:                period,
+		Interval:                sched.Period(),
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
 		ForgetAfter:             cfg.Health.ForgetAfter,
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
@@ -185,10 +182,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	master := health.NewMaster(health.MasterConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Checker: checker,
-		Schedule:           cfg.Health.Schedule,
+		Schedule:           sched,
 		NotRespondingAfter: cfg.Health.NotRespondingAfter,
 		Tick:               cfg.Node.HeartbeatInterval,
-		StuckAfter:         stuckAfter(period),
+		StuckAfter:         sched.StuckAfter(),
 		Log:                log,
 	})
 	events := audit.New(cfg.Database.Schema)
@@ -313,25 +310,6 @@ func hardStop(ctx context.Context, log *slog.Logger, budget time.Duration) func(
 	}
 }
 
-// stuckAfter is how long an acting master may go without a successful
-// check pass before it counts as stuck: max(3 × period, 1 min).
-func stuckAfter(period time.Duration) time.Duration {
-	return max(3*period, time.Minute)
-}
-
-// schedulePeriod returns the time between two runs of a cron schedule.
-func schedulePeriod(spec string) (time.Duration, error) {
-	s, err := configs.CronParser.Parse(spec)
-	if err != nil {
-		return 0, fmt.Errorf("health.schedule %q: %w", spec, err)
-	}
-	first := s.Next(time.Now())
-	if first.IsZero() {
-		return 0, fmt.Errorf("health.schedule %q never fires", spec)
-	}
-	return s.Next(first).Sub(first), nil
-}
-
 // readiness answers /readyz from the node's status.
 func readiness(status string) api.Ready {
 	r := api.Ready{Ready: status == nodes.StatusReady, Status: status}
@@ -436,7 +414,7 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log 
 func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {
 	var catErr *recovery.CatalogError
 	err := retry(ctx, log, "check engine tables", cfg.Database.StatementTimeout, func(ctx context.Context) error {
-		err := recovery.CheckCatalog(ctx, db, cfg.Workflows)
+		err := recovery.CheckCatalog(ctx, db, cfg.RecoveryWorkflows())
 		if errors.As(err, &catErr) {
 			return nil // not transient: stop retrying
 		}

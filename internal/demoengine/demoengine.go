@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/enginehealth/enginehealth/configs"
 )
 
 // Schema creates the demo tables (idempotent).
@@ -103,9 +102,11 @@ func Seed(ctx context.Context, db *sql.DB, n int) error {
 
 // Config of a Worker.
 type Config struct {
-	DB       *sql.DB
-	Node     string
-	Workflow configs.Workflow
+	DB   *sql.DB
+	Node string
+	// Table and Tasks: the claimable workflow the worker runs.
+	Table claims.Table
+	Tasks []claims.Task
 	// TaskDuration of the simulated work of one task.
 	TaskDuration time.Duration
 	// FailureRate: the fraction of tasks that end in their failed state.
@@ -136,14 +137,10 @@ type Worker struct {
 
 // New returns a worker.
 func New(cfg Config) (*Worker, error) {
-	t, err := claims.FromConfig(cfg.Workflow)
-	if err != nil {
-		return nil, err
+	if cfg.Table.Claims == "" || len(cfg.Tasks) == 0 {
+		return nil, fmt.Errorf("demoengine: a claims table and at least one task are required")
 	}
-	w := &Worker{cfg: cfg, table: t, dying: make(chan struct{})}
-	for _, task := range cfg.Workflow.Tasks {
-		w.tasks = append(w.tasks, claims.TaskFromConfig(task))
-	}
+	w := &Worker{cfg: cfg, table: cfg.Table, tasks: cfg.Tasks, dying: make(chan struct{})}
 	if w.cfg.Idle == 0 {
 		w.cfg.Idle = 50 * time.Millisecond
 	}

@@ -61,7 +61,7 @@ $$;
 CREATE TRIGGER track AFTER UPDATE ON demo.orders FOR EACH ROW EXECUTE FUNCTION demo.track();
 `
 
-func loadWorkflows(t testing.TB, claimTimeout time.Duration) []configs.Workflow {
+func loadWorkflows(t testing.TB, claimTimeout time.Duration) []recovery.Workflow {
 	t.Helper()
 	y := "database: {dsn_env: X}\netcd:\n  endpoints: [\"127.0.0.1:1\"]\n" + WorkflowsYAML(time.Second)
 	cfg, err := configs.Parse([]byte(y), "demo.yaml", func(string) (string, bool) { return "postgres://x@y/z", true })
@@ -69,16 +69,17 @@ func loadWorkflows(t testing.TB, claimTimeout time.Duration) []configs.Workflow 
 		t.Fatal(err)
 	}
 	// Shorter than a configuration allows: the stress wants many expiries.
-	for i := range cfg.Workflows {
-		for j := range cfg.Workflows[i].Tasks {
-			cfg.Workflows[i].Tasks[j].ClaimTimeout = claimTimeout
+	wfs := cfg.RecoveryWorkflows()
+	for i := range wfs {
+		for j := range wfs[i].Tasks {
+			wfs[i].Tasks[j].Timeout = claimTimeout
 		}
 	}
-	return cfg.Workflows
+	return wfs
 }
 
 // master elects a master for the test and returns its office and checker.
-func master(t testing.TB, db *sqlx.DB, wfs []configs.Workflow) (*leader.Office, *health.Checker) {
+func master(t testing.TB, db *sqlx.DB, wfs []recovery.Workflow) (*leader.Office, *health.Checker) {
 	t.Helper()
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "master")
 	fence := leader.NewFence(db, "enginehealth")
@@ -168,7 +169,7 @@ func TestRaceStress(t *testing.T) {
 	)
 	wctx, stopWorkers := context.WithCancel(ctx)
 	start := func(i int) *Worker {
-		w, err := New(Config{DB: engine, Node: fmt.Sprintf("engine-%d", i), Workflow: orders,
+		w, err := New(Config{DB: engine, Node: fmt.Sprintf("engine-%d", i), Table: *orders.Claims, Tasks: orders.ClaimTasks(),
 			TaskDuration: time.Duration(10+rand.IntN(4)*150) * time.Millisecond, FailureRate: 0.1, Idle: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

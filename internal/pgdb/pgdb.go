@@ -19,7 +19,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -126,16 +125,6 @@ func (c *deadlineConn) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	return c.Conn.Read(b)
-}
-
-// Ident quotes a possibly schema-qualified name ("s.t" or "t") as an SQL
-// identifier.
-func Ident(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = pq.QuoteIdentifier(p)
-	}
-	return strings.Join(parts, ".")
 }
 
 // InTx runs fn in a transaction: committed when fn returns nil, rolled back

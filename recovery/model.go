@@ -1,0 +1,96 @@
+package recovery
+
+import (
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+)
+
+// Workflow is one instance table of the engine, as recovery sees it.
+type Workflow struct {
+	Name string
+	// Table is the instance table, optionally schema-qualified.
+	Table        string
+	IDColumn     string
+	StatusColumn string
+	// ErrorColumn (optional) is matched by a policy's NonRetryable
+	// patterns.
+	ErrorColumn string
+	// Claims is the claims table of a claimable workflow (nil: not
+	// claimable). Only claimable workflows are repaired by the periodic
+	// check; the others by start-up recovery on a cold cluster only.
+	Claims *claims.Table
+	Tasks  []Task
+}
+
+// Claimable reports whether engines claim the workflow's instances.
+func (w Workflow) Claimable() bool { return w.Claims != nil }
+
+// ClaimTasks returns the tasks as the claim protocol sees them.
+func (w Workflow) ClaimTasks() []claims.Task {
+	ts := make([]claims.Task, 0, len(w.Tasks))
+	for _, t := range w.Tasks {
+		ts = append(ts, t.Task)
+	}
+	return ts
+}
+
+// Task is one state task of a workflow: Begin → Interim → one of Ends, or
+// → Failed. It is the claim protocol's task (whose Timeout is the claim
+// timeout) with what recovery decides by.
+type Task struct {
+	claims.Task
+	// AtomicInternal: the task's whole effect is one transaction, so an
+	// interrupted run can be reverted to Begin.
+	AtomicInternal bool
+	// OnInterrupt applies to an instance found interrupted in Interim,
+	// OnFailure to one an engine moved to Failed.
+	OnInterrupt Policy
+	OnFailure   Policy
+}
+
+// Retry strategies of a Policy.
+const (
+	StrategyNone  = "none"
+	StrategyRetry = "retry"
+	StrategyHold  = "hold"
+)
+
+// Policy is what happens to an interrupted or failed instance beyond the
+// default of Decide.
+type Policy struct {
+	// Strategy: StrategyNone, StrategyRetry or StrategyHold.
+	Strategy string
+	// MaxAttempts of a retry strategy.
+	MaxAttempts int
+	Backoff     Backoff
+	// NonRetryable patterns (regular expressions) matched against the
+	// workflow's error column; a match is final at once.
+	NonRetryable []string
+}
+
+// Backoff kinds.
+const (
+	BackoffFixed                 = "fixed"
+	BackoffLinear                = "linear"
+	BackoffExponential           = "exponential"
+	BackoffFibonacci             = "fibonacci"
+	BackoffRandomizedExponential = "randomized_exponential"
+	BackoffSchedule              = "schedule"
+)
+
+// Backoff is the delay before a retry.
+type Backoff struct {
+	// Kind: one of the Backoff* kinds.
+	Kind string
+	// Base delay.
+	Base time.Duration
+	// MaxDelay caps every delay.
+	MaxDelay time.Duration
+	// Jitter as a fraction in [0, 1): each delay is scaled by 1 ± jitter.
+	Jitter float64
+	// Multiplier of randomized_exponential.
+	Multiplier float64
+	// Schedule: explicit delays, for kind schedule.
+	Schedule []time.Duration
+}
