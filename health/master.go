@@ -180,7 +180,9 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	log := m.log.With("term", o.Term)
 	bo := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second}
 	for {
-		err := m.cfg.Fence.TakeOffice(ctx, o)
+		err := m.cfg.Fence.TakeOffice(ctx, o, func(tx *sqlx.Tx) error {
+			return m.cfg.Nodes.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+		})
 		if err == nil {
 			break
 		}
@@ -201,7 +203,10 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx)); err != nil {
+		clear := func(tx *sqlx.Tx) (bool, error) {
+			return m.cfg.Nodes.ClearMaster(sctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+		}
+		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clear); err != nil {
 			log.DebugContext(ctx, "clear master flag", tint.Err(err))
 		}
 	}()

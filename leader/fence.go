@@ -26,14 +26,13 @@ const (
 type Fence struct {
 	db     *sqlx.DB
 	terms  string
-	nodes  string
 	events *audit.Log
 }
 
 // NewFence returns the fence of a sidecar schema.
 func NewFence(db *sqlx.DB, schema string) *Fence {
 	s := pq.QuoteIdentifier(schema)
-	return &Fence{db: db, terms: s + ".leader_term", nodes: s + ".nodes", events: audit.New(schema)}
+	return &Fence{db: db, terms: s + ".leader_term", events: audit.New(schema)}
 }
 
 // Term is the recorded fencing term.
@@ -53,10 +52,11 @@ func (f *Fence) Current(ctx context.Context) (Term, error) {
 	return t, nil
 }
 
-// TakeOffice raises the recorded term to o's (only upwards) and makes o's
-// node the only one with the master flag, with an event, in one
+// TakeOffice raises the recorded term to o's (only upwards), runs also
+// (the caller's writes that belong to taking office, such as the node
+// registry's master flag; nil for none) and writes an event, in one
 // transaction. Retrying it for the same office is harmless.
-func (f *Fence) TakeOffice(ctx context.Context, o *Office) error {
+func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *sqlx.Tx) error) error {
 	if err := o.Trusted(); err != nil {
 		return err
 	}
@@ -78,10 +78,10 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office) error {
 					ErrDeposed, cur.Term, cur.Node, o.Term)
 			}
 		}
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE `+f.nodes+` SET is_master = (name = $1 AND incarnation = $2)
-			 WHERE is_master OR (name = $1 AND incarnation = $2)`, c.Name, c.Incarnation); err != nil {
-			return fmt.Errorf("set master flag: %w", err)
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
 		term := o.Term
 		return f.events.Write(ctx, tx, audit.Event{
@@ -91,19 +91,16 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office) error {
 	})
 }
 
-// StepDown clears o's master flag, with an event, if its term is still the
-// recorded one. It is best effort: a newer master's TakeOffice clears the
-// flag anyway.
-func (f *Fence) StepDown(ctx context.Context, o *Office, reason string) error {
+// StepDown runs clear (the caller's undoing of what TakeOffice's also
+// did; it reports whether anything changed) and, if it changed anything,
+// writes an event, in one transaction. It is best effort: a newer
+// master's TakeOffice undoes it anyway.
+func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, clear func(tx *sqlx.Tx) (bool, error)) error {
 	c := o.Candidate
 	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE `+f.nodes+` SET is_master = false WHERE name = $1 AND incarnation = $2 AND is_master`, c.Name, c.Incarnation)
-		if err != nil {
+		changed, err := clear(tx)
+		if err != nil || !changed {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
 		}
 		term := o.Term
 		return f.events.Write(ctx, tx, audit.Event{Kind: KindMasterLost, Actor: c.Name, Term: &term, Node: &c.Name, Reason: reason})

@@ -112,7 +112,7 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 	go func() {
 		defer close(c.done)
 		_ = c.elector.Run(ctx, func(ctx context.Context, o *Office) error {
-			if err := b.fence.TakeOffice(ctx, o); err != nil {
+			if err := b.fence.TakeOffice(ctx, o, b.setMaster(ctx, o)); err != nil {
 				return err
 			}
 			c.offices <- o
@@ -123,6 +123,11 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 	}()
 	t.Cleanup(c.stop)
 	return c
+}
+
+// setMaster is the registry's part of taking office.
+func (b bundle) setMaster(ctx context.Context, o *Office) func(tx *sqlx.Tx) error {
+	return func(tx *sqlx.Tx) error { return b.nodes.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation) }
 }
 
 func (c *candidate) stop() {
@@ -245,7 +250,7 @@ func TestFenceRejectsMasterWhoseLeaseWasRevoked(t *testing.T) {
 	if err := b.db.Get(&v, `SELECT v FROM public.guarded`); err != nil || v != 1 {
 		t.Fatalf("guarded value %d (%v), want 1: a deposed master wrote", v, err)
 	}
-	if err := b.fence.TakeOffice(ctx, unaware); !errors.Is(err, ErrDeposed) {
+	if err := b.fence.TakeOffice(ctx, unaware, b.setMaster(ctx, unaware)); !errors.Is(err, ErrDeposed) {
 		t.Fatalf("TakeOffice with an old term: %v, want ErrDeposed", err)
 	}
 }
@@ -333,7 +338,7 @@ func TestTakeOfficeWaitsForFencedWrite(t *testing.T) {
 	}()
 	<-inside
 	taken := make(chan error, 1)
-	go func() { taken <- b.fence.TakeOffice(ctx, newer) }()
+	go func() { taken <- b.fence.TakeOffice(ctx, newer, b.setMaster(ctx, newer)) }()
 	select {
 	case err := <-taken:
 		t.Fatalf("TakeOffice did not wait for the open fenced transaction: %v", err)

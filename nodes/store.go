@@ -312,6 +312,30 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 	return nil
 }
 
+// SetMaster makes the node name (this incarnation) the only one with the
+// master flag. Call it in the fenced transaction that takes office
+// (leader.Fence.TakeOffice).
+func (s *Store) SetMaster(ctx context.Context, tx *sqlx.Tx, name, incarnation string) error {
+	if _, err := tx.ExecContext(ctx,
+		`UPDATE `+s.table+` SET is_master = (name = $1 AND incarnation = $2)
+		 WHERE is_master OR (name = $1 AND incarnation = $2)`, name, incarnation); err != nil {
+		return fmt.Errorf("set master flag: %w", err)
+	}
+	return nil
+}
+
+// ClearMaster clears the master flag of node name (this incarnation) and
+// reports whether it was set. Call it in leader.Fence.StepDown.
+func (s *Store) ClearMaster(ctx context.Context, tx *sqlx.Tx, name, incarnation string) (bool, error) {
+	res, err := tx.ExecContext(ctx,
+		`UPDATE `+s.table+` SET is_master = false WHERE name = $1 AND incarnation = $2 AND is_master`, name, incarnation)
+	if err != nil {
+		return false, fmt.Errorf("clear master flag: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
 // List returns every node record by name.
 func (s *Store) List(ctx context.Context) ([]Node, error) {
 	ns := []Node{}

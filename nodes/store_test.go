@@ -325,3 +325,51 @@ func TestRegisterAfterCrashCanRecover(t *testing.T) {
 		t.Fatalf("the restart is not recorded: %+v", last)
 	}
 }
+
+// TestMasterFlag: SetMaster leaves exactly one flagged node; ClearMaster
+// says whether it cleared anything.
+func TestMasterFlag(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	a, c := reg("a"), reg("c")
+	for _, r := range []Registration{a, c} {
+		if _, err := s.Register(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flagged := func() []string {
+		var names []string
+		if err := b.db.Select(&names, `SELECT name FROM enginehealth.nodes WHERE is_master ORDER BY name`); err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	inTx := func(fn func(tx *sqlx.Tx) error) {
+		t.Helper()
+		if err := pgdb.InTx(ctx, b.db, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inTx(func(tx *sqlx.Tx) error { return s.SetMaster(ctx, tx, a.Name, a.Incarnation) })
+	inTx(func(tx *sqlx.Tx) error { return s.SetMaster(ctx, tx, c.Name, c.Incarnation) })
+	if got := flagged(); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("flagged %v, want [c]", got)
+	}
+	for _, want := range []bool{false, true, false} {
+		r := a
+		if want {
+			r = c
+		}
+		inTx(func(tx *sqlx.Tx) error {
+			changed, err := s.ClearMaster(ctx, tx, r.Name, r.Incarnation)
+			if err == nil && changed != want {
+				t.Errorf("ClearMaster(%s) changed %v, want %v", r.Name, changed, want)
+			}
+			return err
+		})
+	}
+	if got := flagged(); len(got) != 0 {
+		t.Fatalf("flagged %v after clearing", got)
+	}
+}

@@ -60,7 +60,10 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 	go func() {
 		defer close(done)
 		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
-			if err := fence.TakeOffice(ctx, o); err != nil {
+			setMaster := func(tx *sqlx.Tx) error {
+				return nodes.NewStore(db, schema).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+			}
+			if err := fence.TakeOffice(ctx, o, setMaster); err != nil {
 				return err
 			}
 			offices <- o
