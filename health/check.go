@@ -163,7 +163,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 		return res, err
 	}
 	res.RunID = run
-	err = c.pass(ctx, o, run, wfs, &res)
+	err = c.pass(ctx, o, run, wfs, resumedFrom != nil, &res)
 	if ferr := c.cfg.Recovery.EndRun(ctx, o, run, err); err == nil {
 		err = ferr
 	}
@@ -179,7 +179,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	return res, nil
 }
 
-func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, res *CheckResult) error {
+func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed bool, res *CheckResult) error {
 	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
 	// 1. Nodes, with the disruption guard.
 	err := c.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
@@ -228,7 +228,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		c.disrupted = false
 	}
 	// 2 and 3. Claims, then interrupted instances.
-	res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs)
+	res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs, resumed)
 	return err
 }
 

@@ -128,7 +128,7 @@ func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *i
 	}
 	spec := RunSpec{Kind: KindRecovery, Trigger: TriggerStartup, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
-		return r.repair(ctx, o, run, wfs, false)
+		return r.repair(ctx, o, run, wfs, false, false)
 	})
 }
 
@@ -141,14 +141,15 @@ func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger string
 	}
 	spec := RunSpec{Kind: KindRecovery, Trigger: trigger, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
-		return r.Repair(ctx, o, run, wfs)
+		return r.Repair(ctx, o, run, wfs, resumedFrom != nil)
 	})
 }
 
 // Repair expires the claims and repairs the unclaimed interrupted
-// instances of the given claimable workflows, inside run.
-func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow) (Result, error) {
-	return r.repair(ctx, o, run, wfs, true)
+// instances of the given claimable workflows, inside run; resumed says
+// that run resumes one a previous master left unfinished.
+func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, resumed bool) (Result, error) {
+	return r.repair(ctx, o, run, wfs, true, resumed)
 }
 
 // ErrScope: the scope names an unknown or non-claimable workflow.
@@ -208,10 +209,15 @@ func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, wo
 
 // repair handles each workflow: its expired claims first (claimable only),
 // then each task's interrupted instances.
-func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable bool) (Result, error) {
+func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable, resumed bool) (Result, error) {
 	var res Result
 	for _, w := range wfs {
 		var tbl *claims.Table
+		// attribute: a repair event names the node whose claim on the
+		// instance expired. Only instances whose claim this run (or the
+		// run it resumes) expired can have one: when there is none, the
+		// events are written without looking it up for each instance.
+		attribute := false
 		if claimable {
 			if w.Claims == nil {
 				return res, fmt.Errorf("recovery: workflow %s is not claimable", w.Name)
@@ -222,6 +228,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 			if err != nil {
 				return res, err
 			}
+			attribute = n > 0 || resumed
 		}
 		for _, t := range w.Tasks {
 			unclaimed := "TRUE"
@@ -238,7 +245,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 				if err := r.addPlanned(ctx, o, run, planned); err != nil {
 					return res, err
 				}
-				tr.Done, err = r.repairTask(ctx, o, run, w, t, tbl)
+				tr.Done, err = r.repairTask(ctx, o, run, w, t, tbl, attribute)
 			}
 			res.Tasks = append(res.Tasks, tr)
 			if err != nil {
@@ -289,8 +296,14 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed stri
 
 // repairTask repairs the task's unclaimed instances in its interim state,
 // batch by batch, and returns how many it moved.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table) (int64, error) {
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool) (int64, error) {
 	a := Decide(t)
+	node := "NULL::text"
+	if attribute {
+		node = fmt.Sprintf(`(SELECT e.node FROM %s e
+					 WHERE e.kind = '%s' AND e.workflow = $8 AND e.instance = m.moved_id::text
+					 ORDER BY e.id DESC LIMIT 1)`, r.eventsTable, claims.KindExpired)
+	}
 	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, predB := "TRUE", "TRUE"
 	if tbl != nil {
@@ -320,17 +333,14 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 				RETURNING t.%[2]s AS moved_id
 			), ev AS (
 				INSERT INTO %[7]s (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, reason)
-				SELECT $4, $5, $6, $7,
-					(SELECT e.node FROM %[7]s e
-					 WHERE e.kind = '%[9]s' AND e.workflow = $8 AND e.instance = m.moved_id::text
-					 ORDER BY e.id DESC LIMIT 1),
+				SELECT $4, $5, $6, $7, %[9]s,
 					$8, m.moved_id::text, $9, $1, $3, $10
 				FROM moved m
 			), counted AS (
 				UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $7
 			)
 			SELECT count(*), coalesce((SELECT moved_id::text FROM moved ORDER BY moved_id DESC LIMIT 1), '') FROM moved`,
-			ti, id, st, pred, cursor, predB, r.eventsTable, r.runs, claims.KindExpired)
+			ti, id, st, pred, cursor, predB, r.eventsTable, r.runs, node)
 	}
 	first, next := batchSQL(false), batchSQL(true)
 	var total int64
