@@ -203,7 +203,7 @@ func newEventsCmd() *cobra.Command {
 	var f clientFlags
 	var p audit.ListParams
 	c := clientCmd(&cobra.Command{Use: "events", Short: "List the audit trail (oldest first)", Args: noArgs}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, _ []string) ([]audit.Event, error) { return cl.Events(ctx, p) },
+		func(ctx context.Context, cl *api.Client, _ []string) ([]audit.Event, error) { return allEvents(ctx, cl, p) },
 		func(w io.Writer, es []audit.Event) error {
 			s := func(p *string) string {
 				if p == nil {
@@ -223,7 +223,26 @@ func newEventsCmd() *cobra.Command {
 			})
 		})
 	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id")
-	c.Flags().IntVar(&p.Limit, "limit", 100, "how many events (at most 10000 per call; page with --after)")
+	c.Flags().IntVar(&p.Limit, "limit", 100, "how many events (at most 10000; page on with --after)")
 	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
 	return c
+}
+
+// allEvents fetches up to p.Limit events, page after page: the daemon may
+// end a page early to bound its answer.
+func allEvents(ctx context.Context, cl *api.Client, p audit.ListParams) ([]audit.Event, error) {
+	all := []audit.Event{}
+	for q := p; len(all) < max(p.Limit, 1); {
+		q.Limit = p.Limit - len(all)
+		page, err := cl.Events(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		q.AfterID = page[len(page)-1].ID
+	}
+	return all, nil
 }

@@ -37,8 +37,9 @@ type slots struct {
 	lastWarn atomic.Int64 // unix nanoseconds of the last busy warning
 }
 
-// answerBytes is the budget of answers being written at once.
-const answerBytes = 64 << 20
+// answerBytes is the budget of answers being written at once. An answer
+// is at most a few MiB (events: maxEventText of text), so it always fits.
+const answerBytes = 32 << 20
 
 func newSlots(n int) *slots {
 	return &slots{ch: make(chan struct{}, n), bytes: semaphore.NewWeighted(answerBytes)}

@@ -368,7 +368,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: after, Limit: limit})
+	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: after, Limit: limit, MaxTextBytes: maxEventText})
 	if err != nil {
 		h.internal(w, r, err)
 		return
@@ -378,6 +378,12 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, es)
 }
+
+// maxEventText bounds the text of the events in one answer (256 KiB; its
+// JSON is at most about six times that, when every character needs an
+// escape): a page may end before limit, and the client pages on with
+// after= the last id.
+const maxEventText = 256 << 10
 
 // maxIntParam caps integer query parameters (limit: at most 10,000 rows
 // per request).

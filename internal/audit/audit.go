@@ -6,6 +6,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -64,7 +65,17 @@ func New(schema string) *Log {
 		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 			VALUES (:kind, :actor, :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
 		list: `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
-			FROM ` + t,
+			FROM (SELECT e.*,
+				row_number() OVER w AS n,
+				sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
+					+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
+					+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0)) OVER w AS text_bytes
+				FROM ` + t + ` e
+				WHERE id > $1 AND ($2 = '' OR node = $2)
+				WINDOW w AS (ORDER BY id)
+				ORDER BY id LIMIT $3) page
+			WHERE n = 1 OR text_bytes <= $4
+			ORDER BY id`,
 	}
 }
 
@@ -85,6 +96,11 @@ type ListParams struct {
 	AfterID int64
 	// Limit of rows; default 100.
 	Limit int
+	// MaxTextBytes, when set, ends the page early once the text of its
+	// events adds up to more (the first event is always returned): an
+	// answer's size is bounded whatever the events hold. Page on with
+	// AfterID set to the last id returned.
+	MaxTextBytes int
 }
 
 // List returns events in id order.
@@ -92,9 +108,12 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	q := l.list + ` WHERE id > $1 AND ($2 = '' OR node = $2) ORDER BY id LIMIT $3`
+	maxBytes := int64(p.MaxTextBytes)
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt64
+	}
 	var es []Event
-	if err := sqlx.SelectContext(ctx, db, &es, q, p.AfterID, p.Node, p.Limit); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &es, l.list, p.AfterID, p.Node, p.Limit, maxBytes); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return es, nil

@@ -30,11 +30,45 @@ func TestReadFloodSparesTheMaster(t *testing.T) {
 	d := c.start("node-a", c.configWith("node-a", cfgOpts{Heartbeat: time.Second, Schedule: "@every 1s"}))
 	addr := c.waitRegistered(d, 30*time.Second).APIAddress
 	first := c.waitTerm(t, 0, 30*time.Second)
-	// 30,000 events: every flood request asks for 10,000 of them (~4 MB).
-	c.db.MustExec(`INSERT INTO enginehealth.events (kind, actor, node, reason)
-		SELECT 'node_ack', 'flood', 'node-a', repeat('x', 200) FROM generate_series(1, 30000)`)
+	// 30,000 events whose text JSON escapes six-fold ('<' → \u003c): every
+	// flood request asks for 10,000 of them, 100 MB of JSON if unbounded.
+	c.db.MustExec(`INSERT INTO enginehealth.events (kind, actor, node, workflow, instance, task, from_state, to_state, reason)
+		SELECT 'instance_repaired', 'flood', 'node-a', 'orders', repeat('<', 300), 'reserve', repeat('&', 255), repeat('>', 255), repeat('<', 1000)
+		FROM generate_series(1, 30000)`)
 	cl := api.NewClient(addr, "")
 	ctx := context.Background()
+
+	// One answer is bounded by the text it holds, not only by its rows; a
+	// client pages on with after= the last id and sees every event once.
+	var seen int
+	var after int64
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://%s/v1/events?limit=10000&after=%d", addr, after))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("events page after %d: %d %v", after, resp.StatusCode, err)
+		}
+		if len(body) > 8<<20 {
+			t.Fatalf("one events answer of %d MB", len(body)>>20)
+		}
+		var page []struct{ ID int64 }
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		seen += len(page)
+		after = page[len(page)-1].ID
+	}
+	var total int
+	if err := c.db.Get(&total, `SELECT count(*) FROM enginehealth.events`); err != nil || seen != total {
+		t.Fatalf("paging saw %d events of %d (%v)", seen, total, err)
+	}
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
