@@ -156,17 +156,11 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	if err != nil {
 		return res, err
 	}
-	run, err := c.cfg.Recovery.BeginRun(ctx, o, recovery.RunSpec{
-		Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom,
+	spec := recovery.RunSpec{Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom}
+	res.RunID, err = c.cfg.Recovery.InRun(ctx, o, spec, func(run int64) error {
+		return c.pass(ctx, o, run, wfs, resumedFrom != nil, &res)
 	})
-	if err != nil {
-		return res, err
-	}
-	res.RunID = run
-	err = c.pass(ctx, o, run, wfs, resumedFrom != nil, &res)
-	if ferr := c.cfg.Recovery.EndRun(ctx, o, run, err); err == nil {
-		err = ferr
-	}
+	run := res.RunID
 	res.Took = c.now().Sub(start)
 	if err != nil {
 		return res, err

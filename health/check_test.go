@@ -372,6 +372,11 @@ func TestFailedResumptionDoesNotBlockTheMaster(t *testing.T) {
 	if len(rows) != 2 || rows[0].Status != "interrupted" || rows[1].Status != "failed" || rows[1].ResumedFrom == nil || *rows[1].ResumedFrom != old {
 		t.Fatalf("runs after a failed resumption: %+v", rows)
 	}
+	// The failed run's row, which API clients read, says what class of
+	// failure it was, not the database's text.
+	if rows[1].Error != "database error 42P01 (undefined_table)" {
+		t.Fatalf("error of the failed run: %q", rows[1].Error)
+	}
 	if !strings.Contains(rows[0].Error, fmt.Sprintf("resumption by run %d failed", rows[1].ID)) {
 		t.Fatalf("the old run does not say its resumption failed: %+v", rows[0])
 	}

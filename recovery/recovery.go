@@ -187,18 +187,16 @@ func ScopeOf(wfs []Workflow) Scope {
 	return sc
 }
 
-// inRun wraps work in a run row: begun first, finished (or failed) after.
+// inRun runs a recovery in a run (InRun) and logs its outcome.
 func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, work func(run int64) (Result, error)) (Result, error) {
 	start := time.Now()
-	run, err := r.BeginRun(ctx, o, spec)
-	if err != nil {
-		return Result{}, err
-	}
-	res, err := work(run)
+	var res Result
+	run, err := r.InRun(ctx, o, spec, func(run int64) error {
+		var err error
+		res, err = work(run)
+		return err
+	})
 	res.RunID = run
-	if ferr := r.EndRun(ctx, o, run, err); err == nil {
-		err = ferr
-	}
 	if err != nil {
 		return res, err
 	}

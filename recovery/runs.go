@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 )
@@ -57,8 +58,26 @@ func (r RunRow) ScopeOf() (Scope, error) {
 	return sc, err
 }
 
-// BeginRun writes a run row, fenced, and returns its id.
-func (r *Repairer) BeginRun(ctx context.Context, o *leader.Office, spec RunSpec) (int64, error) {
+// InRun is the one way to do master work inside a run: the run row is
+// written first (fenced), then work runs with its id, then the row is
+// marked finished, or failed with a cause-free summary of work's error
+// (the row is shown to API clients; the caller logs the whole error). It
+// returns the run's id (0 when the row could not be written) and work's
+// error, or the error of ending the run.
+func (r *Repairer) InRun(ctx context.Context, o *leader.Office, spec RunSpec, work func(run int64) error) (int64, error) {
+	run, err := r.beginRun(ctx, o, spec)
+	if err != nil {
+		return 0, err
+	}
+	err = work(run)
+	if ferr := r.endRun(ctx, o, run, err); err == nil {
+		err = ferr
+	}
+	return run, err
+}
+
+// beginRun writes a run row, fenced, and returns its id.
+func (r *Repairer) beginRun(ctx context.Context, o *leader.Office, spec RunSpec) (int64, error) {
 	scope, err := json.Marshal(spec.Scope)
 	if err != nil {
 		return 0, err
@@ -75,11 +94,11 @@ func (r *Repairer) BeginRun(ctx context.Context, o *leader.Office, spec RunSpec)
 	return id, nil
 }
 
-// EndRun marks a run finished, or failed with runErr.
-func (r *Repairer) EndRun(ctx context.Context, o *leader.Office, run int64, runErr error) error {
+// endRun marks a run finished, or failed with a summary of runErr.
+func (r *Repairer) endRun(ctx context.Context, o *leader.Office, run int64, runErr error) error {
 	status, msg := "finished", ""
 	if runErr != nil {
-		status, msg = "failed", runErr.Error()
+		status, msg = "failed", pgdb.Summary(runErr)
 	}
 	err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET status = $2, error = $3, finished_at = now() WHERE id = $1`, run, status, msg)

@@ -203,7 +203,9 @@ func newEventsCmd() *cobra.Command {
 	var f clientFlags
 	var p audit.ListParams
 	c := clientCmd(&cobra.Command{Use: "events", Short: "List the audit trail (oldest first)", Args: noArgs}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, _ []string) ([]audit.Event, error) { return allEvents(ctx, cl, p) },
+		func(ctx context.Context, cl *api.Client, _ []string) ([]audit.Event, error) {
+			return allEvents(ctx, cl, p)
+		},
 		func(w io.Writer, es []audit.Event) error {
 			s := func(p *string) string {
 				if p == nil {
