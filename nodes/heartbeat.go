@@ -163,3 +163,19 @@ func (h *Heartbeater) Healthy(max time.Duration) error {
 	}
 	return nil
 }
+
+// Readiness says whether a node in status may run engines (only Ready)
+// and, when not, why, for /readyz. An empty status: no heartbeat yet.
+func Readiness(status string) (ready bool, reason string) {
+	switch status {
+	case StatusReady:
+		return true, ""
+	case "":
+		return false, "no heartbeat has succeeded yet"
+	case StatusRecovering:
+		return false, "waiting for the master's start-up recovery"
+	case StatusUnexpectedShutdown:
+		return false, "the previous run did not shut down cleanly: no recovery runs and this node does not campaign for master until an operator checks it and runs `enginehealth node ack NAME`"
+	}
+	return false, "node status is " + status
+}

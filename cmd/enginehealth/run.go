@@ -312,19 +312,8 @@ func hardStop(ctx context.Context, log *slog.Logger, budget time.Duration) func(
 
 // readiness answers /readyz from the node's status.
 func readiness(status string) api.Ready {
-	r := api.Ready{Ready: status == nodes.StatusReady, Status: status}
-	switch status {
-	case nodes.StatusReady:
-	case "":
-		r.Reason = "no heartbeat has succeeded yet"
-	case nodes.StatusRecovering:
-		r.Reason = "waiting for the master's start-up recovery"
-	case nodes.StatusUnexpectedShutdown:
-		r.Reason = "the previous run did not shut down cleanly: no recovery runs and this node does not campaign for master until an operator checks it and runs `enginehealth node ack NAME`"
-	default:
-		r.Reason = "node status is " + status
-	}
-	return r
+	ready, reason := nodes.Readiness(status)
+	return api.Ready{Ready: ready, Status: status, Reason: reason}
 }
 
 // actingSelf is this node's answer to GET /v1/leader?local=true.
