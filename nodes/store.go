@@ -336,6 +336,20 @@ func (s *Store) ClearMaster(ctx context.Context, tx *sqlx.Tx, name, incarnation 
 	return n > 0, err
 }
 
+// AddressOf returns the API address node name registered in incarnation,
+// and false when the node is gone or registered in another incarnation
+// (leader.AddressOf).
+func (s *Store) AddressOf(ctx context.Context, name, incarnation string) (string, bool, error) {
+	n, err := s.Get(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return n.APIAddress, n.Incarnation == incarnation, nil
+}
+
 // List returns every node record by name.
 func (s *Store) List(ctx context.Context) ([]Node, error) {
 	ns := []Node{}

@@ -200,8 +200,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Acker: apiStore,
 			Ready: func() api.Ready { return readiness(hb.Status()) },
 			Local: func() (api.Leader, error) { return actingSelf(self, master.Status()) },
-			Candidates: func(ctx context.Context) ([]api.Candidate, error) {
-				return masterCandidates(ctx, etcd, apiFence, apiStore, cfg.Etcd.Prefix)
+			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
+				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
 			Token: cfg.API.Token,
 			Ops:   &health.Ops{Elector: elector, Checker: checker, Recovery: repairer},
@@ -325,55 +325,6 @@ func actingSelf(self api.Leader, st health.Status) (api.Leader, error) {
 	return self, nil
 }
 
-// masterCandidates names the nodes that may act as master: the one that
-// last took office (from PostgreSQL) and the etcd election holder, each
-// looked up within ctx, so the answer comes even without etcd quorum.
-func masterCandidates(ctx context.Context, cli *clientv3.Client, fence *leader.Fence, store *nodes.Store, prefix string) ([]api.Candidate, error) {
-	var (
-		wg       sync.WaitGroup
-		fromDB   api.Candidate
-		fromEtcd api.Candidate
-		dbErr    error
-		etcdErr  error
-	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		t, err := fence.Current(ctx)
-		if err != nil {
-			dbErr = err
-			return
-		}
-		n, err := store.Get(ctx, t.Node)
-		if err != nil {
-			dbErr = err
-			return
-		}
-		if t.Incarnation != nil && *t.Incarnation == n.Incarnation {
-			fromDB = api.Candidate{Name: n.Name, APIAddress: n.APIAddress}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		h, err := leader.Current(ctx, cli, prefix)
-		if err != nil {
-			etcdErr = err
-			return
-		}
-		fromEtcd = api.Candidate{Name: h.Name, APIAddress: h.APIAddress}
-	}()
-	wg.Wait()
-	var cs []api.Candidate
-	for _, c := range []api.Candidate{fromDB, fromEtcd} {
-		if c.Name != "" {
-			cs = append(cs, c)
-		}
-	}
-	if len(cs) == 0 {
-		return nil, errors.Join(dbErr, etcdErr, errors.New("no node took office"))
-	}
-	return cs, nil
-}
 
 // stopped turns a startup error caused by shutdown into a clean exit.
 func stopped(ctx context.Context, log *slog.Logger, err error) error {

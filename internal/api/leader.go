@@ -38,12 +38,6 @@ type Leader struct {
 	AnsweredBy string `json:"answered_by"`
 }
 
-// Candidate is a node that may be the acting master.
-type Candidate struct {
-	Name       string
-	APIAddress string
-}
-
 // errBusy: no database slot came free in time.
 var errBusy = errors.New("busy")
 

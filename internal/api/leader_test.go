@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/enginehealth/enginehealth/leader"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +14,7 @@ import (
 	"time"
 )
 
-func leaderHandler(self string, local func() (Leader, error), cands func(context.Context) ([]Candidate, error)) http.Handler {
+func leaderHandler(self string, local func() (Leader, error), cands func(context.Context) ([]leader.Candidate, error)) http.Handler {
 	return NewHandler(Config{Self: self, Local: local, Candidates: cands, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
@@ -45,8 +46,8 @@ func TestLeaderNamesTheActingMaster(t *testing.T) {
 		t.Fatalf("acting node: %d %s", code, body)
 	}
 	// Through a candidate, even when another lookup failed.
-	a := leaderHandler("a", notMaster, func(context.Context) ([]Candidate, error) {
-		return []Candidate{{Name: "c", APIAddress: addr(suspended)}, {Name: "b", APIAddress: addr(b)}}, errors.New("read leader: etcd timed out")
+	a := leaderHandler("a", notMaster, func(context.Context) ([]leader.Candidate, error) {
+		return []leader.Candidate{{Name: "c", APIAddress: addr(suspended)}, {Name: "b", APIAddress: addr(b)}}, errors.New("read leader: etcd timed out")
 	})
 	code, body = get(t, a, "/v1/leader")
 	var l Leader
@@ -54,15 +55,15 @@ func TestLeaderNamesTheActingMaster(t *testing.T) {
 		t.Fatalf("via candidates: %d %s", code, body)
 	}
 	// Nobody acts: 503 with each node's reason, and no lookup error text.
-	a = leaderHandler("a", notMaster, func(context.Context) ([]Candidate, error) {
-		return []Candidate{{Name: "c", APIAddress: addr(suspended)}}, errors.New(`pq: relation "leader_term" does not exist`)
+	a = leaderHandler("a", notMaster, func(context.Context) ([]leader.Candidate, error) {
+		return []leader.Candidate{{Name: "c", APIAddress: addr(suspended)}}, errors.New(`pq: relation "leader_term" does not exist`)
 	})
 	code, body = get(t, a, "/v1/leader")
 	if code != 503 || !strings.Contains(body, "no acting master") || !strings.Contains(body, "a: not in office") ||
 		!strings.Contains(body, "c: suspended") || strings.Contains(body, "pq:") {
 		t.Fatalf("no acting master: %d %s", code, body)
 	}
-	a = leaderHandler("a", notMaster, func(context.Context) ([]Candidate, error) {
+	a = leaderHandler("a", notMaster, func(context.Context) ([]leader.Candidate, error) {
 		return nil, errors.New(`pq: password authentication failed`)
 	})
 	if code, body = get(t, a, "/v1/leader"); code != 503 || strings.Contains(body, "pq:") || !strings.Contains(body, "request id") {

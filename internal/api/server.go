@@ -24,6 +24,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/lmittmann/tint"
@@ -92,7 +93,7 @@ type Config struct {
 	// Candidates returns the nodes that may act as master (the one that
 	// last took office, the etcd election holder), asked when this node
 	// does not act; ctx carries a short deadline.
-	Candidates func(ctx context.Context) ([]Candidate, error)
+	Candidates func(ctx context.Context) ([]leader.Candidate, error)
 	// Token enables mutations; empty turns them off.
 	Token string
 	Ops   MasterOps
