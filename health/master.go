@@ -214,7 +214,18 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 		m.cfg.Checker.begin()
 	}
 
+	// Runs a previous master left unfinished are resumed in the
+	// background: however long that takes (a lock wait, a slow table), it
+	// never stands between a joining node and Ready. One resumption at a
+	// time; one that did not get through is tried again on a later tick.
 	resumed := false
+	resuming := make(chan bool, 1)
+	inFlight := false
+	defer func() {
+		if inFlight {
+			<-resuming
+		}
+	}()
 	startupDone := false
 	var stopCron func()
 	defer func() {
@@ -226,6 +237,13 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	defer t.Stop()
 	suspended := false
 	for {
+		if inFlight {
+			select {
+			case resumed = <-resuming:
+				inFlight = false
+			default:
+			}
+		}
 		if !m.trusted(ctx, o, log, &suspended) {
 			select {
 			case <-ctx.Done():
@@ -234,10 +252,11 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 			}
 			continue
 		}
-		if !resumed {
-			resumed = m.resume(ctx, o, log)
+		if !resumed && !inFlight {
+			inFlight = true
+			go func() { resuming <- m.resume(ctx, o, log) }()
 		}
-		if resumed && !startupDone {
+		if !startupDone {
 			startupDone = m.startup(ctx, o, log)
 		}
 		if startupDone {

@@ -13,6 +13,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -224,4 +225,44 @@ func TestStartupRecoverySkippedOnWarmCluster(t *testing.T) {
 	if err := b.db.Get(&runs, `SELECT count(*) FROM enginehealth.runs`); err != nil || runs != 0 {
 		t.Fatalf("warm cluster: %d runs (%v), want none", runs, err)
 	}
+}
+
+// TestHungResumptionDoesNotHoldUpReadiness: a run a previous master left
+// unfinished is resumed in the background; while that resumption waits on
+// a lock, joining nodes still become Ready.
+func TestHungResumptionDoesNotHoldUpReadiness(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var old int64
+	if err := b.db.Get(&old, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope) VALUES (1, 'gone', 'recovery', 'manual', '{"workflows":["invoice"]}') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	// An engine's migration holds the claims table: the resumption's
+	// expiry step waits on it.
+	lock, err := b.db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Rollback() })
+	if _, err := lock.Exec(`LOCK TABLE app.invoice_claim IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "b", Incarnation: uuid.NewString(), Hostname: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	lead(t, b, "a")
+	waitStatus(t, b, "a", nodes.StatusReady)
+	waitStatus(t, b, "b", nodes.StatusReady)
+	var status string
+	if err := b.db.Get(&status, `SELECT status FROM enginehealth.runs WHERE id = $1`, old); err != nil || status != "running" {
+		t.Fatalf("the old run is %q (%v) while its resumption waits on the lock", status, err)
+	}
+	// The lock goes: the resumption finishes and closes the old run.
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 15*time.Second, "the old run closed", func() (bool, error) {
+		err := b.db.Get(&status, `SELECT status FROM enginehealth.runs WHERE id = $1`, old)
+		return status == "interrupted", err
+	})
 }
