@@ -53,7 +53,7 @@ workflows:
 		{"padded state name", strings.Replace(workflow, "end: C", "end: \" C\"", 1), "workflows[0].tasks[0].end", "white space", 17},
 		{"fractional batch size", "recovery: {batch_size: 10.5}\n", "recovery.batch_size", "want an integer", 5},
 		{"quoted batch size", "recovery: {batch_size: \"10\"}\n", "recovery.batch_size", "want an integer", 5},
-		{"negative @every", "health: {schedule: \"@every -1s\"}\n", "health.schedule", "at least 1s", 5},
+		{"negative @every", "health: {schedule: \"@every -1s\"}\n", "health.schedule", "\"@every -1s\": @every -1s: the period must be at least 1s", 5},
 		{"nanosecond @every", "health: {schedule: \"@every 1ns\"}\n", "health.schedule", "at least 1s", 5},
 		{"schedule that never fires", "health: {schedule: \"0 0 30 2 *\"}\n", "health.schedule", "never fires", 5},
 		{"port out of range", "api: {listen: \":99999\"}\n", "api.listen", "port", 5},
@@ -100,6 +100,10 @@ workflows:
 		{"listen host out of range", "api: {listen: \"999.1.1.1:80\"}\n", "api.listen", "not a valid IP address", 5},
 		{"advertise the unspecified address", "api: {advertise: \"0.0.0.0:8642\"}\n", "api.advertise", "no address another node can reach", 5},
 		{"advertise the unspecified IPv6 address", "api: {advertise: \"[::]:8642\"}\n", "api.advertise", "no address another node can reach", 5},
+		{"port with a sign", "api: {listen: \"127.0.0.1:+80\"}\n", "api.listen", "port", 5},
+		{"advertise a v4-mapped unspecified address", "api: {advertise: \"[::ffff:0.0.0.0]:8642\"}\n", "api.advertise", "no address another node can reach", 5},
+		{"millisecond heartbeat", "node: {heartbeat_interval: 1ms}\n", "node.heartbeat_interval", "at least 100ms", 5},
+		{"microsecond statement timeout", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, statement_timeout: 999us}\n", "database.statement_timeout", "at least 1s", 4},
 		{"endpoint with a path", noEtcd + "etcd: {endpoints: [\"http://host:2379/v3\"]}\n", "etcd.endpoints[0]", "without a path", 0},
 		{"too many connections", noDB + "database: {dsn_env: ENGINEHEALTH_DSN, max_open_conns: 100000}\n", "database.max_open_conns", "between 2 and 1000", 4},
 	}
@@ -283,6 +287,9 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 		"host=127.0.0.1 user=eh password=s3cr3t dbname=eh sslmode=bogus",
 		"postgres://eh:s3cr3t@127.0.0.1:5432/eh?sslmode=disable&connect_timeout=abc",
 		"postgres://eh@127.0.0.1:5432/eh?password=s3cr3t&sslmode=maybe",
+		"postgres://eh:s3cr3t#x@127.0.0.1:5432/eh",
+		"postgres://eh:s3cr3t/x@127.0.0.1/eh",
+		"postgres://eh:s3cr3t?x@127.0.0.1/eh",
 		"mysql://eh:s3cr3t@127.0.0.1/eh",
 		"just-a-word",
 	} {
@@ -351,6 +358,8 @@ func TestTokenCharacters(t *testing.T) {
 			t.Fatalf("the token is quoted: %v", err)
 		}
 	}
+	_, err := Parse([]byte(minimal+"api: {token_env: TOK}\n"), "t.yaml", env("ENGINEHEALTH_DSN", "postgres://h/db", "TOK", strings.Repeat("a", 20000)))
+	problemAt(t, err, "api.token_env", "more than 1024", 0)
 	cfg, err := Parse([]byte(minimal+"api: {token_env: TOK}\n"), "t.yaml", env("ENGINEHEALTH_DSN", "postgres://h/db", "TOK", "short"))
 	if err != nil {
 		t.Fatal(err)

@@ -140,8 +140,8 @@ func (c *Config) validate(v *validator) {
 	if c.Node.Name != "" && nodes.ValidName(c.Node.Name) != nil {
 		v.add("node.name", "%s is not a safe name (letters, digits, '.', '_', '-'; at most 63; starts with a letter or digit)", excerpt(c.Node.Name))
 	}
-	hbOK := v.within("node.heartbeat_interval", c.Node.HeartbeatInterval, 0, maxHeartbeatInterval)
-	v.within("node.shutdown_timeout", c.Node.ShutdownTimeout, 0, maxShutdownTimeout)
+	hbOK := v.within("node.heartbeat_interval", c.Node.HeartbeatInterval, 100*time.Millisecond, maxHeartbeatInterval)
+	v.within("node.shutdown_timeout", c.Node.ShutdownTimeout, time.Second, maxShutdownTimeout)
 	if o := c.Node.OnUnexpectedShutdown; o != UnexpectedShutdownAck && o != UnexpectedShutdownRecover {
 		v.add("node.on_unexpected_shutdown", "%s: want ack or recover", excerpt(o))
 	}
@@ -153,8 +153,8 @@ func (c *Config) validate(v *validator) {
 	case strings.HasPrefix(strings.ToLower(schema), "pg_") || strings.EqualFold(schema, "information_schema"):
 		v.add("database.schema", "%s is a PostgreSQL system schema: the sidecar needs a schema of its own", excerpt(schema))
 	}
-	v.within("database.statement_timeout", c.Database.StatementTimeout, 0, maxStatementTimeout)
-	v.within("database.connect_timeout", c.Database.ConnectTimeout, 0, maxConnectTimeout)
+	v.within("database.statement_timeout", c.Database.StatementTimeout, time.Second, maxStatementTimeout)
+	v.within("database.connect_timeout", c.Database.ConnectTimeout, 100*time.Millisecond, maxConnectTimeout)
 	if n := c.Database.MaxOpenConns; n < 2 || n > maxOpenConns {
 		v.add("database.max_open_conns", "must be between 2 and %d, got %d", maxOpenConns, n)
 	}
@@ -198,7 +198,7 @@ func (c *Config) validate(v *validator) {
 			}
 		}
 	}
-	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, 0, maxDialTimeout)
+	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, 100*time.Millisecond, maxDialTimeout)
 
 	// health
 	if sched, err := health.ParseSchedule(c.Health.Schedule); err != nil {
@@ -232,6 +232,8 @@ func (c *Config) validate(v *validator) {
 		if i := strings.IndexFunc(t, func(r rune) bool { return r < 0x21 || r > 0x7e }); i >= 0 {
 			// Never quote the token: say where the bad byte is.
 			v.add(key, "the token may hold only visible ASCII characters (it travels in an Authorization header); byte %d is not one", i)
+		} else if len(t) > maxToken {
+			v.add(key, "the token has %d characters, more than %d (it must fit in a request header)", len(t), maxToken)
 		} else if len(t) < 16 {
 			v.warn(key, "the token has %d characters: use at least 16 random ones (e.g. openssl rand -hex 32)", len(t))
 		}
@@ -469,7 +471,7 @@ func checkHostPort(addr string, minPort int) error {
 	if err != nil {
 		return fmt.Errorf("%s is not host:port", excerpt(addr))
 	}
-	n, err := strconv.Atoi(port)
+	n, err := portNumber(port)
 	if err != nil || n < minPort || n > 65535 {
 		return fmt.Errorf("%s: port %s is not a number from %d to 65535", excerpt(addr), excerpt(port), minPort)
 	}
@@ -486,8 +488,21 @@ func checkHostPort(addr string, minPort int) error {
 
 func isUnspecified(host string) bool {
 	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsUnspecified()
+	return err == nil && a.Unmap().IsUnspecified()
 }
+
+// portNumber reads a port written in decimal digits only ("+80" and " 80"
+// are not ports).
+func portNumber(port string) (int, error) {
+	if port == "" || strings.Trim(port, "0123456789") != "" || len(port) > 5 {
+		return 0, errors.New("not a port number")
+	}
+	return strconv.Atoi(port)
+}
+
+// maxToken bounds the API token: it travels in every mutation's
+// Authorization header, which the server caps at 16 KiB.
+const maxToken = 1024
 
 // hostLabel is one label of a DNS name (RFC 1123).
 var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
@@ -537,7 +552,7 @@ func checkEndpoint(ep string) error {
 	if err != nil || port == "" {
 		return fmt.Errorf("%s is not host:port", excerpt(shown))
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	if n, err := portNumber(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("%s: port %s is not a number from 1 to 65535", excerpt(shown), excerpt(port))
 	}
 	if host == "" {
@@ -558,8 +573,8 @@ func redact(s string) string {
 
 // redactURL hides the password of a URL's userinfo.
 func redactURL(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
+	if strings.LastIndex(s, "@") <= 0 {
+		return s // no userinfo before an '@' ("@every 5s")
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {
@@ -608,6 +623,13 @@ func checkDSN(dsn string) error {
 	}
 	if strings.Contains(dsn, "://") && !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 		return errors.New("want a postgres:// or postgresql:// URL")
+	}
+	if strings.Contains(dsn, "://") {
+		// The URL parser's message quotes the URL up to where it failed,
+		// which may be part of a password: say what is wrong instead.
+		if _, err := url.Parse(dsn); err != nil {
+			return errors.New("not a valid URL (in a password, reserved characters such as # / ? @ : must be percent-encoded)")
+		}
 	}
 	if _, err := pq.NewConfig(dsn); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "pq: ")

@@ -71,7 +71,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 func NewServer(h http.Handler, log *slog.Logger, opts ServerOptions) *http.Server {
 	o := opts.withDefaults()
 	return &http.Server{
-		Handler:           h,
+		Handler:           withWriteDeadline(h, o.WriteTimeout),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -80,6 +80,18 @@ func NewServer(h http.Handler, log *slog.Logger, opts ServerOptions) *http.Serve
 		ErrorLog:          stdlog.New(serverLog{log.With("component", "api")}, "", 0),
 		ConnState:         trackConnState,
 	}
+}
+
+// writeDeadlineKey holds when the server's WriteTimeout ends a request.
+type writeDeadlineKey struct{}
+
+// withWriteDeadline records in each request's context when the server's
+// WriteTimeout will cut it, so a handler can shorten (never lengthen) it.
+func withWriteDeadline(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := context.WithValue(r.Context(), writeDeadlineKey{}, time.Now().Add(timeout))
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // serverLog turns the lines net/http writes to its error log into slog

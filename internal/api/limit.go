@@ -37,6 +37,9 @@ type slots struct {
 	lastWarn atomic.Int64 // unix nanoseconds of the last busy warning
 }
 
+// answerWriteTimeout bounds the writing of one answer that holds budget.
+const answerWriteTimeout = 10 * time.Second
+
 // answerBytes is the budget of answers being written at once. An answer
 // is at most a few MiB (events: maxEventText of text), so it always fits.
 const answerBytes = 32 << 20
@@ -89,6 +92,13 @@ func (h *handler) limited(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		defer h.slots.bytes.Release(n)
+		// A reader too slow to take the answer in answerWriteTimeout gives
+		// its share of the budget back rather than hold it.
+		deadline := time.Now().Add(answerWriteTimeout)
+		if d, ok := r.Context().Value(writeDeadlineKey{}).(time.Time); ok && d.Before(deadline) {
+			deadline = d // the server's own WriteTimeout comes first
+		}
+		_ = http.NewResponseController(w).SetWriteDeadline(deadline)
 		w.WriteHeader(bw.code)
 		_, _ = w.Write(bw.buf.Bytes())
 	}
@@ -113,6 +123,6 @@ func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
 			"slots", cap(h.slots.ch), "answer_bytes", answerBytes)
 	}
 	w.Header().Set("Retry-After", "1")
-	writeProblem(w, http.StatusServiceUnavailable, "busy: too many requests are using the database",
-		strconv.Itoa(cap(h.slots.ch))+" at a time; try again")
+	writeProblem(w, http.StatusServiceUnavailable, "busy: too many requests are using the database or being answered",
+		strconv.Itoa(cap(h.slots.ch))+" database requests and "+strconv.Itoa(answerBytes>>20)+" MiB of answers at a time; try again")
 }
