@@ -325,7 +325,6 @@ func actingSelf(self api.Leader, st health.Status) (api.Leader, error) {
 	return self, nil
 }
 
-
 // stopped turns a startup error caused by shutdown into a clean exit.
 func stopped(ctx context.Context, log *slog.Logger, err error) error {
 	if ctx.Err() != nil {
