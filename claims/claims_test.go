@@ -4,17 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	_ "github.com/lib/pq"
 )
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
+}
 
 // DDL is the claims table layout documented in README.md.
 const DDL = `

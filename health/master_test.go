@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -27,7 +27,9 @@ var (
 	etcd *etcdtest.Etcd
 )
 
-func TestMain(m *testing.M) { os.Exit(leadertest.Main(m, &pg, &etcd)) }
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return leadertest.Main(m, &pg, &etcd) })
+}
 
 var quiet = leadertest.Quiet
 

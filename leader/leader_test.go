@@ -15,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -28,14 +29,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if etcd, err = etcdtest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := pgtest.Main(m, &pg)
-	etcd.Close()
-	os.Exit(code)
+	testkit.Main(m, func(m *testing.M) int {
+		var err error
+		if etcd, err = etcdtest.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer etcd.Close()
+		return pgtest.Main(m, &pg)
+	})
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
