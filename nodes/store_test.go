@@ -124,19 +124,11 @@ func TestHeartbeatUsesDatabaseClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the database clock has moved past the registration.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Eventually(t, 5*time.Second, "the database clock moved", func() (bool, error) {
 		var moved bool
-		if err := b.db.Get(&moved, `SELECT now() > $1`, before.LastActive); err != nil {
-			t.Fatal(err)
-		}
-		if moved {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("database clock did not move")
-		}
-	}
+		err := b.db.Get(&moved, `SELECT now() > $1`, before.LastActive)
+		return moved, err
+	})
 	if err := h.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
