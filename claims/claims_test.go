@@ -4,17 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	_ "github.com/lib/pq"
 )
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
+}
 
 // DDL is the claims table layout documented in README.md.
 const DDL = `
@@ -115,20 +117,11 @@ func TestExpiredClaimCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the claim has expired on the database clock.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, "the claim expired", func() (bool, error) {
 		var expired bool
-		if err := db.QueryRow(`SELECT expires_at < now() FROM app.invoice_claim WHERE instance_id = 1`).Scan(&expired); err != nil {
-			t.Fatal(err)
-		}
-		if expired {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("claim never expired")
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+		err := db.QueryRow(`SELECT expires_at < now() FROM app.invoice_claim WHERE instance_id = 1`).Scan(&expired)
+		return expired, err
+	})
 	for name, op := range map[string]func() error{
 		"renew":   func() error { return table.Renew(ctx, db, &c) },
 		"finish":  func() error { return table.Finish(ctx, db, c, "Sent") },

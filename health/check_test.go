@@ -136,8 +136,12 @@ func TestDisruptionGuard(t *testing.T) {
 		}
 	}
 	var claimsLeft, sending int
-	b.db.Get(&claimsLeft, `SELECT count(*) FROM app.invoice_claim`)
-	b.db.Get(&sending, `SELECT count(*) FROM app.invoice WHERE id >= 1000 AND status = 'Sending'`)
+	if err := b.db.Get(&claimsLeft, `SELECT count(*) FROM app.invoice_claim`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.Get(&sending, `SELECT count(*) FROM app.invoice WHERE id >= 1000 AND status = 'Sending'`); err != nil {
+		t.Fatal(err)
+	}
 	if claimsLeft != 1 || sending != 2 {
 		t.Fatalf("disruption mode expired %d claims / repaired %d instances", 1-claimsLeft, 2-sending)
 	}
@@ -261,15 +265,17 @@ func TestClaimsExpireAndInstancesRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int]string{}
-	rows, _ := b.db.Query(`SELECT id, status FROM app.invoice ORDER BY id`)
-	for rows.Next() {
-		var id int
-		var s string
-		rows.Scan(&id, &s)
-		got[id] = s
+	var rows []struct {
+		ID     int    `db:"id"`
+		Status string `db:"status"`
 	}
-	rows.Close()
+	if err := b.db.Select(&rows, `SELECT id, status FROM app.invoice ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]string{}
+	for _, r := range rows {
+		got[r.ID] = r.Status
+	}
 	want := map[int]string{10: "SendFailed", 11: "Sending", 12: "SendFailed", 13: "Created", 14: "Sent"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("instances %v, want %v", got, want)

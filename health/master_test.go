@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -28,7 +27,9 @@ var (
 	etcd *etcdtest.Etcd
 )
 
-func TestMain(m *testing.M) { os.Exit(leadertest.Main(m, &pg, &etcd)) }
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return leadertest.Main(m, &pg, &etcd) })
+}
 
 var quiet = leadertest.Quiet
 
@@ -132,17 +133,13 @@ func lead(t *testing.T, b bundle, name string) {
 
 func waitStatus(t *testing.T, b bundle, name, status string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("node %s in status %q", name, status), func() (bool, error) {
 		n, err := b.nodes.Get(context.Background(), name)
-		if err == nil && n.Status == status {
-			return
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s: status %q (%v), want %q", name, n.Status, err, status)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+		return n.Status == status, fmt.Errorf("status %q", n.Status)
+	})
 }
 
 func TestStartupRecoveryOnColdCluster(t *testing.T) {

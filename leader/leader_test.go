@@ -15,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -28,14 +29,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if etcd, err = etcdtest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := pgtest.Main(m, &pg)
-	etcd.Close()
-	os.Exit(code)
+	testkit.Main(m, func(m *testing.M) int {
+		var err error
+		if etcd, err = etcdtest.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer etcd.Close()
+		return pgtest.Main(m, &pg)
+	})
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -137,21 +139,22 @@ func (c *candidate) stop() {
 
 func waitOffice(t *testing.T, cs ...*candidate) (*candidate, *Office) {
 	t.Helper()
-	cases := time.After(15 * time.Second)
-	for {
+	var (
+		won *candidate
+		o   *Office
+	)
+	testkit.Eventually(t, 15*time.Second, "somebody took office", func() (bool, error) {
 		for _, c := range cs {
 			select {
-			case o := <-c.offices:
-				return c, o
+			case o = <-c.offices:
+				won = c
+				return true, nil
 			default:
 			}
 		}
-		select {
-		case <-cases:
-			t.Fatal("nobody took office within 15s")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return false, nil
+	})
+	return won, o
 }
 
 func masters(t *testing.T, b bundle) []string {
@@ -326,23 +329,46 @@ func TestTakeOfficeWaitsForFencedWrite(t *testing.T) {
 	_, oa := waitOffice(t, a)
 	newer := &Office{Term: oa.Term + 1000, Candidate: Candidate{Name: "z", Incarnation: uuid.NewString()}, ctx: ctx, trusted: func() error { return nil }}
 
-	inside := make(chan struct{})
+	inside := make(chan int) // the backend pid of the fenced transaction
 	release := make(chan struct{})
 	writeDone := make(chan error, 1)
 	go func() {
 		writeDone <- b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
-			close(inside)
+			var pid int
+			if err := tx.Get(&pid, `SELECT pg_backend_pid()`); err != nil {
+				return err
+			}
+			inside <- pid
 			<-release
 			return nil
 		})
 	}()
-	<-inside
+	var holder int
+	select {
+	case holder = <-inside:
+	case err := <-writeDone:
+		t.Fatalf("fenced transaction: %v", err)
+	}
 	taken := make(chan error, 1)
 	go func() { taken <- b.fence.TakeOffice(ctx, newer, b.setMaster(ctx, newer)) }()
+	// The signal that TakeOffice waits: PostgreSQL shows a backend of this
+	// database blocked by the fenced transaction's, and TakeOffice has not
+	// returned.
+	testkit.Eventually(t, 10*time.Second, "TakeOffice blocked by the open fenced transaction", func() (bool, error) {
+		select {
+		case err := <-taken:
+			t.Fatalf("TakeOffice did not wait for the open fenced transaction: %v", err)
+		default:
+		}
+		var blocked bool
+		err := b.db.Get(&blocked, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid)))`, holder)
+		return blocked, err
+	})
 	select {
 	case err := <-taken:
-		t.Fatalf("TakeOffice did not wait for the open fenced transaction: %v", err)
-	case <-time.After(300 * time.Millisecond):
+		t.Fatalf("TakeOffice returned while blocked: %v", err)
+	default:
 	}
 	close(release)
 	if err := <-writeDone; err != nil {

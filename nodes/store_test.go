@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,22 +12,15 @@ import (
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"go.uber.org/goleak"
 )
 
 var pg *pgtest.Server
 
 func TestMain(m *testing.M) {
-	code := pgtest.Main(m, &pg)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
 }
 
 type bundle struct {
@@ -132,19 +124,11 @@ func TestHeartbeatUsesDatabaseClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the database clock has moved past the registration.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Eventually(t, 5*time.Second, "the database clock moved", func() (bool, error) {
 		var moved bool
-		if err := b.db.Get(&moved, `SELECT now() > $1`, before.LastActive); err != nil {
-			t.Fatal(err)
-		}
-		if moved {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("database clock did not move")
-		}
-	}
+		err := b.db.Get(&moved, `SELECT now() > $1`, before.LastActive)
+		return moved, err
+	})
 	if err := h.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}

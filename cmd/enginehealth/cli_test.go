@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,5 +92,36 @@ func TestFlagHelp(t *testing.T) {
 	}
 	if strings.Contains(out, "(default $ENGINEHEALTH_TOKEN)") || !strings.Contains(out, "the token itself from $ENGINEHEALTH_TOKEN") {
 		t.Errorf("--token-file help:\n%s", out)
+	}
+}
+
+// TestUnknownCommandIsUsage: a first word that names no command exits 2
+// with a suggestion; no word at all prints the help.
+func TestUnknownCommandIsUsage(t *testing.T) {
+	_, errOut, code := runCLI(t, "nodez")
+	if code != exitUsage || !strings.Contains(errOut, `unknown command "nodez"`) || !strings.Contains(errOut, "did you mean nodes") {
+		t.Fatalf("exit %d, stderr %q; want exit %d naming the command and a suggestion", code, errOut, exitUsage)
+	}
+	out, _, code := runCLI(t)
+	if code != exitOK || !strings.Contains(out, "Available Commands") {
+		t.Fatalf("no arguments: exit %d, output %q; want the help", code, out)
+	}
+}
+
+// TestNewLoggerRefusesUnknownLevel: a level it cannot parse is a usage
+// error, not a silent default.
+func TestNewLoggerRefusesUnknownLevel(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := newLogger("json", "loud", &buf); !errors.As(err, new(usageError)) {
+		t.Fatalf("level loud: %v, want a usage error", err)
+	}
+	log, err := newLogger("json", "warn", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hidden")
+	log.Warn("shown")
+	if s := buf.String(); strings.Contains(s, "hidden") || !strings.Contains(s, "shown") {
+		t.Fatalf("level warn logged %q", s)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -121,18 +122,11 @@ func newCheckCmd() *cobra.Command {
 				return err
 			}
 			for _, ch := range append(append(res.NotResponding, res.Revived...), res.Forgotten...) {
-				fmt.Fprintf(w, "node %s: %s -> %s\n", safe(ch.Name), safe(ch.From), safe(cmpOr(ch.To, "(forgotten)")))
+				fmt.Fprintf(w, "node %s: %s -> %s\n", safe(ch.Name), safe(ch.From), safe(cmp.Or(ch.To, "(forgotten)")))
 			}
 			fmt.Fprintf(w, "claims expired: %d\n", res.Recovery.ClaimsExpired)
 			return recoveryTable(w, res.Recovery.Tasks, false)
 		})
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,16 +12,19 @@ import (
 )
 
 // newLogger builds the process logger: tint on a terminal (or format
-// "text"), JSON otherwise (journald, files).
-func newLogger(format, level string, w io.Writer) *slog.Logger {
+// "text"), JSON otherwise (journald, files). A level it cannot parse is a
+// usage error (the configuration's checks refuse it first).
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
-	_ = lv.UnmarshalText([]byte(level))
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("log.level: %w", err)}
+	}
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	if format == "text" || (format == "auto" && tty) {
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty}))
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty})), nil
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
 }

@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cerr *configs.Error
 	var uerr usageError
 	switch {
-	case errors.As(err, &cerr), errors.As(err, &uerr), strings.HasPrefix(err.Error(), "unknown command"):
+	case errors.As(err, &cerr), errors.As(err, &uerr):
 		return exitUsage
 	case errors.Is(err, api.ErrUnreachable):
 		return exitUnreachable
@@ -73,6 +73,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Engine-health and interrupt-recovery sidecar for workflow engines",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A root with its own argument check and run: cobra's default
+		// check of an unknown command returns untyped text.
+		Args:                       unknownCommand,
+		SuggestionsMinimumDistance: 2,
+		RunE:                       func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -111,6 +116,19 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 }
 
 // noArgs rejects positional arguments as a usage error.
+// unknownCommand refuses, as a usage error, a first argument of the root
+// that names no command.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
+	}
+	return usageError{err}
+}
+
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", c.CommandPath(), args)}

@@ -42,7 +42,10 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
+			log, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			return runDaemon(c.Context(), cfg, log)
 		},
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // ErrUnreachable: no daemon answered at the address.
-var ErrUnreachable = errors.New("no enginehealth daemon answered")
+var ErrUnreachable = errors.New("api: no enginehealth daemon answered")
 
 // Client calls a daemon's API.
 type Client struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
 // serve runs NewServer(h) on a NewListener over a free loopback port.
@@ -61,18 +64,6 @@ func openFDs(t *testing.T) int {
 		t.Skipf("cannot count file descriptors: %v", err)
 	}
 	return len(es)
-}
-
-// poll calls cond until it returns true, failing after timeout.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s", what, timeout)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
 }
 
 // TestSlowClientsDoNotLockOutHealthz: 2,000 connections held open, half
@@ -153,9 +144,9 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	}
 	// The server's descriptors: all but the clients' own and the baseline.
 	var server int
-	poll(t, 5*time.Second, "server-side descriptors within the cap", func() bool {
+	testkit.Eventually(t, 5*time.Second, "server-side descriptors within the cap", func() (bool, error) {
 		server = openFDs(t) - baseline - len(conns)
-		return server <= maxConns+8
+		return server <= maxConns+8, fmt.Errorf("%d server-side descriptors", server)
 	})
 	t.Logf("%d connections (%d idle, %d slow): GET /healthz worst %s; %d server-side descriptors (cap %d)",
 		clients, clients-len(slow), len(slow), worst.Round(time.Millisecond), server, maxConns)
@@ -258,7 +249,7 @@ func TestServerErrorLogGoesToSlog(t *testing.T) {
 	if resp, err := http.Get("http://" + addr + "/"); err == nil {
 		resp.Body.Close()
 	}
-	poll(t, 5*time.Second, "the panic logged", func() bool { return strings.Contains(logs.String(), "boom") })
+	testkit.Eventually(t, 5*time.Second, "the panic logged", func() (bool, error) { return strings.Contains(logs.String(), "boom"), nil })
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var rec struct{ Level, Msg, Err, Component string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {

@@ -1,10 +1,24 @@
-// Package api is the daemon's HTTP surface and the CLI's client of it.
+// Package api is the daemon's HTTP API and the CLI's client of it.
 //
-// Read-only routes are open; mutations need the configured bearer token.
-// Every response is JSON; errors are {"error", "detail", "request_id"}
-// (ErrorBody) with a 4xx or 5xx status. Everything a request carries is
-// checked at the edge, before any database call (edge.go); the server's
-// timeouts and connection cap are in httpserver.go.
+// NewHandler (server.go) serves liveness and readiness, the node, run and
+// event reads, and the operator's mutations (node ack, check, recovery),
+// which need the configured bearer token; check and recovery on a node
+// that is not the master are forwarded to it. GET /v1/leader (leader.go)
+// names the acting master: this node's own state, else the answer of the
+// node that last took office or of the etcd election holder.
+//
+// Every request passes the edge first (edge.go): request id, canonical
+// path, query parameters and body shape are checked before any database
+// call. Routes that use the database run in a few slots, with a byte
+// budget for answers being written, and are answered 503 busy when they
+// get neither in time (limit.go). NewServer and NewListener
+// (httpserver.go) set the server's timeouts and cap its connections.
+// Client (client.go) is what the CLI calls.
+//
+// The handler answers JSON; its errors are an ErrorBody
+// {"error", "detail", "request_id"} with a 4xx or 5xx status. What Go's
+// server refuses before any handler runs (a malformed request line,
+// oversized headers) gets that server's plain-text 400 or 431.
 package api
 
 import (

@@ -63,8 +63,8 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // Retry calls op until it succeeds or ctx is done. After each failure it
 // calls onErr with the attempt number (from 1), the error and the delay
-// before the next try, then waits. It returns nil, or ctx's error joined
-// with the last failure.
+// before the next try, then waits. It returns nil once op succeeds, else
+// the cause of ctx (context.Cause) alone: the failures went to onErr.
 func Retry(ctx context.Context, b Backoff, op func(context.Context) error, onErr func(attempt int, err error, next time.Duration)) error {
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
@@ -78,8 +78,8 @@ func Retry(ctx context.Context, b Backoff, op func(context.Context) error, onErr
 		if onErr != nil {
 			onErr(attempt, err, d)
 		}
-		if err := Sleep(ctx, d); err != nil {
-			return err
+		if Sleep(ctx, d) != nil {
+			return context.Cause(ctx)
 		}
 	}
 }

@@ -57,3 +57,31 @@ func TestRetryEndsWithContext(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestRetryReturnsTheCause: stopped while waiting or while op fails,
+// Retry returns the context's cause alone, not op's last failure.
+func TestRetryReturnsTheCause(t *testing.T) {
+	down, stopping := errors.New("down"), errors.New("stopping")
+	for name, cancelIn := range map[string]string{"while waiting": "onErr", "while op fails": "op"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			calls := 0
+			err := Retry(ctx, Backoff{Base: time.Hour},
+				func(context.Context) error {
+					calls++
+					if cancelIn == "op" {
+						cancel(stopping)
+					}
+					return down
+				},
+				func(int, error, time.Duration) {
+					if cancelIn == "onErr" {
+						cancel(stopping)
+					}
+				})
+			if err != stopping || calls != 1 {
+				t.Fatalf("got %v after %d calls, want the cause %v alone after 1", err, calls, stopping)
+			}
+		})
+	}
+}

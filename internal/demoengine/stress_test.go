@@ -20,6 +20,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -31,7 +32,9 @@ var (
 	etcd *etcdtest.Etcd
 )
 
-func TestMain(m *testing.M) { os.Exit(leadertest.Main(m, &pg, &etcd)) }
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return leadertest.Main(m, &pg, &etcd) })
+}
 
 var quiet = leadertest.Quiet
 
@@ -144,12 +147,14 @@ func TestRaceStress(t *testing.T) {
 	masterDone := make(chan error, 1)
 	passes := 0
 	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stopMaster:
 				masterDone <- nil
 				return
-			case <-time.After(5 * time.Millisecond):
+			case <-tick.C:
 			}
 			if _, err := checker.RunOnce(ctx, office, recovery.TriggerPeriodic, nil); err != nil {
 				masterDone <- err
@@ -318,18 +323,9 @@ loop:
 // waitUntil polls an SQL condition until it is true (30s at most).
 func waitUntil(t *testing.T, db *sql.DB, cond string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, cond, func() (bool, error) {
 		var ok bool
-		if err := db.QueryRow(cond).Scan(&ok); err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after 30s: %s", cond)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		err := db.QueryRow(cond).Scan(&ok)
+		return ok, err
+	})
 }

@@ -35,9 +35,7 @@ var (
 	memberBin string // etcdtest's etcdmember, for multi-process etcd clusters
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
+func TestMain(m *testing.M) { testkit.Main(m, testMain) }
 
 func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "ehbin-")

@@ -326,7 +326,9 @@ func TestPausedMasterWritesNothingAfterNewMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runsBefore int
-	c.db.Get(&runsBefore, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term)
+	if err := c.db.Get(&runsBefore, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term); err != nil {
+		t.Fatal(err)
+	}
 	old.signal(t, syscall.SIGCONT)
 	// It notices it lost office and goes on as a standby.
 	eventually(t, 30*time.Second, "the old master steps down", func() (bool, error) {

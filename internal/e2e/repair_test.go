@@ -51,22 +51,14 @@ func crashToRepair(t testing.TB) time.Duration {
 	engine.signal(t, syscall.SIGKILL)
 	engine.wait(t, 10*time.Second)
 	var took time.Duration
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	eventually(t, time.Minute, "the killed engine's instances repaired", func() (bool, error) {
 		var left int
 		if err := c.db.Get(&left, `SELECT count(*) FROM demo.orders WHERE id::text = ANY($1) AND status = 'Reserving'`, pq.Array(held)); err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		if left == 0 {
-			took = time.Since(killed)
-			break
-		}
-		if time.Since(killed) > time.Minute {
-			t.Fatalf("%d of the killed engine's instances still interrupted after a minute", left)
-		}
-		<-tick.C
-	}
+		took = time.Since(killed)
+		return left == 0, fmt.Errorf("%d still interrupted", left)
+	})
 	var repaired int
 	if err := c.db.Get(&repaired, `SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_repaired'
 		AND instance = ANY($1) AND node = 'engine-1' AND to_state = 'Created'`, pq.Array(held)); err != nil {

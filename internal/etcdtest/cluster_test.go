@@ -6,28 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
 var member string // the etcdmember binary
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ehmember-")
-	if err != nil {
-		panic(err)
-	}
-	if member, err = BuildMember(dir); err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
+	testkit.Main(m, func(m *testing.M) int {
+		dir, err := os.MkdirTemp("", "ehmember-")
+		if err != nil {
+			panic(err)
 		}
-	}
-	os.Exit(code)
+		defer os.RemoveAll(dir)
+		if member, err = BuildMember(dir); err != nil {
+			panic(err)
+		}
+		return m.Run()
+	})
 }
 
 // TestClusterFaults: the harness freezes, thaws, kills and restarts member

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,12 +12,15 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/jmoiron/sqlx"
 )
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
+}
 
 func open(t *testing.T, dsn string) *sqlx.DB {
 	t.Helper()

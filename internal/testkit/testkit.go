@@ -1,11 +1,37 @@
-// Package testkit holds the waiting helpers of the tests: conditions are
-// polled with a deadline, never slept for.
+// Package testkit holds what every test package shares: Main, which runs
+// the tests and then looks for leaked goroutines, and the waiting helpers
+// (conditions are polled with a deadline, never slept for).
 package testkit
 
 import (
+	"fmt"
+	"os"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+// Main runs a test package and exits: run starts the package's fixtures,
+// calls m.Run and stops the fixtures before it returns (pgtest.Main,
+// leadertest.Main, or nil for m.Run alone). When the tests passed, Main then
+// fails the package if goroutines other than the runtime's and the testing
+// package's are still running, after goleak's grace period. Call it from
+// TestMain. goleak.VerifyTestMain cannot do this: it runs m.Run itself, and
+// the fixtures must be stopped before the check.
+func Main(m *testing.M, run func(*testing.M) int, opts ...goleak.Option) {
+	if run == nil {
+		run = (*testing.M).Run
+	}
+	code := run(m)
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // Poll is how often Eventually and Never look at their condition.
 const Poll = 20 * time.Millisecond
