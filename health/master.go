@@ -65,8 +65,12 @@ type Master struct {
 	mu          sync.Mutex
 	office      *leader.Office // in office (TakeOffice done), or nil
 	since       time.Time      // when it took office
-	actingSince time.Time      // when it last became able to act
+	// suspensions of the office (end zero while one lasts): the time
+	// without a successful pass counts only while the master can act.
+	suspensions []interval
 }
+
+type interval struct{ start, end time.Time }
 
 // NewMaster returns the master's duty runner.
 func NewMaster(cfg MasterConfig) *Master {
@@ -115,39 +119,66 @@ func (m *Master) Status() Status {
 	return st
 }
 
-// Stuck returns an error when this node acts as master but no check pass
-// has succeeded for StuckAfter (counted from when it last became able to
-// act): a stuck master, to be replaced.
+// Stuck returns an error when this node acts as master but has acted
+// for StuckAfter without a successful check pass (since it took office or
+// since its last success, whichever is later; time suspended does not
+// count, and a short suspension does not start the count again): a stuck
+// master, to be replaced.
 func (m *Master) Stuck() error {
-	m.mu.Lock()
-	o, acting := m.office, m.actingSince
-	m.mu.Unlock()
-	if o == nil || m.cfg.StuckAfter <= 0 || m.cfg.Checker == nil || o.Trusted() != nil {
+	if m.cfg.StuckAfter <= 0 || m.cfg.Checker == nil {
 		return nil
 	}
 	ps := m.cfg.Checker.Stats()
-	from := acting
+	now := m.now()
+	m.mu.Lock()
+	o := m.office
+	from := m.since
 	if ps.LastSuccess.After(from) {
 		from = ps.LastSuccess
 	}
-	if age := m.now().Sub(from); age > m.cfg.StuckAfter {
-		msg := fmt.Sprintf("no check pass succeeded for %s (limit %s), %d consecutive failures",
-			age.Round(time.Second), m.cfg.StuckAfter, ps.ConsecutiveFailures)
+	acted := now.Sub(from)
+	kept := m.suspensions[:0]
+	for _, iv := range m.suspensions {
+		end := iv.end
+		if end.IsZero() {
+			end = now
+		}
+		if end.Before(from) {
+			continue // before the window: forgotten
+		}
+		kept = append(kept, iv)
+		acted -= end.Sub(later(iv.start, from))
+	}
+	m.suspensions = kept
+	m.mu.Unlock()
+	if o == nil || o.Trusted() != nil {
+		return nil
+	}
+	if acted > m.cfg.StuckAfter {
+		msg := fmt.Sprintf("acting for %s without a successful check pass (limit %s), %d consecutive failures",
+			acted.Round(time.Second), m.cfg.StuckAfter, ps.ConsecutiveFailures)
 		if ps.LastError != "" {
 			msg += "; last error: " + ps.LastError
 		}
-		return errors.New(msg)
+		return errors.New("no check pass succeeded: " + msg)
 	}
 	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (m *Master) setOffice(o *leader.Office) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.office = o
+	m.suspensions = nil
 	if o != nil {
 		m.since = m.now()
-		m.actingSince = m.since
 	}
 }
 
@@ -158,13 +189,18 @@ func (m *Master) trusted(ctx context.Context, o *leader.Office, log *slog.Logger
 	switch {
 	case err != nil && !*suspended:
 		*suspended = true
+		m.mu.Lock()
+		m.suspensions = append(m.suspensions, interval{start: m.now()})
+		m.mu.Unlock()
 		if ctx.Err() == nil {
 			log.WarnContext(ctx, "master office suspended: not acting until trust returns", tint.Err(err))
 		}
 	case err == nil && *suspended:
 		*suspended = false
 		m.mu.Lock()
-		m.actingSince = m.now()
+		if n := len(m.suspensions); n > 0 && m.suspensions[n-1].end.IsZero() {
+			m.suspensions[n-1].end = m.now()
+		}
 		m.mu.Unlock()
 		log.InfoContext(ctx, "master office trusted again: acting")
 	}

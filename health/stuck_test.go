@@ -2,7 +2,9 @@ package health
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,8 +38,17 @@ func TestStuckMaster(t *testing.T) {
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
 		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
 	})
+	// The gate (the node's own heartbeat, in the daemon) can take trust
+	// away for a moment: flapping must not restart the count.
+	var gateDown atomic.Bool
 	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
-		Candidate: leader.Candidate{Name: "m", Incarnation: inc}, Log: quiet})
+		Candidate: leader.Candidate{Name: "m", Incarnation: inc}, Log: quiet,
+		Gate: func() error {
+			if gateDown.Load() {
+				return errors.New("heartbeat late")
+			}
+			return nil
+		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()
@@ -53,12 +64,34 @@ func TestStuckMaster(t *testing.T) {
 
 	// Every pass now fails: the claims table is gone.
 	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
+	// Trust flaps: 150 ms down every 600 ms, shorter than StuckAfter.
+	stopFlap := make(chan struct{})
+	flapped := make(chan struct{})
+	go func() {
+		defer close(flapped)
+		tick := time.NewTicker(150 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stopFlap:
+				gateDown.Store(false)
+				return
+			case <-tick.C:
+				gateDown.Store(i%4 == 0)
+			}
+		}
+	}()
 	testkit.Eventually(t, 10*time.Second, "failing passes counted", func() (bool, error) {
 		p := m.Status().Passes
 		return p.ConsecutiveFailures >= 2 && strings.Contains(p.LastError, "undefined_table") && !strings.Contains(p.LastError, "invoice_claim"), nil
 	})
-	testkit.Eventually(t, 10*time.Second, "the master counts as stuck", func() (bool, error) {
+	testkit.Eventually(t, 15*time.Second, "the master counts as stuck although its trust flaps", func() (bool, error) {
 		return m.Stuck() != nil, nil
+	})
+	close(stopFlap)
+	<-flapped
+	testkit.Eventually(t, 5*time.Second, "acting again", func() (bool, error) {
+		return m.Status().Acting, nil
 	})
 	if err := m.Stuck(); !strings.Contains(err.Error(), "no check pass succeeded") || !strings.Contains(err.Error(), "undefined_table") {
 		t.Fatalf("stuck reason: %v", err)

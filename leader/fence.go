@@ -2,8 +2,10 @@ package leader
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -27,6 +29,7 @@ type Fence struct {
 	db     *sqlx.DB
 	terms  string
 	events *audit.Log
+	log    *slog.Logger
 }
 
 // NewFence returns the fence of a sidecar schema.
@@ -62,9 +65,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *sqlx.Tx
 	}
 	c := o.Candidate
 	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE `+f.terms+` SET term = $1, node = $2, incarnation = $3, since = now() WHERE term < $1`,
-			o.Term, c.Name, c.Incarnation)
+		res, err := f.raiseTerm(ctx, tx, o)
 		if err != nil {
 			return fmt.Errorf("raise term: %w", err)
 		}
@@ -90,6 +91,62 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *sqlx.Tx
 		})
 	})
 }
+
+// staleHolder is how long a transaction that holds the term row must have
+// been idle before a new master ends it: a master's fenced transactions
+// run their statements back to back, so one idle this long belongs to a
+// process that stopped mid-way (SIGSTOP, a VM pause, a hung host).
+const staleHolder = 2 * time.Second
+
+// raiseTerm records o's term. A fenced transaction of an earlier office
+// holds the term row (FOR SHARE) until it ends; when its process stopped
+// mid-way, PostgreSQL would end it only at idle_in_transaction_session_
+// timeout (statement_timeout + connect_timeout, 35 s by default). So while
+// the UPDATE waits, the transactions that block it and have been idle for
+// staleHolder are terminated: their uncommitted writes, of an older term,
+// are rolled back, which is what the fence promises anyway.
+func (f *Fence) raiseTerm(ctx context.Context, tx *sqlx.Tx, o *Office) (sql.Result, error) {
+	var pid int
+	if err := tx.GetContext(ctx, &pid, `SELECT pg_backend_pid()`); err != nil {
+		return nil, err
+	}
+	type result struct {
+		res sql.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE `+f.terms+` SET term = $1, node = $2, incarnation = $3, since = now() WHERE term < $1`,
+			o.Term, o.Candidate.Name, o.Candidate.Incarnation)
+		done <- result{res, err}
+	}()
+	tick := time.NewTicker(staleHolder / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.res, r.err
+		case <-tick.C:
+			var ended []string
+			err := f.db.SelectContext(ctx, &ended,
+				`WITH stale AS MATERIALIZED (
+					SELECT a.pid, a.application_name FROM pg_stat_activity a
+					WHERE a.pid = ANY (pg_blocking_pids($1))
+					  AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+					  AND a.state_change < now() - make_interval(secs => $2))
+				 SELECT format('%s (pid %s)', application_name, pid) FROM stale WHERE pg_terminate_backend(pid)`,
+				pid, staleHolder.Seconds())
+			if err == nil && len(ended) > 0 && f.log != nil {
+				f.log.WarnContext(ctx, "ended the stalled transactions of an earlier master that held the term", "sessions", ended, "term", o.Term)
+			}
+		}
+	}
+}
+
+// SetLogger sets where the fence reports what it does beyond its
+// transactions (ending an earlier master's stalled one); none by default.
+func (f *Fence) SetLogger(log *slog.Logger) { f.log = log.With("component", "fence") }
 
 // StepDown runs clear (the caller's undoing of what TakeOffice's also
 // did; it reports whether anything changed) and, if it changed anything,

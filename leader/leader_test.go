@@ -401,3 +401,48 @@ func TestElectionKeyLayout(t *testing.T) {
 		t.Fatalf("election key %q, want %q", kv.Key, want)
 	}
 }
+
+// TestTakeOfficeEndsStalledFencedWrite: the fenced transaction of a master
+// whose process stopped mid-way (idle in transaction, holding the term row)
+// does not hold the next master off until PostgreSQL's idle timeout: it is
+// ended, its old-term write rolled back, and the new term recorded within a
+// few seconds.
+func TestTakeOfficeEndsStalledFencedWrite(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	a := b.start(t, "a")
+	_, oa := waitOffice(t, a)
+	newer := &Office{Term: oa.Term + 1000, Candidate: Candidate{Name: "z", Incarnation: uuid.NewString()}, ctx: ctx, trusted: func() error { return nil }}
+
+	inside := make(chan struct{})
+	stalled := make(chan struct{}) // never closed while the test waits: the process is "stopped"
+	writeDone := make(chan error, 1)
+	go func() {
+		writeDone <- b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
+			if _, err := tx.Exec(`INSERT INTO enginehealth.events (kind, actor, reason) VALUES ('test', 'old-term', 'stalled write')`); err != nil {
+				return err
+			}
+			close(inside)
+			<-stalled
+			return nil
+		})
+	}()
+	<-inside
+	start := time.Now()
+	if err := b.fence.TakeOffice(ctx, newer, b.setMaster(ctx, newer)); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	close(stalled)
+	if err := <-writeDone; err == nil {
+		t.Fatal("the stalled old-term write committed after the new term was recorded")
+	}
+	var n int
+	if err := b.db.Get(&n, `SELECT count(*) FROM enginehealth.events WHERE actor = 'old-term'`); err != nil || n != 0 {
+		t.Fatalf("%d old-term events (%v): the stalled write was not rolled back", n, err)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("TakeOffice took %s behind a stalled transaction", took)
+	}
+	t.Logf("TakeOffice ended the stalled transaction after %s", took.Round(time.Millisecond))
+}

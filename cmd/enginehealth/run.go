@@ -158,6 +158,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 
 	fence := leader.NewFence(db, cfg.Database.Schema)
+	fence.SetLogger(log)
 	elector := leader.New(leader.Config{
 		Client:      etcd,
 		Prefix:      cfg.Etcd.Prefix,
