@@ -62,9 +62,9 @@ type Master struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu          sync.Mutex
-	office      *leader.Office // in office (TakeOffice done), or nil
-	since       time.Time      // when it took office
+	mu     sync.Mutex
+	office *leader.Office // in office (TakeOffice done), or nil
+	since  time.Time      // when it took office
 	// suspensions of the office (end zero while one lasts): the time
 	// without a successful pass counts only while the master can act.
 	suspensions []interval
