@@ -234,8 +234,8 @@ func allEvents(ctx context.Context, cl *api.Client, p audit.ListParams) ([]audit
 		if err != nil {
 			return nil, err
 		}
-		if len(page) == 0 {
-			break
+		if len(page) == 0 || (len(all) > 0 && page[len(page)-1].ID <= q.AfterID) {
+			break // the end, or a daemon that does not page on
 		}
 		all = append(all, page...)
 		q.AfterID = page[len(page)-1].ID
