@@ -155,7 +155,7 @@ type Health struct {
 
 // Recovery configures repairs.
 type Recovery struct {
-	// BatchSize of one repair transaction; default 1000.
+	// BatchSize of one repair transaction; default 10000.
 	BatchSize int `yaml:"batch_size"`
 }
 
