@@ -1,0 +1,161 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
+)
+
+var (
+	pg   *pgtest.Server
+	etcd *etcdtest.Etcd
+)
+
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return leadertest.Main(m, &pg, &etcd) })
+}
+
+// orders: a claimable workflow with one non-atomic task; reports: a
+// non-claimable one with an atomic task.
+var (
+	ordersClaims = &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
+		Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
+		ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"}
+	orders = Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status", Claims: ordersClaims,
+		Tasks: []Task{{Task: claims.Task{Name: "ship", Begin: "Paid", Interim: "Shipping", Ends: []string{"Shipped"}, Failed: "ShipFailed"}}}}
+	reports = Workflow{Name: "reports", Table: "app.reports", IDColumn: "id", StatusColumn: "state",
+		Tasks: []Task{{Task: claims.Task{Name: "render", Begin: "Queued", Interim: "Rendering", Ends: []string{"Done"}, Failed: "Failed"}, AtomicInternal: true}}}
+)
+
+func setup(t *testing.T) (*Repairer, *sqlx.DB, *leader.Office) {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
+		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,
+			claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
+		CREATE TABLE app.reports (id bigserial PRIMARY KEY, state text NOT NULL);
+		INSERT INTO app.orders (status) SELECT 'Shipping' FROM generate_series(1, 7);
+		INSERT INTO app.orders_claim VALUES (1, 'n1', 't', now() - interval '1h', now() - interval '1m'),
+			(2, 'n2', 't', now(), now() + interval '1h');
+		INSERT INTO app.reports (state) SELECT 'Rendering' FROM generate_series(1, 5);`)
+	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
+	r := New(Config{DB: db, Fence: leader.NewFence(db, "enginehealth"), Schema: "enginehealth",
+		Workflows: []Workflow{orders, reports}, BatchSize: 2, Log: leadertest.Quiet})
+	return r, db, o
+}
+
+func states(t *testing.T, db *sqlx.DB, q string) map[string]int {
+	t.Helper()
+	rows := []struct {
+		S string `db:"s"`
+		N int    `db:"n"`
+	}{}
+	if err := db.Select(&rows, q); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, r := range rows {
+		m[r.S] = r.N
+	}
+	return m
+}
+
+func TestDecide(t *testing.T) {
+	if a := Decide(reports.Tasks[0]); a.To != "Queued" {
+		t.Errorf("atomic task: %+v, want back to its begin state", a)
+	}
+	if a := Decide(orders.Tasks[0]); a.To != "ShipFailed" {
+		t.Errorf("non-atomic task: %+v, want its failed state", a)
+	}
+}
+
+// TestScope: a manual run names claimable workflows only.
+func TestScope(t *testing.T) {
+	r := New(Config{Workflows: []Workflow{orders, reports}, Log: leadertest.Quiet})
+	if wfs, err := r.Claimable(Scope{}); err != nil || len(wfs) != 1 || wfs[0].Name != "orders" {
+		t.Fatalf("empty scope: %+v %v", wfs, err)
+	}
+	for _, name := range []string{"reports", "nope"} {
+		if _, err := r.Claimable(Scope{Workflows: []string{name}}); !errors.Is(err, ErrScope) {
+			t.Errorf("scope %q: %v, want ErrScope", name, err)
+		}
+	}
+}
+
+// TestPlanThenRecover: the plan changes nothing, and Recover does what it said: the
+// expired claim goes, the live claim and its instance stay, the other
+// unclaimed instances move in batches, one event each, counted in the run.
+func TestPlanThenRecover(t *testing.T) {
+	r, db, o := setup(t)
+	ctx := context.Background()
+	plan, err := r.Plan(ctx, Scope{})
+	if err != nil || len(plan) != 1 || plan[0].ClaimsToExpire != 1 || plan[0].Tasks[0].Planned != 6 || plan[0].Tasks[0].To != "ShipFailed" {
+		t.Fatalf("plan %+v %v", plan, err)
+	}
+	if st := states(t, db, `SELECT status AS s, count(*) AS n FROM app.orders GROUP BY 1`); st["Shipping"] != 7 {
+		t.Fatalf("the plan changed something: %v", st)
+	}
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.ClaimsExpired != 1 || res.Done() != 6 {
+		t.Fatalf("recover %+v %v", res, err)
+	}
+	if st := states(t, db, `SELECT status AS s, count(*) AS n FROM app.orders GROUP BY 1`); st["Shipping"] != 1 || st["ShipFailed"] != 6 {
+		t.Fatalf("after recovery: %v", st)
+	}
+	var events, named int
+	if err := db.Get(&events, `SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_repaired' AND run_id = $1`, res.RunID); err != nil || events != 6 {
+		t.Fatalf("%d repair events (%v), want 6", events, err)
+	}
+	// Only the instance whose claim this run expired names a node.
+	if err := db.Get(&named, `SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_repaired' AND node = 'n1'`); err != nil || named != 1 {
+		t.Fatalf("%d repair events name n1 (%v), want 1", named, err)
+	}
+	rows, err := r.ListRuns(ctx, 10)
+	if err != nil || len(rows) != 1 || rows[0].Status != "finished" || rows[0].Planned != 6 || rows[0].Done != 6 || rows[0].ClaimsExpired != 1 {
+		t.Fatalf("runs %+v %v", rows, err)
+	}
+	// Start-up recovery handles the non-claimable workflow only.
+	if _, err := r.Startup(ctx, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := states(t, db, `SELECT state AS s, count(*) AS n FROM app.reports GROUP BY 1`); st["Queued"] != 5 {
+		t.Fatalf("reports after start-up recovery: %v", st)
+	}
+}
+
+// TestInRunFailure: a failed run's row keeps a cause-free summary; the
+// caller gets the whole error.
+func TestInRunFailure(t *testing.T) {
+	r, _, o := setup(t)
+	ctx := context.Background()
+	boom := errors.New(`pq: permission denied for table secret_orders (42501)`)
+	run, err := r.InRun(ctx, o, RunSpec{Kind: KindCheck, Trigger: TriggerManual}, func(int64) error { return boom })
+	if !errors.Is(err, boom) || run == 0 {
+		t.Fatalf("InRun: run %d, %v", run, err)
+	}
+	rows, err := r.ListRuns(ctx, 1)
+	if err != nil || len(rows) != 1 || rows[0].Status != "failed" || strings.Contains(rows[0].Error, "secret_orders") || rows[0].Error == "" {
+		t.Fatalf("failed run row %+v %v", rows, err)
+	}
+	if un, err := r.Unfinished(ctx, o); err != nil || len(un) != 0 {
+		t.Fatalf("unfinished %+v %v", un, err)
+	}
+}
