@@ -3,7 +3,17 @@ package main
 import (
 	"testing"
 
+	"github.com/enginehealth/enginehealth/internal/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
+	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m, nil) }
+var (
+	pg   *pgtest.Server
+	etcd *etcdtest.Etcd
+)
+
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return leadertest.Main(m, &pg, &etcd) })
+}

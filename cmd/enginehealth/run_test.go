@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/nodes"
+)
+
+// TestRunDaemon: the daemon's wiring, in process, from a configuration
+// file: it registers, takes office alone, becomes Ready and answers its
+// API; cancelling its context stops it cleanly (nil error, record gone).
+func TestRunDaemon(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte(dsn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "enginehealth.yaml")
+	if err := os.WriteFile(path, []byte(`node:
+  name: wired
+  heartbeat_interval: 200ms
+  shutdown_timeout: 5s
+database:
+  dsn_file: dsn
+etcd:
+  endpoints: ["`+etcd.Endpoint+`"]
+  prefix: /wiring/
+  lease_ttl: 3s
+health:
+  schedule: "@every 1s"
+  not_responding_after: 1s
+api:
+  listen: 127.0.0.1:0
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(ctx, cfg, leadertest.Quiet) }()
+
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := nodes.NewStore(db, "enginehealth")
+	var node nodes.Node
+	testkit.Eventually(t, 30*time.Second, "the node Ready and master", func() (bool, error) {
+		select {
+		case err := <-done:
+			t.Fatalf("runDaemon returned: %v", err)
+		default:
+		}
+		node, err = store.Get(ctx, "wired")
+		return err == nil && node.Status == nodes.StatusReady && node.IsMaster, err
+	})
+	cl := api.NewClient(node.APIAddress, "")
+	if l, err := cl.Leader(ctx); err != nil || l.Name != "wired" {
+		t.Fatalf("/v1/leader: %+v %v", l, err)
+	}
+	testkit.Eventually(t, 10*time.Second, "a periodic check pass", func() (bool, error) {
+		l, err := cl.Leader(ctx)
+		return err == nil && !l.Passes.LastSuccess.IsZero(), err
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runDaemon after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("runDaemon did not stop within 10s of its context's end")
+	}
+	if _, err := store.Get(context.Background(), "wired"); !errors.Is(err, nodes.ErrNotFound) {
+		t.Fatalf("record after a clean stop: %v", err)
+	}
+}
