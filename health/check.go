@@ -29,8 +29,8 @@ type CheckConfig struct {
 	Fence    *leader.Fence
 	Nodes    *nodes.Store
 	Recovery *recovery.Repairer
-	// Schema of the sidecar tables (for disruption events).
-	Schema string
+	// Events is the event log (disruption events).
+	Events *audit.Log
 	// Interval between scheduled passes; a gap longer than this since the
 	// last pass widens the staleness threshold by the excess.
 	Interval                time.Duration
@@ -103,7 +103,7 @@ func NewChecker(cfg CheckConfig) *Checker {
 	if cfg.MaxUnresponsiveFraction <= 0 {
 		cfg.MaxUnresponsiveFraction = DefaultMaxUnresponsiveFraction
 	}
-	return &Checker{cfg: cfg, log: cfg.Log.With("component", "check"), events: audit.New(cfg.Schema), now: time.Now}
+	return &Checker{cfg: cfg, log: cfg.Log.With("component", "check"), events: cfg.Events, now: time.Now}
 }
 
 // CheckResult is what one pass did.

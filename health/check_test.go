@@ -23,8 +23,8 @@ func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 }
 
 func newChecker(b bundle, cfg CheckConfig) *Checker {
-	fence := leader.NewFence(b.db, "enginehealth")
-	cfg.Fence, cfg.Nodes, cfg.Schema, cfg.Log = fence, b.nodes, "enginehealth", quiet
+	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
 	cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
@@ -327,7 +327,7 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 	if err := b.db.Get(&old, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope) VALUES (1, 'gone', 'recovery', 'manual', '{"workflows":["invoice"]}') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(b.db, "enginehealth")
+	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, Log: quiet})
 	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, NotRespondingAfter: 30 * time.Second, Tick: 20 * time.Millisecond, Log: quiet})
 	o := takeOffice(t, b, "m")

@@ -83,7 +83,7 @@ func setup(t *testing.T) bundle {
 	insert("report", "state", "Queued", 3)
 	insert("report", "state", "Published", 2)
 	insert("invoice", "status", "Sending", 4)
-	return bundle{db: db, nodes: nodes.NewStore(db, "enginehealth")}
+	return bundle{db: db, nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth"))}
 }
 
 func states(t *testing.T, db *sqlx.DB, table, col string) map[string]int {
@@ -117,7 +117,7 @@ func lead(t *testing.T, b bundle, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(b.db, "enginehealth")
+	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	m := NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes,
 		Recovery:           recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -31,9 +32,9 @@ func TestStuckMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	fence := leader.NewFence(b.db, "enginehealth")
+	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
-	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Schema: "enginehealth", Interval: time.Second, Log: quiet})
+	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet})
 	m := NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
 		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,

@@ -32,10 +32,11 @@ type Fence struct {
 	log    *slog.Logger
 }
 
-// NewFence returns the fence of a sidecar schema.
-func NewFence(db *sqlx.DB, schema string) *Fence {
+// NewFence returns the fence of a sidecar schema; events is the event log
+// of the same schema.
+func NewFence(db *sqlx.DB, schema string, events *audit.Log) *Fence {
 	s := pq.QuoteIdentifier(schema)
-	return &Fence{db: db, terms: s + ".leader_term", events: audit.New(schema)}
+	return &Fence{db: db, terms: s + ".leader_term", events: events}
 }
 
 // Term is the recorded fencing term.

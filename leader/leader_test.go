@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
@@ -59,7 +60,7 @@ func setup(t *testing.T) bundle {
 	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
 		t.Fatal(err)
 	}
-	return bundle{db: db, fence: NewFence(db, "enginehealth"), nodes: nodes.NewStore(db, "enginehealth"), prefix: "/" + t.Name() + "/"}
+	return bundle{db: db, fence: NewFence(db, "enginehealth", audit.New("enginehealth")), nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth")), prefix: "/" + t.Name() + "/"}
 }
 
 func newClient(t *testing.T) *clientv3.Client {

@@ -83,9 +83,10 @@ type Store struct {
 	events *audit.Log
 }
 
-// NewStore returns the store of the given sidecar schema.
-func NewStore(db *sqlx.DB, schema string) *Store {
-	return &Store{db: db, table: pq.QuoteIdentifier(schema) + ".nodes", events: audit.New(schema)}
+// NewStore returns the store of the given sidecar schema; events is the
+// event log of the same schema (the daemon makes one and shares it).
+func NewStore(db *sqlx.DB, schema string, events *audit.Log) *Store {
+	return &Store{db: db, table: pq.QuoteIdentifier(schema) + ".nodes", events: events}
 }
 
 // Registration describes this process to Register.

@@ -38,7 +38,7 @@ func setup(t *testing.T) (*Store, bundle) {
 	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
 		t.Fatal(err)
 	}
-	return NewStore(db, "enginehealth"), bundle{db: db, events: audit.New("enginehealth")}
+	return NewStore(db, "enginehealth", audit.New("enginehealth")), bundle{db: db, events: audit.New("enginehealth")}
 }
 
 func reg(name string) Registration {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
@@ -57,7 +58,7 @@ func setup(t *testing.T) (*Repairer, *sqlx.DB, *leader.Office) {
 			(2, 'n2', 't', now(), now() + interval '1h');
 		INSERT INTO app.reports (state) SELECT 'Rendering' FROM generate_series(1, 5);`)
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
-	r := New(Config{DB: db, Fence: leader.NewFence(db, "enginehealth"), Schema: "enginehealth",
+	r := New(Config{DB: db, Fence: leader.NewFence(db, "enginehealth", audit.New("enginehealth")), Schema: "enginehealth",
 		Workflows: []Workflow{orders, reports}, BatchSize: 2, Log: leadertest.Quiet})
 	return r, db, o
 }

@@ -126,7 +126,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	}
 	defer etcd.Close()
 
-	store := nodes.NewStore(db, cfg.Database.Schema)
+	// One event log, shared by every writer of the events table.
+	events := audit.New(cfg.Database.Schema)
+	store := nodes.NewStore(db, cfg.Database.Schema, events)
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
 		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == configs.UnexpectedShutdownRecover}
 	var node nodes.Node
@@ -157,7 +159,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		notify.Status("node " + name + ": " + status)
 	})
 
-	fence := leader.NewFence(db, cfg.Database.Schema)
+	fence := leader.NewFence(db, cfg.Database.Schema, events)
 	fence.SetLogger(log)
 	elector := leader.New(leader.Config{
 		Client:      etcd,
@@ -177,7 +179,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	sched := cfg.Health.ParsedSchedule
 	checker := health.NewChecker(health.CheckConfig{
-		Fence: fence, Nodes: store, Recovery: repairer, Schema: cfg.Database.Schema,
+		Fence: fence, Nodes: store, Recovery: repairer, Events: events,
 		Interval:                sched.Period(),
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
 		ForgetAfter:             cfg.Health.ForgetAfter,
@@ -192,10 +194,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		StuckAfter:         sched.StuckAfter(),
 		Log:                log,
 	})
-	events := audit.New(cfg.Database.Schema)
 	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
-	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema)
-	apiFence := leader.NewFence(apiDB, cfg.Database.Schema) // read only: the current term
+	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
+	apiFence := leader.NewFence(apiDB, cfg.Database.Schema, events) // read only: the current term
 
 	srv := api.NewServer(
 		api.NewHandler(api.Config{

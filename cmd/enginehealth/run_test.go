@@ -10,6 +10,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
@@ -58,7 +59,7 @@ api:
 		t.Fatal(err)
 	}
 	defer db.Close()
-	store := nodes.NewStore(db, "enginehealth")
+	store := nodes.NewStore(db, "enginehealth", audit.New("enginehealth"))
 	var node nodes.Node
 	testkit.Eventually(t, 30*time.Second, "the node Ready and master", func() (bool, error) {
 		select {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -125,4 +126,6 @@ func BenchmarkCheckIdle(b *testing.B) {
 	b.ReportMetric(large.Seconds()/small.Seconds(), "idle-ratio")
 }
 
-func leaderFence(db *sqlx.DB) *leader.Fence { return leader.NewFence(db, "enginehealth") }
+func leaderFence(db *sqlx.DB) *leader.Fence {
+	return leader.NewFence(db, "enginehealth", audit.New("enginehealth"))
+}

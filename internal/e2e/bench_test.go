@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/leader"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkFailover(b *testing.B) {
 				c.waitRegistered(d, 30*time.Second)
 			}
 			cur := c.waitTerm(b, 0, 30*time.Second)
-			fence := leader.NewFence(c.db, "enginehealth")
+			fence := leader.NewFence(c.db, "enginehealth", audit.New("enginehealth"))
 			var total time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

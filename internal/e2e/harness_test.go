@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
@@ -273,7 +274,7 @@ func isCode(err error, code int) bool {
 
 // node reads a node record straight from the database.
 func (c *cluster) node(name string) (nodes.Node, error) {
-	return nodes.NewStore(c.db, "enginehealth").Get(context.Background(), name)
+	return nodes.NewStore(c.db, "enginehealth", audit.New("enginehealth")).Get(context.Background(), name)
 }
 
 // waitRegistered waits until the daemon's record exists and returns it.

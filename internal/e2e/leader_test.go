@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -67,7 +68,7 @@ func (w *masterWatch) finish(t *testing.T) {
 // term reads the recorded fencing term.
 func (c *cluster) term(t testing.TB) leader.Term {
 	t.Helper()
-	cur, err := leader.NewFence(c.db, "enginehealth").Current(context.Background())
+	cur, err := leader.NewFence(c.db, "enginehealth", audit.New("enginehealth")).Current(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func (c *cluster) waitTerm(t testing.TB, after int64, timeout time.Duration) lea
 	var cur leader.Term
 	eventually(t, timeout, "a new master in office", func() (bool, error) {
 		var err error
-		cur, err = leader.NewFence(c.db, "enginehealth").Current(context.Background())
+		cur, err = leader.NewFence(c.db, "enginehealth", audit.New("enginehealth")).Current(context.Background())
 		return err == nil && cur.Term > after, err
 	})
 	return cur

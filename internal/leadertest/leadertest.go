@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/leader"
@@ -44,14 +45,14 @@ func Main(m *testing.M, pg **pgtest.Server, etcd **etcdtest.Etcd) int {
 func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Office {
 	t.Helper()
 	inc := uuid.NewString()
-	if _, err := nodes.NewStore(db, schema).Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+	if _, err := nodes.NewStore(db, schema, audit.New(schema)).Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
 		t.Fatal(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(db, schema)
+	fence := leader.NewFence(db, schema, audit.New(schema))
 	el := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
 		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: Quiet})
 	offices := make(chan *leader.Office, 1)
@@ -61,7 +62,7 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 		defer close(done)
 		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
 			setMaster := func(tx *sqlx.Tx) error {
-				return nodes.NewStore(db, schema).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+				return nodes.NewStore(db, schema, audit.New(schema)).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 			}
 			if err := fence.TakeOffice(ctx, o, setMaster); err != nil {
 				return err
