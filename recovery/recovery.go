@@ -40,9 +40,9 @@ const (
 
 // DefaultBatchSize of a repair transaction, chosen from BenchmarkRepair:
 // against one bare UPDATE, batches of 1,000 reached 0.41–0.48 in our
-// runs, of 10,000 0.47–0.57, and larger ones no more. A batch holds only rows no engine
-// works on (interim, unclaimed), and the term row FOR SHARE for tens of
-// milliseconds.
+// runs, of 10,000 0.47–0.57, and larger ones no more. A batch holds only
+// rows no engine works on (interim, unclaimed), and the term row FOR
+// SHARE for tens of milliseconds.
 const DefaultBatchSize = 10000
 
 // Action is what happens to an interrupted instance.
