@@ -10,7 +10,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/leadertest"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
@@ -59,14 +58,7 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
+	db := leadertest.MigratedDB(t, pg)
 	db.MustExec(`CREATE SCHEMA app;
 		CREATE TABLE app.report (id bigserial PRIMARY KEY, state text NOT NULL);
 		CREATE TABLE app.invoice (id bigserial PRIMARY KEY, status text NOT NULL);

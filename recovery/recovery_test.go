@@ -10,7 +10,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/leadertest"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
@@ -40,14 +39,7 @@ var (
 
 func setup(t *testing.T) (*Repairer, *sqlx.DB, *leader.Office) {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
+	db := leadertest.MigratedDB(t, pg)
 	db.MustExec(`CREATE SCHEMA app;
 		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
 		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,
