@@ -17,6 +17,17 @@ type Ops struct {
 	Elector  *leader.Elector
 	Checker  *Checker
 	Recovery *recovery.Repairer
+	// Reads, when set, serves the read-only operations (Plan, Runs): a
+	// repairer over the API's own pool, so operator reads never take a
+	// connection the master's work needs. Recovery when nil.
+	Reads *recovery.Repairer
+}
+
+func (p *Ops) reads() *recovery.Repairer {
+	if p.Reads != nil {
+		return p.Reads
+	}
+	return p.Recovery
 }
 
 func (p *Ops) office() (*leader.Office, error) {
@@ -47,10 +58,10 @@ func (p *Ops) Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, 
 
 // Plan computes what Recover would do, changing nothing.
 func (p *Ops) Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error) {
-	return p.Recovery.Plan(ctx, sc)
+	return p.reads().Plan(ctx, sc)
 }
 
 // Runs lists the latest runs.
 func (p *Ops) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
-	return p.Recovery.ListRuns(ctx, limit)
+	return p.reads().ListRuns(ctx, limit)
 }

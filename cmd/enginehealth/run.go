@@ -173,9 +173,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		ResignTimeout: min(cfg.Node.ShutdownTimeout/4, 2*time.Second),
 		Log:           log,
 	})
+	workflows := cfg.RecoveryWorkflows()
 	repairer := recovery.New(recovery.Config{
 		DB: db, Fence: fence, Schema: cfg.Database.Schema,
-		Workflows: cfg.RecoveryWorkflows(), BatchSize: cfg.Recovery.BatchSize, Log: log,
+		Workflows: workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
 	})
 	sched := cfg.Health.ParsedSchedule
 	checker := health.NewChecker(health.CheckConfig{
@@ -209,7 +210,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
 			Token: cfg.API.Token,
-			Ops:   &health.Ops{Elector: elector, Checker: checker, Recovery: repairer},
+			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer,
+				Reads: recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Schema: cfg.Database.Schema,
+					Workflows: workflows, Log: log})},
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
 				return events.List(ctx, apiDB, p)
 			},
