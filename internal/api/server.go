@@ -374,8 +374,8 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	node := r.URL.Query().Get("node")
-	if node != "" || r.URL.Query().Has("node") {
+	node, given := queryValue(r, "node")
+	if given {
 		if err := nodes.ValidName(node); err != nil {
 			writeProblem(w, http.StatusBadRequest, "query parameter node: not a valid node name", nameDetail(err))
 			return
@@ -406,8 +406,8 @@ const maxIntParam = 10000
 
 // intParam reads a non-negative integer query parameter (at most 10000).
 func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {
-	v := r.URL.Query().Get(name)
-	if v == "" && !r.URL.Query().Has(name) {
+	v, given := queryValue(r, name)
+	if !given {
 		return def, true
 	}
 	n, err := strconv.Atoi(v)
@@ -420,8 +420,8 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int
 
 // idParam reads a non-negative 64-bit id query parameter (default 0).
 func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
-	v := r.URL.Query().Get(name)
-	if v == "" && !r.URL.Query().Has(name) {
+	v, given := queryValue(r, name)
+	if !given {
 		return 0, true
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
@@ -430,6 +430,13 @@ func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) 
 		return 0, false
 	}
 	return n, true
+}
+
+// queryValue returns query parameter name and whether it was given (the
+// edge has refused repeated ones).
+func queryValue(r *http.Request, name string) (string, bool) {
+	q := r.URL.Query()
+	return q.Get(name), q.Has(name)
 }
 
 // nameParam returns the path parameter name, or answers 400 when it is
