@@ -533,33 +533,32 @@ func checkHost(host string) error {
 }
 
 func checkEndpoint(ep string) error {
-	shown := redactURL(ep)
 	hostport := ep
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
 		if err != nil {
-			return fmt.Errorf("%s is not a URL", excerpt(shown))
+			return fmt.Errorf("%s is not a URL", excerpt(ep))
 		}
 		if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix" && u.Scheme != "unixs" {
-			return fmt.Errorf("%s: scheme %s not supported", excerpt(shown), excerpt(u.Scheme))
+			return fmt.Errorf("%s: scheme %s not supported", excerpt(ep), excerpt(u.Scheme))
 		}
 		if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
-			return fmt.Errorf("%s: want scheme://host:port, without a path", excerpt(shown))
+			return fmt.Errorf("%s: want scheme://host:port, without a path", excerpt(ep))
 		}
 		hostport = u.Host
 	}
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil || port == "" {
-		return fmt.Errorf("%s is not host:port", excerpt(shown))
+		return fmt.Errorf("%s is not host:port", excerpt(ep))
 	}
 	if n, err := portNumber(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("%s: port %s is not a number from 1 to 65535", excerpt(shown), excerpt(port))
+		return fmt.Errorf("%s: port %s is not a number from 1 to 65535", excerpt(ep), excerpt(port))
 	}
 	if host == "" {
-		return fmt.Errorf("%s: a host is required", excerpt(shown))
+		return fmt.Errorf("%s: a host is required", excerpt(ep))
 	}
 	if err := checkHost(host); err != nil {
-		return fmt.Errorf("%s: %v", excerpt(shown), err)
+		return fmt.Errorf("%s: %v", excerpt(ep), err)
 	}
 	return nil
 }
