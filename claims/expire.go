@@ -6,44 +6,41 @@ import (
 	"fmt"
 )
 
-// KindExpired is the event kind of an expired claim.
-const KindExpired = "claim_expired"
-
 // ExpireParams describes one batch of claim expiry by the master.
 type ExpireParams struct {
-	// Events is the quoted, schema-qualified events table.
-	Events   string
-	Actor    string
-	Term     int64
-	RunID    int64
-	Workflow string
 	// Limit of claims deleted by the batch.
 	Limit int
+	// Record returns a statement that records the expired claims (the
+	// caller's audit trail), run in the same statement as the deletion:
+	// it reads the relation named expired, one row per deleted claim with
+	// the columns instance (text), node, token, expires_at and state (the
+	// instance's, NULL if it has no row). Its arguments are numbered from
+	// $2 and returned with it.
+	Record func(expired string) (stmt string, args []any)
 }
 
 // Expire deletes up to p.Limit claims whose expiry has passed (database
-// clock), each with a claim_expired event naming the node that held it, its
-// token and the instance's state, in the caller's (fenced) transaction. It
-// returns how many it deleted. The expiry is re-checked in the DELETE, so a
-// claim renewed meanwhile stays.
+// clock) and records each with p.Record, in the caller's (fenced)
+// transaction. It returns how many it deleted. The expiry is re-checked in
+// the DELETE, so a claim renewed meanwhile stays.
 func (t Table) Expire(ctx context.Context, tx *sql.Tx, p ExpireParams) (int, error) {
 	n := t.q()
+	record, args := p.Record("expired")
 	stmt := fmt.Sprintf(`WITH gone AS (
 			DELETE FROM %[1]s AS c
 			WHERE c.ctid IN (SELECT ctid FROM %[1]s WHERE %[5]s < now() LIMIT $1 FOR UPDATE SKIP LOCKED)
 			  AND c.%[5]s < now()
 			RETURNING c.%[2]s AS inst, c.%[3]s::text AS node, c.%[4]s::text AS token, c.%[5]s AS expires_at
-		), ev AS (
-			INSERT INTO %[6]s (kind, actor, term, run_id, node, workflow, instance, from_state, reason)
-			SELECT $2, $3, $4, $5, g.node, $6, g.inst::text, i.%[9]s,
-			       'claim ' || g.token || ' of node ' || g.node || ' expired at ' || g.expires_at
-			FROM gone g LEFT JOIN %[7]s i ON i.%[8]s = g.inst
-			RETURNING 1
+		), expired AS (
+			SELECT g.inst::text AS instance, g.node, g.token, g.expires_at, i.%[9]s::text AS state
+			FROM gone g LEFT JOIN %[6]s i ON i.%[7]s = g.inst
+		), recorded AS (
+			%[8]s
 		)
-		SELECT count(*) FROM ev`, n.cl, n.ci, n.cn, n.ct, n.ce, p.Events, n.inst, n.id, n.st)
+		SELECT count(*) FROM gone`, n.cl, n.ci, n.cn, n.ct, n.ce, n.inst, n.id, record, n.st)
 	var k int
-	if err := tx.QueryRowContext(ctx, stmt, p.Limit, KindExpired, p.Actor, p.Term, p.RunID, p.Workflow).Scan(&k); err != nil {
-		return 0, fmt.Errorf("expire claims of %s: %w", p.Workflow, err)
+	if err := tx.QueryRowContext(ctx, stmt, append([]any{p.Limit}, args...)...).Scan(&k); err != nil {
+		return 0, fmt.Errorf("expire claims of %s: %w", t.Instances, err)
 	}
 	return k, nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
@@ -25,7 +24,7 @@ func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 func newChecker(b bundle, cfg CheckConfig) *Checker {
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
-	cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
+	cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
@@ -54,7 +53,7 @@ func kinds(t *testing.T, b bundle, kind string) []audit.Event {
 	t.Helper()
 	var es []audit.Event
 	if err := b.db.Select(&es, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
-		FROM enginehealth.events WHERE kind = $1 ORDER BY id`, kind); err != nil {
+		FROM enginehealth.event_log WHERE kind = $1 ORDER BY id`, kind); err != nil {
 		t.Fatal(err)
 	}
 	return es
@@ -283,13 +282,24 @@ func TestClaimsExpireAndInstancesRepair(t *testing.T) {
 	if res.Recovery.ClaimsExpired != 1 || res.Recovery.Done() != 2 {
 		t.Fatalf("result %+v", res.Recovery)
 	}
-	exp := kinds(t, b, claims.KindExpired)
+	exp := kinds(t, b, audit.KindClaimExpired)
 	if len(exp) != 1 || *exp[0].Node != "node-x" || *exp[0].Instance != "10" || *exp[0].RunID != res.RunID || *exp[0].FromState != "Sending" {
 		t.Fatalf("claim_expired events %+v", exp)
 	}
 	rep := kinds(t, b, audit.KindRepair)
 	if len(rep) != 2 {
 		t.Fatalf("repair events %+v", rep)
+	}
+	// Run events leave out the master and its term (their run has them);
+	// they are read back whole.
+	for _, e := range append(exp, rep...) {
+		if e.Actor != "m" || e.Term == nil || *e.Term != o.Term {
+			t.Fatalf("event of the run does not name its master and term: %+v", e)
+		}
+	}
+	var stored int
+	if err := b.db.Get(&stored, `SELECT count(*) FROM enginehealth.events WHERE run_id = $1 AND (actor IS NOT NULL OR term IS NOT NULL)`, res.RunID); err != nil || stored != 0 {
+		t.Fatalf("%d events of the run store actor or term (%v)", stored, err)
 	}
 	for _, e := range rep {
 		switch *e.Instance {
@@ -328,7 +338,7 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, Log: quiet})
+	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet})
 	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, NotRespondingAfter: 30 * time.Second, Tick: 20 * time.Millisecond, Log: quiet})
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -112,7 +112,7 @@ func lead(t *testing.T, b bundle, name string) {
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	m := NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes,
-		Recovery:           recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),
+		Recovery:           recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),
 		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, Log: quiet,
 	})
 	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
@@ -169,7 +169,7 @@ func TestStartupRecoveryOnColdCluster(t *testing.T) {
 	}
 	var events []audit.Event
 	if err := b.db.Select(&events, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
-		FROM enginehealth.events WHERE kind = $1`, audit.KindRepair); err != nil {
+		FROM enginehealth.event_log WHERE kind = $1`, audit.KindRepair); err != nil {
 		t.Fatal(err)
 	}
 	perInstance := map[string]int{}

@@ -33,7 +33,7 @@ func TestStuckMaster(t *testing.T) {
 	}
 	defer cli.Close()
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
+	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
 	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet})
 	m := NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),

@@ -6,7 +6,8 @@
 // trigger, scope, planned count), then batches of at most BatchSize
 // instances, each one transaction that
 //
-//   - picks rows still in the interim state with FOR UPDATE SKIP LOCKED,
+//   - picks rows still in the interim state (waiting at most 100 ms for a
+//     row lock, else again under FOR UPDATE SKIP LOCKED),
 //   - moves them with an UPDATE that re-asserts the predicate,
 //   - writes one event per instance pointing at the run,
 //   - adds its count to the run row,
@@ -26,6 +27,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -39,8 +41,8 @@ const (
 )
 
 // DefaultBatchSize of a repair transaction, chosen from BenchmarkRepair:
-// against one bare UPDATE, batches of 1,000 reached 0.41–0.48 in our
-// runs, of 10,000 0.47–0.57, and larger ones no more. A batch holds only
+// against one bare UPDATE, batches of 1,000 reached 0.51 in our runs, of
+// 10,000 0.57–0.58, and larger ones no more. A batch holds only
 // rows no engine works on (interim, unclaimed), and the term row FOR
 // SHARE for tens of milliseconds.
 const DefaultBatchSize = 10000
@@ -65,8 +67,10 @@ func Decide(t Task) Action {
 
 // Config of a Repairer.
 type Config struct {
-	DB        *sqlx.DB
-	Fence     *leader.Fence
+	DB    *sqlx.DB
+	Fence *leader.Fence
+	// Events is the event log (the one the fence and the node store use).
+	Events    *audit.Log
 	Schema    string
 	Workflows []Workflow
 	BatchSize int
@@ -75,10 +79,12 @@ type Config struct {
 
 // Repairer runs repair passes.
 type Repairer struct {
-	cfg         Config
-	runs        string
-	eventsTable string
-	log         *slog.Logger
+	cfg  Config
+	runs string
+	log  *slog.Logger
+	// noEvents leaves out the repair events: set by BenchmarkRepair only,
+	// to measure what the audit trail costs.
+	noEvents bool
 }
 
 // New returns a repairer.
@@ -87,10 +93,9 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:         cfg,
-		runs:        pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		eventsTable: pq.QuoteIdentifier(cfg.Schema) + ".events",
-		log:         cfg.Log.With("component", "recovery"),
+		cfg:  cfg,
+		runs: pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		log:  cfg.Log.With("component", "recovery"),
 	}
 }
 
@@ -264,9 +269,13 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 		var n int
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
 			var err error
-			n, err = t.Expire(ctx, tx.Tx, claims.ExpireParams{
-				Events: r.eventsTable, Actor: o.Candidate.Name, Term: o.Term, RunID: run,
-				Workflow: w.Name, Limit: r.cfg.BatchSize,
+			n, err = t.Expire(ctx, tx.Tx, claims.ExpireParams{Limit: r.cfg.BatchSize,
+				Record: func(expired string) (string, []any) {
+					return r.cfg.Events.InsertSelect(audit.Columns{Kind: "$2", RunID: "$3", Node: "x.node", Workflow: "$4",
+						Instance: "x.instance", FromState: "x.state",
+						Reason: `'claim ' || x.token || ' of node ' || x.node || ' expired at ' || x.expires_at`,
+					}, expired+" x"), []any{audit.KindClaimExpired, run, w.Name}
+				},
 			})
 			if err != nil || n == 0 {
 				return err
@@ -296,15 +305,17 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed stri
 	return n, nil
 }
 
+// lockWait bounds how long a repair batch waits for a row lock before it
+// is done again skipping locked rows.
+const lockWait = 100 * time.Millisecond
+
 // repairTask repairs the task's unclaimed instances in its interim state,
 // batch by batch, and returns how many it moved.
 func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool) (int64, error) {
 	a := Decide(t)
-	node := "NULL::text"
+	node := ""
 	if attribute {
-		node = fmt.Sprintf(`(SELECT e.node FROM %s e
-					 WHERE e.kind = '%s' AND e.workflow = $8 AND e.instance = m.moved_id::text
-					 ORDER BY e.id DESC LIMIT 1)`, r.eventsTable, claims.KindExpired)
+		node = r.cfg.Events.LatestExpiryNode("$6", "m.moved_id::text")
 	}
 	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, predB := "TRUE", "TRUE"
@@ -318,43 +329,66 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 	// Keyset batches in id order: each batch starts after the last id of
 	// the one before, so it does not re-walk the index entries of rows
 	// already moved (an index on (status, id) makes this index-driven). The
-	// batch is picked under FOR UPDATE SKIP LOCKED and moved by primary
-	// key; the UPDATE re-asserts the predicate (still interim, still
-	// unclaimed).
-	batchSQL := func(after bool) string {
-		cursor := ""
+	// batch is moved by tuple id; the UPDATE re-asserts the predicate
+	// (still interim, still unclaimed), so a row changed since the pick is
+	// left alone. Engines that follow the claim protocol never lock an
+	// unclaimed interim row, so the pick takes no row locks (a lock per row
+	// costs a twentieth of the repair) and the batch waits at most lockWait
+	// for one; should it have to wait longer, the batch is done again with
+	// the pick under FOR UPDATE SKIP LOCKED, and so are the batches after.
+	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: "$4", RunID: "$5", Node: node, Workflow: "$6",
+		Instance: "m.moved_id::text", Task: "$7", FromState: "$1", ToState: "$3", Reason: "$8"}, "moved m")
+	if r.noEvents {
+		ev = "SELECT $4::text, $6::text, $7::text, $8::text"
+	}
+	batchSQL := func(after, skipLocked bool) string {
+		cursor, lock := "", ""
 		if after {
-			cursor = fmt.Sprintf("AND b.%s > $11", id)
+			cursor = fmt.Sprintf("AND b.%s > $9", id)
+		}
+		if skipLocked {
+			lock = "FOR UPDATE SKIP LOCKED"
 		}
 		return fmt.Sprintf(`WITH moved AS (
 				UPDATE %[1]s AS t SET %[3]s = $3
 				WHERE t.ctid = ANY (ARRAY(
 					SELECT b.ctid FROM %[1]s AS b WHERE b.%[3]s = $1 %[5]s AND %[6]s
-					ORDER BY b.%[2]s LIMIT $2 FOR UPDATE SKIP LOCKED))
+					ORDER BY b.%[2]s LIMIT $2 %[9]s))
 				  AND t.%[3]s = $1 AND %[4]s
 				RETURNING t.%[2]s AS moved_id
 			), ev AS (
-				INSERT INTO %[7]s (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, reason)
-				SELECT $4, $5, $6, $7, %[9]s,
-					$8, m.moved_id::text, $9, $1, $3, $10
-				FROM moved m
+				%[7]s
+			), batch AS (
+				SELECT count(*) AS n, (SELECT m.moved_id FROM moved m ORDER BY m.moved_id DESC LIMIT 1)::text AS last FROM moved
 			), counted AS (
-				UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $7
+				UPDATE %[8]s SET done = done + (SELECT n FROM batch) WHERE id = $5
 			)
-			SELECT count(*), coalesce((SELECT moved_id::text FROM moved ORDER BY moved_id DESC LIMIT 1), '') FROM moved`,
-			ti, id, st, pred, cursor, predB, r.eventsTable, r.runs, node)
+			SELECT n, coalesce(last, '') FROM batch`,
+			ti, id, st, pred, cursor, predB, ev, r.runs, lock)
 	}
-	first, next := batchSQL(false), batchSQL(true)
+	// stmts[after][skipLocked]
+	stmts := [2][2]string{{batchSQL(false, false), batchSQL(false, true)}, {batchSQL(true, false), batchSQL(true, true)}}
+	b2i := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	skipLocked := false
 	var total int64
 	var cursor string
 	for {
 		var n int
 		var last string
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
-			args := []any{t.Interim, r.cfg.BatchSize, a.To, audit.KindRepair, o.Candidate.Name, o.Term, run, w.Name, t.Name, a.Reason}
-			q := first
+			if !skipLocked {
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
+					return err
+				}
+			}
+			args := []any{t.Interim, r.cfg.BatchSize, a.To, audit.KindRepair, run, w.Name, t.Name, a.Reason}
+			q := stmts[b2i(cursor != "")][b2i(skipLocked)]
 			if cursor != "" {
-				q = next
 				args = append(args, cursor)
 			}
 			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &last); err != nil {
@@ -362,6 +396,11 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			}
 			return nil
 		})
+		if !skipLocked && pgdb.IsLockTimeout(err) {
+			r.log.InfoContext(ctx, "a row to repair is locked: picking with SKIP LOCKED", "workflow", w.Name, "task", t.Name, "run", run)
+			skipLocked = true
+			continue
+		}
 		if err != nil {
 			return total, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}

@@ -50,7 +50,8 @@ func setup(t *testing.T) (*Repairer, *sqlx.DB, *leader.Office) {
 			(2, 'n2', 't', now(), now() + interval '1h');
 		INSERT INTO app.reports (state) SELECT 'Rendering' FROM generate_series(1, 5);`)
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
-	r := New(Config{DB: db, Fence: leader.NewFence(db, "enginehealth", audit.New("enginehealth")), Schema: "enginehealth",
+	events := audit.New("enginehealth")
+	r := New(Config{DB: db, Fence: leader.NewFence(db, "enginehealth", events), Events: events, Schema: "enginehealth",
 		Workflows: []Workflow{orders, reports}, BatchSize: 2, Log: leadertest.Quiet})
 	return r, db, o
 }
@@ -150,5 +151,39 @@ func TestInRunFailure(t *testing.T) {
 	}
 	if un, err := r.Unfinished(ctx, o); err != nil || len(un) != 0 {
 		t.Fatalf("unfinished %+v %v", un, err)
+	}
+}
+
+// TestLockedRowIsSkipped: a row someone holds locked does not stall a
+// repair. The batch that meets it waits a moment, is done again skipping
+// locked rows (all-or-nothing: nothing is moved or recorded twice), and
+// the row is repaired by the next run once the lock is gone.
+func TestLockedRowIsSkipped(t *testing.T) {
+	r, db, o := setup(t)
+	ctx := context.Background()
+	locker, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Rollback()
+	locker.MustExec(`SELECT 1 FROM app.orders WHERE id = 5 FOR UPDATE`)
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.ClaimsExpired != 1 || res.Done() != 5 {
+		t.Fatalf("recover with row 5 locked: %+v %v", res, err)
+	}
+	left := states(t, db, `SELECT id::text AS s, 1 AS n FROM app.orders WHERE status = 'Shipping'`)
+	if len(left) != 2 || left["2"] != 1 || left["5"] != 1 {
+		t.Fatalf("left in Shipping: %v, want 2 (claimed) and 5 (locked)", left)
+	}
+	var events int
+	if err := db.Get(&events, `SELECT count(DISTINCT instance) FROM enginehealth.events WHERE kind = 'instance_repaired' AND run_id = $1 HAVING count(*) = count(DISTINCT instance)`, res.RunID); err != nil || events != 5 {
+		t.Fatalf("%d distinct repair events, each once (%v), want 5", events, err)
+	}
+	if err := locker.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 1 {
+		t.Fatalf("recover after the lock is gone: %+v %v", res, err)
 	}
 }

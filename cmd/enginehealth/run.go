@@ -175,7 +175,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	workflows := cfg.RecoveryWorkflows()
 	repairer := recovery.New(recovery.Config{
-		DB: db, Fence: fence, Schema: cfg.Database.Schema,
+		DB: db, Fence: fence, Events: events, Schema: cfg.Database.Schema,
 		Workflows: workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
 	})
 	sched := cfg.Health.ParsedSchedule
@@ -211,7 +211,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			},
 			Token: cfg.API.Token,
 			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer,
-				Reads: recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Schema: cfg.Database.Schema,
+				Reads: recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
 					Workflows: workflows, Log: log})},
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
 				return events.List(ctx, apiDB, p)

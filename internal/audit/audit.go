@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -22,6 +23,7 @@ const (
 	KindNodeForgotten    = "node_forgotten"
 	KindDisruption       = "disruption"
 	KindRepair           = "instance_repaired"
+	KindClaimExpired     = "claim_expired"
 )
 
 // Event is one row of the events table. Optional fields are pointers or
@@ -52,8 +54,12 @@ func Str(s string) *string {
 	return &s
 }
 
-// Log writes events of one schema.
+// Log writes events of one schema. It is the one place that knows the
+// columns of the events table: other packages write events through Write,
+// or many at once through InsertSelect, and read them through List or
+// Latest.
 type Log struct {
+	table  string
 	insert string
 	list   string
 }
@@ -61,7 +67,9 @@ type Log struct {
 // New returns the event log of the sidecar schema.
 func New(schema string) *Log {
 	t := pq.QuoteIdentifier(schema) + ".events"
+	view := pq.QuoteIdentifier(schema) + ".event_log"
 	return &Log{
+		table: t,
 		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 			VALUES (:kind, :actor, :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
 		list: `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
@@ -70,13 +78,49 @@ func New(schema string) *Log {
 				sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
 					+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
 					+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0)) OVER w AS text_bytes
-				FROM ` + t + ` e
+				FROM ` + view + ` e
 				WHERE id > $1 AND ($2 = '' OR node = $2)
 				WINDOW w AS (ORDER BY id)
 				ORDER BY id LIMIT $3) page
 			WHERE n = 1 OR text_bytes <= $4
 			ORDER BY id`,
 	}
+}
+
+// Columns gives an event column by column as SQL expressions (over the
+// source of an InsertSelect, or bound parameters). An empty expression
+// leaves the column NULL (reason: empty). Events of a run leave Actor and
+// Term empty: readers get them from the run.
+type Columns struct {
+	Kind, Actor, Term, RunID, Node, Workflow, Instance, Task, FromState, ToState, Attempt, Reason string
+}
+
+// InsertSelect returns an INSERT statement writing one event per row of
+// from (an SQL FROM clause, e.g. a CTE and its alias), with the database
+// clock as their time: the way to write many events in the statement of
+// the change they record.
+func (l *Log) InsertSelect(c Columns, from string) string {
+	cols := []struct{ name, expr string }{
+		{"kind", c.Kind}, {"actor", c.Actor}, {"term", c.Term}, {"run_id", c.RunID}, {"node", c.Node},
+		{"workflow", c.Workflow}, {"instance", c.Instance}, {"task", c.Task}, {"from_state", c.FromState},
+		{"to_state", c.ToState}, {"attempt", c.Attempt}, {"reason", c.Reason},
+	}
+	var names, exprs []string
+	for _, col := range cols {
+		if col.expr != "" {
+			names = append(names, col.name)
+			exprs = append(exprs, col.expr)
+		}
+	}
+	return `INSERT INTO ` + l.table + ` (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + from
+}
+
+// LatestExpiryNode returns an SQL expression: the node of the latest
+// claim_expired event about instance of workflow (SQL expressions), or
+// NULL. The partial index of expired claims serves it.
+func (l *Log) LatestExpiryNode(workflow, instance string) string {
+	return `(SELECT e.node FROM ` + l.table + ` e WHERE e.kind = ` + pq.QuoteLiteral(KindClaimExpired) +
+		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` ORDER BY e.id DESC LIMIT 1)`
 }
 
 // Write inserts e with the database clock as its time. Pass the transaction

@@ -261,3 +261,46 @@ func TestEventsAreAppendOnly(t *testing.T) {
 		t.Fatalf("%d events after a second write, want 2", len(got))
 	}
 }
+
+// TestInsertSelect: many events in one statement; those of a run leave
+// actor and term to the run and are read back whole; an event with
+// neither an actor nor a run is refused.
+func TestInsertSelect(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	ctx := context.Background()
+	var run int64
+	if err := b.db.Get(&run, `INSERT INTO enginehealth.runs (term, master, trigger) VALUES (9, 'node-m', 'manual') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	stmt := l.InsertSelect(Columns{Kind: "$1", RunID: "$2", Workflow: "'orders'", Instance: "g::text", ToState: "'Created'", Reason: "'r' || g"},
+		"generate_series(1, 3) g")
+	if _, err := b.db.Exec(stmt, KindRepair, run); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+	es := list(t, l, b, ListParams{})
+	if len(es) != 3 {
+		t.Fatalf("%d events, want 3", len(es))
+	}
+	for i, e := range es {
+		if e.Actor != "node-m" || e.Term == nil || *e.Term != 9 || *e.RunID != run || *e.Instance != fmt.Sprint(i+1) ||
+			e.Reason != fmt.Sprintf("r%d", i+1) || e.Task != nil || e.Attempt != nil {
+			t.Fatalf("event %d read back as %+v", i, e)
+		}
+	}
+	var stored int
+	if err := b.db.Get(&stored, `SELECT count(*) FROM enginehealth.events WHERE actor IS NULL AND term IS NULL`); err != nil || stored != 3 {
+		t.Fatalf("%d events store neither actor nor term (%v), want 3", stored, err)
+	}
+	orphan := l.InsertSelect(Columns{Kind: "'x'"}, "generate_series(1, 1) g")
+	if _, err := b.db.ExecContext(ctx, orphan); err == nil {
+		t.Fatal("an event with neither actor nor run was written")
+	}
+	// The expiry lookup finds the latest expired claim's node.
+	b.db.MustExec(l.InsertSelect(Columns{Kind: "$1", RunID: "$2", Node: "n", Workflow: "'orders'", Instance: "'7'"},
+		"(VALUES ('a'), ('b')) v(n)"), KindClaimExpired, run)
+	var node string
+	if err := b.db.Get(&node, `SELECT `+l.LatestExpiryNode("'orders'", "'7'")); err != nil || node != "b" {
+		t.Fatalf("latest expiry node %q (%v), want b", node, err)
+	}
+}

@@ -3,7 +3,6 @@ package demoengine
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"testing"
 	"time"
 
@@ -42,59 +41,6 @@ func benchDB(b *testing.B, n int, status string) (*sqlx.DB, *sql.DB) {
 		b.Fatal(err)
 	}
 	return sidecar, engine
-}
-
-// BenchmarkRepair repairs 100k interrupted instances (unclaimed, in an
-// interim state) through the master, events and fencing included, and
-// compares with one bare set-based UPDATE of the same rows on the same
-// database. Target (DESIGN.md): ratio-vs-bare-update ≥ 0.5.
-func BenchmarkRepair(b *testing.B) {
-	for _, batch := range []int{1000, recovery.DefaultBatchSize} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchRepair(b, batch) })
-	}
-}
-
-func benchRepair(b *testing.B, batch int) {
-	const rows = 100_000
-	sidecar, engine := benchDB(b, rows, "Reserving")
-	wfs := loadWorkflows(b, time.Minute)
-	office, _ := master(b, sidecar, wfs)
-	rep := recovery.New(recovery.Config{DB: sidecar, Fence: leaderFence(sidecar), Schema: "enginehealth", Workflows: wfs,
-		BatchSize: batch, Log: quiet})
-	reset := func() {
-		b.Helper()
-		if _, err := engine.Exec(`UPDATE demo.orders SET status = 'Reserving'`); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := engine.Exec(`VACUUM ANALYZE demo.orders`); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var bare, ours time.Duration
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		reset()
-		start := time.Now()
-		if _, err := engine.Exec(`UPDATE demo.orders SET status = 'Created' WHERE status = 'Reserving'`); err != nil {
-			b.Fatal(err)
-		}
-		bare += time.Since(start)
-		reset()
-		b.StartTimer()
-		start = time.Now()
-		res, err := rep.Recover(context.Background(), office, recovery.TriggerManual, recovery.Scope{Workflows: []string{"orders"}}, nil)
-		ours += time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Done() != rows {
-			b.Fatalf("repaired %d of %d", res.Done(), rows)
-		}
-	}
-	b.ReportMetric(float64(rows)*float64(b.N)/ours.Seconds(), "rows/s")
-	b.ReportMetric(float64(rows)*float64(b.N)/bare.Seconds(), "bare-rows/s")
-	b.ReportMetric(bare.Seconds()/ours.Seconds(), "ratio-vs-bare-update")
 }
 
 // BenchmarkCheckIdle times a check pass with nothing stuck on 10k and on

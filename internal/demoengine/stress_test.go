@@ -86,7 +86,7 @@ func master(t testing.TB, db *sqlx.DB, wfs []recovery.Workflow) (*leader.Office,
 	t.Helper()
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "master")
 	fence := leader.NewFence(db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: db, Fence: fence, Schema: "enginehealth", Workflows: wfs, BatchSize: 50, Log: quiet})
+	rep := recovery.New(recovery.Config{DB: db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: wfs, BatchSize: 50, Log: quiet})
 	chk := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth")), Recovery: rep, Events: audit.New("enginehealth"),
 		Interval: time.Second, NotRespondingAfter: time.Hour, Log: quiet})
 	return o, chk
@@ -257,7 +257,7 @@ loop:
 		return n
 	}
 	repairs := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, audit.KindRepair)
-	expired := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, claims.KindExpired)
+	expired := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, audit.KindClaimExpired)
 	t.Logf("%s: %d passes, %d workers died; claimed %d, finished %d, failed %d, lost %d, abandoned %d; %d claims expired, %d repairs; %d zombie finishes; final pass expired %d, repaired %d",
 		duration, passes, died, stats.claimed, stats.finished, stats.failed, stats.lost, stats.abandoned, expired, repairs, len(zombies),
 		final.Recovery.ClaimsExpired, final.Recovery.Done())
@@ -292,7 +292,7 @@ loop:
 			}
 			continue
 		}
-		if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1 AND reason LIKE '%' || $2 || '%'`, claims.KindExpired, z.token); n != 0 {
+		if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1 AND reason LIKE '%' || $2 || '%'`, audit.KindClaimExpired, z.token); n != 0 {
 			t.Errorf("a late engine Finish succeeded after its claim %s expired", z.token)
 		}
 	}

@@ -144,6 +144,13 @@ func InTx(ctx context.Context, db *sqlx.DB, fn func(*sqlx.Tx) error) error {
 	return nil
 }
 
+// IsLockTimeout reports whether err is a statement cancelled by
+// lock_timeout (SQLSTATE 55P03, lock_not_available).
+func IsLockTimeout(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && pqErr.Code == "55P03"
+}
+
 // Summary names the class of a failure in words fit for any client: a
 // timeout, an unreachable database, or a database error by its SQLSTATE
 // code and name. It never carries what an error's text may: addresses,

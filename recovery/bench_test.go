@@ -1,0 +1,105 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/leadertest"
+	"github.com/enginehealth/enginehealth/leader"
+)
+
+// BenchmarkRepair repairs 100k interrupted instances (unclaimed, in an
+// interim state) through the master, events and fencing included, and
+// compares with one bare set-based UPDATE of the same rows on the same
+// database, in rounds that alternate the two; each figure is the median of
+// its rounds. Target (DESIGN.md): ratio-vs-bare-update ≥ 0.5. It reports
+// the same ratio without the events (a repair that writes none: what the
+// audit trail costs) and the bytes per event of the events table and of
+// its indexes.
+func BenchmarkRepair(b *testing.B) {
+	for _, batch := range []int{1000, DefaultBatchSize} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchRepair(b, batch) })
+	}
+}
+
+func benchRepair(b *testing.B, batch int) {
+	const rows, rounds = 100_000, 5
+	db := leadertest.MigratedDB(b, pg)
+	// The demo engine's orders table: what engines have, an index on
+	// (status, id) and a claims table.
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL, last_error text);
+		CREATE INDEX ON app.orders (status, id);
+		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
+			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
+		CREATE INDEX ON app.orders_claim (expires_at);`)
+	db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, $1)`, rows)
+	wf := Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status",
+		Claims: &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
+			Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
+			ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+		Tasks: []Task{{Task: claims.Task{Name: "reserve", Begin: "Created", Interim: "Reserving", Ends: []string{"Reserved"}, Failed: "Failed"},
+			AtomicInternal: true}}}
+	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
+	events := audit.New("enginehealth")
+	cfg := Config{DB: db, Fence: leader.NewFence(db, "enginehealth", events), Events: events, Schema: "enginehealth",
+		Workflows: []Workflow{wf}, BatchSize: batch, Log: leadertest.Quiet}
+	rep, bare := New(cfg), New(cfg)
+	bare.noEvents = true
+	reset := func() {
+		b.Helper()
+		db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
+		db.MustExec(`VACUUM ANALYZE app.orders`)
+		db.MustExec(`CHECKPOINT`)
+	}
+	repair := func(r *Repairer) time.Duration {
+		b.Helper()
+		reset()
+		start := time.Now()
+		res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
+		took := time.Since(start)
+		if err != nil || res.Done() != rows {
+			b.Fatalf("repaired %d of %d: %v", res.Done(), rows, err)
+		}
+		return took
+	}
+	var withEvents, withoutEvents, ratios, ratiosNoEvents []float64
+	b.ResetTimer()
+	for range b.N {
+		for range rounds {
+			reset()
+			start := time.Now()
+			db.MustExec(`UPDATE app.orders SET status = 'Created' WHERE status = 'Reserving'`)
+			update := time.Since(start)
+			ours, noEv := repair(rep), repair(bare)
+			withEvents = append(withEvents, ours.Seconds())
+			withoutEvents = append(withoutEvents, noEv.Seconds())
+			ratios = append(ratios, update.Seconds()/ours.Seconds())
+			ratiosNoEvents = append(ratiosNoEvents, update.Seconds()/noEv.Seconds())
+		}
+	}
+	b.StopTimer()
+	var heap, pk, expiries, total float64
+	if err := db.QueryRow(`SELECT pg_relation_size('enginehealth.events'), pg_relation_size('enginehealth.events_pkey'),
+		pg_relation_size('enginehealth.events_claim_expired_idx'), (SELECT count(*) FROM enginehealth.events)`).Scan(&heap, &pk, &expiries, &total); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(rows/median(withEvents), "rows/s")
+	b.ReportMetric(rows/median(withoutEvents), "rows/s-without-events")
+	b.ReportMetric(median(ratios), "ratio-vs-bare-update")
+	b.ReportMetric(median(ratiosNoEvents), "ratio-without-events")
+	b.ReportMetric(heap/total, "events-heap-B/event")
+	b.ReportMetric(pk/total, "events-pkey-B/event")
+	b.ReportMetric(expiries/total, "events-expiry-idx-B/event")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
