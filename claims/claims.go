@@ -98,9 +98,13 @@ type Task struct {
 	Interim string
 	Ends    []string
 	Failed  string
-	// Timeout of a claim (and of each renewal).
+	// Timeout of a claim (and of each renewal); DefaultTimeout is what
+	// the configuration gives a task that names none.
 	Timeout time.Duration
 }
+
+// DefaultTimeout of a claim.
+const DefaultTimeout = 5 * time.Minute
 
 // Claim is a held claim.
 type Claim struct {

@@ -10,23 +10,29 @@ package configs
 import (
 	"time"
 
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// Defaults applied by Load when a key is absent.
+// Defaults applied by Load when a key is absent. Each is defined by the
+// package that owns the setting; the daemon's own (shutdown, listener,
+// logging) here.
 const (
-	DefaultHeartbeatInterval       = 5 * time.Second
+	DefaultHeartbeatInterval       = nodes.DefaultHeartbeatInterval
 	DefaultShutdownTimeout         = 10 * time.Second
-	DefaultOnUnexpectedShutdown    = UnexpectedShutdownAck
-	DefaultSchema                  = "enginehealth"
-	DefaultStatementTimeout        = 30 * time.Second
-	DefaultConnectTimeout          = 5 * time.Second
-	DefaultMaxOpenConns            = 10
-	DefaultEtcdPrefix              = "/enginehealth/"
-	DefaultLeaseTTL                = 10 * time.Second
-	DefaultTrustMargin             = time.Second
-	DefaultEtcdDialTimeout         = 5 * time.Second
+	DefaultOnUnexpectedShutdown    = nodes.DefaultOnUnexpectedShutdown
+	DefaultSchema                  = pgdb.DefaultSchema
+	DefaultStatementTimeout        = pgdb.DefaultStatementTimeout
+	DefaultConnectTimeout          = pgdb.DefaultConnectTimeout
+	DefaultMaxOpenConns            = pgdb.DefaultMaxOpenConns
+	DefaultEtcdPrefix              = leader.DefaultPrefix
+	DefaultLeaseTTL                = leader.DefaultLeaseTTL
+	DefaultTrustMargin             = leader.DefaultTrustMargin
+	DefaultEtcdDialTimeout         = leader.DefaultDialTimeout
 	DefaultSchedule                = health.DefaultSchedule
 	DefaultNotRespondingAfter      = health.DefaultNotRespondingAfter
 	DefaultForgetAfter             = health.DefaultForgetAfter
@@ -35,19 +41,19 @@ const (
 	DefaultListen                  = "127.0.0.1:8642"
 	DefaultLogFormat               = "auto"
 	DefaultLogLevel                = "info"
-	DefaultClaimTimeout            = 5 * time.Minute
-	DefaultMaxAttempts             = 2
-	DefaultStrategy                = StrategyNone
-	DefaultBackoffKind             = BackoffExponential
-	DefaultBackoffBase             = 30 * time.Second
-	DefaultBackoffMaxDelay         = time.Hour
-	DefaultRandomizedMultiplier    = 2.0
+	DefaultClaimTimeout            = claims.DefaultTimeout
+	DefaultMaxAttempts             = recovery.DefaultMaxAttempts
+	DefaultStrategy                = recovery.DefaultStrategy
+	DefaultBackoffKind             = recovery.DefaultBackoffKind
+	DefaultBackoffBase             = recovery.DefaultBackoffBase
+	DefaultBackoffMaxDelay         = recovery.DefaultBackoffMaxDelay
+	DefaultRandomizedMultiplier    = recovery.DefaultRandomizedMultiplier
 )
 
-// Values of node.on_unexpected_shutdown.
+// Values of node.on_unexpected_shutdown (nodes owns them).
 const (
-	UnexpectedShutdownAck     = "ack"
-	UnexpectedShutdownRecover = "recover"
+	UnexpectedShutdownAck     = nodes.UnexpectedShutdownAck
+	UnexpectedShutdownRecover = nodes.UnexpectedShutdownRecover
 )
 
 // Retry strategies for on_interrupt and on_failure (recovery owns them).

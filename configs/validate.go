@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/leader"
 	"net"
 	"net/netip"
 	"net/url"
@@ -124,7 +125,7 @@ const (
 	maxShutdownTimeout    = 10 * time.Minute
 	maxStatementTimeout   = time.Hour
 	maxConnectTimeout     = 5 * time.Minute
-	minLeaseTTL           = 3 * time.Second
+	minLeaseTTL           = leader.MinLeaseTTL
 	maxLeaseTTL           = 10 * time.Minute
 	maxDialTimeout        = 5 * time.Minute
 	maxNotRespondingAfter = 24 * time.Hour
@@ -207,9 +208,9 @@ func (c *Config) validate(v *validator) {
 		c.Health.ParsedSchedule = sched
 	}
 	if v.within("health.not_responding_after", c.Health.NotRespondingAfter, 0, maxNotRespondingAfter) && hbOK &&
-		c.Health.NotRespondingAfter < 3*c.Node.HeartbeatInterval {
-		v.add("health.not_responding_after", "%s is less than 3 × node.heartbeat_interval (%s): one late heartbeat would condemn a live node",
-			c.Health.NotRespondingAfter, 3*c.Node.HeartbeatInterval)
+		c.Health.NotRespondingAfter < nodes.LiveBeats*c.Node.HeartbeatInterval {
+		v.add("health.not_responding_after", "%s is less than %d × node.heartbeat_interval (%s): one late heartbeat would condemn a live node",
+			c.Health.NotRespondingAfter, nodes.LiveBeats, nodes.LiveBeats*c.Node.HeartbeatInterval)
 	}
 	if v.within("health.forget_after", c.Health.ForgetAfter, 0, maxForgetAfter) && c.Health.ForgetAfter <= c.Health.NotRespondingAfter {
 		v.add("health.forget_after", "%s must be longer than health.not_responding_after (%s)", c.Health.ForgetAfter, c.Health.NotRespondingAfter)

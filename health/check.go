@@ -14,7 +14,6 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/jmoiron/sqlx"
 )
 
 // Defaults of CheckConfig.
@@ -176,7 +175,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed bool, res *CheckResult) error {
 	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
 	// 1. Nodes, with the disruption guard.
-	err := c.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+	err := c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		stale, total, err := c.cfg.Nodes.Stale(ctx, tx, res.Threshold)
 		if err != nil {
 			return err

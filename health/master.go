@@ -216,7 +216,7 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	log := m.log.With("term", o.Term)
 	bo := backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second}
 	for {
-		err := m.cfg.Fence.TakeOffice(ctx, o, func(tx *sqlx.Tx) error {
+		err := m.cfg.Fence.TakeOffice(ctx, o, func(tx *leader.Tx) error {
 			return m.cfg.Nodes.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 		})
 		if err == nil {
@@ -428,7 +428,7 @@ func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger
 
 func (m *Master) promote(ctx context.Context, o *leader.Office, log *slog.Logger) {
 	var names []string
-	err := m.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+	err := m.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		var err error
 		names, err = m.cfg.Nodes.PromoteRecovering(ctx, tx, o.Candidate.Name, o.Term, "recovery done by master")
 		return err

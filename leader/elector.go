@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,10 +31,23 @@ type Candidate struct {
 	APIAddress  string `json:"api_address"`
 }
 
+// Defaults of Config, applied by New.
+const (
+	DefaultPrefix        = "/enginehealth/"
+	DefaultLeaseTTL      = 10 * time.Second
+	DefaultTrustMargin   = time.Second
+	DefaultResignTimeout = time.Second
+	// DefaultDialTimeout of the etcd client's connection attempts.
+	DefaultDialTimeout = 5 * time.Second
+	// MinLeaseTTL: a shorter lease leaves no room for a keep-alive round.
+	MinLeaseTTL = 3 * time.Second
+)
+
 // Config of an Elector.
 type Config struct {
 	Client *clientv3.Client
 	// Prefix of the cluster's keys; the election is under Prefix + "leader/".
+	// Zero values take the Default constants.
 	Prefix string
 	// TTL of the lease (whole seconds).
 	TTL time.Duration
@@ -44,8 +58,7 @@ type Config struct {
 	// Gate, when set, must return nil for the office to be trusted (the
 	// node's own database heartbeat).
 	Gate func() error
-	// ResignTimeout bounds the lease revocation when Run stops; default
-	// 1s. Resigning is best effort: without it the lease expires after TTL.
+	// ResignTimeout bounds the lease revocation when Run stops. Resigning is best effort: without it the lease expires after TTL.
 	ResignTimeout time.Duration
 	Log           *slog.Logger
 }
@@ -133,9 +146,10 @@ type Elector struct {
 
 // New returns an elector.
 func New(cfg Config) *Elector {
-	if cfg.ResignTimeout <= 0 {
-		cfg.ResignTimeout = time.Second
-	}
+	cfg.Prefix = cmp.Or(cfg.Prefix, DefaultPrefix)
+	cfg.TTL = cmp.Or(cfg.TTL, DefaultLeaseTTL)
+	cfg.TrustMargin = cmp.Or(cfg.TrustMargin, DefaultTrustMargin)
+	cfg.ResignTimeout = cmp.Or(cfg.ResignTimeout, DefaultResignTimeout)
 	return &Elector{cfg: cfg, t: timingsFor(cfg.TTL), log: cfg.Log.With("component", "leader"), now: time.Now}
 }
 

@@ -60,7 +60,7 @@ func (f *Fence) Current(ctx context.Context) (Term, error) {
 // (the caller's writes that belong to taking office, such as the node
 // registry's master flag; nil for none) and writes an event, in one
 // transaction. Retrying it for the same office is harmless.
-func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *sqlx.Tx) error) error {
+func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) error) error {
 	if err := o.Trusted(); err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *sqlx.Tx
 			}
 		}
 		if also != nil {
-			if err := also(tx); err != nil {
+			if err := also(&Tx{tx: tx, Term: o.Term}); err != nil {
 				return err
 			}
 		}
@@ -170,7 +170,7 @@ func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, clear fu
 // ErrNotTrusted before starting when the office may not act, and with
 // ErrDeposed (writing nothing) when a newer term is recorded. Every master
 // write goes through it.
-func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *sqlx.Tx) error) error {
+func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *Tx) error) error {
 	if err := o.Trusted(); err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *sqlx.Tx) error)
 		if term != o.Term {
 			return fmt.Errorf("%w: recorded term %d, ours %d", ErrDeposed, term, o.Term)
 		}
-		if err := fn(tx); err != nil {
+		if err := fn(&Tx{tx: tx, Term: o.Term}); err != nil {
 			return err
 		}
 		// The lease may have been lost while fn ran: do not commit then.

@@ -129,8 +129,8 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 }
 
 // setMaster is the registry's part of taking office.
-func (b bundle) setMaster(ctx context.Context, o *Office) func(tx *sqlx.Tx) error {
-	return func(tx *sqlx.Tx) error { return b.nodes.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation) }
+func (b bundle) setMaster(ctx context.Context, o *Office) func(tx *Tx) error {
+	return func(tx *Tx) error { return b.nodes.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation) }
 }
 
 func (c *candidate) stop() {
@@ -207,8 +207,8 @@ func TestFenceRejectsMasterWhoseLeaseWasRevoked(t *testing.T) {
 	ctx := context.Background()
 	a := b.start(t, "a")
 	_, oa := waitOffice(t, a)
-	if err := b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
-		_, err := tx.Exec(`CREATE TABLE public.guarded (v int); INSERT INTO public.guarded VALUES (1)`)
+	if err := b.fence.InTx(ctx, oa, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE public.guarded (v int); INSERT INTO public.guarded VALUES (1)`)
 		return err
 	}); err != nil {
 		t.Fatalf("fenced write by the master: %v", err)
@@ -233,8 +233,8 @@ func TestFenceRejectsMasterWhoseLeaseWasRevoked(t *testing.T) {
 	}
 
 	// a's office refuses to write: not trusted any more.
-	err := b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
-		_, err := tx.Exec(`UPDATE public.guarded SET v = 2`)
+	err := b.fence.InTx(ctx, oa, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE public.guarded SET v = 2`)
 		return err
 	})
 	if !errors.Is(err, ErrNotTrusted) {
@@ -243,8 +243,8 @@ func TestFenceRejectsMasterWhoseLeaseWasRevoked(t *testing.T) {
 	// Even a master that has not noticed (paused process: its local checks
 	// still pass) is stopped by the term in the database.
 	unaware := &Office{Term: oa.Term, Candidate: oa.Candidate, ctx: context.Background(), trusted: func() error { return nil }}
-	err = b.fence.InTx(ctx, unaware, func(tx *sqlx.Tx) error {
-		_, err := tx.Exec(`UPDATE public.guarded SET v = 3`)
+	err = b.fence.InTx(ctx, unaware, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE public.guarded SET v = 3`)
 		return err
 	})
 	if !errors.Is(err, ErrDeposed) {
@@ -310,7 +310,7 @@ func TestGateWithdrawsTrust(t *testing.T) {
 	}
 	sick := errors.New("own heartbeat failing")
 	a.gate.Store(&sick)
-	err := b.fence.InTx(context.Background(), o, func(tx *sqlx.Tx) error { return nil })
+	err := b.fence.InTx(context.Background(), o, func(tx *Tx) error { return nil })
 	if !errors.Is(err, ErrNotTrusted) {
 		t.Fatalf("write with a failing gate: %v, want ErrNotTrusted", err)
 	}
@@ -334,9 +334,9 @@ func TestTakeOfficeWaitsForFencedWrite(t *testing.T) {
 	release := make(chan struct{})
 	writeDone := make(chan error, 1)
 	go func() {
-		writeDone <- b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
+		writeDone <- b.fence.InTx(ctx, oa, func(tx *Tx) error {
 			var pid int
-			if err := tx.Get(&pid, `SELECT pg_backend_pid()`); err != nil {
+			if err := tx.GetContext(ctx, &pid, `SELECT pg_backend_pid()`); err != nil {
 				return err
 			}
 			inside <- pid
@@ -419,8 +419,8 @@ func TestTakeOfficeEndsStalledFencedWrite(t *testing.T) {
 	stalled := make(chan struct{}) // never closed while the test waits: the process is "stopped"
 	writeDone := make(chan error, 1)
 	go func() {
-		writeDone <- b.fence.InTx(ctx, oa, func(tx *sqlx.Tx) error {
-			if _, err := tx.Exec(`INSERT INTO enginehealth.events (kind, actor, reason) VALUES ('test', 'old-term', 'stalled write')`); err != nil {
+		writeDone <- b.fence.InTx(ctx, oa, func(tx *Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO enginehealth.events (kind, actor, reason) VALUES ('test', 'old-term', 'stalled write')`); err != nil {
 				return err
 			}
 			close(inside)

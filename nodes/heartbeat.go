@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,29 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+)
+
+// Heartbeat defaults and windows. A node judges its own heartbeat on its
+// local clock, in heartbeat intervals.
+const (
+	// DefaultHeartbeatInterval between two beats.
+	DefaultHeartbeatInterval = 5 * time.Second
+	// GateBeats: the master writes only while its own last successful
+	// beat is at most this many intervals old (Gate).
+	GateBeats = 2
+	// LiveBeats: a node is unhealthy (Live, LoopAlive: /healthz, the
+	// systemd watchdog) when its last successful beat, or its loop's last
+	// attempt, is older than this many intervals. The master marks other
+	// nodes Not responding no sooner than that.
+	LiveBeats = 3
+)
+
+// Values of on_unexpected_shutdown: what a restart does when the previous
+// run did not shut down cleanly (Registration.RecoverAfterCrash).
+const (
+	UnexpectedShutdownAck       = "ack"
+	UnexpectedShutdownRecover   = "recover"
+	DefaultOnUnexpectedShutdown = UnexpectedShutdownAck
 )
 
 // Heartbeater keeps this node's last_active fresh.
@@ -39,8 +63,10 @@ type Heartbeater struct {
 // beat sees the record in a different status than the beat before.
 func (h *Heartbeater) OnStatus(fn func(status string)) { h.onStatus = fn }
 
-// NewHeartbeater returns a heartbeater for this incarnation's record.
+// NewHeartbeater returns a heartbeater for this incarnation's record;
+// interval 0 is DefaultHeartbeatInterval.
 func NewHeartbeater(store *Store, name, incarnation string, interval time.Duration, log *slog.Logger) *Heartbeater {
+	interval = cmp.Or(interval, DefaultHeartbeatInterval)
 	return &Heartbeater{
 		store: store, name: name, incarnation: incarnation, interval: interval,
 		log: log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
@@ -149,6 +175,21 @@ func (h *Heartbeater) LastActive() time.Time {
 	defer h.mu.Unlock()
 	return h.lastDB
 }
+
+// Interval between two beats.
+func (h *Heartbeater) Interval() time.Duration { return h.interval }
+
+// Gate returns nil while the last beat succeeded within GateBeats
+// intervals: the master's self-gate.
+func (h *Heartbeater) Gate() error { return h.Healthy(GateBeats * h.interval) }
+
+// Live returns nil while the last beat succeeded within LiveBeats
+// intervals.
+func (h *Heartbeater) Live() error { return h.Healthy(LiveBeats * h.interval) }
+
+// LoopAlive returns nil while the heartbeat loop made an attempt within
+// LiveBeats intervals, whatever the database does.
+func (h *Heartbeater) LoopAlive() error { return h.Alive(LiveBeats * h.interval) }
 
 // Healthy returns nil when the last beat succeeded within max, measured on
 // the local clock.

@@ -115,7 +115,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 			Status      string `db:"status"`
 			Incarnation string `db:"incarnation"`
 		}
-		err := tx.GetContext(ctx, &prev, `SELECT status, incarnation FROM `+s.table+` WHERE name = $1 FOR UPDATE`, r.Name)
+		err := sqlx.GetContext(ctx, tx, &prev, `SELECT status, incarnation FROM `+s.table+` WHERE name = $1 FOR UPDATE`, r.Name)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -138,7 +138,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				status_reason = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_reason
 					ELSE 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')' END
 			RETURNING ` + columns
-		if err := tx.GetContext(ctx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash); err != nil {
+		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash); err != nil {
 			return err
 		}
 		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: n.StatusReason}
@@ -201,9 +201,9 @@ func (s *Store) ActiveReady(ctx context.Context, self string, within time.Durati
 
 // PromoteRecovering moves every node in Recovering to Ready, with an event
 // each, inside the caller's (fenced) transaction, and returns their names.
-func (s *Store) PromoteRecovering(ctx context.Context, tx *sqlx.Tx, actor string, term int64, reason string) ([]string, error) {
+func (s *Store) PromoteRecovering(ctx context.Context, tx sqlx.ExtContext, actor string, term int64, reason string) ([]string, error) {
 	names := []string{}
-	err := tx.SelectContext(ctx, &names,
+	err := sqlx.SelectContext(ctx, tx, &names,
 		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
 			status_changed_by = $1, status_reason = $2
 		 WHERE status = '`+StatusRecovering+`' RETURNING name`, actor, reason)
@@ -234,7 +234,7 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var status string
-		err := tx.GetContext(ctx, &status, `SELECT status FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
+		err := sqlx.GetContext(ctx, tx, &status, `SELECT status FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -244,7 +244,7 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 		if status != StatusUnexpectedShutdown {
 			return fmt.Errorf("%w: it is %s", ErrNotAcknowledgeable, status)
 		}
-		if err := tx.GetContext(ctx, &n,
+		if err := sqlx.GetContext(ctx, tx, &n,
 			`UPDATE `+s.table+` SET status = '`+StatusRecovering+`', status_changed_at = now(),
 				status_changed_by = $2, status_reason = $3
 			 WHERE name = $1 RETURNING `+columns, name, actor, reason); err != nil {
@@ -274,7 +274,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 	kept := false
 	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var status string
-		err := tx.GetContext(ctx, &status,
+		err := sqlx.GetContext(ctx, tx, &status,
 			`SELECT status FROM `+s.table+` WHERE name = $1 AND incarnation = $2 FOR UPDATE`, name, incarnation)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotRegistered
@@ -316,7 +316,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 // SetMaster makes the node name (this incarnation) the only one with the
 // master flag. Call it in the fenced transaction that takes office
 // (leader.Fence.TakeOffice).
-func (s *Store) SetMaster(ctx context.Context, tx *sqlx.Tx, name, incarnation string) error {
+func (s *Store) SetMaster(ctx context.Context, tx sqlx.ExtContext, name, incarnation string) error {
 	if _, err := tx.ExecContext(ctx,
 		`UPDATE `+s.table+` SET is_master = (name = $1 AND incarnation = $2)
 		 WHERE is_master OR (name = $1 AND incarnation = $2)`, name, incarnation); err != nil {
@@ -327,7 +327,7 @@ func (s *Store) SetMaster(ctx context.Context, tx *sqlx.Tx, name, incarnation st
 
 // ClearMaster clears the master flag of node name (this incarnation) and
 // reports whether it was set. Call it in leader.Fence.StepDown.
-func (s *Store) ClearMaster(ctx context.Context, tx *sqlx.Tx, name, incarnation string) (bool, error) {
+func (s *Store) ClearMaster(ctx context.Context, tx sqlx.ExtContext, name, incarnation string) (bool, error) {
 	res, err := tx.ExecContext(ctx,
 		`UPDATE `+s.table+` SET is_master = false WHERE name = $1 AND incarnation = $2 AND is_master`, name, incarnation)
 	if err != nil {
@@ -378,14 +378,14 @@ func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 // nodes in service, inside the caller's transaction (rows locked). Nodes in
 // Unexpected shutdown are out of service whatever their heartbeats do: only
 // an operator's ack moves them, so they are neither stale nor counted.
-func (s *Store) Stale(ctx context.Context, tx *sqlx.Tx, threshold time.Duration) (stale []string, total int, err error) {
+func (s *Store) Stale(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration) (stale []string, total int, err error) {
 	stale = []string{}
-	if err := tx.SelectContext(ctx, &stale,
+	if err := sqlx.SelectContext(ctx, tx, &stale,
 		`SELECT name FROM `+s.table+` WHERE status IN ('`+StatusRecovering+`', '`+StatusReady+`')
 		 AND last_active < now() - make_interval(secs => $1) ORDER BY name FOR UPDATE`, threshold.Seconds()); err != nil {
 		return nil, 0, fmt.Errorf("find stale nodes: %w", err)
 	}
-	if err := tx.GetContext(ctx, &total,
+	if err := sqlx.GetContext(ctx, tx, &total,
 		`SELECT count(*) FROM `+s.table+` WHERE status <> '`+StatusUnexpectedShutdown+`'`); err != nil {
 		return nil, 0, fmt.Errorf("count nodes: %w", err)
 	}
@@ -406,7 +406,7 @@ type MasterEvent struct {
 	RunID int64
 }
 
-func (s *Store) record(ctx context.Context, tx *sqlx.Tx, m MasterEvent, kind string, cs []Change, reason string) error {
+func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, kind string, cs []Change, reason string) error {
 	for _, c := range cs {
 		e := audit.Event{Kind: kind, Actor: m.Actor, Term: &m.Term, RunID: &m.RunID, Node: &c.Name,
 			FromState: audit.Str(c.From), ToState: audit.Str(c.To), Reason: reason}
@@ -419,10 +419,10 @@ func (s *Store) record(ctx context.Context, tx *sqlx.Tx, m MasterEvent, kind str
 
 // MarkNotResponding moves the named nodes to Not responding if they are
 // still in service and stale (re-checked in the UPDATE), with an event each.
-func (s *Store) MarkNotResponding(ctx context.Context, tx *sqlx.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
+func (s *Store) MarkNotResponding(ctx context.Context, tx sqlx.ExtContext, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := fmt.Sprintf("no heartbeat for more than %s", threshold.Round(time.Millisecond))
-	err := tx.SelectContext(ctx, &cs,
+	err := sqlx.SelectContext(ctx, tx, &cs,
 		`WITH old AS (SELECT name, status FROM `+s.table+` WHERE name = ANY($1) FOR UPDATE)
 		 UPDATE `+s.table+` AS n SET status = '`+StatusNotResponding+`', is_master = false,
 			status_changed_at = now(), status_changed_by = $3, status_reason = $4
@@ -438,10 +438,10 @@ func (s *Store) MarkNotResponding(ctx context.Context, tx *sqlx.Tx, names []stri
 
 // Revive moves Not responding nodes whose heartbeat is fresh again (within
 // threshold) back to Ready, with an event each.
-func (s *Store) Revive(ctx context.Context, tx *sqlx.Tx, threshold time.Duration, m MasterEvent) ([]Change, error) {
+func (s *Store) Revive(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := "heartbeats resumed"
-	err := tx.SelectContext(ctx, &cs,
+	err := sqlx.SelectContext(ctx, tx, &cs,
 		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
 			status_changed_by = $2, status_reason = $3
 		 WHERE status = '`+StatusNotResponding+`' AND last_active >= now() - make_interval(secs => $1)
@@ -455,9 +455,9 @@ func (s *Store) Revive(ctx context.Context, tx *sqlx.Tx, threshold time.Duration
 
 // Forget deletes the records of nodes Not responding for longer than
 // after, with an event each.
-func (s *Store) Forget(ctx context.Context, tx *sqlx.Tx, after time.Duration, m MasterEvent) ([]Change, error) {
+func (s *Store) Forget(ctx context.Context, tx sqlx.ExtContext, after time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
-	err := tx.SelectContext(ctx, &cs,
+	err := sqlx.SelectContext(ctx, tx, &cs,
 		`DELETE FROM `+s.table+` WHERE status = '`+StatusNotResponding+`'
 			AND last_active < now() - make_interval(secs => $1)
 		 RETURNING name, status AS from_status, '' AS to_status`, after.Seconds())

@@ -56,6 +56,17 @@ const (
 	StrategyHold  = "hold"
 )
 
+// Defaults of a Policy (applied by the configuration, which maps the file
+// onto Policy; issue 11 gives them their semantics).
+const (
+	DefaultStrategy             = StrategyNone
+	DefaultMaxAttempts          = 2
+	DefaultBackoffKind          = BackoffExponential
+	DefaultBackoffBase          = 30 * time.Second
+	DefaultBackoffMaxDelay      = time.Hour
+	DefaultRandomizedMultiplier = 2.0
+)
+
 // Policy is what happens to an interrupted or failed instance beyond the
 // default of Decide.
 type Policy struct {

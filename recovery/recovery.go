@@ -267,9 +267,9 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 	var total int64
 	for {
 		var n int
-		err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			var err error
-			n, err = t.Expire(ctx, tx.Tx, claims.ExpireParams{Limit: r.cfg.BatchSize,
+			n, err = t.Expire(ctx, tx.SQL(), claims.ExpireParams{Limit: r.cfg.BatchSize,
 				Record: func(expired string) (string, []any) {
 					return r.cfg.Events.InsertSelect(audit.Columns{Kind: "$2", RunID: "$3", Node: "x.node", Workflow: "$4",
 						Instance: "x.instance", FromState: "x.state",
@@ -380,7 +380,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 	for {
 		var n int
 		var last string
-		err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			if !skipLocked {
 				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
 					return err

@@ -8,7 +8,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 )
 
 // Run kinds.
@@ -83,7 +82,7 @@ func (r *Repairer) beginRun(ctx context.Context, o *leader.Office, spec RunSpec)
 		return 0, err
 	}
 	var id int64
-	err = r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		return tx.GetContext(ctx, &id,
 			`INSERT INTO `+r.runs+` (term, master, kind, trigger, scope, resumed_from) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
 			o.Term, o.Candidate.Name, spec.Kind, spec.Trigger, string(scope), spec.ResumedFrom)
@@ -100,7 +99,7 @@ func (r *Repairer) endRun(ctx context.Context, o *leader.Office, run int64, runE
 	if runErr != nil {
 		status, msg = "failed", pgdb.Summary(runErr)
 	}
-	err := r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+	err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET status = $2, error = $3, finished_at = now() WHERE id = $1`, run, status, msg)
 		return err
 	})
@@ -111,7 +110,7 @@ func (r *Repairer) endRun(ctx context.Context, o *leader.Office, run int64, runE
 }
 
 func (r *Repairer) addPlanned(ctx context.Context, o *leader.Office, run, n int64) error {
-	return r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+	return r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET planned = planned + $2 WHERE id = $1`, run, n)
 		return err
 	})
@@ -133,7 +132,7 @@ func (r *Repairer) Unfinished(ctx context.Context, o *leader.Office) ([]RunRow, 
 // Interrupt closes an unfinished run of an older term as interrupted, with
 // a note on what became of its work.
 func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, note string) error {
-	return r.cfg.Fence.InTx(ctx, o, func(tx *sqlx.Tx) error {
+	return r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		_, err := tx.ExecContext(ctx,
 			`UPDATE `+r.runs+` SET status = 'interrupted', finished_at = now(),
 				error = format('cut short in term %s; %s', term, $2::text)

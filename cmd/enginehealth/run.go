@@ -130,7 +130,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	events := audit.New(cfg.Database.Schema)
 	store := nodes.NewStore(db, cfg.Database.Schema, events)
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
-		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == configs.UnexpectedShutdownRecover}
+		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == nodes.UnexpectedShutdownRecover}
 	var node nodes.Node
 	err = retry(ctx, log, "register node", cfg.Database.StatementTimeout, func(ctx context.Context) error {
 		node, err = store.Register(ctx, reg)
@@ -169,7 +169,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		Candidate:   leader.Candidate{Name: name, Incarnation: incarnation, APIAddress: advertise},
 		// Self-gating: no master write while our own heartbeat has failed
 		// for longer than an interval.
-		Gate:          func() error { return hb.Healthy(2 * cfg.Node.HeartbeatInterval) },
+		Gate:          hb.Gate,
 		ResignTimeout: min(cfg.Node.ShutdownTimeout/4, 2*time.Second),
 		Log:           log,
 	})
@@ -217,7 +217,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 				return events.List(ctx, apiDB, p)
 			},
 			Live: []api.Check{
-				{Name: "heartbeat", Check: func() error { return hb.Healthy(3 * cfg.Node.HeartbeatInterval) }},
+				{Name: "heartbeat", Check: hb.Live},
 				{Name: "master", Check: master.Stuck},
 			},
 			MaxDBRequests: api.DefaultMaxDBRequests,
@@ -236,7 +236,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		// Fed while the daemon's own loops run and the master is not
 		// stuck; a database or etcd outage is waited out, not restarted.
 		return notify.Watchdog(gctx, func() error {
-			return errors.Join(hb.Alive(3*cfg.Node.HeartbeatInterval), master.Stuck())
+			return errors.Join(hb.LoopAlive(), master.Stuck())
 		})
 	})
 	g.Go(func() error {

@@ -62,7 +62,7 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 	go func() {
 		defer close(done)
 		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
-			setMaster := func(tx *sqlx.Tx) error {
+			setMaster := func(tx *leader.Tx) error {
 				return nodes.NewStore(db, schema, audit.New(schema)).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 			}
 			if err := fence.TakeOffice(ctx, o, setMaster); err != nil {

@@ -27,6 +27,7 @@ import (
 
 // Defaults of Config.
 const (
+	DefaultSchema           = "enginehealth"
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultMaxOpenConns     = 10
