@@ -339,7 +339,7 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 	}
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet})
-	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, NotRespondingAfter: 30 * time.Second, Tick: 20 * time.Millisecond, Log: quiet})
+	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet})
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -373,7 +373,7 @@ func TestFailedResumptionDoesNotBlockTheMaster(t *testing.T) {
 	}
 	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
 	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second})
-	m := NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, NotRespondingAfter: 30 * time.Second, Tick: 20 * time.Millisecond, Log: quiet})
+	m := NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, Tick: 20 * time.Millisecond, Log: quiet})
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

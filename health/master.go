@@ -45,13 +45,11 @@ type MasterConfig struct {
 	// Schedule of CheckEngineHealth (ParseSchedule); the zero Schedule: no
 	// periodic check.
 	Schedule Schedule
-	// NotRespondingAfter: a node active within it counts as live.
-	NotRespondingAfter time.Duration
 	// Tick: how often the master promotes newly registered nodes.
 	Tick time.Duration
 	// StuckAfter: an acting master whose check passes have not succeeded
 	// for this long is stuck (Stuck returns an error, /healthz fails);
-	// zero turns the signal off.
+	// default Schedule.StuckAfter(); off without a periodic check.
 	StuckAfter time.Duration
 	Log        *slog.Logger
 }
@@ -74,6 +72,9 @@ type interval struct{ start, end time.Time }
 
 // NewMaster returns the master's duty runner.
 func NewMaster(cfg MasterConfig) *Master {
+	if cfg.StuckAfter == 0 && cfg.Schedule.Period() > 0 {
+		cfg.StuckAfter = cfg.Schedule.StuckAfter()
+	}
 	return &Master{cfg: cfg, log: cfg.Log.With("component", "master"), now: time.Now}
 }
 
@@ -405,7 +406,7 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 // startup runs start-up recovery if the cluster is cold and reports whether
 // it is done (run or rightly skipped).
 func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger) bool {
-	live, err := m.cfg.Nodes.ActiveReady(ctx, o.Candidate.Name, m.cfg.NotRespondingAfter)
+	live, err := m.cfg.Nodes.ActiveReady(ctx, o.Candidate.Name, m.notRespondingAfter())
 	if err != nil {
 		log.WarnContext(ctx, "start-up recovery: cannot tell whether the cluster is cold", tint.Err(err))
 		return false
@@ -449,4 +450,13 @@ func causeOf(ctx context.Context) string {
 		return c.Error()
 	}
 	return "shutdown"
+}
+
+// notRespondingAfter: a node active within it counts as live (the
+// check's setting).
+func (m *Master) notRespondingAfter() time.Duration {
+	if m.cfg.Checker == nil {
+		return DefaultNotRespondingAfter
+	}
+	return m.cfg.Checker.cfg.NotRespondingAfter
 }

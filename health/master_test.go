@@ -112,8 +112,8 @@ func lead(t *testing.T, b bundle, name string) {
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	m := NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes,
-		Recovery:           recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),
-		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, Log: quiet,
+		Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),
+		Tick:     50 * time.Millisecond, Log: quiet,
 	})
 	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
 		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})

@@ -37,7 +37,7 @@ func TestStuckMaster(t *testing.T) {
 	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet})
 	m := NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
-		NotRespondingAfter: 30 * time.Second, Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
+		Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
 	})
 	// The gate (the node's own heartbeat, in the daemon) can take trust
 	// away for a moment: flapping must not restart the count.
@@ -106,4 +106,22 @@ func TestStuckMaster(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "not stuck after a successful pass", func() (bool, error) {
 		return m.Stuck() == nil && m.Status().Passes.ConsecutiveFailures == 0, nil
 	})
+}
+
+// TestStuckAfterFromSchedule: the stuck window follows the schedule unless
+// set; without a periodic check there is none.
+func TestStuckAfterFromSchedule(t *testing.T) {
+	for _, c := range []struct {
+		sched string
+		set   time.Duration
+		want  time.Duration
+	}{{"@every 30s", 0, 90 * time.Second}, {"@every 5s", 0, time.Minute}, {"@every 30s", 5 * time.Second, 5 * time.Second}, {"", 0, 0}} {
+		var s Schedule
+		if c.sched != "" {
+			s = mustSchedule(t, c.sched)
+		}
+		if got := NewMaster(MasterConfig{Schedule: s, StuckAfter: c.set, Log: quiet}).cfg.StuckAfter; got != c.want {
+			t.Errorf("schedule %q, StuckAfter %s: %s, want %s", c.sched, c.set, got, c.want)
+		}
+	}
 }

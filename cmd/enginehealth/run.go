@@ -189,11 +189,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	})
 	master := health.NewMaster(health.MasterConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Checker: checker,
-		Schedule:           sched,
-		NotRespondingAfter: cfg.Health.NotRespondingAfter,
-		Tick:               cfg.Node.HeartbeatInterval,
-		StuckAfter:         sched.StuckAfter(),
-		Log:                log,
+		Schedule: sched,
+		Tick:     cfg.Node.HeartbeatInterval,
+		Log:      log,
 	})
 	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
 	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
