@@ -58,7 +58,7 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db := leadertest.MigratedDB(t, pg)
+	db := pg.MigratedDB(t)
 	db.MustExec(`CREATE SCHEMA app;
 		CREATE TABLE app.report (id bigserial PRIMARY KEY, state text NOT NULL);
 		CREATE TABLE app.invoice (id bigserial PRIMARY KEY, status text NOT NULL);

@@ -14,7 +14,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -52,15 +51,9 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
-	return bundle{db: db, fence: NewFence(db, "enginehealth", audit.New("enginehealth")), nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth")), prefix: "/" + t.Name() + "/"}
+	db := pg.MigratedDB(t)
+	events := audit.New("enginehealth")
+	return bundle{db: db, fence: NewFence(db, "enginehealth", events), nodes: nodes.NewStore(db, "enginehealth", events), prefix: "/" + t.Name() + "/"}
 }
 
 func newClient(t *testing.T) *clientv3.Client {

@@ -30,15 +30,9 @@ type bundle struct {
 
 func setup(t *testing.T) (*Store, bundle) {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
-	return NewStore(db, "enginehealth", audit.New("enginehealth")), bundle{db: db, events: audit.New("enginehealth")}
+	db := pg.MigratedDB(t)
+	events := audit.New("enginehealth")
+	return NewStore(db, "enginehealth", events), bundle{db: db, events: events}
 }
 
 func reg(name string) Registration {

@@ -29,7 +29,7 @@ func BenchmarkRepair(b *testing.B) {
 
 func benchRepair(b *testing.B, batch int) {
 	const rows, rounds = 100_000, 5
-	db := leadertest.MigratedDB(b, pg)
+	db := pg.MigratedDB(b)
 	// The demo engine's orders table: what engines have, an index on
 	// (status, id) and a claims table.
 	db.MustExec(`CREATE SCHEMA app;

@@ -39,7 +39,7 @@ var (
 
 func setup(t *testing.T) (*Repairer, *sqlx.DB, *leader.Office) {
 	t.Helper()
-	db := leadertest.MigratedDB(t, pg)
+	db := pg.MigratedDB(t)
 	db.MustExec(`CREATE SCHEMA app;
 		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
 		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,

@@ -28,15 +28,7 @@ type bundle struct {
 // setup returns the event log of a freshly migrated database.
 func setup(t *testing.T) (*Log, bundle) {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
-	return New("enginehealth"), bundle{db: db}
+	return New("enginehealth"), bundle{db: pg.MigratedDB(t)}
 }
 
 // write writes e in a transaction of its own.

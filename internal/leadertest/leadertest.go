@@ -14,7 +14,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/audit"
 	"github.com/enginehealth/enginehealth/internal/etcdtest"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"github.com/enginehealth/enginehealth/internal/pgtest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -81,19 +80,4 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 		t.Fatal("leadertest: no office within 15s")
 		return nil
 	}
-}
-
-// MigratedDB opens a fresh database of pg with the sidecar schema
-// "enginehealth" migrated, closed when the test ends.
-func MigratedDB(t testing.TB, pg *pgtest.Server) *sqlx.DB {
-	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
-	return db
 }

@@ -1,9 +1,10 @@
-package pgdb
+package pgdb_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
 	"net"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T, dsn string) *sqlx.DB {
 	t.Helper()
-	db, err := Open(Config{DSN: dsn, ApplicationName: "pgdb-test"})
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ApplicationName: "pgdb-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +46,12 @@ func TestMigrateConcurrentAppliesOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], errs[i] = Migrate(context.Background(), db, "enginehealth")
+			results[i], errs[i] = pgdb.Migrate(context.Background(), db, "enginehealth")
 		}()
 	}
 	close(start)
 	wg.Wait()
-	ms, err := Migrations()
+	ms, err := pgdb.Migrations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +84,10 @@ func TestMigrateConcurrentAppliesOnce(t *testing.T) {
 func TestMigrateCustomSchemaAndIdempotent(t *testing.T) {
 	db := open(t, pg.NewDatabase(t))
 	ctx := context.Background()
-	if _, err := Migrate(ctx, db, "Side Car"); err != nil {
+	if _, err := pgdb.Migrate(ctx, db, "Side Car"); err != nil {
 		t.Fatal(err)
 	}
-	again, err := Migrate(ctx, db, "Side Car")
+	again, err := pgdb.Migrate(ctx, db, "Side Car")
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second run applied %v, err %v; want nothing", again, err)
 	}
@@ -98,13 +99,13 @@ func TestMigrateCustomSchemaAndIdempotent(t *testing.T) {
 func TestMigrateRefusesNewerDatabase(t *testing.T) {
 	db := open(t, pg.NewDatabase(t))
 	ctx := context.Background()
-	if _, err := Migrate(ctx, db, "enginehealth"); err != nil {
+	if _, err := pgdb.Migrate(ctx, db, "enginehealth"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO enginehealth.schema_migrations (version, name) VALUES (9999, '9999_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Migrate(ctx, db, "enginehealth")
+	_, err := pgdb.Migrate(ctx, db, "enginehealth")
 	if err == nil || !strings.Contains(err.Error(), "upgrade enginehealth") {
 		t.Fatalf("want a refusal naming the upgrade, got %v", err)
 	}
@@ -112,7 +113,7 @@ func TestMigrateRefusesNewerDatabase(t *testing.T) {
 
 func TestEventsAreAppendOnly(t *testing.T) {
 	db := open(t, pg.NewDatabase(t))
-	if _, err := Migrate(context.Background(), db, "enginehealth"); err != nil {
+	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO enginehealth.events (kind, actor) VALUES ('test', 'me')`); err != nil {
@@ -127,7 +128,7 @@ func TestEventsAreAppendOnly(t *testing.T) {
 }
 
 func TestSessionSettings(t *testing.T) {
-	db, err := Open(Config{DSN: pg.NewDatabase(t), StatementTimeout: 1500 * time.Millisecond})
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t), StatementTimeout: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,12 +196,12 @@ func TestQueryDoesNotHangOnPartition(t *testing.T) {
 	dsn := pg.NewDatabase(t)
 	bh := newBlackhole(t, dsnHostPort(dsn))
 	proxied := strings.Replace(dsn, dsnHostPort(dsn), bh.ln.Addr().String(), 1)
-	db, err := Open(Config{DSN: proxied, StatementTimeout: time.Second, ConnectTimeout: 500 * time.Millisecond, MaxOpenConns: 2})
+	db, err := pgdb.Open(pgdb.Config{DSN: proxied, StatementTimeout: time.Second, ConnectTimeout: 500 * time.Millisecond, MaxOpenConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := Ping(context.Background(), db, 5*time.Second); err != nil {
+	if err := pgdb.Ping(context.Background(), db, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	bh.frozen.Store(true)
@@ -226,7 +227,7 @@ func dsnHostPort(dsn string) string {
 // TestSummary: what a client may see of a database failure names its
 // class, never the driver's text, the address or the SQL.
 func TestSummary(t *testing.T) {
-	db, err := Open(Config{DSN: pg.NewDatabase(t), StatementTimeout: 200 * time.Millisecond})
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t), StatementTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestSummary(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	down, err := Open(Config{DSN: "postgres://eh:hunter2@" + addr + "/eh?sslmode=disable"})
+	down, err := pgdb.Open(pgdb.Config{DSN: "postgres://eh:hunter2@" + addr + "/eh?sslmode=disable"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,13 +260,13 @@ func TestSummary(t *testing.T) {
 		if c.err == nil {
 			t.Fatalf("no error for %q", c.want)
 		}
-		got := Summary(c.err)
+		got := pgdb.Summary(c.err)
 		if got != c.want {
-			t.Errorf("Summary(%v) = %q, want %q", c.err, got, c.want)
+			t.Errorf("pgdb.Summary(%v) = %q, want %q", c.err, got, c.want)
 		}
 		for _, leak := range []string{"hunter2", "127.0.0.1", "SELEKT", "pq:"} {
 			if strings.Contains(got, leak) {
-				t.Errorf("Summary(%v) = %q carries %q", c.err, got, leak)
+				t.Errorf("pgdb.Summary(%v) = %q carries %q", c.err, got, leak)
 			}
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/jmoiron/sqlx"
 	"net"
 	"net/url"
 	"os"
@@ -192,6 +194,21 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		}
 	})
 	return s.URL(name)
+}
+
+// MigratedDB returns a pool on a fresh database (NewDatabase) with the
+// sidecar schema "enginehealth" migrated, closed in t's cleanup.
+func (s *Server) MigratedDB(t testing.TB) *sqlx.DB {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: s.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func (s *Server) exec(stmt string) error {
