@@ -19,7 +19,7 @@ test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s ./configs
-	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/api ./internal/demoengine
+	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
 
 # Every Go benchmark, once each; domain figures are reported with
 # b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	_ "github.com/lib/pq"
 )

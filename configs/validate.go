@@ -17,7 +17,7 @@ import (
 	"unicode"
 
 	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/lib/pq"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/audit"
-	"github.com/enginehealth/enginehealth/internal/leadertest"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"

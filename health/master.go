@@ -26,8 +26,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/backoff"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/backoff"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"

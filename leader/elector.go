@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/backoff"
+	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/lmittmann/tint"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"

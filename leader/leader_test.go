@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/audit"
-	"github.com/enginehealth/enginehealth/internal/etcdtest"
-	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/google/uuid"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/faultproxy"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"

@@ -29,8 +29,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/audit"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )

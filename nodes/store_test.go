@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/audit"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
-	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"

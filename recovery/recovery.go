@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/enginehealth/enginehealth/internal/audit"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"

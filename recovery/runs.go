@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 )
 

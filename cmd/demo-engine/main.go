@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/demoengine"
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	_ "github.com/lib/pq"
 )
 

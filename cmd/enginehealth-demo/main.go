@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/enginehealth/enginehealth/internal/demo"
+	"github.com/enginehealth/enginehealth/internal/app/demo"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/internal/api"
-	"github.com/enginehealth/enginehealth/internal/pgdb"
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/spf13/cobra"
 )

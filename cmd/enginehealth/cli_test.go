@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/internal/api"
-	"github.com/enginehealth/enginehealth/internal/audit"
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/spf13/cobra"

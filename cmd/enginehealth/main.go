@@ -17,7 +17,7 @@ import (
 	"syscall"
 
 	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/api"
+	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/spf13/cobra"
 )
 

@@ -3,9 +3,9 @@ package main
 import (
 	"testing"
 
-	"github.com/enginehealth/enginehealth/internal/etcdtest"
-	"github.com/enginehealth/enginehealth/internal/leadertest"
-	"github.com/enginehealth/enginehealth/internal/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 

@@ -1,0 +1,187 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// ErrUnreachable: no daemon answered at the address.
+var ErrUnreachable = errors.New("api: no enginehealth daemon answered")
+
+// Client calls a daemon's API.
+type Client struct {
+	// Addr is host:port or a base URL.
+	Addr string
+	// Token for mutations.
+	Token string
+	HTTP  *http.Client
+}
+
+// NewClient returns a client of the daemon at addr.
+func NewClient(addr, token string) *Client {
+	return &Client{Addr: addr, Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+func (c *Client) url(path string) string {
+	base := c.Addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return strings.TrimSuffix(base, "/") + path
+}
+
+// StatusError is a non-2xx answer of the daemon.
+type StatusError struct {
+	Code int
+	// Msg and Detail are the answer's error and detail, as sent.
+	Msg    string
+	Detail string
+	// RequestID names the request in the daemon's log.
+	RequestID string
+}
+
+// Error is safe to print on a terminal: the daemon's text is escaped
+// (TerminalSafe).
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("daemon answered %d: %s", e.Code, TerminalSafe(e.Msg))
+	if e.Detail != "" {
+		s += " (" + TerminalSafe(e.Detail) + ")"
+	}
+	if e.RequestID != "" {
+		s += " [request id " + TerminalSafe(e.RequestID) + "]"
+	}
+	return s
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	return c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Addr, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read answer of %s: %w", c.Addr, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		// Some answers (/readyz, /healthz) carry their body with a 503.
+		_ = json.Unmarshal(answer, out)
+		var eb ErrorBody
+		if json.Unmarshal(answer, &eb) != nil || eb.Error == "" {
+			eb = ErrorBody{Error: strings.TrimSpace(string(answer))}
+		}
+		if eb.RequestID == "" {
+			eb.RequestID = resp.Header.Get(requestIDHeader)
+		}
+		return &StatusError{Code: resp.StatusCode, Msg: eb.Error, Detail: eb.Detail, RequestID: eb.RequestID}
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("decode answer of %s%s: %w", c.Addr, path, err)
+	}
+	return nil
+}
+
+// Nodes lists the node records.
+func (c *Client) Nodes(ctx context.Context) ([]nodes.Node, error) {
+	var ns []nodes.Node
+	return ns, c.get(ctx, "/v1/nodes", &ns)
+}
+
+// Node returns one node record.
+func (c *Client) Node(ctx context.Context, name string) (nodes.Node, error) {
+	var n nodes.Node
+	return n, c.get(ctx, "/v1/nodes/"+url.PathEscape(name), &n)
+}
+
+// Leader returns the current master.
+func (c *Client) Leader(ctx context.Context) (Leader, error) {
+	var l Leader
+	return l, c.get(ctx, "/v1/leader", &l)
+}
+
+// Ready returns the node's readiness; a 503 comes with a *StatusError.
+func (c *Client) Ready(ctx context.Context) (Ready, error) {
+	var r Ready
+	return r, c.get(ctx, "/readyz", &r)
+}
+
+// Ack acknowledges the unexpected shutdown of node name.
+func (c *Client) Ack(ctx context.Context, name, reason string) (nodes.Node, error) {
+	var n nodes.Node
+	return n, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/ack", AckRequest{Reason: reason}, &n)
+}
+
+// Check runs a CheckEngineHealth pass on the master now.
+func (c *Client) Check(ctx context.Context) (health.CheckResult, error) {
+	var res health.CheckResult
+	return res, c.do(ctx, http.MethodPost, "/v1/check", struct{}{}, &res)
+}
+
+// Recover runs (or, with DryRun, plans) a recovery run on the master.
+func (c *Client) Recover(ctx context.Context, req RecoveryRequest) (RecoveryAnswer, error) {
+	var a RecoveryAnswer
+	return a, c.do(ctx, http.MethodPost, "/v1/recovery", req, &a)
+}
+
+// Runs lists the latest runs.
+func (c *Client) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
+	var rs []recovery.RunRow
+	return rs, c.get(ctx, fmt.Sprintf("/v1/runs?limit=%d", limit), &rs)
+}
+
+// Events lists events after an id.
+func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
+	var es []audit.Event
+	q := url.Values{}
+	q.Set("after", strconv.FormatInt(p.AfterID, 10))
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Node != "" {
+		q.Set("node", p.Node)
+	}
+	return es, c.get(ctx, "/v1/events?"+q.Encode(), &es)
+}
+
+// Health returns the daemon's liveness; a 503 is returned as the body with
+// a *StatusError.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	return h, c.get(ctx, "/healthz", &h)
+}

@@ -1,0 +1,368 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// pgText is what PostgreSQL answers to a NUL byte or invalid UTF-8 in a
+// text parameter: the text that must never reach a client.
+const pgText = `pq: invalid byte sequence for encoding "UTF8": 0x00`
+
+// store is the API's seams (node reader, acker, events, master ops) over
+// a map: it records every call and, like PostgreSQL, fails on text that
+// is not valid UTF-8 or holds a NUL byte.
+type store struct {
+	mu    sync.Mutex
+	calls []string
+	slow  func() // runs inside Check and List, when set
+}
+
+func (s *store) call(op string, text ...string) error {
+	s.mu.Lock()
+	s.calls = append(s.calls, op+" "+strings.Join(text, "|"))
+	s.mu.Unlock()
+	for _, t := range text {
+		if !utf8.ValidString(t) || strings.ContainsRune(t, 0) {
+			return errors.New(pgText)
+		}
+		if t == "db-down" {
+			return errors.New("pq: the database system is shutting down (password=hunter2)")
+		}
+	}
+	return nil
+}
+
+func (s *store) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+func (s *store) List(context.Context) ([]nodes.Node, error) {
+	if s.slow != nil {
+		s.slow()
+	}
+	return []nodes.Node{}, s.call("list")
+}
+
+func (s *store) Get(_ context.Context, name string) (nodes.Node, error) {
+	if err := s.call("get", name); err != nil {
+		return nodes.Node{}, err
+	}
+	if name == "missing" {
+		return nodes.Node{}, nodes.ErrNotFound
+	}
+	return nodes.Node{Name: name}, nil
+}
+
+func (s *store) Ack(_ context.Context, name, actor, reason string) (nodes.Node, error) {
+	if err := s.call("ack", name, actor, reason); err != nil {
+		return nodes.Node{}, err
+	}
+	return nodes.Node{Name: name, StatusReason: reason}, nil
+}
+
+func (s *store) Events(_ context.Context, p audit.ListParams) ([]audit.Event, error) {
+	return nil, s.call("events", p.Node)
+}
+
+func (s *store) Check(context.Context) (health.CheckResult, error) {
+	if s.slow != nil {
+		s.slow()
+	}
+	return health.CheckResult{RunID: 1}, s.call("check")
+}
+
+func (s *store) Recover(_ context.Context, sc recovery.Scope) (recovery.Result, error) {
+	return recovery.Result{RunID: 2}, s.call("recover", sc.Workflows...)
+}
+
+func (s *store) Plan(_ context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error) {
+	return nil, s.call("plan", sc.Workflows...)
+}
+
+func (s *store) Runs(context.Context, int) ([]recovery.RunRow, error) {
+	return nil, s.call("runs")
+}
+
+// logBuffer collects JSON log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newTestHandler(t *testing.T) (http.Handler, *store, *logBuffer) {
+	t.Helper()
+	s := &store{}
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events, Log: log})
+	return h, s, logs
+}
+
+// TestHostileInput: every bad request is refused at the edge, naming the
+// parameter at fault, before any database call; the answer carries a
+// request id and never PostgreSQL's text.
+func TestHostileInput(t *testing.T) {
+	h, s, logs := newTestHandler(t)
+	const json = "application/json"
+	cases := []struct {
+		name, method, target, ctype, body string
+		code                              int
+		want                              string // in the error text
+	}{
+		{"NUL in node name", "GET", "/v1/nodes/%00x", "", "", 400, "path parameter name"},
+		{"invalid UTF-8 in node name", "GET", "/v1/nodes/%ff", "", "", 400, "path parameter name"},
+		{"escape sequence in node name", "GET", "/v1/nodes/%1b%5B2J", "", "", 400, "path parameter name"},
+		{"slash in node name", "GET", "/v1/nodes/a%2Fb", "", "", 400, "path parameter name"},
+		{"node name too long", "GET", "/v1/nodes/" + strings.Repeat("x", 64), "", "", 400, "path parameter name"},
+		{"node name starting with a dot", "GET", "/v1/nodes/.x", "", "", 400, "path parameter name"},
+		{"invalid UTF-8 in ?node=", "GET", "/v1/events?node=%ff", "", "", 400, "query parameter node"},
+		{"NUL in ?node=", "GET", "/v1/events?node=%00", "", "", 400, "query parameter node"},
+		{"newline in ?node=", "GET", "/v1/events?node=a%0Ab", "", "", 400, "query parameter node"},
+		{"limit above the cap", "GET", "/v1/events?limit=10001", "", "", 400, "query parameter limit"},
+		{"negative after", "GET", "/v1/events?after=-1", "", "", 400, "query parameter after"},
+		{"after not a number", "GET", "/v1/events?after=1e3", "", "", 400, "query parameter after"},
+		{"limit not a number", "GET", "/v1/runs?limit=%00", "", "", 400, "query parameter limit"},
+		{"NUL in ack path", "POST", "/v1/nodes/%00x/ack", json, `{"reason":"x"}`, 400, "path parameter name"},
+		{"NUL in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u0000b"}`, 400, "body.reason"},
+		{"escape sequence and newline in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"\u001b[2J\nowned"}`, 400, "body.reason"},
+		{"bidi override in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u202eb"}`, 400, "body.reason"},
+		{"reason too long", "POST", "/v1/nodes/n/ack", json, `{"reason":"` + strings.Repeat("a", 1001) + `"}`, 400, "body.reason"},
+		{"reason not a string", "POST", "/v1/nodes/n/ack", json, `{"reason":5}`, 400, "body.reason: want a string"},
+		{"invalid UTF-8 in body", "POST", "/v1/nodes/n/ack", json, "{\"reason\":\"\xff\"}", 400, "body: not valid UTF-8"},
+		{"body too large", "POST", "/v1/nodes/n/ack", json, `{"reason":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "body: larger than 65536 bytes"},
+		{"unknown field", "POST", "/v1/nodes/n/ack", json, `{"reason":"x","force":true}`, 400, `body: unknown field "force"`},
+		{"second JSON value", "POST", "/v1/nodes/n/ack", json, `{"reason":"x"}{"reason":"y"}`, 400, "body: unexpected data after the JSON value"},
+		{"trailing garbage", "POST", "/v1/nodes/n/ack", json, `{"reason":"x"} x`, 400, "body: unexpected data after the JSON value"},
+		{"not an object", "POST", "/v1/nodes/n/ack", json, `["x"]`, 400, "body: want an object"},
+		{"not JSON", "POST", "/v1/nodes/n/ack", json, `{reason`, 400, "body: not valid JSON"},
+		{"form body", "POST", "/v1/nodes/n/ack", "application/x-www-form-urlencoded", `reason=x`, 415, "Content-Type application/json"},
+		{"check: unknown field", "POST", "/v1/check", json, `{"x":1}`, 400, `body: unknown field "x"`},
+		{"check: trailing data", "POST", "/v1/check", json, `{} {}`, 400, "body: unexpected data after the JSON value"},
+		{"recovery: workflows not an array", "POST", "/v1/recovery", json, `{"workflows":"a"}`, 400, "body.workflows: want an array"},
+		{"recovery: dry_run not a bool", "POST", "/v1/recovery", json, `{"dry_run":1}`, 400, "body.dry_run: want true or false"},
+		{"recovery: unknown field", "POST", "/v1/recovery", json, `{"dry_run":true,"force":1}`, 400, `body: unknown field "force"`},
+		{"recovery: trailing data", "POST", "/v1/recovery", json, `{"dry_run":true}]`, 400, "body: unexpected data after the JSON value"},
+		{"trailing slash: canonical, no such route", "GET", "/v1/nodes/", "", "", 404, "no such endpoint"},
+		{"dot-dot segment", "GET", "/v1/nodes/..", "", "", 400, "path: not in canonical form"},
+		{"empty segment", "GET", "//v1/nodes", "", "", 400, "path: not in canonical form"},
+		{"dot segment", "GET", "/v1/./nodes", "", "", 400, "path: not in canonical form"},
+		{"empty segment inside", "GET", "/v1//leader", "", "", 400, "path: not in canonical form"},
+		{"dot-dot back to the same node", "GET", "/v1/nodes/n1/../n1", "", "", 400, "path: not in canonical form"},
+		{"repeated query parameter", "GET", "/v1/events?node=n1&node=n2", "", "", 400, `query parameter "node": given more than once`},
+		{"malformed query", "GET", "/v1/events?node=%zz", "", "", 400, "query: malformed"},
+		{"empty limit", "GET", "/v1/events?limit=", "", "", 400, "query parameter limit"},
+		{"empty node", "GET", "/v1/events?node=", "", "", 400, "query parameter node"},
+		{"field in another case", "POST", "/v1/nodes/n/ack", json, `{"REASON":"x"}`, 400, `body: unknown field "REASON"`},
+		{"field given twice", "POST", "/v1/nodes/n/ack", json, `{"reason":"\u001b[2J","reason":"ok"}`, 400, `body: field "reason" given more than once`},
+		{"null body", "POST", "/v1/nodes/n/ack", json, `null`, 400, "body: want an object, got null"},
+		{"right-to-left mark in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u200fb"}`, 400, "body.reason"},
+		{"line separator in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u2028b"}`, 400, "body.reason"},
+		{"zero-width space in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u200bb"}`, 400, "body.reason"},
+		{"byte order mark in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"\ufeffok"}`, 400, "body.reason"},
+		{"tag character in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\udb40\udc01"}`, 400, "body.reason"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := s.count()
+			rec := do(h, c.method, c.target, c.ctype, c.body)
+			eb := errorBody(t, rec)
+			if rec.Code != c.code || !strings.Contains(eb.Error, c.want) {
+				t.Fatalf("%s %s: %d %q, want %d and error text with %q", c.method, c.target, rec.Code, eb.Error, c.code, c.want)
+			}
+			if s.count() != before {
+				t.Fatalf("a refused request reached the store: %v", s.calls[before:])
+			}
+			for _, bad := range []string{"pq:", "invalid byte sequence", "\x1b", "\x00"} {
+				if strings.Contains(rec.Body.String(), bad) {
+					t.Fatalf("answer carries %q: %s", bad, rec.Body)
+				}
+			}
+		})
+	}
+	if strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("refused requests logged errors:\n%s", logs)
+	}
+
+	// Valid requests still pass.
+	for _, c := range []struct{ method, target, body string }{
+		{"GET", "/v1/nodes/node-a", ""},
+		{"GET", "/v1/events?node=node-a.example_1&limit=10000", ""},
+		{"GET", "/v1/events?after=9223372036854775807", ""}, // ids are not capped like limit
+		{"POST", "/v1/nodes/n/ack", `{"reason":"checked the host, disk replaced: ok ✓"}`},
+		{"POST", "/v1/nodes/n/ack", `{"reason":"دیسک‌ها عوض شد 👩‍🔧"}`}, // zero-width (non-)joiners are text
+		{"POST", "/v1/nodes/n/ack", ""},
+		{"POST", "/v1/check", `{}`},
+		{"POST", "/v1/recovery", ` {"workflows":["orders"],"dry_run":true} ` + "\n"},
+	} {
+		if rec := do(h, c.method, c.target, json, c.body); rec.Code != http.StatusOK {
+			t.Errorf("%s %s %s: %d %s", c.method, c.target, c.body, rec.Code, rec.Body)
+		}
+	}
+}
+
+func do(h http.Handler, method, target, ctype, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if method == "POST" {
+		req.Header.Set("Authorization", "Bearer tok")
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// errorBody decodes an error answer and checks its request id.
+func errorBody(t *testing.T, rec *httptest.ResponseRecorder) ErrorBody {
+	t.Helper()
+	var eb ErrorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
+		t.Fatalf("answer %d is not an ErrorBody: %v: %s", rec.Code, err, rec.Body)
+	}
+	if id := rec.Header().Get("X-Request-Id"); eb.RequestID == "" || eb.RequestID != id {
+		t.Fatalf("request id %q in the body, %q in the header", eb.RequestID, id)
+	}
+	return eb
+}
+
+// TestInternalErrorHidesCause: a database failure is logged at ERROR with
+// the request id and the real error; the client gets a generic 503 with
+// the same request id.
+func TestInternalErrorHidesCause(t *testing.T) {
+	h, _, logs := newTestHandler(t)
+	rec := do(h, "GET", "/v1/nodes/db-down", "", "")
+	eb := errorBody(t, rec)
+	if rec.Code != http.StatusServiceUnavailable || eb.Error != "internal error" {
+		t.Fatalf("%d %+v", rec.Code, eb)
+	}
+	if strings.Contains(rec.Body.String(), "pq:") || strings.Contains(rec.Body.String(), "hunter2") {
+		t.Fatalf("the database's text reached the client: %s", rec.Body)
+	}
+	var line struct {
+		Level     string `json:"level"`
+		RequestID string `json:"request_id"`
+		Err       string `json:"err"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(logs.String())), &line); err != nil {
+		t.Fatalf("log %q: %v", logs, err)
+	}
+	if line.Level != "ERROR" || line.RequestID != eb.RequestID || !strings.Contains(line.Err, "shutting down") {
+		t.Fatalf("log line %+v, want ERROR with request id %s and the cause", line, eb.RequestID)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	h, _, _ := newTestHandler(t)
+	for _, c := range []struct {
+		in   string
+		keep bool
+	}{
+		{"", false},
+		{"abc-123_X.y", true},
+		{strings.Repeat("a", 64), true},
+		{strings.Repeat("a", 65), false},
+		{"a b", false},
+		{"a\x1b", false},
+		{"ü", false},
+	} {
+		req := httptest.NewRequest("GET", "/v1/nodes/missing", nil)
+		if c.in != "" {
+			req.Header.Set("X-Request-Id", c.in)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		eb := errorBody(t, rec)
+		if rec.Code != http.StatusNotFound || (eb.RequestID == c.in) != c.keep || !validRequestID(eb.RequestID) {
+			t.Errorf("incoming %q: %d, request id %q (keep %v)", c.in, rec.Code, eb.RequestID, c.keep)
+		}
+	}
+	// Successful answers carry it too.
+	rec := do(h, "GET", "/v1/nodes", "", "")
+	if rec.Code != http.StatusOK || !validRequestID(rec.Header().Get("X-Request-Id")) {
+		t.Fatalf("%d, request id %q", rec.Code, rec.Header().Get("X-Request-Id"))
+	}
+}
+
+func TestTerminalSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ünïcode ✓ and a back\\slash": "plain text, ünïcode ✓ and a back\\slash",
+		"\x1b[2J\nowned":     `\x1b[2J\nowned`,
+		"tab\there":          `tab\there`,
+		"nul\x00":            `nul\x00`,
+		"bad \xff\xfe utf8":  `bad \xff\xfe utf8`,
+		"c1 \u009b31m":       `c1 \u009b31m`,
+		"bidi \u202egnp.exe": `bidi \u202egnp.exe`,
+		"del\x7f":            `del\x7f`,
+		"rlm \u200fx":        `rlm \u200fx`,
+		"zwsp \u200bx":       `zwsp \u200bx`,
+		"ls \u2028x":         `ls \u2028x`,
+		"bom \ufeffx":        `bom \ufeffx`,
+		"tag \U000e0001x":    `tag \U000e0001x`,
+		"zwj 👩\u200d🔧":       "zwj 👩\u200d🔧",
+	} {
+		if got := TerminalSafe(in); got != want {
+			t.Errorf("TerminalSafe(%q) = %q, want %q", in, got, want)
+		}
+		if got := TerminalSafe(TerminalSafe(in)); got != TerminalSafe(in) {
+			t.Errorf("TerminalSafe is not idempotent on %q: %q", in, got)
+		}
+	}
+}
+
+// TestClientShowsRequestID: the client's error carries the daemon's
+// error, detail and request id, escaped for the terminal.
+func TestClientShowsRequestID(t *testing.T) {
+	h, _, _ := newTestHandler(t)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	_, err := NewClient(srv.URL, "").Node(context.Background(), "\x1b[2J")
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != 400 || se.RequestID == "" {
+		t.Fatalf("%v", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "path parameter name") || !strings.Contains(msg, "request id "+se.RequestID) || strings.ContainsRune(msg, 0x1b) {
+		t.Fatalf("error text %q", msg)
+	}
+	// A daemon's text with control characters is escaped when shown.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, `{"error":"\u001b]0;owned\u0007","request_id":"x\ny"}`)
+	}))
+	defer evil.Close()
+	_, err = NewClient(evil.URL, "").Nodes(context.Background())
+	if msg := err.Error(); strings.ContainsAny(msg, "\x1b\x07\n") || !strings.Contains(msg, `\x1b]0;owned\a`) {
+		t.Fatalf("error text %q", msg)
+	}
+}

@@ -1,0 +1,537 @@
+// Package api is the daemon's HTTP API and the CLI's client of it.
+//
+// NewHandler (server.go) serves liveness and readiness, the node, run and
+// event reads, and the operator's mutations (node ack, check, recovery),
+// which need the configured bearer token; check and recovery on a node
+// that is not the master are forwarded to it. GET /v1/leader (leader.go)
+// names the acting master: this node's own state, else the answer of the
+// node that last took office or of the etcd election holder.
+//
+// Every request passes the edge first (edge.go): request id, canonical
+// path, query parameters and body shape are checked before any database
+// call. Routes that use the database run in a few slots, with a byte
+// budget for answers being written, and are answered 503 busy when they
+// get neither in time (limit.go). NewServer and NewListener
+// (httpserver.go) set the server's timeouts and cap its connections.
+// Client (client.go) is what the CLI calls.
+//
+// The handler answers JSON; its errors are an ErrorBody
+// {"error", "detail", "request_id"} with a 4xx or 5xx status. What Go's
+// server refuses before any handler runs (a malformed request line,
+// oversized headers) gets that server's plain-text 400 or 431.
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/lmittmann/tint"
+)
+
+// NodeReader is what the API reads node records from.
+type NodeReader interface {
+	List(ctx context.Context) ([]nodes.Node, error)
+	Get(ctx context.Context, name string) (nodes.Node, error)
+}
+
+// NodeAcker acknowledges an unexpected shutdown.
+type NodeAcker interface {
+	Ack(ctx context.Context, name, actor, reason string) (nodes.Node, error)
+}
+
+// MasterOps are the operations that need master-ship; on a non-master
+// node they fail with health.ErrNotMaster and the request is forwarded.
+type MasterOps interface {
+	Check(ctx context.Context) (health.CheckResult, error)
+	Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error)
+	Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error)
+	Runs(ctx context.Context, limit int) ([]recovery.RunRow, error)
+}
+
+// RecoveryRequest is the body of POST /v1/recovery.
+type RecoveryRequest struct {
+	// Workflows in scope; all claimable ones when empty.
+	Workflows []string `json:"workflows"`
+	// DryRun computes the plan and changes nothing.
+	DryRun bool `json:"dry_run"`
+}
+
+// RecoveryAnswer is the answer of POST /v1/recovery: a plan (dry run) or
+// a result.
+type RecoveryAnswer struct {
+	DryRun bool                    `json:"dry_run"`
+	Plan   []recovery.WorkflowPlan `json:"plan,omitempty"`
+	Result *recovery.Result        `json:"result,omitempty"`
+}
+
+// Ready is the body of GET /readyz.
+type Ready struct {
+	Ready  bool   `json:"ready"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Check is a named liveness check; nil means healthy.
+type Check struct {
+	Name  string
+	Check func() error
+}
+
+// Config of the handler.
+type Config struct {
+	// Self is this node's name, recorded as the actor of operator actions.
+	Self  string
+	Nodes NodeReader
+	Acker NodeAcker
+	// Ready decides GET /readyz.
+	Ready func() Ready
+	// Local returns this node's own state when it acts as master, else
+	// an error saying why it does not. It must not block.
+	Local func() (Leader, error)
+	// Candidates returns the nodes that may act as master (the one that
+	// last took office, the etcd election holder), asked when this node
+	// does not act; ctx carries a short deadline.
+	Candidates func(ctx context.Context) ([]leader.Candidate, error)
+	// Token enables mutations; empty turns them off.
+	Token string
+	Ops   MasterOps
+	// Events lists the audit trail.
+	Events func(ctx context.Context, p audit.ListParams) ([]audit.Event, error)
+	// Forward is the HTTP client used to reach the master.
+	Forward *http.Client
+	// Live checks decide GET /healthz.
+	Live []Check
+	Log  *slog.Logger
+	// Timeout of one request's database work; default 5s.
+	Timeout time.Duration
+	// MaxDBRequests bounds the requests that use the database at once
+	// (node, event and run reads, acks, the master lookup of /v1/leader);
+	// default DefaultMaxDBRequests. Give the API a pool of this size.
+	MaxDBRequests int
+	// LongTimeout bounds POST /v1/check and /v1/recovery, which can run
+	// for minutes (read, run, forward and answer); default 11 min.
+	LongTimeout time.Duration
+}
+
+// NewHandler returns the daemon's HTTP handler.
+func NewHandler(cfg Config) http.Handler {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.LongTimeout == 0 {
+		cfg.LongTimeout = defaultLongTimeout
+	}
+	if cfg.Forward == nil {
+		cfg.Forward = &http.Client{Timeout: 10 * time.Minute}
+	}
+	h := &handler{cfg: cfg, log: cfg.Log.With("component", "api"), slots: newSlots(cmp.Or(cfg.MaxDBRequests, DefaultMaxDBRequests))}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", h.healthz)
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /v1/leader", h.leader)
+	mux.HandleFunc("POST /v1/nodes/{name}/ack", h.mutation(h.limited(h.ackNode)))
+	mux.HandleFunc("POST /v1/check", h.mutation(h.check))
+	mux.HandleFunc("POST /v1/recovery", h.mutation(h.recovery))
+	mux.HandleFunc("GET /v1/runs", h.limited(h.runs))
+	mux.HandleFunc("GET /v1/events", h.limited(h.events))
+	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))
+	mux.HandleFunc("GET /v1/nodes/{name}", h.limited(h.getNode))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+quoteShort(r.URL.Path))
+	})
+	return h.edge(mux)
+}
+
+type handler struct {
+	cfg   Config
+	log   *slog.Logger
+	slots *slots
+}
+
+// Health is the body of /healthz.
+type Health struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks"`
+}
+
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+	res := Health{Status: "ok", Checks: map[string]string{}}
+	code := http.StatusOK
+	for _, c := range h.cfg.Live {
+		if err := c.Check(); err != nil {
+			res.Status, code = "unhealthy", http.StatusServiceUnavailable
+			res.Checks[c.Name] = err.Error()
+		} else {
+			res.Checks[c.Name] = "ok"
+		}
+	}
+	writeJSON(w, code, res)
+}
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	rd := h.cfg.Ready()
+	code := http.StatusOK
+	if !rd.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, rd)
+}
+
+// mutation guards a state-changing route with the bearer token.
+func (h *handler) mutation(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.cfg.Token == "" {
+			writeError(w, http.StatusForbidden, "mutations are off: no API token is configured (api.token_file or api.token_env)")
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="enginehealth"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// AckRequest is the optional body of POST /v1/nodes/{name}/ack.
+type AckRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
+	name, ok := nameParam(w, r)
+	if !ok {
+		return
+	}
+	var req AckRequest
+	if _, ok := decodeBody(w, r, &req); !ok {
+		return
+	}
+	if p := textProblem(req.Reason, maxReason); p != "" {
+		writeProblem(w, http.StatusBadRequest, "body.reason: "+p,
+			fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters", maxReason))
+		return
+	}
+	if req.Reason == "" {
+		req.Reason = "acknowledged by an operator"
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	n, err := h.cfg.Acker.Ack(ctx, name, h.cfg.Self+" (operator)", req.Reason)
+	switch {
+	case errors.Is(err, nodes.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no node named "+name)
+	case errors.Is(err, nodes.ErrNotAcknowledgeable):
+		writeError(w, http.StatusConflict, err.Error())
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		h.reqLog(r).InfoContext(ctx, "node acknowledged by operator", "subject", name, "reason", req.Reason)
+		writeJSON(w, http.StatusOK, n)
+	}
+}
+
+// forwardedHeader marks a request a node forwarded to the master.
+const forwardedHeader = "X-Enginehealth-Forwarded-By"
+
+// forward sends a master-only request to the master and relays its answer.
+func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
+	if by := r.Header.Get(forwardedHeader); by != "" {
+		writeError(w, http.StatusServiceUnavailable, "forwarded by "+by+" but this node is not the master either: the election is changing, retry")
+		return
+	}
+	l, err := h.acting(r)
+	var nm *noMaster
+	if errors.Is(err, errBusy) {
+		h.busy(w, r)
+		return
+	}
+	if errors.As(err, &nm) {
+		writeProblem(w, http.StatusServiceUnavailable, "not the master, and no acting master to forward to", strings.Join(nm.reasons, "; "))
+		return
+	}
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	if l.AnsweredBy == h.cfg.Self {
+		writeError(w, http.StatusServiceUnavailable, "this node just took office: retry")
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+l.APIAddress+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	req.Header.Set("Authorization", r.Header.Get("Authorization"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(forwardedHeader, h.cfg.Self)
+	req.Header.Set(requestIDHeader, requestID(r.Context()))
+	resp, err := h.cfg.Forward.Do(req)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "forward to the master "+l.Name+" at "+l.APIAddress+": "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Enginehealth-Master", l.Name)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+func (h *handler) check(w http.ResponseWriter, r *http.Request) {
+	body, ok := decodeBody(w, r, &struct{}{})
+	if !ok {
+		return
+	}
+	h.extendDeadlines(w)
+	// A run, once started, completes even if the client goes away.
+	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()))
+	switch {
+	case errors.Is(err, health.ErrNotMaster):
+		h.forward(w, r, body)
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		h.reqLog(r).InfoContext(r.Context(), "check run by an operator", "run", res.RunID, "took", res.Took.Round(time.Millisecond))
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
+	var req RecoveryRequest
+	body, ok := decodeBody(w, r, &req)
+	if !ok {
+		return
+	}
+	h.extendDeadlines(w)
+	sc := recovery.Scope{Workflows: req.Workflows}
+	if req.DryRun {
+		plan, err := h.cfg.Ops.Plan(r.Context(), sc)
+		switch {
+		case errors.Is(err, recovery.ErrScope):
+			writeError(w, http.StatusBadRequest, err.Error())
+		case err != nil:
+			h.internal(w, r, err)
+		default:
+			writeJSON(w, http.StatusOK, RecoveryAnswer{DryRun: true, Plan: plan})
+		}
+		return
+	}
+	res, err := h.cfg.Ops.Recover(context.WithoutCancel(r.Context()), sc)
+	switch {
+	case errors.Is(err, recovery.ErrScope):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, health.ErrNotMaster):
+		h.forward(w, r, body)
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		h.reqLog(r).InfoContext(r.Context(), "recovery run by an operator", "run", res.RunID,
+			"claims_expired", res.ClaimsExpired, "repaired", res.Done())
+		writeJSON(w, http.StatusOK, RecoveryAnswer{Result: &res})
+	}
+}
+
+func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
+	limit, ok := intParam(w, r, "limit", 20)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	runs, err := h.cfg.Ops.Runs(ctx, limit)
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+func (h *handler) events(w http.ResponseWriter, r *http.Request) {
+	limit, ok := intParam(w, r, "limit", 100)
+	if !ok {
+		return
+	}
+	after, ok := idParam(w, r, "after")
+	if !ok {
+		return
+	}
+	node, given := queryValue(r, "node")
+	if given {
+		if err := nodes.ValidName(node); err != nil {
+			writeProblem(w, http.StatusBadRequest, "query parameter node: not a valid node name", nameDetail(err))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: after, Limit: limit, MaxTextBytes: maxEventText})
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	if es == nil {
+		es = []audit.Event{}
+	}
+	writeJSON(w, http.StatusOK, es)
+}
+
+// maxEventText bounds the text of the events in one answer (256 KiB; its
+// JSON is at most about six times that, when every character needs an
+// escape): a page may end before limit, and the client pages on with
+// after= the last id.
+const maxEventText = 256 << 10
+
+// maxIntParam caps integer query parameters (limit: at most 10,000 rows
+// per request).
+const maxIntParam = 10000
+
+// intParam reads a non-negative integer query parameter (at most 10000).
+func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {
+	v, given := queryValue(r, name)
+	if !given {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > maxIntParam {
+		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not an integer from 0 to "+strconv.Itoa(maxIntParam), "got "+quoteShort(v))
+		return 0, false
+	}
+	return n, true
+}
+
+// idParam reads a non-negative 64-bit id query parameter (default 0).
+func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	v, given := queryValue(r, name)
+	if !given {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not a non-negative integer", "got "+quoteShort(v))
+		return 0, false
+	}
+	return n, true
+}
+
+// queryValue returns query parameter name and whether it was given (the
+// edge has refused repeated ones).
+func queryValue(r *http.Request, name string) (string, bool) {
+	q := r.URL.Query()
+	return q.Get(name), q.Has(name)
+}
+
+// nameParam returns the path parameter name, or answers 400 when it is
+// not a valid node name.
+func nameParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if err := nodes.ValidName(name); err != nil {
+		writeProblem(w, http.StatusBadRequest, "path parameter name: not a valid node name", nameDetail(err))
+		return "", false
+	}
+	return name, true
+}
+
+// nameDetail is the detail of an invalid node name: the name (escaped)
+// and the rule.
+func nameDetail(err error) string {
+	return strings.TrimPrefix(err.Error(), "nodes: ")
+}
+
+func (h *handler) listNodes(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	ns, err := h.cfg.Nodes.List(ctx)
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ns)
+}
+
+func (h *handler) getNode(w http.ResponseWriter, r *http.Request) {
+	name, ok := nameParam(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	n, err := h.cfg.Nodes.Get(ctx, name)
+	if errors.Is(err, nodes.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no node named "+name)
+		return
+	}
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, n)
+}
+
+// internal answers a request that failed inside the daemon (database,
+// etcd): the cause is logged with the request id, never sent, as it may
+// carry database text and the request's own input.
+func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
+	log := h.reqLog(r)
+	msg, detail := "internal error", "the daemon logged the cause under this request id"
+	switch {
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away: nobody reads the answer.
+		log.DebugContext(r.Context(), "request cancelled by the client", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		msg = "timed out"
+		detail = "the database or etcd did not answer in time; " + detail
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	default:
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	}
+	writeProblem(w, http.StatusServiceUnavailable, msg, detail)
+}
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	// Error says what is wrong, naming the parameter at fault
+	// ("path parameter name: ...", "body.reason: ...").
+	Error string `json:"error"`
+	// Detail, when set, says more: what was expected, what was got.
+	Detail string `json:"detail,omitempty"`
+	// RequestID is the request's X-Request-Id, under which the daemon
+	// logs what it did with it.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeProblem(w, code, msg, "")
+}
+
+// writeProblem answers an error with a detail; the request id comes from
+// the response header set by the edge.
+func writeProblem(w http.ResponseWriter, code int, msg, detail string) {
+	writeJSON(w, code, ErrorBody{Error: msg, Detail: detail, RequestID: w.Header().Get(requestIDHeader)})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

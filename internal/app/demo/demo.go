@@ -1,0 +1,559 @@
+// Package demo tells enginehealth's story on embedded defaults: a temporary
+// PostgreSQL cluster and an in-process etcd, three real `enginehealth run`
+// processes and three demo engines; then one engine node is killed, and
+// then the master, and the timeline is read back from the database.
+//
+// Everything it starts is stopped, and everything it creates is removed,
+// when Run returns, also after a cancelled context (Ctrl-C).
+package demo
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Options of a demo run.
+type Options struct {
+	// BinDir holds the enginehealth and demo-engine binaries.
+	BinDir string
+	Out    io.Writer
+	// Keep leaves the cluster running after the story until ctx is done.
+	Keep bool
+	// Instances of each demo workflow; default 3000.
+	Instances int
+	// Inspect, when set, is called with the database and the timeline
+	// before anything is torn down (for tests).
+	Inspect func(db *sqlx.DB, tl *Timeline) error
+}
+
+// Timings of the demo cluster: short, so the story fits in a minute.
+const (
+	heartbeat          = 500 * time.Millisecond
+	notRespondingAfter = 3 * time.Second
+	leaseTTL           = 3 * time.Second
+	claimTimeout       = 3 * time.Second
+	checkEvery         = time.Second
+	taskDuration       = 400 * time.Millisecond
+)
+
+var nodeNames = []string{"node-1", "node-2", "node-3"}
+
+// proc is a child process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *proc) stop(sig syscall.Signal, timeout time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+type run struct {
+	opt   Options
+	out   io.Writer
+	dir   string
+	dsn   string
+	db    *sqlx.DB
+	etcd  *etcdtest.Etcd
+	start time.Time
+	procs []*proc
+	tl    Timeline
+}
+
+// Run tells the story and returns its timeline.
+func Run(ctx context.Context, opt Options) (*Timeline, error) {
+	r := &run{opt: opt, out: cmp.Or[io.Writer](opt.Out, io.Discard), start: time.Now()}
+	if r.opt.Instances == 0 {
+		r.opt.Instances = 3000
+	}
+	r.tl.Start = r.start
+	for _, b := range []string{"enginehealth", "demo-engine"} {
+		if _, err := os.Stat(filepath.Join(opt.BinDir, b)); err != nil {
+			return nil, fmt.Errorf("demo: %s binary: %w (build it first: make build)", b, err)
+		}
+	}
+	defer r.stopAll()
+
+	r.say("starting a temporary PostgreSQL cluster and an in-process etcd")
+	srv, err := pgtest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	if r.etcd, err = etcdtest.Start(); err != nil {
+		return nil, err
+	}
+	defer r.etcd.Close()
+	if r.dir, err = os.MkdirTemp("", "ehdemo-"); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(r.dir)
+	r.dsn = srv.URL("postgres")
+	r.tl.PostgresPort, r.tl.EtcdEndpoint = srv.Port, r.etcd.Endpoint
+	r.tl.Dirs = []string{srv.Dir(), r.etcd.Dir(), r.dir}
+	if r.db, err = pgdb.Open(pgdb.Config{DSN: r.dsn}); err != nil {
+		return nil, err
+	}
+	defer r.db.Close()
+
+	if err := r.seed(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.story(ctx); err != nil {
+		return &r.tl, err
+	}
+	if err := r.timeline(ctx); err != nil {
+		return &r.tl, err
+	}
+	r.print()
+	if opt.Inspect != nil {
+		if err := opt.Inspect(r.db, &r.tl); err != nil {
+			return &r.tl, err
+		}
+	}
+	if opt.Keep {
+		r.say("--keep: the surviving node stays up; its API: http://%s/v1/nodes — Ctrl-C to stop", r.tl.Addresses[r.tl.Survivor])
+		<-ctx.Done()
+	}
+	return &r.tl, nil
+}
+
+func (r *run) say(format string, args ...any) {
+	fmt.Fprintf(r.out, "[%5.1fs] %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// seed creates the demo schema and instances, with leftovers of a crash
+// before the cluster started: orders mid-reserve without claims, reports
+// mid-render.
+func (r *run) seed(ctx context.Context) error {
+	if err := demoengine.Seed(ctx, r.db.DB, r.opt.Instances); err != nil {
+		return err
+	}
+	r.db.MustExecContext(ctx, `UPDATE demo.orders SET status = 'Reserving' WHERE id <= 50`)
+	r.db.MustExecContext(ctx, `UPDATE demo.reports SET state = 'Rendering' WHERE id <= 30`)
+	r.say("created demo.orders (claimable: reserve is atomic, ship is not) and demo.reports (not claimable), %d each;", r.opt.Instances)
+	r.say("  a crash before the cluster started left 50 orders in Reserving and 30 reports in Rendering")
+	return nil
+}
+
+func (r *run) config(name string) string {
+	return fmt.Sprintf(`node:
+  name: %s
+  heartbeat_interval: %s
+  shutdown_timeout: 5s
+database:
+  dsn_env: ENGINEHEALTH_DSN
+etcd:
+  endpoints: ["%s"]
+  lease_ttl: %s
+health:
+  schedule: "@every %s"
+  not_responding_after: %s
+api:
+  listen: 127.0.0.1:0
+log:
+  format: json
+%s`, name, heartbeat, r.etcd.Endpoint, leaseTTL, checkEvery, notRespondingAfter, demoengine.WorkflowsYAML(claimTimeout))
+}
+
+func (r *run) spawn(name string, args ...string) (*proc, error) {
+	cfg := filepath.Join(r.dir, strings.SplitN(name, "/", 2)[0]+".yaml")
+	if _, err := os.Stat(cfg); err != nil {
+		if err := os.WriteFile(cfg, []byte(r.config(strings.SplitN(name, "/", 2)[0])), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	logf, err := os.Create(filepath.Join(r.dir, strings.ReplaceAll(name, "/", "-")+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(args[0], append(args[1:], "--config", cfg)...)
+	cmd.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+r.dsn)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	r.tl.PIDs = append(r.tl.PIDs, cmd.Process.Pid)
+	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
+	r.procs = append(r.procs, p)
+	return p, nil
+}
+
+func (r *run) stopAll() {
+	for _, p := range r.procs {
+		p.stop(syscall.SIGTERM, 10*time.Second)
+	}
+}
+
+// host is one engine node: a sidecar and its engine.
+type host struct {
+	name    string
+	sidecar *proc
+	engine  *proc
+}
+
+func (r *run) story(ctx context.Context) error {
+	hosts := map[string]*host{}
+	for _, n := range nodeNames {
+		p, err := r.spawn(n+"/sidecar", filepath.Join(r.opt.BinDir, "enginehealth"), "run")
+		if err != nil {
+			return err
+		}
+		hosts[n] = &host{name: n, sidecar: p}
+	}
+	r.say("started three enginehealth nodes; waiting for a master and for readiness")
+	if err := r.until(ctx, 60*time.Second, "every node Ready", func() (bool, error) {
+		var ready int
+		err := r.db.GetContext(ctx, &ready, `SELECT count(*) FROM enginehealth.nodes WHERE status = 'Ready'`)
+		return ready == len(nodeNames), err
+	}); err != nil {
+		return err
+	}
+	r.tl.Addresses = map[string]string{}
+	rows, err := r.db.QueryxContext(ctx, `SELECT name, api_address FROM enginehealth.nodes ORDER BY name`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var n, a string
+		if err := rows.Scan(&n, &a); err != nil {
+			rows.Close()
+			return err
+		}
+		r.tl.Addresses[n] = a
+		r.say("  %s ready, status API at http://%s/v1/nodes", n, a)
+	}
+	rows.Close()
+	master, err := r.master(ctx)
+	if err != nil {
+		return err
+	}
+	r.say("  %s is the master (term %d)", master.Node, master.Term)
+
+	for _, n := range nodeNames {
+		p, err := r.spawn(n+"/engine", filepath.Join(r.opt.BinDir, "demo-engine"), "run", "--node", n,
+			"--workers", "3", "--task-duration", taskDuration.String(), "--failure-rate", "0.05")
+		if err != nil {
+			return err
+		}
+		hosts[n].engine = p
+	}
+	r.say("started a demo engine on each node (3 workers each, %s per task)", taskDuration)
+	if err := r.progress(ctx, 5); err != nil {
+		return err
+	}
+
+	// Kill an engine node that is not the master: sidecar and engine.
+	var victim string
+	for _, n := range nodeNames {
+		if n != master.Node {
+			victim = n
+			break
+		}
+	}
+	if err := r.kill(ctx, hosts[victim], false, master.Term); err != nil {
+		return err
+	}
+	if err := r.progress(ctx, 2); err != nil {
+		return err
+	}
+	// Then the master's host.
+	if err := r.kill(ctx, hosts[master.Node], true, master.Term); err != nil {
+		return err
+	}
+	for _, n := range nodeNames {
+		if n != victim && n != master.Node {
+			r.tl.Survivor = n
+		}
+	}
+	if err := r.progress(ctx, 3); err != nil {
+		return err
+	}
+	if !r.opt.Keep {
+		r.say("stopping the surviving node cleanly (SIGTERM)")
+		h := hosts[r.tl.Survivor]
+		h.engine.stop(syscall.SIGTERM, 10*time.Second)
+		h.sidecar.stop(syscall.SIGTERM, 10*time.Second)
+	}
+	return nil
+}
+
+// kill SIGKILLs a host and waits for the master to repair what it left.
+func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) error {
+	what := "engine node"
+	if isMaster {
+		what = "master node"
+	}
+	h.engine.stop(syscall.SIGKILL, time.Second)
+	h.sidecar.stop(syscall.SIGKILL, time.Second)
+	killed := time.Now()
+	var held []string
+	if err := r.db.SelectContext(ctx, &held, `SELECT instance_id::text FROM demo.orders_claim WHERE node = $1`, h.name); err != nil {
+		return err
+	}
+	r.say("SIGKILL %s %s (sidecar and engine): it held %d claims", what, h.name, len(held))
+	k := Kill{Node: h.name, Master: isMaster, At: killed, Claims: len(held)}
+	if isMaster {
+		if err := r.until(ctx, 60*time.Second, "a new master", func() (bool, error) {
+			var t int64
+			err := r.db.GetContext(ctx, &t, `SELECT term FROM enginehealth.leader_term`)
+			return t > term, err
+		}); err != nil {
+			return err
+		}
+		k.Failover = time.Since(killed)
+		m, err := r.master(ctx)
+		if err != nil {
+			return err
+		}
+		r.say("  %s took office (term %d) %d ms after the kill", m.Node, m.Term, k.Failover.Milliseconds())
+	}
+	if err := r.until(ctx, 60*time.Second, h.name+"'s work repaired", func() (bool, error) {
+		var left int
+		err := r.db.GetContext(ctx, &left, `SELECT count(*) FROM demo.orders WHERE id::text = ANY($1) AND status IN ('Reserving', 'Shipping')
+			AND NOT EXISTS (SELECT 1 FROM demo.orders_claim c WHERE c.instance_id = demo.orders.id AND c.node <> $2)`, pq.Array(held), h.name)
+		return left == 0, err
+	}); err != nil {
+		return err
+	}
+	k.Repaired = time.Since(killed)
+	r.say("  its %d interrupted instances repaired %d ms after the kill", len(held), k.Repaired.Milliseconds())
+	if err := r.until(ctx, 60*time.Second, h.name+" Not responding", func() (bool, error) {
+		var s string
+		err := r.db.GetContext(ctx, &s, `SELECT status FROM enginehealth.nodes WHERE name = $1`, h.name)
+		return s == "Not responding", err
+	}); err != nil {
+		return err
+	}
+	r.say("  %s is Not responding", h.name)
+	r.tl.Kills = append(r.tl.Kills, k)
+	return nil
+}
+
+func (r *run) master(ctx context.Context) (Master, error) {
+	var m Master
+	err := r.db.GetContext(ctx, &m, `SELECT node, term, since FROM enginehealth.leader_term`)
+	return m, err
+}
+
+// progress prints instance counts once a second for n seconds.
+func (r *run) progress(ctx context.Context, n int) error {
+	for range n {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		var counts []struct {
+			Status string `db:"status"`
+			N      int    `db:"n"`
+		}
+		if err := r.db.SelectContext(ctx, &counts, `SELECT status, count(*) AS n FROM demo.orders GROUP BY 1 ORDER BY 1`); err != nil {
+			return err
+		}
+		parts := make([]string, 0, len(counts))
+		for _, c := range counts {
+			parts = append(parts, fmt.Sprintf("%s %d", c.Status, c.N))
+		}
+		r.say("orders: %s", strings.Join(parts, ", "))
+	}
+	return nil
+}
+
+// until polls cond until it holds.
+func (r *run) until(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: %s: not after %s (last error: %v; logs in %s)", what, timeout, err, r.dir)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Master is a term of office.
+type Master struct {
+	Node  string    `db:"node"`
+	Term  int64     `db:"term"`
+	Since time.Time `db:"since"`
+}
+
+// Kill is one killed node, measured by the demo.
+type Kill struct {
+	Node     string
+	Master   bool
+	At       time.Time
+	Claims   int
+	Failover time.Duration // master only: kill → new master in office
+	Repaired time.Duration // kill → its interrupted instances repaired
+}
+
+// Entry is one line of the timeline, read from the events table.
+type Entry struct {
+	At   time.Time
+	Text string
+}
+
+// Timeline is what happened, from the database.
+type Timeline struct {
+	Start        time.Time
+	PostgresPort int
+	EtcdEndpoint string
+	// Dirs and PIDs the demo created (all gone when Run returns).
+	Dirs      []string
+	PIDs      []int
+	Addresses map[string]string
+	Survivor  string
+	Kills     []Kill
+	// From the events table:
+	Masters       []Master
+	NotResponding []string
+	// ClaimsExpired counts expired claims by the node that held them.
+	ClaimsExpired map[string]int
+	// Repaired counts repairs by "trigger: from → to".
+	Repaired map[string]int
+	Entries  []Entry
+}
+
+func (r *run) timeline(ctx context.Context) error {
+	tl := &r.tl
+	if err := r.db.SelectContext(ctx, &tl.Masters, `SELECT node, term, at AS since FROM enginehealth.events
+		WHERE kind = 'master_elected' ORDER BY id`); err != nil {
+		return err
+	}
+	for _, m := range tl.Masters {
+		tl.Entries = append(tl.Entries, Entry{m.Since, fmt.Sprintf("%s took office as master (term %d)", m.Node, m.Term)})
+	}
+	var nr []struct {
+		Node string    `db:"node"`
+		At   time.Time `db:"at"`
+	}
+	if err := r.db.SelectContext(ctx, &nr, `SELECT node, at FROM enginehealth.events
+		WHERE kind = 'node_status' AND to_state = 'Not responding' ORDER BY id`); err != nil {
+		return err
+	}
+	for _, e := range nr {
+		tl.NotResponding = append(tl.NotResponding, e.Node)
+		tl.Entries = append(tl.Entries, Entry{e.At, e.Node + " went Not responding"})
+	}
+	var ce []struct {
+		Node  string    `db:"node"`
+		N     int       `db:"n"`
+		First time.Time `db:"first"`
+	}
+	if err := r.db.SelectContext(ctx, &ce, `SELECT node, count(*) AS n, min(at) AS first FROM enginehealth.events
+		WHERE kind = 'claim_expired' GROUP BY node ORDER BY 3`); err != nil {
+		return err
+	}
+	tl.ClaimsExpired = map[string]int{}
+	for _, e := range ce {
+		tl.ClaimsExpired[e.Node] = e.N
+		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%d claims of %s expired", e.N, e.Node)})
+	}
+	var rep []struct {
+		Trigger string         `db:"trigger"`
+		From    string         `db:"from_state"`
+		To      string         `db:"to_state"`
+		Node    sql.NullString `db:"node"`
+		N       int            `db:"n"`
+		First   time.Time      `db:"first"`
+	}
+	if err := r.db.SelectContext(ctx, &rep, `SELECT r.trigger, e.from_state, e.to_state, e.node, count(*) AS n, min(e.at) AS first
+		FROM enginehealth.events e JOIN enginehealth.runs r ON r.id = e.run_id
+		WHERE e.kind = 'instance_repaired' GROUP BY 1, 2, 3, 4 ORDER BY 6`); err != nil {
+		return err
+	}
+	tl.Repaired = map[string]int{}
+	for _, e := range rep {
+		key := fmt.Sprintf("%s: %s → %s", e.Trigger, e.From, e.To)
+		tl.Repaired[key] += e.N
+		verb := "reverted"
+		if strings.HasSuffix(e.To, "Failed") {
+			verb = "failed"
+		}
+		whose := "left from before the start"
+		if e.Node.Valid {
+			whose = "interrupted on " + e.Node.String
+		}
+		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%s recovery %s %d instances %s → %s (%s)", e.Trigger, verb, e.N, e.From, e.To, whose)})
+	}
+	for _, k := range tl.Kills {
+		tl.Entries = append(tl.Entries, Entry{k.At, "SIGKILL " + k.Node})
+	}
+	sort.SliceStable(tl.Entries, func(i, j int) bool { return tl.Entries[i].At.Before(tl.Entries[j].At) })
+	return nil
+}
+
+func (r *run) print() {
+	fmt.Fprintln(r.out)
+	fmt.Fprintln(r.out, "Timeline (from the events table; seconds since the demo started)")
+	for _, e := range r.tl.Entries {
+		fmt.Fprintf(r.out, "  %6.2fs  %s\n", e.At.Sub(r.start).Seconds(), e.Text)
+	}
+	fmt.Fprintln(r.out)
+	tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Measured\t\ttarget")
+	for _, k := range r.tl.Kills {
+		if k.Master {
+			fmt.Fprintf(tw, "  failover after SIGKILL of the master %s\t%d ms\t≤ lease TTL + 1 s = %d ms\n", k.Node, k.Failover.Milliseconds(), (leaseTTL + time.Second).Milliseconds())
+		}
+		fmt.Fprintf(tw, "  crash to repair, %s (%d claims)\t%d ms\t≤ claim timeout + check interval + 1 s = %d ms\n", k.Node, k.Claims,
+			k.Repaired.Milliseconds(), (claimTimeout + checkEvery + time.Second).Milliseconds())
+	}
+	tw.Flush()
+}
+
+// Ports reports whether anything still listens on the demo's PostgreSQL
+// port or etcd endpoint (for tests of the cleanup).
+func (tl *Timeline) Ports() []string {
+	var open []string
+	for _, a := range []string{fmt.Sprintf("127.0.0.1:%d", tl.PostgresPort), tl.EtcdEndpoint} {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			open = append(open, a)
+		}
+	}
+	return open
+}

@@ -1,0 +1,298 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
+}
+
+type bundle struct {
+	db *sqlx.DB
+}
+
+// setup returns the event log of a freshly migrated database.
+func setup(t *testing.T) (*Log, bundle) {
+	t.Helper()
+	return New("enginehealth"), bundle{db: pg.MigratedDB(t)}
+}
+
+// write writes e in a transaction of its own.
+func write(t *testing.T, l *Log, b bundle, e Event) {
+	t.Helper()
+	if err := pgdb.InTx(context.Background(), b.db, func(tx *sqlx.Tx) error { return l.Write(context.Background(), tx, e) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func list(t *testing.T, l *Log, b bundle, p ListParams) []Event {
+	t.Helper()
+	es, err := l.List(context.Background(), b.db, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func ids(es []Event) []int64 {
+	out := make([]int64, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// TestWriteStoresEveryField: what Write stores, List returns, with the
+// database clock as its time and NULL for the optional fields left out.
+func TestWriteStoresEveryField(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	term, run, attempt := int64(7), int64(3), 2
+	full := Event{Kind: KindRepair, Actor: "node-a", Term: &term, RunID: &run, Node: Str("node-b"),
+		Workflow: Str("orders"), Instance: Str("42"), Task: Str("reserve"), FromState: Str("Reserving"),
+		ToState: Str("Created"), Attempt: &attempt, Reason: "claim expired"}
+	var before, after time.Time
+	if err := b.db.Get(&before, `SELECT clock_timestamp()`); err != nil {
+		t.Fatal(err)
+	}
+	write(t, l, b, full)
+	write(t, l, b, Event{Kind: KindNodeRegistered, Actor: "node-a", Node: Str(""), Workflow: Str("")})
+	if err := b.db.Get(&after, `SELECT clock_timestamp()`); err != nil {
+		t.Fatal(err)
+	}
+
+	es := list(t, l, b, ListParams{})
+	if len(es) != 2 {
+		t.Fatalf("%d events, want 2", len(es))
+	}
+	got := es[0]
+	if got.ID <= 0 || got.At.Before(before) || got.At.After(after) {
+		t.Fatalf("id %d at %s, want a positive id at a database time in [%s, %s]", got.ID, got.At, before, after)
+	}
+	full.ID, full.At = got.ID, got.At
+	if fmt.Sprint(deref(got)) != fmt.Sprint(deref(full)) {
+		t.Fatalf("listed %v\nwritten %v", deref(got), deref(full))
+	}
+	bare := es[1]
+	if bare.Term != nil || bare.RunID != nil || bare.Node != nil || bare.Workflow != nil || bare.Instance != nil ||
+		bare.Task != nil || bare.FromState != nil || bare.ToState != nil || bare.Attempt != nil || bare.Reason != "" {
+		t.Fatalf("optional fields not NULL: %v", deref(bare))
+	}
+	var nulls int
+	if err := b.db.Get(&nulls, `SELECT count(*) FROM enginehealth.events WHERE id = $1 AND node IS NULL AND workflow IS NULL`, bare.ID); err != nil || nulls != 1 {
+		t.Fatalf("empty optional strings not stored as NULL: %d rows, %v", nulls, err)
+	}
+}
+
+// deref renders an event with its pointers followed, for comparison.
+func deref(e Event) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return *p
+	}
+	i := func(p *int64) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return fmt.Sprint(*p)
+	}
+	a := "<nil>"
+	if e.Attempt != nil {
+		a = fmt.Sprint(*e.Attempt)
+	}
+	return fmt.Sprintf("id=%d at=%s kind=%s actor=%s term=%s run=%s node=%s workflow=%s instance=%s task=%s from=%s to=%s attempt=%s reason=%q",
+		e.ID, e.At.UTC().Format(time.RFC3339Nano), e.Kind, e.Actor, i(e.Term), i(e.RunID), s(e.Node), s(e.Workflow), s(e.Instance),
+		s(e.Task), s(e.FromState), s(e.ToState), a, e.Reason)
+}
+
+// TestWriteIsPartOfTheCallersTransaction: an event written in a
+// transaction that rolls back is gone with the change it recorded.
+func TestWriteIsPartOfTheCallersTransaction(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	undone := errors.New("undone")
+	err := pgdb.InTx(context.Background(), b.db, func(tx *sqlx.Tx) error {
+		if err := l.Write(context.Background(), tx, Event{Kind: KindNodeAck, Actor: "op", Node: Str("a")}); err != nil {
+			return err
+		}
+		return undone
+	})
+	if !errors.Is(err, undone) {
+		t.Fatalf("transaction: %v", err)
+	}
+	if es := list(t, l, b, ListParams{}); len(es) != 0 {
+		t.Fatalf("a rolled-back event is listed: %v", es)
+	}
+}
+
+// TestWriteErrorNamesTheKind: a failed insert says which event it was.
+func TestWriteErrorNamesTheKind(t *testing.T) {
+	t.Parallel()
+	_, b := setup(t)
+	err := New("no_such_schema").Write(context.Background(), b.db, Event{Kind: KindDisruption, Actor: "a"})
+	var pqErr *pq.Error
+	if err == nil || !strings.HasPrefix(err.Error(), "write disruption event: ") || !errors.As(err, &pqErr) || pqErr.Code != "42P01" {
+		t.Fatalf("write into a missing table: %v, want the kind and the driver's undefined_table error", err)
+	}
+	if _, err := New("no_such_schema").List(context.Background(), b.db, ListParams{}); err == nil || !strings.HasPrefix(err.Error(), "list events: ") {
+		t.Fatalf("list of a missing table: %v", err)
+	}
+}
+
+// TestListFilters: events in id order, filtered by node, after an id, and
+// up to a limit (100 by default).
+func TestListFilters(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	for i := range 120 {
+		node := []string{"a", "b", ""}[i%3]
+		write(t, l, b, Event{Kind: KindNodeStatus, Actor: "m", Node: Str(node), Reason: fmt.Sprint(i)})
+	}
+	all := list(t, l, b, ListParams{Limit: 1000})
+	if len(all) != 120 {
+		t.Fatalf("%d events, want 120", len(all))
+	}
+	for i, e := range all {
+		if e.Reason != fmt.Sprint(i) || (i > 0 && e.ID <= all[i-1].ID) {
+			t.Fatalf("event %d: %v, not in write and id order", i, deref(e))
+		}
+	}
+
+	if got := list(t, l, b, ListParams{}); len(got) != 100 || got[0].ID != all[0].ID || got[99].ID != all[99].ID {
+		t.Fatalf("default limit: %d events from %v", len(got), ids(got)[:min(3, len(got))])
+	}
+	if got := list(t, l, b, ListParams{Limit: -1}); len(got) != 100 {
+		t.Fatalf("negative limit: %d events, want the default 100", len(got))
+	}
+
+	byNode := list(t, l, b, ListParams{Node: "b", Limit: 1000})
+	if len(byNode) != 40 {
+		t.Fatalf("node b: %d events, want 40", len(byNode))
+	}
+	for _, e := range byNode {
+		if e.Node == nil || *e.Node != "b" {
+			t.Fatalf("node filter let through %v", deref(e))
+		}
+	}
+	if got := list(t, l, b, ListParams{Node: "nobody"}); len(got) != 0 {
+		t.Fatalf("unknown node: %d events", len(got))
+	}
+
+	after := all[49].ID
+	page := list(t, l, b, ListParams{AfterID: after, Limit: 10})
+	if fmt.Sprint(ids(page)) != fmt.Sprint(ids(all[50:60])) {
+		t.Fatalf("after %d limit 10: %v, want %v", after, ids(page), ids(all[50:60]))
+	}
+	// Paging with the last id seen walks every event once.
+	var walked []int64
+	for p := (ListParams{Limit: 7}); ; {
+		got := list(t, l, b, p)
+		if len(got) == 0 {
+			break
+		}
+		walked = append(walked, ids(got)...)
+		p.AfterID = got[len(got)-1].ID
+	}
+	if fmt.Sprint(walked) != fmt.Sprint(ids(all)) {
+		t.Fatalf("paging walked %d events, want %d in order", len(walked), len(all))
+	}
+
+	combined := list(t, l, b, ListParams{Node: "a", AfterID: after, Limit: 5})
+	if len(combined) != 5 {
+		t.Fatalf("node a after %d limit 5: %d events", after, len(combined))
+	}
+	for _, e := range combined {
+		if *e.Node != "a" || e.ID <= after {
+			t.Fatalf("node a after %d let through %v", after, deref(e))
+		}
+	}
+	if got := list(t, l, b, ListParams{AfterID: all[119].ID}); len(got) != 0 {
+		t.Fatalf("after the last id: %d events", len(got))
+	}
+}
+
+// TestEventsAreAppendOnly: the table refuses to update or delete an event,
+// whoever asks.
+func TestEventsAreAppendOnly(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	write(t, l, b, Event{Kind: KindNodeForgotten, Actor: "m", Node: Str("a"), Reason: "gone"})
+	before := list(t, l, b, ListParams{})
+	for _, stmt := range []string{
+		`UPDATE enginehealth.events SET reason = 'rewritten'`,
+		`UPDATE enginehealth.events SET node = NULL WHERE node = 'a'`,
+		`DELETE FROM enginehealth.events`,
+	} {
+		_, err := b.db.Exec(stmt)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || !strings.Contains(pqErr.Message, "the events table is append-only") {
+			t.Errorf("%s: %v, want the append-only refusal", stmt, err)
+		}
+	}
+	if after := list(t, l, b, ListParams{}); len(after) != 1 || deref(after[0]) != deref(before[0]) {
+		t.Fatalf("events changed: %v", after)
+	}
+	write(t, l, b, Event{Kind: KindNodeRegistered, Actor: "m", Node: Str("a")})
+	if got := list(t, l, b, ListParams{}); len(got) != 2 {
+		t.Fatalf("%d events after a second write, want 2", len(got))
+	}
+}
+
+// TestInsertSelect: many events in one statement; those of a run leave
+// actor and term to the run and are read back whole; an event with
+// neither an actor nor a run is refused.
+func TestInsertSelect(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	ctx := context.Background()
+	var run int64
+	if err := b.db.Get(&run, `INSERT INTO enginehealth.runs (term, master, trigger) VALUES (9, 'node-m', 'manual') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	stmt := l.InsertSelect(Columns{Kind: "$1", RunID: "$2", Workflow: "'orders'", Instance: "g::text", ToState: "'Created'", Reason: "'r' || g"},
+		"generate_series(1, 3) g")
+	if _, err := b.db.Exec(stmt, KindRepair, run); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+	es := list(t, l, b, ListParams{})
+	if len(es) != 3 {
+		t.Fatalf("%d events, want 3", len(es))
+	}
+	for i, e := range es {
+		if e.Actor != "node-m" || e.Term == nil || *e.Term != 9 || *e.RunID != run || *e.Instance != fmt.Sprint(i+1) ||
+			e.Reason != fmt.Sprintf("r%d", i+1) || e.Task != nil || e.Attempt != nil {
+			t.Fatalf("event %d read back as %+v", i, e)
+		}
+	}
+	var stored int
+	if err := b.db.Get(&stored, `SELECT count(*) FROM enginehealth.events WHERE actor IS NULL AND term IS NULL`); err != nil || stored != 3 {
+		t.Fatalf("%d events store neither actor nor term (%v), want 3", stored, err)
+	}
+	orphan := l.InsertSelect(Columns{Kind: "'x'"}, "generate_series(1, 1) g")
+	if _, err := b.db.ExecContext(ctx, orphan); err == nil {
+		t.Fatal("an event with neither actor nor run was written")
+	}
+	// The expiry lookup finds the latest expired claim's node.
+	b.db.MustExec(l.InsertSelect(Columns{Kind: "$1", RunID: "$2", Node: "n", Workflow: "'orders'", Instance: "'7'"},
+		"(VALUES ('a'), ('b')) v(n)"), KindClaimExpired, run)
+	var node string
+	if err := b.db.Get(&node, `SELECT `+l.LatestExpiryNode("'orders'", "'7'")); err != nil || node != "b" {
+		t.Fatalf("latest expiry node %q (%v), want b", node, err)
+	}
+}

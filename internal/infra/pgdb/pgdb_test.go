@@ -1,0 +1,273 @@
+package pgdb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/jmoiron/sqlx"
+)
+
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) {
+	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
+}
+
+func open(t *testing.T, dsn string) *sqlx.DB {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ApplicationName: "pgdb-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestMigrateConcurrentAppliesOnce(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	const n = 3
+	var wg sync.WaitGroup
+	results := make([][]int, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		db := open(t, dsn) // separate pools, as separate nodes have
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = pgdb.Migrate(context.Background(), db, "enginehealth")
+		}()
+	}
+	close(start)
+	wg.Wait()
+	ms, err := pgdb.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appliedBy := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("migrator %d: %v", i, errs[i])
+		}
+		if len(results[i]) > 0 {
+			appliedBy++
+			if len(results[i]) != len(ms) {
+				t.Errorf("migrator %d applied %v, want all %d", i, results[i], len(ms))
+			}
+		}
+	}
+	if appliedBy != 1 {
+		t.Fatalf("%d migrators applied migrations, want exactly 1: %v", appliedBy, results)
+	}
+	db := open(t, dsn)
+	var rows int
+	if err := db.Get(&rows, "SELECT count(*) FROM enginehealth.schema_migrations"); err != nil || rows != len(ms) {
+		t.Fatalf("schema_migrations rows = %d (%v), want %d", rows, err, len(ms))
+	}
+	var terms int
+	if err := db.Get(&terms, "SELECT count(*) FROM enginehealth.leader_term"); err != nil || terms != 1 {
+		t.Fatalf("leader_term rows = %d (%v), want 1", terms, err)
+	}
+}
+
+func TestMigrateCustomSchemaAndIdempotent(t *testing.T) {
+	db := open(t, pg.NewDatabase(t))
+	ctx := context.Background()
+	if _, err := pgdb.Migrate(ctx, db, "Side Car"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := pgdb.Migrate(ctx, db, "Side Car")
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second run applied %v, err %v; want nothing", again, err)
+	}
+	if _, err := db.Exec(`SELECT 1 FROM "Side Car".nodes`); err != nil {
+		t.Fatalf("tables not in the quoted schema: %v", err)
+	}
+}
+
+func TestMigrateRefusesNewerDatabase(t *testing.T) {
+	db := open(t, pg.NewDatabase(t))
+	ctx := context.Background()
+	if _, err := pgdb.Migrate(ctx, db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO enginehealth.schema_migrations (version, name) VALUES (9999, '9999_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pgdb.Migrate(ctx, db, "enginehealth")
+	if err == nil || !strings.Contains(err.Error(), "upgrade enginehealth") {
+		t.Fatalf("want a refusal naming the upgrade, got %v", err)
+	}
+}
+
+func TestEventsAreAppendOnly(t *testing.T) {
+	db := open(t, pg.NewDatabase(t))
+	if _, err := pgdb.Migrate(context.Background(), db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO enginehealth.events (kind, actor) VALUES ('test', 'me')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE enginehealth.events SET reason = 'rewritten'`); err == nil {
+		t.Fatal("an event was updated")
+	}
+	if _, err := db.Exec(`DELETE FROM enginehealth.events`); err == nil {
+		t.Fatal("an event was deleted")
+	}
+}
+
+func TestSessionSettings(t *testing.T) {
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t), StatementTimeout: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var st string
+	if err := db.Get(&st, "SHOW statement_timeout"); err != nil || st != "1500ms" {
+		t.Fatalf("statement_timeout = %q (%v), want 1500ms", st, err)
+	}
+	if _, err := db.Exec("SELECT pg_sleep(3)"); err == nil || !strings.Contains(err.Error(), "statement timeout") {
+		t.Fatalf("a 3s statement was not cancelled by statement_timeout: %v", err)
+	}
+}
+
+// blackhole forwards TCP to target until frozen; then it swallows
+// everything in both directions, like a network partition.
+type blackhole struct {
+	ln     net.Listener
+	frozen atomic.Bool
+}
+
+func newBlackhole(t *testing.T, target string) *blackhole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackhole{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go b.pipe(c, s)
+			go b.pipe(s, c)
+		}
+	}()
+	return b
+}
+
+func (b *blackhole) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !b.frozen.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestQueryDoesNotHangOnPartition: with replies blackholed, lib/pq alone
+// blocks forever; the read deadline must end the query.
+func TestQueryDoesNotHangOnPartition(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	bh := newBlackhole(t, dsnHostPort(dsn))
+	proxied := strings.Replace(dsn, dsnHostPort(dsn), bh.ln.Addr().String(), 1)
+	db, err := pgdb.Open(pgdb.Config{DSN: proxied, StatementTimeout: time.Second, ConnectTimeout: 500 * time.Millisecond, MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := pgdb.Ping(context.Background(), db, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bh.frozen.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := db.ExecContext(ctx, "SELECT 1"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("query succeeded through a blackhole")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("query still blocked 15s after the partition: the read deadline does not work")
+	}
+}
+
+func dsnHostPort(dsn string) string {
+	rest := strings.Split(dsn, "@")[1]
+	return strings.Split(rest, "/")[0]
+}
+
+// TestSummary: what a client may see of a database failure names its
+// class, never the driver's text, the address or the SQL.
+func TestSummary(t *testing.T) {
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(t), StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, syntaxErr := db.Exec("SELEKT 'hunter2'")
+	_, timeoutErr := db.Exec("SELECT pg_sleep(2)")
+	// A port nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	down, err := pgdb.Open(pgdb.Config{DSN: "postgres://eh:hunter2@" + addr + "/eh?sslmode=disable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	downErr := down.Ping()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{syntaxErr, "database error 42601 (syntax_error)"},
+		{timeoutErr, "database statement timed out"},
+		{downErr, "database unavailable"},
+		{fmt.Errorf("begin run: %w", context.DeadlineExceeded), "timed out"},
+		{errors.New("table app.orders: no column status"), "failed (the node's log has the cause)"},
+	} {
+		if c.err == nil {
+			t.Fatalf("no error for %q", c.want)
+		}
+		got := pgdb.Summary(c.err)
+		if got != c.want {
+			t.Errorf("pgdb.Summary(%v) = %q, want %q", c.err, got, c.want)
+		}
+		for _, leak := range []string{"hunter2", "127.0.0.1", "SELEKT", "pq:"} {
+			if strings.Contains(got, leak) {
+				t.Errorf("pgdb.Summary(%v) = %q carries %q", c.err, got, leak)
+			}
+		}
+	}
+}

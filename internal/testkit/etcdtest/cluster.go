@@ -1,0 +1,352 @@
+package etcdtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// BuildMember builds the etcdmember program into dir and returns its path.
+func BuildMember(dir string) (string, error) {
+	out, err := exec.Command("go", "build", "-o", dir, "github.com/enginehealth/enginehealth/internal/testkit/etcdtest/etcdmember").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("etcdtest: build etcdmember: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "etcdmember"), nil
+}
+
+// ClusterConfig configures StartCluster.
+type ClusterConfig struct {
+	// Binary is the etcdmember program (BuildMember).
+	Binary string
+	// Members; default 3.
+	Members int
+	// TickMs and ElectionMs default to etcd's own defaults (100, 1000), as
+	// a production cluster runs.
+	TickMs, ElectionMs int
+}
+
+// Cluster is a multi-member etcd cluster, one process per member.
+type Cluster struct {
+	Members []*Member
+	cfg     ClusterConfig
+	dir     string
+}
+
+// Member is one member process.
+type Member struct {
+	Name      string
+	ClientURL string // http://127.0.0.1:PORT
+	PeerURL   string
+
+	c       *Cluster
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	stopped bool // SIGSTOPped
+}
+
+// Endpoint returns the member's client address, host:port.
+func (m *Member) Endpoint() string { return strings.TrimPrefix(m.ClientURL, "http://") }
+
+// StartCluster starts the members and waits until the cluster has a leader
+// and every member answers. Close stops it.
+func StartCluster(cfg ClusterConfig) (*Cluster, error) {
+	if cfg.Members == 0 {
+		cfg.Members = 3
+	}
+	if cfg.TickMs == 0 {
+		cfg.TickMs = 100
+	}
+	if cfg.ElectionMs == 0 {
+		cfg.ElectionMs = 1000
+	}
+	dir, err := os.MkdirTemp("", "ehetcdc-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, dir: dir}
+	ports, err := freePorts(2 * cfg.Members)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	var initial []string
+	for i := range cfg.Members {
+		m := &Member{
+			Name:      fmt.Sprintf("m%d", i+1),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			c:         c,
+		}
+		c.Members = append(c.Members, m)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	ready := make(chan error, cfg.Members)
+	for _, m := range c.Members {
+		if err := m.start(strings.Join(initial, ","), "new", ready); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	for range c.Members {
+		if err := <-ready; err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitHealthy(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// freePorts reserves n loopback ports by listening on port 0, then frees
+// them for the members.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (m *Member) start(initial, state string, ready chan<- error) error {
+	data := filepath.Join(m.c.dir, m.Name)
+	cmd := exec.Command(m.c.cfg.Binary,
+		"-name", m.Name, "-dir", data, "-client", m.ClientURL, "-peer", m.PeerURL,
+		"-initial-cluster", initial, "-state", state,
+		"-tick-ms", fmt.Sprint(m.c.cfg.TickMs), "-election-ms", fmt.Sprint(m.c.cfg.ElectionMs))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("etcdtest: start member %s: %w", m.Name, err)
+	}
+	done := make(chan struct{})
+	m.mu.Lock()
+	m.cmd, m.done, m.stopped = cmd, done, false
+	m.mu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(out)
+		said := false
+		for sc.Scan() {
+			if sc.Text() == "ready" && !said {
+				said = true
+				ready <- nil
+			}
+		}
+		err := cmd.Wait()
+		if !said {
+			ready <- fmt.Errorf("etcdtest: member %s exited before it was ready: %v", m.Name, err)
+		}
+		close(done)
+	}()
+	return nil
+}
+
+// Endpoints returns every member's client address.
+func (c *Cluster) Endpoints() []string {
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.Endpoint())
+	}
+	return eps
+}
+
+// client returns a client of one member only.
+func (m *Member) client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: []string{m.Endpoint()}, DialTimeout: time.Second, Logger: zap.NewNop()})
+}
+
+// status asks one member for its status.
+func (m *Member) status(ctx context.Context) (*clientv3.StatusResponse, error) {
+	cli, err := m.client()
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	return cli.Status(ctx, m.Endpoint())
+}
+
+// Leader returns the member that is the raft leader, asking the members
+// that run (not stopped, not killed).
+func (c *Cluster) Leader(ctx context.Context) (*Member, error) {
+	for _, m := range c.Members {
+		if !m.Running() {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := m.status(sctx)
+		cancel()
+		if err != nil || st.Leader == 0 {
+			continue
+		}
+		for _, l := range c.Members {
+			lst, err := func() (*clientv3.StatusResponse, error) {
+				sctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				return l.status(sctx)
+			}()
+			if err == nil && lst.Header.MemberId == st.Leader {
+				return l, nil
+			}
+		}
+	}
+	return nil, errors.New("etcdtest: no member knows a leader")
+}
+
+// WaitHealthy waits until every running member answers a linearizable read
+// and the cluster has a leader.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	var last error
+	for {
+		last = nil
+		for _, m := range c.Members {
+			if !m.Running() {
+				continue
+			}
+			if err := func() error {
+				cli, err := m.client()
+				if err != nil {
+					return err
+				}
+				defer cli.Close()
+				rctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				_, err = cli.Get(rctx, "health")
+				return err
+			}(); err != nil {
+				last = fmt.Errorf("member %s: %w", m.Name, err)
+				break
+			}
+		}
+		if last == nil {
+			if _, err := c.Leader(ctx); err == nil {
+				return nil
+			} else {
+				last = err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcdtest: cluster not healthy: %w", last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Running reports whether the member's process runs and is not stopped.
+func (m *Member) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.stopped {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (m *Member) signal(sig syscall.Signal) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return fmt.Errorf("etcdtest: member %s not started", m.Name)
+	}
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("etcdtest: %s to member %s: %w", sig, m.Name, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		m.stopped = true
+	case syscall.SIGCONT:
+		m.stopped = false
+	}
+	return nil
+}
+
+// Freeze stops the member with SIGSTOP: its process and TCP connections
+// stay, it answers nothing (a stalled disk, a hung VM).
+func (m *Member) Freeze() error { return m.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen member.
+func (m *Member) Thaw() error { return m.signal(syscall.SIGCONT) }
+
+// Kill kills the member with SIGKILL and waits for it to exit.
+func (m *Member) Kill() error {
+	if err := m.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	done := m.done
+	m.mu.Unlock()
+	<-done
+	return nil
+}
+
+// Restart starts a killed member again on its data directory.
+func (m *Member) Restart() error {
+	var initial []string
+	for _, o := range m.c.Members {
+		initial = append(initial, o.Name+"="+o.PeerURL)
+	}
+	ready := make(chan error, 1)
+	if err := m.start(strings.Join(initial, ","), "existing", ready); err != nil {
+		return err
+	}
+	select {
+	case err := <-ready:
+		return err
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("etcdtest: member %s not ready 30s after restart", m.Name)
+	}
+}
+
+// Close kills every member and removes the data.
+func (c *Cluster) Close() {
+	for _, m := range c.Members {
+		m.mu.Lock()
+		cmd, done := m.cmd, m.done
+		m.mu.Unlock()
+		if cmd == nil {
+			continue
+		}
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill() // after quorum loss a clean stop can hang
+		<-done
+	}
+	os.RemoveAll(c.dir)
+}

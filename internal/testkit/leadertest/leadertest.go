@@ -1,0 +1,83 @@
+// Package leadertest gives tests a real master: a shared PostgreSQL server
+// and etcd member per test package, and a node elected through a real
+// leader.Elector.
+package leadertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Quiet discards logs.
+var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Main runs a test package with a shared PostgreSQL server in *pg and an
+// etcd member in *etcd. Call it from TestMain.
+func Main(m *testing.M, pg **pgtest.Server, etcd **etcdtest.Etcd) int {
+	e, err := etcdtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leadertest:", err)
+		return 1
+	}
+	defer e.Close()
+	*etcd = e
+	return pgtest.Main(m, pg)
+}
+
+// Office registers node name in the sidecar schema of db, elects it through
+// a real elector on etcd at endpoint (under a prefix of its own), takes
+// office, and returns the office, held until the test ends.
+func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Office {
+	t.Helper()
+	inc := uuid.NewString()
+	if _, err := nodes.NewStore(db, schema, audit.New(schema)).Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := leader.NewFence(db, schema, audit.New(schema))
+	el := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
+		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: Quiet})
+	offices := make(chan *leader.Office, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
+			setMaster := func(tx *leader.Tx) error {
+				return nodes.NewStore(db, schema, audit.New(schema)).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+			}
+			if err := fence.TakeOffice(ctx, o, setMaster); err != nil {
+				return err
+			}
+			offices <- o
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done; cli.Close() })
+	select {
+	case o := <-offices:
+		return o
+	case <-time.After(15 * time.Second):
+		t.Fatal("leadertest: no office within 15s")
+		return nil
+	}
+}

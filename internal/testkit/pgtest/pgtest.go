@@ -1,0 +1,411 @@
+// Package pgtest runs ephemeral PostgreSQL servers for tests.
+//
+// A Server is a real postgres process started from the local server binaries
+// (PATH, then /usr/lib/postgresql/*/bin) in a temporary directory, on a free
+// loopback port, with durability off. As root, initdb and postgres run as the
+// "postgres" user (or "nobody"), since both refuse to run as root. The server
+// is a foreground child with Pdeathsig, so a killed test binary leaves
+// nothing behind.
+//
+// One server per test package (see Main), a fresh database per test (see
+// NewDatabase). When TEST_DATABASE_URL is set, Shared uses that server
+// instead and only creates databases on it.
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/jmoiron/sqlx"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/lib/pq" // driver for the admin connection
+)
+
+// InstallHint tells how to get the server binaries on Debian/Ubuntu.
+const InstallHint = "install the PostgreSQL server binaries (Debian/Ubuntu: apt-get install -y postgresql) or set TEST_DATABASE_URL to an existing server's URL"
+
+// Server is one PostgreSQL server for tests.
+type Server struct {
+	// Port of the server on 127.0.0.1.
+	Port int
+
+	adminURL string // URL of the "postgres" database
+	external bool
+
+	binDir  string
+	baseDir string // owned by the server user; holds data/, the socket and the log
+	cred    *syscall.Credential
+	uid     int
+	gid     int
+
+	mu   sync.Mutex
+	proc *proc
+	dbs  atomic.Int64
+}
+
+// Start initialises and starts a new local server. Close removes it.
+func Start() (*Server, error) {
+	bin, err := findBinDir()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{binDir: bin, uid: -1, gid: -1}
+	if os.Geteuid() == 0 {
+		if err := s.pickUser(); err != nil {
+			return nil, err
+		}
+	}
+	s.baseDir, err = os.MkdirTemp("", "ehpg-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(s.baseDir, 0o755); err != nil {
+		return nil, err
+	}
+	if s.uid >= 0 {
+		if err := os.Chown(s.baseDir, s.uid, s.gid); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.initdb(); err != nil {
+		os.RemoveAll(s.baseDir)
+		return nil, err
+	}
+	// A free port can be taken between our probe and the server's bind:
+	// try a few.
+	for attempt := 0; ; attempt++ {
+		s.Port, err = FreePort()
+		if err == nil {
+			err = s.Resume()
+		}
+		if err == nil || attempt == 2 {
+			break
+		}
+	}
+	if err != nil {
+		os.RemoveAll(s.baseDir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// External wraps an existing server given by a URL; it is never stopped.
+func External(rawURL string) (*Server, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("TEST_DATABASE_URL: %w", err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	s := &Server{Port: port, adminURL: rawURL, external: true}
+	db, err := sql.Open("postgres", rawURL)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("TEST_DATABASE_URL: %w", err)
+	}
+	return s, nil
+}
+
+// Shared returns the server for a test package: TEST_DATABASE_URL when set,
+// else a new local server.
+func Shared() (*Server, error) {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return External(u)
+	}
+	return Start()
+}
+
+// Main runs a test package's tests with a shared server in *srv, and stops
+// it afterwards. Call it from TestMain.
+func Main(m *testing.M, srv **Server) int {
+	s, err := Shared()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: cannot start PostgreSQL: %v\n", err)
+		return 1
+	}
+	*srv = s
+	defer s.Close()
+	return m.Run()
+}
+
+// New starts a local server owned by one test, stopped in its cleanup.
+// Use it for tests that stop and start the server.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Dir returns the server's directory (data, socket, log); empty for an
+// external server.
+func (s *Server) Dir() string { return s.baseDir }
+
+// URL returns a connection URL for database db.
+func (s *Server) URL(db string) string {
+	if s.external {
+		u, _ := url.Parse(s.adminURL)
+		u.Path = "/" + db
+		return u.String()
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// NewDatabase creates a fresh database for t, dropped in its cleanup, and
+// returns its URL.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d_%s", s.dbs.Add(1), unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_"))
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	if err := s.exec(fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name)); err != nil {
+			t.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	return s.URL(name)
+}
+
+// MigratedDB returns a pool on a fresh database (NewDatabase) with the
+// sidecar schema "enginehealth" migrated, closed in t's cleanup.
+func (s *Server) MigratedDB(t testing.TB) *sqlx.DB {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: s.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func (s *Server) exec(stmt string) error {
+	db, err := sql.Open("postgres", s.admin())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, stmt)
+	return err
+}
+
+func (s *Server) admin() string {
+	if s.external {
+		return s.adminURL
+	}
+	return s.URL("postgres")
+}
+
+// Resume starts the (stopped) server again on the same port and data.
+func (s *Server) Resume() error {
+	if s.external {
+		return errors.New("pgtest: cannot start an external server")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		return errors.New("pgtest: server already running")
+	}
+	logf, err := os.OpenFile(filepath.Join(s.baseDir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(s.binDir, "postgres"),
+		"-D", filepath.Join(s.baseDir, "data"),
+		"-p", strconv.Itoa(s.Port),
+		"-k", s.baseDir,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=300",
+	)
+	cmd.Dir = s.baseDir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := s.ping(); err == nil {
+			s.proc = p
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("pgtest: postgres exited at start (%v): %s", p.err, s.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-p.done
+			return fmt.Errorf("pgtest: postgres not ready after 30s: %s", s.logTail())
+		}
+	}
+}
+
+// proc is a running postgres; done is closed when it has exited.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (s *Server) ping() error {
+	db, err := sql.Open("postgres", s.admin()+"&connect_timeout=2")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+// Stop shuts the server down (fast shutdown; immediate after 10s). Resume
+// starts it again.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.proc
+	if p == nil {
+		return
+	}
+	s.proc = nil
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// Close stops the server and removes its files.
+func (s *Server) Close() {
+	if s.external {
+		return
+	}
+	s.Stop()
+	os.RemoveAll(s.baseDir)
+}
+
+func (s *Server) initdb() error {
+	cmd := exec.Command(filepath.Join(s.binDir, "initdb"),
+		"-D", filepath.Join(s.baseDir, "data"),
+		"-U", "postgres", "--auth=trust", "--no-sync", "--no-instructions",
+		"-E", "UTF8", "--locale=C")
+	cmd.Dir = s.baseDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pgtest: initdb: %v: %s", err, out)
+	}
+	return nil
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.baseDir, "postgres.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+func (s *Server) pickUser() error {
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.uid, s.gid = uid, gid
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+		return nil
+	}
+	return errors.New("pgtest: running as root and neither user postgres nor nobody exists to run the server")
+}
+
+// findBinDir finds a directory holding both initdb and postgres.
+func findBinDir() (string, error) {
+	var dirs []string
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			dirs = append(dirs, filepath.Dir(r))
+		}
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(matches, func(i, j int) bool { return version(matches[i]) > version(matches[j]) })
+	dirs = append(dirs, matches...)
+	for _, d := range dirs {
+		if isExec(filepath.Join(d, "postgres")) && isExec(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("pgtest: no PostgreSQL server binaries (initdb, postgres) in PATH or /usr/lib/postgresql/*/bin: %s", InstallHint)
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

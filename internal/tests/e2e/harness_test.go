@@ -1,0 +1,380 @@
+// Package e2e runs the real enginehealth binary as separate processes
+// against an ephemeral PostgreSQL server and an in-process etcd.
+package e2e
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/jmoiron/sqlx"
+)
+
+var (
+	pg        *pgtest.Server
+	etcd      *etcdtest.Etcd
+	bin       string // the enginehealth binary under test
+	engineBin string // the demo engine
+	memberBin string // etcdtest's etcdmember, for multi-process etcd clusters
+)
+
+func TestMain(m *testing.M) { testkit.Main(m, testMain) }
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ehbin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "enginehealth")
+	engineBin = filepath.Join(dir, "demo-engine")
+	memberBin = filepath.Join(dir, "etcdmember")
+	build := exec.Command("go", "build", "-o", dir, "github.com/enginehealth/enginehealth/cmd/enginehealth",
+		"github.com/enginehealth/enginehealth/cmd/demo-engine", "github.com/enginehealth/enginehealth/internal/testkit/etcdtest/etcdmember")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build:", err)
+		return 1
+	}
+	if etcd, err = etcdtest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer etcd.Close()
+	return pgtest.Main(m, &pg)
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing and a test
+// reading.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// cluster is one test's database and the settings its daemons share.
+type cluster struct {
+	t   testing.TB
+	dsn string
+	db  *sqlx.DB
+	dir string
+}
+
+func newCluster(t testing.TB) *cluster {
+	return newClusterOn(t, pg.NewDatabase(t))
+}
+
+func newClusterOn(t testing.TB, dsn string) *cluster {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &cluster{t: t, dsn: dsn, db: db, dir: t.TempDir()}
+}
+
+// config returns a daemon configuration for node name; extra YAML is
+// appended.
+func (c *cluster) config(name, extra string) string {
+	return c.configWith(name, cfgOpts{Extra: extra})
+}
+
+// cfgOpts varies the harness configuration.
+type cfgOpts struct {
+	// Endpoints of etcd; default the package's single member.
+	Endpoints []string
+	// LeaseTTL; default leaseTTL.
+	LeaseTTL time.Duration
+	// Schedule of the check; default the daemon's.
+	Schedule string
+	// Heartbeat interval; default 200ms (not_responding_after: 5 × it,
+	// at least 1s).
+	Heartbeat time.Duration
+	// TokenEnv names the variable holding the API token.
+	TokenEnv string
+	// Extra YAML appended (top-level keys not set above).
+	Extra string
+}
+
+func (c *cluster) configWith(name string, o cfgOpts) string {
+	eps := o.Endpoints
+	if len(eps) == 0 {
+		eps = []string{etcd.Endpoint}
+	}
+	ttl := cmp.Or(o.LeaseTTL, leaseTTL)
+	hb := cmp.Or(o.Heartbeat, 200*time.Millisecond)
+	health := fmt.Sprintf("  not_responding_after: %s\n", max(5*hb, time.Second))
+	if o.Schedule != "" {
+		health += fmt.Sprintf("  schedule: %q\n", o.Schedule)
+	}
+	api := "  listen: 127.0.0.1:0\n"
+	if o.TokenEnv != "" {
+		api += "  token_env: " + o.TokenEnv + "\n"
+	}
+	return fmt.Sprintf(`node:
+  name: %s
+  heartbeat_interval: %s
+  shutdown_timeout: 5s
+database:
+  dsn_env: ENGINEHEALTH_DSN
+  connect_timeout: 1s
+etcd:
+  endpoints: ["%s"]
+  prefix: /%s/
+  lease_ttl: %s
+health:
+%sapi:
+%slog:
+  format: json
+  level: debug
+%s`, name, hb, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, health, api, o.Extra)
+}
+
+// daemon is one enginehealth process.
+type daemon struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// start runs `enginehealth run` with the given configuration.
+func (c *cluster) start(name, cfg string) *daemon {
+	c.t.Helper()
+	return c.startEnv(name, cfg)
+}
+
+// startEnv is start with extra environment variables.
+func (c *cluster) startEnv(name, cfg string, env ...string) *daemon {
+	c.t.Helper()
+	return c.startProcess(name, cfg, env, bin, "run")
+}
+
+// startEngine runs `demo-engine run` with the given configuration.
+func (c *cluster) startEngine(name, cfg string, args ...string) *daemon {
+	c.t.Helper()
+	return c.startProcess(name, cfg, nil, engineBin, append([]string{"run", "--node", name}, args...)...)
+}
+
+func (c *cluster) startProcess(name, cfg string, env []string, program string, args ...string) *daemon {
+	c.t.Helper()
+	path := filepath.Join(c.dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	d := &daemon{name: name, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(program, append(args, "--config", path)...)
+	d.cmd.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn), env...)
+	d.cmd.Stdout, d.cmd.Stderr = d.stderr, d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	c.t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		if c.t.Failed() {
+			c.t.Logf("log of %s:\n%s", d.name, d.stderr.String())
+		}
+	})
+	return d
+}
+
+// warnings returns the daemon's log lines at WARN and above.
+func (d *daemon) warnings() string {
+	var b strings.Builder
+	for _, line := range strings.Split(d.stderr.String(), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) ||
+			strings.Contains(line, "elected master") || strings.Contains(line, "took office") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// wait returns the exit code, failing the test after timeout.
+func (d *daemon) wait(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-d.done:
+		return d.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("%s still running after %s", d.name, timeout)
+		return -1
+	}
+}
+
+func (d *daemon) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %s to %s: %v", sig, d.name, err)
+	}
+}
+
+func (d *daemon) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// eventually polls cond until it returns true, failing after timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	testkit.Eventually(t, timeout, what, cond)
+}
+
+// never fails if cond becomes true within d.
+func never(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testkit.Never(t, d, what, cond)
+}
+
+// isCode reports whether err is the daemon's answer with status code.
+func isCode(err error, code int) bool {
+	var se *api.StatusError
+	return errors.As(err, &se) && se.Code == code
+}
+
+// node reads a node record straight from the database.
+func (c *cluster) node(name string) (nodes.Node, error) {
+	return nodes.NewStore(c.db, "enginehealth", audit.New("enginehealth")).Get(context.Background(), name)
+}
+
+// waitRegistered waits until the daemon's record exists and returns it.
+func (c *cluster) waitRegistered(d *daemon, timeout time.Duration) nodes.Node {
+	c.t.Helper()
+	var n nodes.Node
+	eventually(c.t, timeout, d.name+" registered", func() (bool, error) {
+		if !d.running() {
+			c.t.Fatalf("%s exited: %v\n%s", d.name, d.err, d.stderr.String())
+		}
+		var err error
+		n, err = c.node(d.name)
+		return err == nil && n.Incarnation != "", err
+	})
+	return n
+}
+
+// cli runs the enginehealth CLI and returns stdout, stderr and exit code.
+func cli(t testing.TB, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("run %v: %v", args, err)
+		}
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// notifySocket is a fake systemd notify socket.
+type notifySocket struct {
+	path string
+	msgs chan string
+}
+
+func newNotifySocket(t testing.TB) *notifySocket {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ehsd-") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	n := &notifySocket{path: filepath.Join(dir, "notify"), msgs: make(chan string, 1000)}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := conn.Read(buf)
+			if err != nil {
+				close(n.msgs)
+				return
+			}
+			n.msgs <- string(buf[:k])
+		}
+	}()
+	return n
+}
+
+// expect waits for message want, skipping others.
+func (n *notifySocket) expect(t testing.TB, want string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m, ok := <-n.msgs:
+			if !ok {
+				t.Fatalf("notify socket closed before %q", want)
+			}
+			if m == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %q on the notify socket", want)
+		}
+	}
+}
+
+// seen reports whether want arrived so far, consuming what is queued.
+func (n *notifySocket) seen(want string) bool {
+	for {
+		select {
+		case m, ok := <-n.msgs:
+			if !ok {
+				return false
+			}
+			if m == want {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}

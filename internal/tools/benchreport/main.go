@@ -1,0 +1,230 @@
+// Command benchreport reads `go test -bench` output and prints the domain
+// figures beside their targets from DESIGN.md. With -readme FILE it also
+// rewrites the table between the markers
+//
+//	<!-- bench:start --> and <!-- bench:end -->
+//
+// of that file, with the date and the machine. It exits 1 when a figure
+// named here is missing from the output (a benchmark did not run).
+//
+//	go test -run '^$' -bench . ./... | tee bench.out
+//	go run ./internal/tools/benchreport -readme README.md bench.out
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// results maps "BenchmarkName/sub" (without the -N suffix) to its metrics.
+type results map[string]map[string]float64
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader) (results, error) {
+	res := results{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(f[0], "")
+		m := res[name]
+		if m == nil {
+			m = map[string]float64{}
+			res[name] = m
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			m[f[i+1]] = v
+		}
+	}
+	return res, sc.Err()
+}
+
+// row is one line of the report.
+type row struct {
+	figure, bench, metric string
+	// target describes the target; ok judges the value (nil: no target).
+	target func(m map[string]float64) string
+	ok     func(v float64, m map[string]float64) bool
+}
+
+func atMost(limit float64) func(float64, map[string]float64) bool {
+	return func(v float64, _ map[string]float64) bool { return v <= limit }
+}
+
+func atLeast(limit float64) func(float64, map[string]float64) bool {
+	return func(v float64, _ map[string]float64) bool { return v >= limit }
+}
+
+func fixed(s string) func(map[string]float64) string {
+	return func(map[string]float64) string { return s }
+}
+
+var rows = []row{
+	{"failover after SIGKILL of the master", "BenchmarkFailover/kill", "failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 1000 = %.0f ms", m["ttl-ms"]+1000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+1000 }},
+	{"failover after SIGTERM of the master", "BenchmarkFailover/graceful", "failover-ms", fixed("≤ 1000 ms"), atMost(1000)},
+	{"no acting master, one etcd member frozen, TTL 3 s (worst role)", "BenchmarkFrozenMember/ttl=3s", "frozen-member-failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 2000 = %.0f ms", m["ttl-ms"]+2000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+2000 }},
+	{"no acting master, one etcd member frozen, TTL 10 s (worst role)", "BenchmarkFrozenMember/ttl=10s", "frozen-member-failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 2000 = %.0f ms", m["ttl-ms"]+2000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+2000 }},
+	{"master changes over 3 member freezes, TTL 10 s", "BenchmarkFrozenMember/ttl=10s", "master-changes", fixed("0"), atMost(0)},
+	{"crash to repair", "BenchmarkCrashToRepair", "crash-to-repair-ms",
+		func(m map[string]float64) string {
+			return fmt.Sprintf("≤ claim_timeout + interval + 1 s = %.0f ms", m["limit-ms"])
+		},
+		func(v float64, m map[string]float64) bool { return v <= m["limit-ms"] }},
+	{"repair throughput (default batch 10000)", "BenchmarkRepair/batch=10000", "rows/s", fixed("—"), nil},
+	{"repair vs one bare UPDATE (default batch 10000)", "BenchmarkRepair/batch=10000", "ratio-vs-bare-update", fixed("≥ 0.5"), atLeast(0.5)},
+	{"repair vs one bare UPDATE (batch 1000, for comparison)", "BenchmarkRepair/batch=1000", "ratio-vs-bare-update", fixed("—"), nil},
+	{"repair vs one bare UPDATE, without events (default batch)", "BenchmarkRepair/batch=10000", "ratio-without-events", fixed("—"), nil},
+	{"events table: heap bytes per event", "BenchmarkRepair/batch=10000", "events-heap-B/event", fixed("—"), nil},
+	{"events table: primary key bytes per event", "BenchmarkRepair/batch=10000", "events-pkey-B/event", fixed("—"), nil},
+	{"idle check pass, 10k rows", "BenchmarkCheckIdle", "idle-10k-ms", fixed("—"), nil},
+	{"idle check pass, 1M rows", "BenchmarkCheckIdle", "idle-1M-ms", fixed("—"), nil},
+	{"idle check, 1M / 10k rows", "BenchmarkCheckIdle", "idle-ratio", fixed("≤ 1.5"), atMost(1.5)},
+	{"idle RSS, master", "BenchmarkIdleFootprint", "rss-master-MB", fixed("< 40 MB"), atMost(40)},
+	{"idle RSS, standby", "BenchmarkIdleFootprint", "rss-standby-MB", fixed("< 40 MB"), atMost(40)},
+	{"idle CPU per 60 s, master", "BenchmarkIdleFootprint", "cpu-s-per-60s-master", fixed("no busy loop (≪ 60 s)"), atMost(3)},
+	{"idle CPU per 60 s, standby", "BenchmarkIdleFootprint", "cpu-s-per-60s-standby", fixed("no busy loop (≪ 60 s)"), atMost(3)},
+}
+
+func main() {
+	readme := flag.String("readme", "", "file whose bench:start/bench:end block is rewritten")
+	flag.Parse()
+	in := io.Reader(os.Stdin)
+	if flag.NArg() > 0 {
+		f, err := os.Open(flag.Arg(0))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		in = f
+	}
+	res, err := parse(in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	missing := 0
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tMEASURED\tTARGET\t\tBENCHMARK")
+	for _, r := range rows {
+		m, ok := res[r.bench]
+		v, has := m[r.metric]
+		if !ok || !has {
+			missing++
+			fmt.Fprintf(tw, "%s\t(missing)\t%s\t\t%s %s\n", r.figure, r.target(m), r.bench, r.metric)
+			continue
+		}
+		verdict := ""
+		if r.ok != nil {
+			verdict = "met"
+			if !r.ok(v, m) {
+				verdict = "NOT MET"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.figure, strconv.FormatFloat(v, 'f', -1, 64), r.metric, r.target(m), verdict, r.bench)
+	}
+	tw.Flush()
+	if *readme != "" {
+		if err := rewrite(*readme, res); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+	}
+	if missing > 0 {
+		fmt.Fprintf(os.Stderr, "benchreport: %d figures missing: a benchmark did not run\n", missing)
+		os.Exit(1)
+	}
+}
+
+const (
+	startMark = "<!-- bench:start -->"
+	endMark   = "<!-- bench:end -->"
+)
+
+// markdown renders the figures as a table with the date and the machine.
+func markdown(res results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %s (written by `make bench`):\n\n", time.Now().UTC().Format("2006-01-02"), machine())
+	b.WriteString("| figure | measured | target |\n|---|---|---|\n")
+	for _, r := range rows {
+		m := res[r.bench]
+		v, ok := m[r.metric]
+		val := "(not run)"
+		verdict := ""
+		if ok {
+			val = strconv.FormatFloat(v, 'f', -1, 64) + " " + r.metric
+			if r.ok != nil {
+				verdict = " — met"
+				if !r.ok(v, m) {
+					verdict = " — **not met**"
+				}
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s%s |\n", r.figure, val, r.target(m), verdict)
+	}
+	return b.String()
+}
+
+// machine describes this machine: CPU model, cores, memory.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+				mem = fmt.Sprintf(", %.0f GiB", kb/(1<<20))
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores%s, %s", model, runtime.NumCPU(), mem, runtime.Version())
+}
+
+func rewrite(path string, res results) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	i, j := bytes.Index(b, []byte(startMark)), bytes.Index(b, []byte(endMark))
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %s ... %s block", path, startMark, endMark)
+	}
+	out := append([]byte{}, b[:i+len(startMark)]...)
+	out = append(out, "\n"+markdown(res)...)
+	out = append(out, b[j:]...)
+	return os.WriteFile(path, out, 0o644)
+}
