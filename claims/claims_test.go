@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	_ "github.com/lib/pq"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"

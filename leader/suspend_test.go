@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 )

@@ -8,10 +8,10 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 )

@@ -11,9 +11,9 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 

@@ -3,10 +3,10 @@ package main
 import (
 	"testing"
 
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
 var (

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
-	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"

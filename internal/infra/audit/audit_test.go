@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )

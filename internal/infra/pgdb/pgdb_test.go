@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/jmoiron/sqlx"
 )
 

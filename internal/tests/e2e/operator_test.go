@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
