@@ -63,13 +63,21 @@ type Heartbeater struct {
 // beat sees the record in a different status than the beat before.
 func (h *Heartbeater) OnStatus(fn func(status string)) { h.onStatus = fn }
 
-// NewHeartbeater returns a heartbeater for this incarnation's record;
-// interval 0 is DefaultHeartbeatInterval.
-func NewHeartbeater(store *Store, name, incarnation string, interval time.Duration, log *slog.Logger) *Heartbeater {
-	interval = cmp.Or(interval, DefaultHeartbeatInterval)
+// HeartbeatConfig of a Heartbeater.
+type HeartbeatConfig struct {
+	Store *Store
+	// Name and Incarnation of this process's record.
+	Name, Incarnation string
+	// Interval between two beats; default DefaultHeartbeatInterval.
+	Interval time.Duration
+	Log      *slog.Logger
+}
+
+// NewHeartbeater returns a heartbeater for this incarnation's record.
+func NewHeartbeater(cfg HeartbeatConfig) *Heartbeater {
 	return &Heartbeater{
-		store: store, name: name, incarnation: incarnation, interval: interval,
-		log: log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
+		store: cfg.Store, name: cfg.Name, incarnation: cfg.Incarnation, interval: cmp.Or(cfg.Interval, DefaultHeartbeatInterval),
+		log: cfg.Log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
 	}
 }
 

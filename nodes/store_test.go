@@ -110,7 +110,7 @@ func TestHeartbeatUsesDatabaseClock(t *testing.T) {
 	}
 	// The host clock of this process is two hours ahead.
 	skew := 2 * time.Hour
-	h := NewHeartbeater(s, r.Name, r.Incarnation, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	h.now = func() time.Time { return time.Now().Add(skew) }
 
 	before, err := s.Get(ctx, "a")
@@ -159,7 +159,7 @@ func TestHeartbeaterReportsLostRecord(t *testing.T) {
 	if _, err := s.Register(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHeartbeater(s, r.Name, r.Incarnation, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := h.Healthy(time.Minute); err == nil {
 		t.Fatal("healthy before any beat")
 	}

@@ -150,7 +150,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	log.InfoContext(ctx, "node registered", "status", node.Status, "api", advertise)
 
 	notify := systemd.NewNotifier(log)
-	hb := nodes.NewHeartbeater(store, name, incarnation, cfg.Node.HeartbeatInterval, log)
+	hb := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
+		Interval: cfg.Node.HeartbeatInterval, Log: log})
 	hb.OnStatus(func(status string) {
 		log.InfoContext(ctx, "node status", "status", status)
 		if status == nodes.StatusReady {
