@@ -100,7 +100,7 @@ type Backoff struct {
 	MaxDelay time.Duration
 	// Jitter as a fraction in [0, 1): each delay is scaled by 1 ± jitter.
 	Jitter float64
-	// Multiplier of randomized_exponential.
+	// Multiplier of exponential and randomized_exponential (default 2).
 	Multiplier float64
 	// Schedule: explicit delays, for kind schedule.
 	Schedule []time.Duration
