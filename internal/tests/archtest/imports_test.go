@@ -16,34 +16,67 @@ const module = "github.com/enginehealth/enginehealth"
 type pkg struct {
 	ImportPath string
 	Imports    []string
+	// Deps: every package it depends on, directly or not.
+	Deps  []string
+	Error *struct{ Err string }
+	// DepsErrors: errors in its dependencies (an import cycle is one).
+	DepsErrors []struct {
+		Err         string
+		ImportStack []string
+	}
+}
+
+// module's packages as go list describes them (-e: with their errors,
+// an import cycle among them), relative to the module; imports and deps
+// relative too, and "ext:" + path for those outside the module and the
+// standard library.
+type graph map[string]struct {
+	imports, deps []string
+	errs          []string
 }
 
 // list returns every package of the module with its non-test imports.
-func list(t *testing.T) map[string][]string {
+func list(t *testing.T) graph {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	cmd := exec.Command("go", "list", "-e", "-json", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list: %v: %s", err, stderr.String())
 	}
-	pkgs := map[string][]string{}
+	g := graph{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		var own []string
-		for _, imp := range p.Imports {
-			if r, ok := strings.CutPrefix(imp, module+"/"); ok {
-				own = append(own, r)
-			} else if !isStd(imp) {
-				own = append(own, "ext:"+imp)
-			}
+		n := g[rel(p.ImportPath)]
+		n.imports, n.deps = own(p.Imports), own(p.Deps)
+		if p.Error != nil {
+			n.errs = append(n.errs, p.Error.Err)
 		}
-		pkgs[rel] = own
+		for _, e := range p.DepsErrors {
+			n.errs = append(n.errs, e.Err+" (via "+strings.Join(e.ImportStack, " → ")+")")
+		}
+		g[rel(p.ImportPath)] = n
 	}
-	return pkgs
+	return g
+}
+
+func rel(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, module), "/") }
+
+func own(paths []string) []string {
+	var out []string
+	for _, imp := range paths {
+		if r, ok := strings.CutPrefix(imp, module+"/"); ok || imp == module {
+			out = append(out, r)
+		} else if !isStd(imp) {
+			out = append(out, "ext:"+imp)
+		}
+	}
+	return out
 }
 
 // isStd reports whether imp is in the standard library (no dot in its
@@ -76,19 +109,38 @@ func layer(p string) int {
 	return -1 // a folder with no layer
 }
 
+// domainImports: which domain packages a domain package may import.
+// The others import no domain package.
+var domainImports = map[string][]string{
+	"recovery": {"claims", "leader"},
+	"health":   {"claims", "leader", "nodes", "recovery"},
+}
+
 // TestImportRules fails on an import that breaks the package map of
-// ARCHITECTURE.md.
+// ARCHITECTURE.md, on a dependency (direct or not) of claims or leader
+// that their rules forbid, and on an import cycle.
 func TestImportRules(t *testing.T) {
-	pkgs := list(t)
-	if len(pkgs) < 10 {
-		t.Fatalf("go list found %d packages", len(pkgs))
+	g := list(t)
+	if len(g) < 10 {
+		t.Fatalf("go list found %d packages", len(g))
 	}
-	for p, imps := range pkgs {
-		for _, imp := range imps {
+	for p, n := range g {
+		for _, e := range n.errs {
+			t.Errorf("%s: %s", p, e)
+		}
+		for _, imp := range n.imports {
 			if err := rule(p, imp); err != nil {
 				t.Errorf("%s imports %s: %v", p, imp, err)
 			}
 		}
+		for _, dep := range n.deps {
+			if err := depRule(p, dep); err != nil {
+				t.Errorf("%s depends on %s: %v", p, dep, err)
+			}
+		}
+	}
+	if c := cycle(g); c != nil {
+		t.Errorf("import cycle: %s", strings.Join(c, " → "))
 	}
 }
 
@@ -106,6 +158,8 @@ func rule(p, imp string) error {
 		return fmt.Errorf("only cmd imports configs: packages take their own Config")
 	case p == "leader" && slices.Contains([]string{"nodes", "health", "recovery", "claims"}, imp):
 		return fmt.Errorf("the election knows nothing of the registry, the check or repairs")
+	case layer(p) == 2 && layer(imp) == 2 && !slices.Contains(domainImports[p], imp):
+		return fmt.Errorf("%s may import only %v of the domain", p, domainImports[p])
 	case layer(p) < 0 || layer(imp) < 0:
 		return fmt.Errorf("a package outside the layers of ARCHITECTURE.md")
 	case layer(p) == 0 || layer(imp) == 0:
@@ -121,7 +175,80 @@ func rule(p, imp string) error {
 	return nil
 }
 
-// TestRuleCatchesViolations: the rules are not vacuous.
+// depRule says why p may not depend on dep, directly or through others.
+func depRule(p, dep string) error {
+	ext, isExt := strings.CutPrefix(dep, "ext:")
+	switch {
+	case p == "claims" && !isExt:
+		return fmt.Errorf("claims, the library engines import, depends on nothing of the daemon")
+	case p == "claims" && !strings.HasPrefix(ext, "github.com/lib/pq"):
+		return fmt.Errorf("claims, the library engines import, depends only on the database driver")
+	case p == "leader" && slices.Contains([]string{"nodes", "health", "recovery", "claims"}, dep):
+		return fmt.Errorf("the election knows nothing of the registry, the check or repairs")
+	case dep == "configs" && !strings.HasPrefix(p, "cmd/"):
+		return fmt.Errorf("only cmd depends on configs")
+	}
+	return nil
+}
+
+// cycle returns a cycle of imports among the module's packages, or nil.
+func cycle(g graph) []string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(p string) []string
+	visit = func(p string) []string {
+		state[p] = open
+		stack = append(stack, p)
+		for _, imp := range g[p].imports {
+			if _, ours := g[imp]; !ours {
+				continue
+			}
+			switch state[imp] {
+			case open:
+				i := slices.Index(stack, imp)
+				return append(slices.Clone(stack[i:]), imp)
+			case unseen:
+				if c := visit(imp); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[p] = done
+		return nil
+	}
+	for p := range g {
+		if state[p] == unseen {
+			if c := visit(p); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// TestCycleFound: the cycle check finds one.
+func TestCycleFound(t *testing.T) {
+	g := graph{}
+	for p, imps := range map[string][]string{"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}} {
+		n := g[p]
+		n.imports = imps
+		g[p] = n
+	}
+	if c := cycle(g); len(c) != 4 || c[0] != c[3] {
+		t.Fatalf("cycle %v, want a three-package cycle", c)
+	}
+	delete(g, "c")
+	if c := cycle(g); c != nil {
+		t.Fatalf("cycle %v in a graph without one", c)
+	}
+}
+
 func TestRuleCatchesViolations(t *testing.T) {
 	for _, c := range [][2]string{
 		{"claims", "configs"},
@@ -138,6 +265,9 @@ func TestRuleCatchesViolations(t *testing.T) {
 		{"internal/infra/audit", "internal/infra/pgdb"},
 		{"internal/app/api", "cmd/enginehealth"},
 		{"internal/misc", "claims"},
+		{"nodes", "leader"},
+		{"recovery", "health"},
+		{"systemd", "nodes"},
 	} {
 		if rule(c[0], c[1]) == nil {
 			t.Errorf("%s → %s is allowed", c[0], c[1])
