@@ -198,6 +198,10 @@ type Workflow struct {
 	StatusColumn string `yaml:"status_column"`
 	// ErrorColumn (optional) is matched by non_retryable patterns.
 	ErrorColumn string `yaml:"error_column"`
+	// UpdatedColumn (optional): a timestamp the engine sets whenever it
+	// changes an instance's state; an on_failure policy needs it to find
+	// new failures.
+	UpdatedColumn string `yaml:"updated_column"`
 	// Claimable workflows take claims; only they are repaired by the
 	// periodic check. Others are repaired by start-up recovery only.
 	Claimable bool   `yaml:"claimable"`
@@ -229,8 +233,13 @@ type Task struct {
 	AtomicInternal bool `yaml:"atomic_internal"`
 	// ClaimTimeout of a claim on this task; default 5m.
 	ClaimTimeout time.Duration `yaml:"claim_timeout"`
-	OnInterrupt  Policy        `yaml:"on_interrupt"`
-	OnFailure    Policy        `yaml:"on_failure"`
+	// OnInterrupt: what happens to an instance found interrupted. Default:
+	// for an atomic_internal task retry at once, at most 10 times; for
+	// others none (→ failed).
+	OnInterrupt *Policy `yaml:"on_interrupt"`
+	// OnFailure: what happens to an instance the engine failed; default
+	// none.
+	OnFailure *Policy `yaml:"on_failure"`
 }
 
 // EndStates returns the task's end states (End or Ends).
@@ -245,7 +254,9 @@ func (t Task) EndStates() []string {
 type Policy struct {
 	// Strategy: none (default), retry or hold.
 	Strategy string `yaml:"strategy"`
-	// MaxAttempts of a retry strategy; default 2.
+	// MaxAttempts: how many retries (the original execution is attempt
+	// 0); default 2, or the length of a backoff schedule, which it may not
+	// exceed.
 	MaxAttempts int     `yaml:"max_attempts"`
 	Backoff     Backoff `yaml:"backoff"`
 	// NonRetryable patterns (regular expressions) matched against the
@@ -258,13 +269,15 @@ type Backoff struct {
 	// Kind: fixed, linear, exponential (default), fibonacci,
 	// randomized_exponential or schedule.
 	Kind string `yaml:"kind"`
-	// Base delay; default 30s.
-	Base time.Duration `yaml:"base"`
+	// Base delay; default 30s (0 is a setting: no delay).
+	Base *time.Duration `yaml:"base"`
 	// MaxDelay caps every delay; default 1h.
 	MaxDelay time.Duration `yaml:"max_delay"`
 	// Jitter as a fraction in [0, 1): each delay is scaled by 1 ± jitter.
-	Jitter float64 `yaml:"jitter"`
-	// Multiplier of randomized_exponential; default 2.
+	// Default 0.2 for fixed, linear, exponential and fibonacci, 0 (off)
+	// for randomized_exponential and schedule; 0 is a setting: off.
+	Jitter *float64 `yaml:"jitter"`
+	// Multiplier of exponential and randomized_exponential; default 2.
 	Multiplier float64 `yaml:"multiplier"`
 	// Schedule: explicit delays, for kind schedule.
 	Schedule []time.Duration `yaml:"schedule"`

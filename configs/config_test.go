@@ -32,7 +32,7 @@ func TestExampleIsValid(t *testing.T) {
 		t.Fatalf("workflows: got %d, want 2", got)
 	}
 	send := cfg.Workflows[0].Tasks[0]
-	if send.OnInterrupt.Strategy != StrategyRetry || send.OnInterrupt.MaxAttempts != 3 || send.OnInterrupt.Backoff.Jitter != 0.2 {
+	if send.OnInterrupt.Strategy != StrategyRetry || send.OnInterrupt.MaxAttempts != 3 || *send.OnInterrupt.Backoff.Jitter != 0.2 {
 		t.Errorf("on_interrupt not decoded: %+v", send.OnInterrupt)
 	}
 	if got := cfg.Workflows[1].Tasks[0].EndStates(); strings.Join(got, ",") != "Rendered,Empty" {
@@ -139,6 +139,12 @@ func TestBrokenConfigs(t *testing.T) {
 		{"schedule kind without schedule", minimal + workflow + "        on_failure: {strategy: retry, backoff: {kind: schedule}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.schedule", "required", 0},
 		{"max_delay below base", minimal + workflow + "        on_failure: {strategy: retry, backoff: {base: 1m, max_delay: 10s}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.max_delay", "less than base", 0},
 		{"bad non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [\"(\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "missing closing", 0},
+		{"on_failure without updated_column", minimal + workflow + "        on_failure: {strategy: retry}\n", nil, "workflows[0].tasks[0].on_failure", "needs the workflow's updated_column", 0},
+		{"multiplier of a fixed backoff", minimal + workflow + "        on_interrupt: {strategy: retry, backoff: {kind: fixed, multiplier: 3}}\n", nil, "workflows[0].tasks[0].on_interrupt.backoff.multiplier", "only applies to kinds exponential", 0},
+		{"multiplier of 1", minimal + workflow + "        on_interrupt: {strategy: retry, backoff: {kind: exponential, multiplier: 1}}\n", nil, "workflows[0].tasks[0].on_interrupt.backoff.multiplier", "greater than 1", 0},
+		{"more attempts than the schedule", minimal + workflow + "        on_interrupt: {strategy: retry, max_attempts: 3, backoff: {kind: schedule, schedule: [1s, 1m]}}\n", nil, "workflows[0].tasks[0].on_interrupt.max_attempts", "more than the 2 delays", 0},
+		{"negative base", minimal + workflow + "        on_interrupt: {strategy: retry, backoff: {base: -1s}}\n", nil, "workflows[0].tasks[0].on_interrupt.backoff.base", "must be in [0s", 0},
+		{"explicit max_attempts 0", minimal + workflow + "        on_interrupt: {strategy: retry, max_attempts: 0}\n", nil, "workflows[0].tasks[0].on_interrupt.max_attempts", "omit the key", 0},
 		{"yaml syntax", minimal + "node: [\n", nil, "node", "YAML syntax", 5},
 	}
 	if len(cases) < 15 {
@@ -246,5 +252,68 @@ func TestDurationsDecoded(t *testing.T) {
 	}
 	if cfg.Node.HeartbeatInterval != 250*time.Millisecond {
 		t.Fatalf("got %s", cfg.Node.HeartbeatInterval)
+	}
+}
+
+// TestPolicyDefaults: what a task's policies are when the file says
+// little: an atomic task is retried at once, at most 10 times; jitter is
+// 0.2 unless the kind is random by itself or the file says 0; a zero base
+// is a setting; a schedule's length is its max_attempts.
+func TestPolicyDefaults(t *testing.T) {
+	y := minimal + strings.Replace(workflow, "    claimable: true\n", "    claimable: true\n    updated_column: updated_at\n", 1) + `
+        atomic_internal: true
+      - name: t2
+        begin: C
+        interim: D
+        end: E
+        failed: G
+        on_interrupt: {strategy: retry, backoff: {kind: exponential, base: 0s}}
+        on_failure: {strategy: retry, backoff: {kind: randomized_exponential}}
+      - name: t3
+        begin: E
+        interim: H
+        end: I
+        failed: J
+        on_interrupt: {strategy: retry, backoff: {kind: schedule, schedule: [1s, 2s, 3s]}}
+        on_failure: {strategy: retry, backoff: {kind: fibonacci, jitter: 0}}
+`
+	cfg, err := Parse([]byte(y), "p.yaml", env("ENGINEHEALTH_DSN", "postgres://u@h/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := cfg.RecoveryWorkflows()[0].Tasks
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"atomic on_interrupt", ts[0].OnInterrupt.Strategy, StrategyRetry},
+		{"atomic max_attempts", ts[0].OnInterrupt.MaxAttempts, 10},
+		{"atomic kind", ts[0].OnInterrupt.Backoff.Kind, BackoffFixed},
+		{"atomic base", ts[0].OnInterrupt.Backoff.Base, time.Duration(0)},
+		{"atomic jitter", ts[0].OnInterrupt.Backoff.Jitter, 0.0},
+		{"on_failure default", ts[0].OnFailure.Strategy, StrategyNone},
+		{"exponential jitter", ts[1].OnInterrupt.Backoff.Jitter, 0.2},
+		{"exponential multiplier", ts[1].OnInterrupt.Backoff.Multiplier, 2.0},
+		{"zero base kept", ts[1].OnInterrupt.Backoff.Base, time.Duration(0)},
+		{"max_attempts", ts[1].OnInterrupt.MaxAttempts, 2},
+		{"randomized jitter", ts[1].OnFailure.Backoff.Jitter, 0.0},
+		{"randomized base", ts[1].OnFailure.Backoff.Base, 30 * time.Second},
+		{"schedule max_attempts", ts[2].OnInterrupt.MaxAttempts, 3},
+		{"schedule jitter", ts[2].OnInterrupt.Backoff.Jitter, 0.0},
+		{"explicit jitter 0", ts[2].OnFailure.Backoff.Jitter, 0.0},
+		{"max_delay", ts[2].OnFailure.Backoff.MaxDelay, time.Hour},
+		{"non-atomic on_interrupt", cfg.RecoveryWorkflows()[0].Tasks[1].AtomicInternal, false},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// A non-atomic task that configures nothing fails what is interrupted.
+	cfg, err = Parse([]byte(minimal+workflow), "p.yaml", env("ENGINEHEALTH_DSN", "postgres://u@h/d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.RecoveryWorkflows()[0].Tasks[0].OnInterrupt; p.Strategy != StrategyNone || p.Backoff.Jitter != 0.2 {
+		t.Errorf("non-atomic default on_interrupt %+v", p)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/recovery"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -220,22 +221,57 @@ func (c *Config) applyDefaults() {
 		for j := range w.Tasks {
 			t := &w.Tasks[j]
 			t.ClaimTimeout = cmp.Or(t.ClaimTimeout, DefaultClaimTimeout)
-			t.OnInterrupt.applyDefaults()
-			t.OnFailure.applyDefaults()
+			t.applyPolicyDefaults()
 		}
 	}
 }
 
-func (p *Policy) applyDefaults() {
-	p.Strategy = cmp.Or(p.Strategy, DefaultStrategy)
-	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
-	p.Backoff.Kind = cmp.Or(p.Backoff.Kind, DefaultBackoffKind)
-	p.Backoff.Base = cmp.Or(p.Backoff.Base, DefaultBackoffBase)
-	p.Backoff.MaxDelay = cmp.Or(p.Backoff.MaxDelay, DefaultBackoffMaxDelay)
-	if p.Backoff.Kind == BackoffRandomizedExponential {
-		p.Backoff.Multiplier = cmp.Or(p.Backoff.Multiplier, DefaultRandomizedMultiplier)
+// applyPolicyDefaults sets the task's policies that are not configured
+// (an atomic_internal task's on_interrupt: recovery.AtomicOnInterrupt)
+// and the unset fields of the others, in place.
+func (t *Task) applyPolicyDefaults() {
+	if t.OnInterrupt == nil && t.AtomicInternal {
+		t.OnInterrupt = policyOf(recovery.AtomicOnInterrupt())
 	}
+	t.OnInterrupt = t.OnInterrupt.applyDefaults()
+	t.OnFailure = t.OnFailure.applyDefaults()
 }
+
+// applyDefaults sets every unset field of p (a new empty policy when nil)
+// to its default and returns p.
+func (p *Policy) applyDefaults() *Policy {
+	if p == nil {
+		p = &Policy{}
+	}
+	q := p
+	q.Strategy = cmp.Or(q.Strategy, DefaultStrategy)
+	b := &q.Backoff
+	b.Kind = cmp.Or(b.Kind, DefaultBackoffKind)
+	if b.Kind == BackoffSchedule && q.MaxAttempts == 0 {
+		q.MaxAttempts = len(b.Schedule)
+	}
+	q.MaxAttempts = cmp.Or(q.MaxAttempts, DefaultMaxAttempts)
+	if b.Base == nil {
+		b.Base = ptr(DefaultBackoffBase)
+	}
+	b.MaxDelay = cmp.Or(b.MaxDelay, DefaultBackoffMaxDelay)
+	if b.Jitter == nil {
+		b.Jitter = ptr(recovery.DefaultJitterOf(b.Kind))
+	}
+	if b.Kind == BackoffExponential || b.Kind == BackoffRandomizedExponential {
+		b.Multiplier = cmp.Or(b.Multiplier, DefaultRandomizedMultiplier)
+	}
+	return q
+}
+
+// policyOf is the file's form of a recovery policy.
+func policyOf(r recovery.Policy) *Policy {
+	return &Policy{Strategy: r.Strategy, MaxAttempts: r.MaxAttempts, NonRetryable: r.NonRetryable,
+		Backoff: Backoff{Kind: r.Backoff.Kind, Base: ptr(r.Backoff.Base), MaxDelay: r.Backoff.MaxDelay,
+			Jitter: ptr(r.Backoff.Jitter), Multiplier: r.Backoff.Multiplier, Schedule: r.Backoff.Schedule}}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // resolveSecrets reads the DSN and the API token from their files or
 // environment variables.

@@ -17,11 +17,13 @@ func (c *Config) RecoveryWorkflows() []recovery.Workflow {
 func (w Workflow) model() recovery.Workflow {
 	m := recovery.Workflow{
 		Name: w.Name, Table: w.Table, IDColumn: w.IDColumn, StatusColumn: w.StatusColumn, ErrorColumn: w.ErrorColumn,
+		UpdatedColumn: w.UpdatedColumn,
 	}
 	if t, ok := w.ClaimsTable(); ok {
 		m.Claims = &t
 	}
 	for _, t := range w.Tasks {
+		t.applyPolicyDefaults() // a no-op on a loaded configuration
 		m.Tasks = append(m.Tasks, recovery.Task{
 			Task: claims.Task{
 				Name: t.Name, Begin: t.Begin, Interim: t.Interim, Ends: t.EndStates(), Failed: t.Failed, Timeout: t.ClaimTimeout,
@@ -53,8 +55,8 @@ func (p Policy) model() recovery.Policy {
 	return recovery.Policy{
 		Strategy: p.Strategy, MaxAttempts: p.MaxAttempts, NonRetryable: p.NonRetryable,
 		Backoff: recovery.Backoff{
-			Kind: p.Backoff.Kind, Base: p.Backoff.Base, MaxDelay: p.Backoff.MaxDelay,
-			Jitter: p.Backoff.Jitter, Multiplier: p.Backoff.Multiplier, Schedule: p.Backoff.Schedule,
+			Kind: p.Backoff.Kind, Base: *p.Backoff.Base, MaxDelay: p.Backoff.MaxDelay,
+			Jitter: *p.Backoff.Jitter, Multiplier: p.Backoff.Multiplier, Schedule: p.Backoff.Schedule,
 		},
 	}
 }

@@ -132,6 +132,7 @@ const (
 	maxForgetAfter        = 365 * 24 * time.Hour
 	maxClaimTimeout       = 24 * time.Hour
 	maxBackoffDelay       = 30 * 24 * time.Hour
+	maxMultiplier         = 100
 	maxOpenConns          = 1000
 	maxStateLen           = 255
 )
@@ -289,6 +290,7 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 	checkColumn(v, p+".id_column", w.IDColumn, true)
 	checkColumn(v, p+".status_column", w.StatusColumn, true)
 	checkColumn(v, p+".error_column", w.ErrorColumn, false)
+	checkColumn(v, p+".updated_column", w.UpdatedColumn, false)
 	switch {
 	case w.Claimable && w.Claims == nil:
 		v.add(p+".claims", "required when claimable is true")
@@ -331,11 +333,14 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 		}
 		for _, pol := range []struct {
 			key string
-			p   Policy
+			p   *Policy
 		}{{"on_interrupt", t.OnInterrupt}, {"on_failure", t.OnFailure}} {
-			if len(pol.p.NonRetryable) > 0 && w.ErrorColumn == "" {
+			if pol.p != nil && len(pol.p.NonRetryable) > 0 && w.ErrorColumn == "" {
 				v.add(tp+"."+pol.key+".non_retryable", "needs the workflow's error_column (%s.error_column): the patterns are matched against it", p)
 			}
+		}
+		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone && w.UpdatedColumn == "" {
+			v.add(tp+".on_failure", "needs the workflow's updated_column (%s.updated_column, a timestamp the engine sets on every state change): new failures are found by it, never by scanning old ones", p)
 		}
 	}
 }
@@ -372,8 +377,12 @@ func (t *Task) validate(v *validator, tp string) {
 		}
 	}
 	state("failed", t.Failed)
-	t.OnInterrupt.validate(v, tp+".on_interrupt")
-	t.OnFailure.validate(v, tp+".on_failure")
+	if t.OnInterrupt != nil {
+		t.OnInterrupt.validate(v, tp+".on_interrupt")
+	}
+	if t.OnFailure != nil {
+		t.OnFailure.validate(v, tp+".on_failure")
+	}
 }
 
 func (pol *Policy) validate(v *validator, p string) {
@@ -398,18 +407,24 @@ func (pol *Policy) validate(v *validator, p string) {
 	if !slices.Contains(kinds, b.Kind) {
 		v.add(bp+".kind", "%s: want one of %s", excerpt(b.Kind), strings.Join(kinds, ", "))
 	}
-	v.within(bp+".base", b.Base, 0, maxBackoffDelay)
-	if v.within(bp+".max_delay", b.MaxDelay, 0, maxBackoffDelay) && b.MaxDelay < b.Base {
-		v.add(bp+".max_delay", "%s is less than base (%s)", b.MaxDelay, b.Base)
+	if d := *b.Base; d < 0 || d > maxBackoffDelay {
+		v.add(bp+".base", "must be in [0s, %s], got %s", maxBackoffDelay, d)
 	}
-	if b.Jitter < 0 || b.Jitter >= 1 {
-		v.add(bp+".jitter", "must be in [0, 1), got %v", b.Jitter)
+	if v.within(bp+".max_delay", b.MaxDelay, 0, maxBackoffDelay) && b.MaxDelay < *b.Base {
+		v.add(bp+".max_delay", "%s is less than base (%s)", b.MaxDelay, *b.Base)
 	}
-	if b.Kind == BackoffRandomizedExponential && b.Multiplier <= 1 {
-		v.add(bp+".multiplier", "must be greater than 1, got %v", b.Multiplier)
+	if j := *b.Jitter; !(j >= 0 && j < 1) {
+		v.add(bp+".jitter", "must be in [0, 1), got %v", j)
 	}
-	if b.Kind != BackoffRandomizedExponential && b.Multiplier != 0 {
-		v.add(bp+".multiplier", "only applies to kind randomized_exponential")
+	exp := b.Kind == BackoffExponential || b.Kind == BackoffRandomizedExponential
+	if exp && !(b.Multiplier > 1 && b.Multiplier <= maxMultiplier) {
+		v.add(bp+".multiplier", "must be greater than 1 and at most %v, got %v", maxMultiplier, b.Multiplier)
+	}
+	if !exp && b.Multiplier != 0 {
+		v.add(bp+".multiplier", "only applies to kinds exponential and randomized_exponential")
+	}
+	if b.Kind == BackoffSchedule && pol.MaxAttempts > len(b.Schedule) {
+		v.add(p+".max_attempts", "%d is more than the %d delays of backoff.schedule: past its end there is no retry", pol.MaxAttempts, len(b.Schedule))
 	}
 	if b.Kind == BackoffSchedule && len(b.Schedule) == 0 {
 		v.add(bp+".schedule", "required for kind schedule")

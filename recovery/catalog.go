@@ -53,6 +53,7 @@ func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []Workflow) error {
 		p := fmt.Sprintf("workflows[%d]", i)
 		if err := check(p+".table", w.Table, map[string]string{
 			p + ".id_column": w.IDColumn, p + ".status_column": w.StatusColumn, p + ".error_column": w.ErrorColumn,
+			p + ".updated_column": w.UpdatedColumn,
 		}); err != nil {
 			return err
 		}

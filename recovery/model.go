@@ -16,6 +16,10 @@ type Workflow struct {
 	// ErrorColumn (optional) is matched by a policy's NonRetryable
 	// patterns.
 	ErrorColumn string
+	// UpdatedColumn (optional): a timestamp the engine sets whenever it
+	// changes an instance's state (on_failure policies find new failures
+	// by it).
+	UpdatedColumn string
 	// Claims is the claims table of a claimable workflow (nil: not
 	// claimable). Only claimable workflows are repaired by the periodic
 	// check; the others by start-up recovery on a cold cluster only.
@@ -65,7 +69,31 @@ const (
 	DefaultBackoffBase          = 30 * time.Second
 	DefaultBackoffMaxDelay      = time.Hour
 	DefaultRandomizedMultiplier = 2.0
+	// DefaultJitter of the kinds that are not random by themselves:
+	// fixed, linear, exponential and fibonacci (DefaultJitterOf).
+	DefaultJitter = 0.2
+	// DefaultAtomicMaxAttempts: an atomic_internal task whose on_interrupt
+	// is not configured is retried at once (AtomicOnInterrupt), at most
+	// this many times; a poison instance is then failed.
+	DefaultAtomicMaxAttempts = 10
 )
+
+// DefaultJitterOf returns the default jitter of a backoff kind: 0 for
+// randomized_exponential and schedule.
+func DefaultJitterOf(kind string) float64 {
+	if kind == BackoffRandomizedExponential || kind == BackoffSchedule {
+		return 0
+	}
+	return DefaultJitter
+}
+
+// AtomicOnInterrupt is the on_interrupt policy of an atomic_internal task
+// that configures none: back to begin at once, at most
+// DefaultAtomicMaxAttempts times.
+func AtomicOnInterrupt() Policy {
+	return Policy{Strategy: StrategyRetry, MaxAttempts: DefaultAtomicMaxAttempts,
+		Backoff: Backoff{Kind: BackoffFixed, MaxDelay: DefaultBackoffMaxDelay}}
+}
 
 // Policy is what happens to an interrupted or failed instance beyond the
 // default of Decide.
