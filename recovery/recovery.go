@@ -18,6 +18,7 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,8 @@ type Repairer struct {
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
+	// lockWait, when set, replaces the constant (tests).
+	lockWait time.Duration
 }
 
 // New returns a repairer.
@@ -309,6 +312,9 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed stri
 // is done again skipping locked rows.
 const lockWait = 100 * time.Millisecond
 
+// lockWaitOf is the repairer's lockWait (tests lengthen it).
+func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWait) }
+
 // repairTask repairs the task's unclaimed instances in its interim state,
 // batch by batch, and returns how many it moved.
 func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool) (int64, error) {
@@ -331,7 +337,8 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 	// already moved (an index on (status, id) makes this index-driven). The
 	// batch is moved by tuple id; the UPDATE re-asserts the predicate
 	// (still interim, still unclaimed), so a row changed since the pick is
-	// left alone. Engines that follow the claim protocol never lock an
+	// left alone (the task goes on while the pick was full, whatever the
+	// UPDATE moved; the cursor is the pick's last id). Engines that follow the claim protocol never lock an
 	// unclaimed interim row, so the pick takes no row locks (a lock per row
 	// costs a twentieth of the repair) and the batch waits at most lockWait
 	// for one; should it have to wait longer, the batch is done again with
@@ -349,21 +356,23 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 		if skipLocked {
 			lock = "FOR UPDATE SKIP LOCKED"
 		}
-		return fmt.Sprintf(`WITH moved AS (
+		return fmt.Sprintf(`WITH pick AS MATERIALIZED (
+				SELECT b.ctid AS tid, b.%[2]s AS id FROM %[1]s AS b WHERE b.%[3]s = $1 %[5]s AND %[6]s
+				ORDER BY b.%[2]s LIMIT $2 %[9]s
+			), moved AS (
 				UPDATE %[1]s AS t SET %[3]s = $3
-				WHERE t.ctid = ANY (ARRAY(
-					SELECT b.ctid FROM %[1]s AS b WHERE b.%[3]s = $1 %[5]s AND %[6]s
-					ORDER BY b.%[2]s LIMIT $2 %[9]s))
+				WHERE t.ctid = ANY (ARRAY(SELECT p.tid FROM pick p))
 				  AND t.%[3]s = $1 AND %[4]s
 				RETURNING t.%[2]s AS moved_id
 			), ev AS (
 				%[7]s
 			), batch AS (
-				SELECT count(*) AS n, (SELECT m.moved_id FROM moved m ORDER BY m.moved_id DESC LIMIT 1)::text AS last FROM moved
+				SELECT (SELECT count(*) FROM moved) AS n, (SELECT count(*) FROM pick) AS picked,
+					(SELECT p.id FROM pick p ORDER BY p.id DESC LIMIT 1)::text AS last
 			), counted AS (
 				UPDATE %[8]s SET done = done + (SELECT n FROM batch) WHERE id = $5
 			)
-			SELECT n, coalesce(last, '') FROM batch`,
+			SELECT n, picked, coalesce(last, '') FROM batch`,
 			ti, id, st, pred, cursor, predB, ev, r.runs, lock)
 	}
 	// stmts[after][skipLocked]
@@ -378,11 +387,11 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 	var total int64
 	var cursor string
 	for {
-		var n int
+		var n, picked int
 		var last string
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			if !skipLocked {
-				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, r.lockWaitOf().Milliseconds())); err != nil {
 					return err
 				}
 			}
@@ -391,7 +400,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			if cursor != "" {
 				args = append(args, cursor)
 			}
-			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &last); err != nil {
+			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &picked, &last); err != nil {
 				return fmt.Errorf("move batch: %w", err)
 			}
 			return nil
@@ -405,7 +414,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			return total, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
 		total += int64(n)
-		if n < r.cfg.BatchSize {
+		if picked < r.cfg.BatchSize {
 			return total, nil
 		}
 		cursor = last

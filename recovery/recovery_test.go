@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -185,5 +186,46 @@ func TestLockedRowIsSkipped(t *testing.T) {
 	res, err = r.Recover(ctx, o, TriggerManual, Scope{}, nil)
 	if err != nil || res.Done() != 1 {
 		t.Fatalf("recover after the lock is gone: %+v %v", res, err)
+	}
+}
+
+// TestRowChangedDuringBatchDoesNotEndTask: a row someone changes (and
+// commits) between a batch's pick and its UPDATE drops out of the batch;
+// the task goes on with the next batch all the same.
+func TestRowChangedDuringBatchDoesNotEndTask(t *testing.T) {
+	r, db, o := setup(t)
+	r.lockWait = time.Minute // the batch waits for the other writer, then sees its change
+	ctx := context.Background()
+	other, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	other.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 4`)
+	type result struct {
+		res Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+		done <- result{res, err}
+	}()
+	// Batches of 2 in id order: [1 3], then [4 5], whose UPDATE waits on
+	// row 4; commit the change once it waits.
+	testkit.Eventually(t, 10*time.Second, "a repair batch waiting on row 4", func() (bool, error) {
+		var waiting int
+		err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)
+		return waiting > 0, err
+	})
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil || got.res.Done() != 5 {
+		t.Fatalf("recover: %+v %v, want 5 repaired (1, 3, 5, 6, 7)", got.res, got.err)
+	}
+	if st := states(t, db, `SELECT status AS s, count(*) AS n FROM app.orders GROUP BY 1`); st["Shipping"] != 1 || st["Shipped"] != 1 || st["ShipFailed"] != 5 {
+		t.Fatalf("after recovery: %v, want 2 (claimed) Shipping, 4 Shipped, the rest ShipFailed", st)
 	}
 }
