@@ -6,6 +6,12 @@ import (
 	"fmt"
 )
 
+// Querier runs a statement that returns one row: a *sql.Tx, or the
+// master's fenced transaction.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // ExpireParams describes one batch of claim expiry by the master.
 type ExpireParams struct {
 	// Limit of claims deleted by the batch.
@@ -23,7 +29,7 @@ type ExpireParams struct {
 // clock) and records each with p.Record, in the caller's (fenced)
 // transaction. It returns how many it deleted. The expiry is re-checked in
 // the DELETE, so a claim renewed meanwhile stays.
-func (t Table) Expire(ctx context.Context, tx *sql.Tx, p ExpireParams) (int, error) {
+func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) (int, error) {
 	n := t.q()
 	record, args := p.Record("expired")
 	stmt := fmt.Sprintf(`WITH gone AS (
@@ -46,7 +52,7 @@ func (t Table) Expire(ctx context.Context, tx *sql.Tx, p ExpireParams) (int, err
 }
 
 // CountExpired returns how many claims have expired (for plans).
-func (t Table) CountExpired(ctx context.Context, db *sql.DB) (int64, error) {
+func (t Table) CountExpired(ctx context.Context, db Querier) (int64, error) {
 	n := t.q()
 	var k int64
 	if err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s < now()`, n.cl, n.ce)).Scan(&k); err != nil {

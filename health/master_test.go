@@ -141,9 +141,16 @@ func TestStartupRecoveryOnColdCluster(t *testing.T) {
 	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "b", Incarnation: uuid.NewString(), Hostname: "b"}); err != nil {
 		t.Fatal(err)
 	}
+	// A flag left by an earlier master: taking office moves it (SetMaster,
+	// in the fenced transaction of TakeOffice).
+	b.db.MustExec(`UPDATE enginehealth.nodes SET is_master = true WHERE name = 'b'`)
 	lead(t, b, "a")
 	waitStatus(t, b, "a", nodes.StatusReady)
 	waitStatus(t, b, "b", nodes.StatusReady)
+	var flagged []string
+	if err := b.db.Select(&flagged, `SELECT name FROM enginehealth.nodes WHERE is_master`); err != nil || len(flagged) != 1 || flagged[0] != "a" {
+		t.Fatalf("master flags %v (%v), want [a]", flagged, err)
+	}
 
 	got := states(t, b.db, "report", "state")
 	want := map[string]int{"Queued": 3 + 5, "PublishFailed": 7, "Published": 2}
@@ -239,9 +246,16 @@ func TestHungResumptionDoesNotHoldUpReadiness(t *testing.T) {
 	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "b", Incarnation: uuid.NewString(), Hostname: "b"}); err != nil {
 		t.Fatal(err)
 	}
+	// A flag left by an earlier master: taking office moves it (SetMaster,
+	// in the fenced transaction of TakeOffice).
+	b.db.MustExec(`UPDATE enginehealth.nodes SET is_master = true WHERE name = 'b'`)
 	lead(t, b, "a")
 	waitStatus(t, b, "a", nodes.StatusReady)
 	waitStatus(t, b, "b", nodes.StatusReady)
+	var flagged []string
+	if err := b.db.Select(&flagged, `SELECT name FROM enginehealth.nodes WHERE is_master`); err != nil || len(flagged) != 1 || flagged[0] != "a" {
+		t.Fatalf("master flags %v (%v), want [a]", flagged, err)
+	}
 	var status string
 	if err := b.db.Get(&status, `SELECT status FROM enginehealth.runs WHERE id = $1`, old); err != nil || status != "running" {
 		t.Fatalf("the old run is %q (%v) while its resumption waits on the lock", status, err)

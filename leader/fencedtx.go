@@ -67,7 +67,3 @@ func (t *Tx) GetContext(ctx context.Context, dest any, q string, args ...any) er
 func (t *Tx) SelectContext(ctx context.Context, dest any, q string, args ...any) error {
 	return t.tx.SelectContext(ctx, dest, q, args...)
 }
-
-// SQL returns the transaction for code that takes a *sql.Tx (the claims
-// library, which imports nothing of the daemon).
-func (t *Tx) SQL() *sql.Tx { return t.tx.Tx }

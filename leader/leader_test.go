@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,7 +45,6 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type bundle struct {
 	db     *sqlx.DB
 	fence  *Fence
-	nodes  *nodes.Store
 	prefix string
 }
 
@@ -53,7 +52,7 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	db := pg.MigratedDB(t)
 	events := audit.New("enginehealth")
-	return bundle{db: db, fence: NewFence(db, "enginehealth", events), nodes: nodes.NewStore(db, "enginehealth", events), prefix: "/" + t.Name() + "/"}
+	return bundle{db: db, fence: NewFence(db, "enginehealth", events), prefix: "/" + t.Name() + "/"}
 }
 
 func newClient(t *testing.T) *clientv3.Client {
@@ -89,7 +88,11 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 	t.Helper()
 	c := &candidate{name: name, offices: make(chan *Office, 10), lost: make(chan error, 10), done: make(chan struct{}), cli: cli}
 	inc := uuid.NewString()
-	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+	// The node's record, as the registry (which leader knows nothing of)
+	// would write it.
+	if _, err := b.db.Exec(`INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by, api_address)
+		VALUES ($1, $2, $1, 'Ready', 'test', $1 || ':1')
+		ON CONFLICT (name) DO UPDATE SET incarnation = EXCLUDED.incarnation`, name, inc); err != nil {
 		t.Fatal(err)
 	}
 	c.elector = New(Config{
@@ -121,9 +124,24 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 	return c
 }
 
-// setMaster is the registry's part of taking office.
+// setMaster is the registry's part of taking office (as nodes.SetMaster
+// does it).
 func (b bundle) setMaster(ctx context.Context, o *Office) func(tx *Tx) error {
-	return func(tx *Tx) error { return b.nodes.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation) }
+	return func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE enginehealth.nodes SET is_master = (name = $1 AND incarnation = $2)
+			WHERE is_master OR (name = $1 AND incarnation = $2)`, o.Candidate.Name, o.Candidate.Incarnation)
+		return err
+	}
+}
+
+// addressOf looks a node up as nodes.Store.AddressOf does.
+func (b bundle) addressOf(ctx context.Context, name, incarnation string) (string, bool, error) {
+	var addr, inc string
+	err := b.db.QueryRowContext(ctx, `SELECT api_address, incarnation FROM enginehealth.nodes WHERE name = $1`, name).Scan(&addr, &inc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return addr, inc == incarnation, err
 }
 
 func (c *candidate) stop() {

@@ -13,7 +13,7 @@ func TestCandidates(t *testing.T) {
 	a := b.start(t, "a")
 	_, o := waitOffice(t, a)
 	ctx := context.Background()
-	cs, err := Candidates(ctx, a.cli, b.fence, b.prefix, b.nodes.AddressOf)
+	cs, err := Candidates(ctx, a.cli, b.fence, b.prefix, b.addressOf)
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("candidates %+v %v, want a from the database and from etcd", cs, err)
 	}

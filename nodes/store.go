@@ -27,6 +27,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/leader"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -201,7 +202,7 @@ func (s *Store) ActiveReady(ctx context.Context, self string, within time.Durati
 
 // PromoteRecovering moves every node in Recovering to Ready, with an event
 // each, inside the caller's (fenced) transaction, and returns their names.
-func (s *Store) PromoteRecovering(ctx context.Context, tx sqlx.ExtContext, actor string, term int64, reason string) ([]string, error) {
+func (s *Store) PromoteRecovering(ctx context.Context, tx *leader.Tx, actor string, term int64, reason string) ([]string, error) {
 	names := []string{}
 	err := sqlx.SelectContext(ctx, tx, &names,
 		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
@@ -316,7 +317,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 // SetMaster makes the node name (this incarnation) the only one with the
 // master flag. Call it in the fenced transaction that takes office
 // (leader.Fence.TakeOffice).
-func (s *Store) SetMaster(ctx context.Context, tx sqlx.ExtContext, name, incarnation string) error {
+func (s *Store) SetMaster(ctx context.Context, tx *leader.Tx, name, incarnation string) error {
 	if _, err := tx.ExecContext(ctx,
 		`UPDATE `+s.table+` SET is_master = (name = $1 AND incarnation = $2)
 		 WHERE is_master OR (name = $1 AND incarnation = $2)`, name, incarnation); err != nil {
@@ -419,7 +420,7 @@ func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, k
 
 // MarkNotResponding moves the named nodes to Not responding if they are
 // still in service and stale (re-checked in the UPDATE), with an event each.
-func (s *Store) MarkNotResponding(ctx context.Context, tx sqlx.ExtContext, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
+func (s *Store) MarkNotResponding(ctx context.Context, tx *leader.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := fmt.Sprintf("no heartbeat for more than %s", threshold.Round(time.Millisecond))
 	err := sqlx.SelectContext(ctx, tx, &cs,
@@ -438,7 +439,7 @@ func (s *Store) MarkNotResponding(ctx context.Context, tx sqlx.ExtContext, names
 
 // Revive moves Not responding nodes whose heartbeat is fresh again (within
 // threshold) back to Ready, with an event each.
-func (s *Store) Revive(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration, m MasterEvent) ([]Change, error) {
+func (s *Store) Revive(ctx context.Context, tx *leader.Tx, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := "heartbeats resumed"
 	err := sqlx.SelectContext(ctx, tx, &cs,
@@ -455,7 +456,7 @@ func (s *Store) Revive(ctx context.Context, tx sqlx.ExtContext, threshold time.D
 
 // Forget deletes the records of nodes Not responding for longer than
 // after, with an event each.
-func (s *Store) Forget(ctx context.Context, tx sqlx.ExtContext, after time.Duration, m MasterEvent) ([]Change, error) {
+func (s *Store) Forget(ctx context.Context, tx *leader.Tx, after time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	err := sqlx.SelectContext(ctx, tx, &cs,
 		`DELETE FROM `+s.table+` WHERE status = '`+StatusNotResponding+`'

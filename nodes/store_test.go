@@ -304,7 +304,7 @@ func TestRegisterAfterCrashCanRecover(t *testing.T) {
 	}
 }
 
-// TestMasterFlag: SetMaster leaves exactly one flagged node; ClearMaster
+// TestMasterFlag: ClearMaster clears only its own incarnation's flag and
 // says whether it cleared anything.
 func TestMasterFlag(t *testing.T) {
 	t.Parallel()
@@ -329,11 +329,9 @@ func TestMasterFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inTx(func(tx *sqlx.Tx) error { return s.SetMaster(ctx, tx, a.Name, a.Incarnation) })
-	inTx(func(tx *sqlx.Tx) error { return s.SetMaster(ctx, tx, c.Name, c.Incarnation) })
-	if got := flagged(); len(got) != 1 || got[0] != "c" {
-		t.Fatalf("flagged %v, want [c]", got)
-	}
+	// SetMaster runs in a fenced transaction (leader's tests take office
+	// with it); here the flag is set as it leaves it.
+	b.db.MustExec(`UPDATE enginehealth.nodes SET is_master = (name = 'c')`)
 	for _, want := range []bool{false, true, false} {
 		r := a
 		if want {

@@ -25,7 +25,7 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 		t := w.Claims // Claimable returns only workflows with one
 		p := WorkflowPlan{Workflow: w.Name, Tasks: []TaskResult{}}
 		var err error
-		if p.ClaimsToExpire, err = t.CountExpired(ctx, r.cfg.DB.DB); err != nil {
+		if p.ClaimsToExpire, err = t.CountExpired(ctx, r.cfg.DB); err != nil {
 			return nil, err
 		}
 		for _, task := range w.Tasks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/jmoiron/sqlx"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
@@ -120,7 +121,7 @@ func (r *Repairer) addPlanned(ctx context.Context, o *leader.Office, run, n int6
 // cut short by a master crash or a lost office.
 func (r *Repairer) Unfinished(ctx context.Context, o *leader.Office) ([]RunRow, error) {
 	rows := []RunRow{}
-	err := r.cfg.DB.SelectContext(ctx, &rows,
+	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows,
 		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
 		 FROM `+r.runs+` WHERE status = 'running' AND term < $1 ORDER BY id`, o.Term)
 	if err != nil {
@@ -144,7 +145,7 @@ func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, 
 // ListRuns returns the latest runs, newest first.
 func (r *Repairer) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
 	rows := []RunRow{}
-	err := r.cfg.DB.SelectContext(ctx, &rows,
+	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows,
 		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
 		 FROM `+r.runs+` ORDER BY id DESC LIMIT $1`, limit)
 	if err != nil {

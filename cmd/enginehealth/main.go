@@ -115,7 +115,6 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// noArgs rejects positional arguments as a usage error.
 // unknownCommand refuses, as a usage error, a first argument of the root
 // that names no command.
 func unknownCommand(c *cobra.Command, args []string) error {
@@ -129,6 +128,7 @@ func unknownCommand(c *cobra.Command, args []string) error {
 	return usageError{err}
 }
 
+// noArgs rejects positional arguments as a usage error.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", c.CommandPath(), args)}

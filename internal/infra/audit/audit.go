@@ -57,7 +57,7 @@ func Str(s string) *string {
 // Log writes events of one schema. It is the one place that knows the
 // columns of the events table: other packages write events through Write,
 // or many at once through InsertSelect, and read them through List or
-// Latest.
+// LatestExpiryNode.
 type Log struct {
 	table  string
 	insert string
