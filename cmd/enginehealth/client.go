@@ -189,7 +189,7 @@ func newRunsCmd() *cobra.Command {
 				}
 			})
 		})
-	c.Flags().IntVar(&limit, "limit", 20, "how many runs (at most 10000)")
+	c.Flags().IntVar(&limit, "limit", api.DefaultRunsLimit, fmt.Sprintf("how many runs (at most %d)", api.MaxLimit))
 	return c
 }
 
@@ -219,7 +219,7 @@ func newEventsCmd() *cobra.Command {
 			})
 		})
 	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id")
-	c.Flags().IntVar(&p.Limit, "limit", 100, "how many events (at most 10000; page on with --after)")
+	c.Flags().IntVar(&p.Limit, "limit", api.DefaultEventsLimit, fmt.Sprintf("how many events (at most %d; page on with --after)", api.MaxLimit))
 	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
 	return c
 }

@@ -54,7 +54,7 @@ func newRunCmd() *cobra.Command {
 }
 
 // connectBackoff paces retries of a dependency that is not up yet.
-var connectBackoff = backoff.Backoff{Base: 250 * time.Millisecond, Max: 10 * time.Second, Jitter: 0.2}
+var connectBackoff = backoff.Backoff{Base: 250 * time.Millisecond, Max: 10 * time.Second}
 
 // retry runs op until it succeeds, logging each failure. It returns the
 // context's error when the daemon is told to stop first.

@@ -118,7 +118,7 @@ type Config struct {
 	// Live checks decide GET /healthz.
 	Live []Check
 	Log  *slog.Logger
-	// Timeout of one request's database work; default 5s.
+	// Timeout of one request's database work; default DefaultTimeout.
 	Timeout time.Duration
 	// MaxDBRequests bounds the requests that use the database at once
 	// (node, event and run reads, acks, the master lookup of /v1/leader);
@@ -131,9 +131,7 @@ type Config struct {
 
 // NewHandler returns the daemon's HTTP handler.
 func NewHandler(cfg Config) http.Handler {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 5 * time.Second
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	if cfg.LongTimeout == 0 {
 		cfg.LongTimeout = defaultLongTimeout
 	}
@@ -351,7 +349,7 @@ func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
-	limit, ok := intParam(w, r, "limit", 20)
+	limit, ok := intParam(w, r, "limit", DefaultRunsLimit)
 	if !ok {
 		return
 	}
@@ -366,7 +364,7 @@ func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
-	limit, ok := intParam(w, r, "limit", 100)
+	limit, ok := intParam(w, r, "limit", DefaultEventsLimit)
 	if !ok {
 		return
 	}
@@ -403,6 +401,17 @@ const maxEventText = 256 << 10
 // maxIntParam caps integer query parameters (limit: at most 10,000 rows
 // per request).
 const maxIntParam = 10000
+
+// DefaultTimeout of one request's database work.
+const DefaultTimeout = 5 * time.Second
+
+// Page sizes of GET /v1/runs and /v1/events when limit is not given (the
+// CLI's --limit defaults), and the most a request may ask for.
+const (
+	DefaultRunsLimit   = 20
+	DefaultEventsLimit = audit.DefaultListLimit
+	MaxLimit           = maxIntParam
+)
 
 // intParam reads a non-negative integer query parameter (at most 10000).
 func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {

@@ -132,6 +132,9 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 	return nil
 }
 
+// DefaultListLimit of List.
+const DefaultListLimit = 100
+
 // ListParams filters List.
 type ListParams struct {
 	// Node, when set, keeps the events about that node.
@@ -150,7 +153,7 @@ type ListParams struct {
 // List returns events in id order.
 func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([]Event, error) {
 	if p.Limit <= 0 {
-		p.Limit = 100
+		p.Limit = DefaultListLimit
 	}
 	maxBytes := int64(p.MaxTextBytes)
 	if maxBytes <= 0 {

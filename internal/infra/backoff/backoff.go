@@ -20,8 +20,13 @@ const (
 // a random factor in [1−Jitter, 1+Jitter] (jitter after the cap, so that
 // many nodes that all hit the cap still spread out).
 type Backoff struct {
-	Base   time.Duration
-	Max    time.Duration
+	// Base delay; zero is DefaultBase.
+	Base time.Duration
+	// Max delay; zero is DefaultMax.
+	Max time.Duration
+	// Jitter fraction; zero is DefaultJitter. Jitter cannot be turned off:
+	// nodes retrying in step (after a database restart) is what it
+	// prevents.
 	Jitter float64
 
 	attempt int
