@@ -22,11 +22,11 @@ func (e *CatalogError) Error() string {
 // CheckCatalog verifies that every configured instance and claims table
 // and every named column exists, as the database resolves the names. It
 // returns a *CatalogError naming each missing one by its key path.
-func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []Workflow) error {
+func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 	var problems []string
 	check := func(path, table string, cols map[string]string) error {
 		var exists bool
-		if err := db.GetContext(ctx, &exists, `SELECT to_regclass($1) IS NOT NULL`, claims.Ident(table)); err != nil {
+		if err := sqlx.GetContext(ctx, db, &exists, `SELECT to_regclass($1) IS NOT NULL`, claims.Ident(table)); err != nil {
 			return fmt.Errorf("look up %s: %w", table, err)
 		}
 		if !exists {
@@ -34,7 +34,7 @@ func CheckCatalog(ctx context.Context, db *sqlx.DB, wfs []Workflow) error {
 			return nil
 		}
 		var have []string
-		if err := db.SelectContext(ctx, &have, `SELECT attname::text FROM pg_attribute
+		if err := sqlx.SelectContext(ctx, db, &have, `SELECT attname::text FROM pg_attribute
 			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, claims.Ident(table)); err != nil {
 			return fmt.Errorf("list columns of %s: %w", table, err)
 		}

@@ -6,8 +6,8 @@
 // trigger, scope, planned count), then batches of at most BatchSize
 // instances, each one transaction that
 //
-//   - picks rows still in the interim state (waiting at most 100 ms for a
-//     row lock, else again under FOR UPDATE SKIP LOCKED),
+//   - picks rows still in the interim state (without row locks; should a
+//     row be locked, again under FOR NO KEY UPDATE SKIP LOCKED),
 //   - moves them with an UPDATE that re-asserts the predicate,
 //   - writes one event per instance pointing at the run,
 //   - adds its count to the run row,
@@ -319,8 +319,12 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed stri
 }
 
 // lockWait bounds how long a repair batch waits for a row lock before it
-// is done again skipping locked rows.
-const lockWait = 100 * time.Millisecond
+// is done again skipping locked rows: next to nothing. A batch that waited
+// for a row would move it after the other transaction ends, judged by the
+// statement's snapshot, which cannot see a claim that transaction inserted
+// without changing the row; the pick under FOR NO KEY UPDATE SKIP LOCKED
+// leaves such a row alone.
+const lockWait = time.Millisecond
 
 // lockWaitOf is the repairer's lockWait (tests lengthen it).
 func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWait) }
@@ -350,9 +354,12 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 	// left alone (the task goes on while the pick was full, whatever the
 	// UPDATE moved; the cursor is the pick's last id). Engines that follow the claim protocol never lock an
 	// unclaimed interim row, so the pick takes no row locks (a lock per row
-	// cost about 0.025 of the ratio to a bare UPDATE) and the batch waits at most lockWait
-	// for one; should it have to wait longer, the batch is done again with
-	// the pick under FOR UPDATE SKIP LOCKED, and so are the batches after.
+	// cost about 0.025 of the ratio to a bare UPDATE) and the batch does not
+	// wait for one (lockWait): should a row be locked, the batch is done
+	// again with the pick under FOR NO KEY UPDATE SKIP LOCKED (the lock the
+	// UPDATE takes; foreign-key checks' KEY SHARE locks do not stop it), and
+	// so are the batches after. A row changed while the batch ran is left
+	// for the next pass, as a locked one is.
 	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: "$4", RunID: "$5", Node: node, Workflow: "$6",
 		Instance: "m.moved_id::text", Task: "$7", FromState: "$1", ToState: "$3", Reason: "$8"}, "moved m")
 	if r.noEvents {
@@ -364,7 +371,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			cursor = fmt.Sprintf("AND b.%s > $9", id)
 		}
 		if skipLocked {
-			lock = "FOR UPDATE SKIP LOCKED"
+			lock = "FOR NO KEY UPDATE SKIP LOCKED"
 		}
 		return fmt.Sprintf(`WITH pick AS MATERIALIZED (
 				SELECT b.ctid AS tid, b.%[2]s AS id FROM %[1]s AS b WHERE b.%[3]s = $1 %[5]s AND %[6]s

@@ -229,3 +229,31 @@ func TestRowChangedDuringBatchDoesNotEndTask(t *testing.T) {
 		t.Fatalf("after recovery: %v, want 2 (claimed) Shipping, 4 Shipped, the rest ShipFailed", st)
 	}
 }
+
+// TestKeyShareLockDoesNotStopRepair: once a locked row sends the repair to
+// SKIP LOCKED, a row held only FOR KEY SHARE (what a foreign-key check
+// takes) is still repaired; the row held FOR UPDATE, and one whose claim
+// another transaction is inserting under its lock, are left alone.
+func TestKeyShareLockDoesNotStopRepair(t *testing.T) {
+	r, db, o := setup(t)
+	ctx := context.Background()
+	lock := func(q string) {
+		tx, err := db.Beginx()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback() })
+		tx.MustExec(q)
+	}
+	lock(`SELECT 1 FROM app.orders WHERE id = 3 FOR UPDATE`)
+	lock(`SELECT 1 FROM app.orders WHERE id = 6 FOR KEY SHARE`)
+	lock(`SELECT 1 FROM app.orders WHERE id = 7 FOR UPDATE; INSERT INTO app.orders_claim VALUES (7, 'n3', 't', now(), now() + interval '1h')`)
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 4 {
+		t.Fatalf("recover: %+v %v, want 4 repaired (1, 4, 5, 6)", res, err)
+	}
+	left := states(t, db, `SELECT id::text AS s, 1 AS n FROM app.orders WHERE status = 'Shipping'`)
+	if len(left) != 3 || left["2"] != 1 || left["3"] != 1 || left["7"] != 1 {
+		t.Fatalf("left in Shipping: %v, want 2 (claimed), 3 (locked) and 7 (being claimed)", left)
+	}
+}

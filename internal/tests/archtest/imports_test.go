@@ -45,6 +45,7 @@ func list(t *testing.T) graph {
 	if err != nil {
 		t.Fatalf("go list: %v: %s", err, stderr.String())
 	}
+	std = standard(t)
 	g := graph{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
@@ -65,6 +66,26 @@ func list(t *testing.T) graph {
 	return g
 }
 
+// std: the standard library packages the module depends on, as go list
+// says (not guessed from the path).
+var std map[string]bool
+
+func standard(t *testing.T) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-e", "-deps", "-f", "{{if .Standard}}{{.ImportPath}}{{end}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	set := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		set[p] = true
+	}
+	if !set["fmt"] || !set["context"] {
+		t.Fatalf("go list found no standard packages: %q", out)
+	}
+	return set
+}
+
 func rel(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, module), "/") }
 
 func own(paths []string) []string {
@@ -72,18 +93,11 @@ func own(paths []string) []string {
 	for _, imp := range paths {
 		if r, ok := strings.CutPrefix(imp, module+"/"); ok || imp == module {
 			out = append(out, r)
-		} else if !isStd(imp) {
+		} else if !std[imp] {
 			out = append(out, "ext:"+imp)
 		}
 	}
 	return out
-}
-
-// isStd reports whether imp is in the standard library (no dot in its
-// first element).
-func isStd(imp string) bool {
-	first, _, _ := strings.Cut(imp, "/")
-	return !strings.Contains(first, ".")
 }
 
 // layer of a package: a package may import only packages of a lower
@@ -188,8 +202,28 @@ func depRule(p, dep string) error {
 		return fmt.Errorf("the election knows nothing of the registry, the check or repairs")
 	case dep == "configs" && !strings.HasPrefix(p, "cmd/"):
 		return fmt.Errorf("only cmd depends on configs")
+	case layer(p) == 2 && layer(dep) == 2 && !slices.Contains(domainDeps(p), dep):
+		return fmt.Errorf("%s may depend only on %v of the domain, directly or not", p, domainDeps(p))
+	case isExt && strings.HasPrefix(ext, "go.etcd.io/etcd/server") && (layer(p) >= 1 && layer(p) <= 3 || p == "cmd/enginehealth"):
+		return fmt.Errorf("the daemon never links an etcd server (tests and the demo embed one)")
 	}
 	return nil
+}
+
+// domainDeps: the domain packages p may depend on, directly or not.
+func domainDeps(p string) []string {
+	var out []string
+	for _, d := range domainImports[p] {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+		for _, dd := range domainDeps(d) {
+			if !slices.Contains(out, dd) {
+				out = append(out, dd)
+			}
+		}
+	}
+	return out
 }
 
 // cycle returns a cycle of imports among the module's packages, or nil.
@@ -286,6 +320,33 @@ func TestRuleCatchesViolations(t *testing.T) {
 	} {
 		if err := rule(c[0], c[1]); err != nil {
 			t.Errorf("%s → %s refused: %v", c[0], c[1], err)
+		}
+	}
+}
+
+// TestDepRule: dependencies through other packages (or modules) count.
+func TestDepRule(t *testing.T) {
+	for _, c := range [][2]string{
+		{"recovery", "nodes"},
+		{"leader", "nodes"},
+		{"claims", "internal/infra/pgdb"},
+		{"claims", "ext:example.com/shim"},
+		{"nodes", "recovery"},
+		{"leader", "ext:go.etcd.io/etcd/server/v3/embed"},
+		{"cmd/enginehealth", "ext:go.etcd.io/etcd/server/v3/embed"},
+	} {
+		if depRule(c[0], c[1]) == nil {
+			t.Errorf("%s depending on %s is allowed", c[0], c[1])
+		}
+	}
+	for _, c := range [][2]string{
+		{"health", "claims"},
+		{"health", "leader"},
+		{"claims", "ext:github.com/lib/pq/oid"},
+		{"internal/app/demo", "ext:go.etcd.io/etcd/server/v3/embed"},
+	} {
+		if err := depRule(c[0], c[1]); err != nil {
+			t.Errorf("%s depending on %s refused: %v", c[0], c[1], err)
 		}
 	}
 }
