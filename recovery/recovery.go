@@ -352,10 +352,10 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 	// batch is moved by tuple id; the UPDATE re-asserts the predicate
 	// (still interim, still unclaimed), so a row changed since the pick is
 	// left alone (the task goes on while the pick was full, whatever the
-	// UPDATE moved; the cursor is the pick's last id). Engines that follow the claim protocol never lock an
-	// unclaimed interim row, so the pick takes no row locks (a lock per row
-	// cost about 0.025 of the ratio to a bare UPDATE) and the batch does not
-	// wait for one (lockWait): should a row be locked, the batch is done
+	// UPDATE moved; the cursor is the pick's last id). Engines that follow
+	// the claim protocol never lock an unclaimed interim row, so the pick
+	// takes no row locks (a lock per row cost about 0.025 of the ratio to a
+	// bare UPDATE) and the batch does not wait for one (lockWait): should a row be locked, the batch is done
 	// again with the pick under FOR NO KEY UPDATE SKIP LOCKED (the lock the
 	// UPDATE takes; foreign-key checks' KEY SHARE locks do not stop it), and
 	// so are the batches after. A row changed while the batch ran is left
@@ -392,14 +392,6 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			SELECT n, picked, coalesce(last, '') FROM batch`,
 			ti, id, st, pred, cursor, predB, ev, r.runs, lock)
 	}
-	// stmts[after][skipLocked]
-	stmts := [2][2]string{{batchSQL(false, false), batchSQL(false, true)}, {batchSQL(true, false), batchSQL(true, true)}}
-	b2i := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
-	}
 	skipLocked := false
 	var total int64
 	var cursor string
@@ -413,7 +405,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 				}
 			}
 			args := []any{t.Interim, r.cfg.BatchSize, a.To, audit.KindRepair, run, w.Name, t.Name, a.Reason}
-			q := stmts[b2i(cursor != "")][b2i(skipLocked)]
+			q := batchSQL(cursor != "", skipLocked)
 			if cursor != "" {
 				args = append(args, cursor)
 			}
