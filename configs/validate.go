@@ -133,6 +133,7 @@ const (
 	maxClaimTimeout       = 24 * time.Hour
 	maxBackoffDelay       = 30 * 24 * time.Hour
 	maxMultiplier         = 100
+	maxAttempts           = 1000
 	maxOpenConns          = 1000
 	maxStateLen           = 255
 )
@@ -342,6 +343,9 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone && w.UpdatedColumn == "" {
 			v.add(tp+".on_failure", "needs the workflow's updated_column (%s.updated_column, a timestamp the engine sets on every state change): new failures are found by it, never by scanning old ones", p)
 		}
+		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone {
+			v.warn(tp+".on_failure", "is not applied by this version yet: instances an engine fails stay failed")
+		}
 	}
 }
 
@@ -389,8 +393,8 @@ func (pol *Policy) validate(v *validator, p string) {
 	if !slices.Contains([]string{StrategyNone, StrategyRetry, StrategyHold}, pol.Strategy) {
 		v.add(p+".strategy", "%s: want none, retry or hold", excerpt(pol.Strategy))
 	}
-	if pol.MaxAttempts < 1 {
-		v.add(p+".max_attempts", "must be at least 1, got %d", pol.MaxAttempts)
+	if pol.MaxAttempts < 1 || pol.MaxAttempts > maxAttempts {
+		v.add(p+".max_attempts", "must be between 1 and %d, got %d", maxAttempts, pol.MaxAttempts)
 	}
 	for i, pat := range pol.NonRetryable {
 		if _, err := regexp.Compile(pat); err != nil {

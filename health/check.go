@@ -116,8 +116,10 @@ type CheckResult struct {
 	Revived       []nodes.Change  `json:"revived"`
 	Forgotten     []nodes.Change  `json:"forgotten"`
 	Recovery      recovery.Result `json:"recovery"`
-	Stale         []string        `json:"stale,omitempty"`
-	Took          time.Duration   `json:"took_ns"`
+	// Retries: the due retries of the pass.
+	Retries recovery.DueResult `json:"retries"`
+	Stale   []string           `json:"stale,omitempty"`
+	Took    time.Duration      `json:"took_ns"`
 }
 
 // begin marks the start of an office: the first pass measures its gap from
@@ -164,10 +166,12 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	if err != nil {
 		return res, err
 	}
-	if len(res.NotResponding)+len(res.Revived)+len(res.Forgotten) > 0 || res.Recovery.ClaimsExpired > 0 || res.Recovery.Done() > 0 {
+	if len(res.NotResponding)+len(res.Revived)+len(res.Forgotten) > 0 || res.Recovery.ClaimsExpired > 0 || res.Recovery.Done() > 0 ||
+		res.Retries.Retried+res.Retries.Cancelled > 0 {
 		c.log.InfoContext(ctx, "check pass", "run", run, "trigger", trigger,
 			"not_responding", changed(res.NotResponding), "revived", changed(res.Revived), "forgotten", changed(res.Forgotten),
-			"claims_expired", res.Recovery.ClaimsExpired, "repaired", res.Recovery.Done(), "took", res.Took.Round(time.Millisecond))
+			"claims_expired", res.Recovery.ClaimsExpired, "repaired", res.Recovery.Done(),
+			"retried", res.Retries.Retried, "retries_cancelled", res.Retries.Cancelled, "took", res.Took.Round(time.Millisecond))
 	}
 	return res, nil
 }
@@ -221,7 +225,11 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		c.disrupted = false
 	}
 	// 2 and 3. Claims, then interrupted instances.
-	res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs, resumed)
+	if res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs, resumed); err != nil {
+		return err
+	}
+	// 4. Retries whose time has come.
+	res.Retries, err = c.cfg.Recovery.Due(ctx, o, run)
 	return err
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -24,7 +26,9 @@ func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 func newChecker(b bundle, cfg CheckConfig) *Checker {
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
-	cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
+	if cfg.Recovery == nil {
+		cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
+	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
@@ -440,5 +444,37 @@ func TestUnexpectedShutdownIsLeftToTheOperator(t *testing.T) {
 	}
 	if got := status(t, b, "stale"); got != nodes.StatusNotResponding {
 		t.Fatalf("stale node in service: %s", got)
+	}
+}
+
+// TestCheckRunsDueRetries: under a retry policy, the pass that finds an
+// interrupted instance schedules its retry and leaves it where it is; a
+// later pass, once the delay has passed, moves it back to begin.
+func TestCheckRunsDueRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	b.db.MustExec(`DELETE FROM app.invoice; INSERT INTO app.invoice (id, status) VALUES (12, 'Sending')`)
+	wfs := slices.Clone(workflows)
+	wfs[1].Tasks = slices.Clone(wfs[1].Tasks)
+	wfs[1].Tasks[0].OnInterrupt = recovery.Policy{Strategy: recovery.StrategyRetry, MaxAttempts: 1,
+		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: 200 * time.Millisecond, MaxDelay: time.Hour}}
+	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	c := newChecker(b, CheckConfig{Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
+		Schema: "enginehealth", Workflows: wfs, Log: quiet})})
+	c.begin()
+	res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+	if err != nil || res.Recovery.Tasks[0].Scheduled != 1 || res.Retries.Retried != 0 {
+		t.Fatalf("first pass %+v %v, want a retry scheduled", res, err)
+	}
+	if st := states(t, b.db, "invoice", "status"); st["Sending"] != 1 {
+		t.Fatalf("waiting instance moved: %v", st)
+	}
+	testkit.Eventually(t, 10*time.Second, "a pass to run the due retry", func() (bool, error) {
+		res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+		return err == nil && res.Retries.Retried == 1, err
+	})
+	if st := states(t, b.db, "invoice", "status"); st["Created"] != 1 {
+		t.Fatalf("after the retry: %v", st)
 	}
 }

@@ -2,12 +2,14 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // CatalogError lists the configured tables and columns the database lacks.
@@ -56,6 +58,22 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 			p + ".updated_column": w.UpdatedColumn,
 		}); err != nil {
 			return err
+		}
+		// non_retryable patterns are matched by PostgreSQL in the repair
+		// statement: each must compile there too.
+		for j, t := range w.Tasks {
+			for k, pat := range t.OnInterrupt.NonRetryable {
+				var ok bool
+				var pqErr *pq.Error
+				err := sqlx.GetContext(ctx, db, &ok, `SELECT '' ~ $1`, pat)
+				switch {
+				case errors.As(err, &pqErr) && pqErr.Code.Class() == "22": // data exception: the pattern
+					problems = append(problems, fmt.Sprintf("%s.tasks[%d].on_interrupt.non_retryable[%d]: PostgreSQL cannot match this pattern: %s",
+						p, j, k, pqErr.Message))
+				case err != nil:
+					return fmt.Errorf("check pattern: %w", err)
+				}
+			}
 		}
 		if c := w.Claims; c != nil {
 			cp := p + ".claims"

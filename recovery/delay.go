@@ -19,39 +19,15 @@ const DefaultMultiplier = 2.0
 // its k-th entry) is capped by MaxDelay, then scaled by 1 ± Jitter, then
 // clamped to [0, MaxDelay] again. A zero MaxDelay means no cap.
 func (b Backoff) Delay(k int, rnd func() float64) (time.Duration, bool) {
-	if k < 1 {
+	lo, hi, ok := b.interval(k)
+	if !ok {
 		return 0, false
 	}
-	base := float64(b.Base)
-	m := b.Multiplier
-	if m <= 0 {
-		m = DefaultMultiplier
+	d := lo
+	if hi > lo {
+		d = lo + rnd()*(hi-lo)
 	}
-	var d float64
-	switch b.Kind {
-	case BackoffFixed:
-		d = base
-	case BackoffLinear:
-		d = base * float64(k)
-	case BackoffExponential:
-		d = base * math.Pow(m, float64(k-1))
-	case BackoffFibonacci:
-		d = base * fib(k)
-	case BackoffRandomizedExponential:
-		lo := base * math.Pow(m, float64(k-1))
-		d = lo + rnd()*(lo*m-lo)
-	case BackoffSchedule:
-		if k > len(b.Schedule) {
-			return 0, false
-		}
-		d = float64(b.Schedule[k-1])
-	default:
-		return 0, false
-	}
-	limit := float64(b.MaxDelay)
-	if limit <= 0 {
-		limit = math.MaxInt64
-	}
+	limit := b.limit()
 	d = min(d, limit)
 	if b.Jitter > 0 {
 		d *= 1 + b.Jitter*(2*rnd()-1)
@@ -63,6 +39,56 @@ func (b Backoff) Delay(k int, rnd func() float64) (time.Duration, bool) {
 		return time.Duration(math.MaxInt64), true
 	}
 	return time.Duration(d), true
+}
+
+// sampleSQL is Delay's sampling as an SQL expression over columns lo, hi
+// (the interval, in ms), cap (the limit, in ms) and jitter, with the
+// database's random(): a repair batch draws its delays in the statement
+// that applies them. TestSampleSQL holds it to Delay's bounds.
+const sampleSQL = `least(%[1]s.cap, greatest(0, least(%[1]s.cap, %[1]s.lo + random() * (%[1]s.hi - %[1]s.lo)) * (1 + %[1]s.jitter * (2 * random() - 1))))`
+
+// interval returns the delay of the kind before retry k, in nanoseconds,
+// before cap and jitter: uniform in [lo, hi] (lo = hi but for
+// randomized_exponential), or false past the end of a schedule.
+func (b Backoff) interval(k int) (lo, hi float64, ok bool) {
+	if k < 1 {
+		return 0, 0, false
+	}
+	base := float64(b.Base)
+	m := b.Multiplier
+	if m <= 0 {
+		m = DefaultMultiplier
+	}
+	switch b.Kind {
+	case BackoffFixed:
+		lo = base
+	case BackoffLinear:
+		lo = base * float64(k)
+	case BackoffExponential:
+		lo = base * math.Pow(m, float64(k-1))
+	case BackoffFibonacci:
+		lo = base * fib(k)
+	case BackoffRandomizedExponential:
+		lo = base * math.Pow(m, float64(k-1))
+		return lo, lo * m, true
+	case BackoffSchedule:
+		if k > len(b.Schedule) {
+			return 0, 0, false
+		}
+		lo = float64(b.Schedule[k-1])
+	default:
+		return 0, 0, false
+	}
+	return lo, lo, true
+}
+
+// limit is MaxDelay in nanoseconds, or the largest Duration when there is
+// no cap.
+func (b Backoff) limit() float64 {
+	if b.MaxDelay <= 0 {
+		return math.MaxInt64
+	}
+	return float64(b.MaxDelay)
 }
 
 // fib returns the k-th Fibonacci number (fib(1) = fib(2) = 1) as a float,

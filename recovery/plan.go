@@ -33,8 +33,9 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 			if err != nil {
 				return nil, fmt.Errorf("plan: %w", err)
 			}
-			a := Decide(task)
-			p.Tasks = append(p.Tasks, TaskResult{Workflow: w.Name, Task: task.Name, From: task.Interim, To: a.To, Planned: n})
+			tr := TaskResult{Workflow: w.Name, Task: task.Name, From: task.Interim, Planned: n}
+			tr.To, tr.Effect = FirstEffect(task, CauseInterrupt)
+			p.Tasks = append(p.Tasks, tr)
 		}
 		plans = append(plans, p)
 	}

@@ -49,24 +49,6 @@ const (
 // SHARE for tens of milliseconds.
 const DefaultBatchSize = 10000
 
-// Action is what happens to an interrupted instance.
-type Action struct {
-	// To is the state the instance moves to.
-	To string
-	// Reason is recorded in the event.
-	Reason string
-}
-
-// Decide returns what an interrupted instance of task becomes: back to
-// begin for an atomic_internal task (it left nothing behind), otherwise to
-// the failed state. Retry policies plug in here.
-func Decide(t Task) Action {
-	if t.AtomicInternal {
-		return Action{To: t.Begin, Reason: "interrupted atomic task reverted to its begin state"}
-	}
-	return Action{To: t.Failed, Reason: "interrupted non-atomic task failed: it may have left external effects"}
-}
-
 // Reader reads without a transaction: a pool. It has no Exec, so code of
 // this package writes only in the fenced transactions of Fence.
 type Reader interface {
@@ -90,9 +72,10 @@ type Config struct {
 
 // Repairer runs repair passes.
 type Repairer struct {
-	cfg  Config
-	runs string
-	log  *slog.Logger
+	cfg      Config
+	runs     string
+	attempts string
+	log      *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
@@ -106,9 +89,10 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:  cfg,
-		runs: pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		log:  cfg.Log.With("component", "recovery"),
+		cfg:      cfg,
+		runs:     pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		attempts: pq.QuoteIdentifier(cfg.Schema) + ".attempts",
+		log:      cfg.Log.With("component", "recovery"),
 	}
 }
 
@@ -117,9 +101,20 @@ type TaskResult struct {
 	Workflow string `json:"workflow"`
 	Task     string `json:"task"`
 	From     string `json:"from"`
-	To       string `json:"to"`
-	Planned  int64  `json:"planned"`
-	Done     int64  `json:"done"`
+	// To: where a first interruption goes (the task's begin or failed
+	// state; empty when it waits or is held), and Effect says it in words
+	// (e.g. "→ Created, retry 1 of 10 at once").
+	To      string `json:"to"`
+	Effect  string `json:"effect"`
+	Planned int64  `json:"planned"`
+	// Done: instances handled, of which Retried went back to begin,
+	// Scheduled wait for a retry, Held wait for an operator and Failed
+	// went to the failed state.
+	Done      int64 `json:"done"`
+	Retried   int64 `json:"retried"`
+	Scheduled int64 `json:"scheduled"`
+	Held      int64 `json:"held"`
+	Failed    int64 `json:"failed"`
 }
 
 // Result of a run.
@@ -259,13 +254,13 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 			if err != nil {
 				return res, err
 			}
-			a := Decide(t)
-			tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Interim, To: a.To, Planned: planned}
+			tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Interim, Planned: planned}
+			tr.To, tr.Effect = FirstEffect(t, CauseInterrupt)
 			if planned > 0 {
 				if err := r.addPlanned(ctx, o, run, planned); err != nil {
 					return res, err
 				}
-				tr.Done, err = r.repairTask(ctx, o, run, w, t, tbl, attribute)
+				err = r.repairTask(ctx, o, run, w, t, tbl, attribute, &tr)
 			}
 			res.Tasks = append(res.Tasks, tr)
 			if err != nil {
@@ -306,13 +301,15 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 	}
 }
 
-// count returns how many instances of t are in its interim state and
-// satisfy unclaimed (an SQL condition on alias t; "TRUE" when the workflow
+// count returns how many instances of t are in its interim state, not
+// parked by a policy (waiting for a retry or held), and satisfy unclaimed (an SQL condition on alias t; "TRUE" when the workflow
 // takes no claims).
 func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed string) (int64, error) {
 	var n int64
-	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s`, claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed)
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, t.Interim); err != nil {
+	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s
+		AND NOT EXISTS (SELECT 1 FROM %s a WHERE a.workflow = $2 AND a.task = $3 AND a.instance = t.%s::text AND a.state IN ('waiting', 'held'))`,
+		claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed, r.attempts, claims.Ident(w.IDColumn))
+	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, t.Interim, w.Name, t.Name); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
 	return n, nil
@@ -329,90 +326,36 @@ const lockWait = time.Millisecond
 // lockWaitOf is the repairer's lockWait (tests lengthen it).
 func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWait) }
 
-// repairTask repairs the task's unclaimed instances in its interim state,
-// batch by batch, and returns how many it moved.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool) (int64, error) {
-	a := Decide(t)
-	node := ""
-	if attribute {
-		node = r.cfg.Events.LatestExpiryNode("$6", "m.moved_id::text")
-	}
-	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
-	pred, predB := "TRUE", "TRUE"
-	if tbl != nil {
-		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
-	}
-	// One statement per batch moves the instances, writes one event each
-	// (naming the node whose claim on the instance expired last, if any)
-	// and counts them in the run.
-	//
-	// Keyset batches in id order: each batch starts after the last id of
-	// the one before, so it does not re-walk the index entries of rows
-	// already moved (an index on (status, id) makes this index-driven). The
-	// batch is moved by tuple id; the UPDATE re-asserts the predicate
-	// (still interim, still unclaimed), so a row changed since the pick is
-	// left alone (the task goes on while the pick was full, whatever the
-	// UPDATE moved; the cursor is the pick's last id). Engines that follow
-	// the claim protocol never lock an unclaimed interim row, so the pick
-	// takes no row locks (a lock per row cost about 0.025 of the ratio to a
-	// bare UPDATE) and the batch does not wait for one (lockWait): should a row be locked, the batch is done
-	// again with the pick under FOR NO KEY UPDATE SKIP LOCKED (the lock the
-	// UPDATE takes; foreign-key checks' KEY SHARE locks do not stop it), and
-	// so are the batches after. A row changed while the batch ran is left
-	// for the next pass, as a locked one is.
-	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: "$4", RunID: "$5", Node: node, Workflow: "$6",
-		Instance: "m.moved_id::text", Task: "$7", FromState: "$1", ToState: "$3", Reason: "$8"}, "moved m")
-	if r.noEvents {
-		ev = "SELECT $4::text, $6::text, $7::text, $8::text"
-	}
-	batchSQL := func(after, skipLocked bool) string {
-		cursor, lock := "", ""
-		if after {
-			cursor = fmt.Sprintf("AND b.%s > $9", id)
-		}
-		if skipLocked {
-			lock = "FOR NO KEY UPDATE SKIP LOCKED"
-		}
-		return fmt.Sprintf(`WITH pick AS MATERIALIZED (
-				SELECT b.ctid AS tid, b.%[2]s AS id FROM %[1]s AS b WHERE b.%[3]s = $1 %[5]s AND %[6]s
-				ORDER BY b.%[2]s LIMIT $2 %[9]s
-			), moved AS (
-				UPDATE %[1]s AS t SET %[3]s = $3
-				WHERE t.ctid = ANY (ARRAY(SELECT p.tid FROM pick p))
-				  AND t.%[3]s = $1 AND %[4]s
-				RETURNING t.%[2]s AS moved_id
-			), ev AS (
-				%[7]s
-			), batch AS (
-				SELECT (SELECT count(*) FROM moved) AS n, (SELECT count(*) FROM pick) AS picked,
-					(SELECT p.id FROM pick p ORDER BY p.id DESC LIMIT 1)::text AS last
-			), counted AS (
-				UPDATE %[8]s SET done = done + (SELECT n FROM batch) WHERE id = $5
-			)
-			SELECT n, picked, coalesce(last, '') FROM batch`,
-			ti, id, st, pred, cursor, predB, ev, r.runs, lock)
-	}
+// repairTask handles the task's unclaimed instances in its interim state,
+// batch by batch (interruptBatch), and counts them in tr.
+//
+// Keyset batches in id order: each batch starts after the last id of the
+// one before, so it does not re-walk the index entries of rows already
+// handled (an index on (status, id) makes this index-driven). Batches are
+// applied by tuple id, re-asserting the predicate (still interim, still
+// unclaimed), so a row changed since the pick is left alone; the task goes
+// on while the pick was full, whatever was applied. Engines that follow the
+// claim protocol never lock an unclaimed interim row, so the pick takes no
+// row locks (a lock per row cost about 0.025 of the ratio to a bare
+// UPDATE) and the batch does not wait for one (lockWait): should a row be
+// locked, the batch is done again with the pick under FOR NO KEY UPDATE
+// SKIP LOCKED (the lock the UPDATE takes; foreign-key checks' KEY SHARE
+// locks do not stop it), and so are the batches after. A row changed
+// while the batch ran is left for the next pass, as a locked one is.
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool, tr *TaskResult) error {
 	skipLocked := false
-	var total int64
 	var cursor string
 	for {
-		var n, picked int
-		var last string
+		var bc batchCounts
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			if !skipLocked {
 				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, r.lockWaitOf().Milliseconds())); err != nil {
 					return err
 				}
 			}
-			args := []any{t.Interim, r.cfg.BatchSize, a.To, audit.KindRepair, run, w.Name, t.Name, a.Reason}
-			q := batchSQL(cursor != "", skipLocked)
-			if cursor != "" {
-				args = append(args, cursor)
-			}
-			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &picked, &last); err != nil {
-				return fmt.Errorf("move batch: %w", err)
-			}
-			return nil
+			var err error
+			bc, err = r.interruptBatch(ctx, tx, run, w, t, tbl, attribute, cursor, skipLocked)
+			return err
 		})
 		if !skipLocked && pgdb.IsLockTimeout(err) {
 			r.log.InfoContext(ctx, "a row to repair is locked: picking with SKIP LOCKED", "workflow", w.Name, "task", t.Name, "run", run)
@@ -420,12 +363,16 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			continue
 		}
 		if err != nil {
-			return total, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+			return fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
-		total += int64(n)
-		if picked < r.cfg.BatchSize {
-			return total, nil
+		tr.Done += bc.done()
+		tr.Retried += bc.retried
+		tr.Scheduled += bc.waiting
+		tr.Held += bc.held
+		tr.Failed += bc.faild
+		if bc.picked < r.cfg.BatchSize {
+			return nil
 		}
-		cursor = last
+		cursor = bc.last
 	}
 }

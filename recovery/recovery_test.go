@@ -73,12 +73,23 @@ func states(t *testing.T, db *sqlx.DB, q string) map[string]int {
 	return m
 }
 
-func TestDecide(t *testing.T) {
-	if a := Decide(reports.Tasks[0]); a.To != "Queued" {
-		t.Errorf("atomic task: %+v, want back to its begin state", a)
+// TestDecideDefaults: with no policy configured, an interrupted atomic
+// task goes back to begin at once up to DefaultAtomicMaxAttempts times,
+// then fails as exhausted naming the nodes; a non-atomic one fails.
+func TestDecideDefaults(t *testing.T) {
+	rnd := func() float64 { return 0.5 }
+	for k := range DefaultAtomicMaxAttempts {
+		a := Decide(reports.Tasks[0], CauseInterrupt, History{Retries: k, Known: k > 0}, "", rnd)
+		if a.Kind != ActRetry || a.To != "Queued" || a.Attempt != k+1 || a.State != AttemptRetried {
+			t.Fatalf("atomic task after %d retries: %+v, want retry %d back to its begin state", k, a, k+1)
+		}
 	}
-	if a := Decide(orders.Tasks[0]); a.To != "ShipFailed" {
-		t.Errorf("non-atomic task: %+v, want its failed state", a)
+	a := Decide(reports.Tasks[0], CauseInterrupt, History{Retries: 10, Known: true, Nodes: []string{"n1", "n2"}}, "", rnd)
+	if a.Kind != ActFail || a.To != "Failed" || a.State != AttemptExhausted || a.Reason != "interrupted: exhausted after 10 retries; interrupted on n1, n2" {
+		t.Errorf("atomic task after 10 retries: %+v", a)
+	}
+	if a := Decide(orders.Tasks[0], CauseInterrupt, History{}, "", rnd); a.Kind != ActFail || a.To != "ShipFailed" || a.State != "" {
+		t.Errorf("non-atomic task: %+v, want its failed state and no attempts row", a)
 	}
 }
 

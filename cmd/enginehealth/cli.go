@@ -207,19 +207,28 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 		token = "on"
 	}
 	fmt.Fprintf(w, "api        %s, mutations %s\n", cfg.API.Listen, token)
-	for _, wf := range cfg.Workflows {
+	models := cfg.RecoveryWorkflows()
+	for i, wf := range cfg.Workflows {
 		kind := "not claimable"
 		if wf.Claimable {
 			kind = "claimable, claims in " + wf.Claims.Table
 		}
 		fmt.Fprintf(w, "workflow   %s: %s (%s), %d tasks\n", wf.Name, wf.Table, kind, len(wf.Tasks))
-		for _, t := range wf.Tasks {
-			interrupted := "on_interrupt " + t.OnInterrupt.Strategy
+		for j, t := range wf.Tasks {
+			atomic := ""
 			if t.AtomicInternal {
-				interrupted = "reverted to " + t.Begin + " (atomic)"
+				atomic = " (atomic)"
 			}
-			fmt.Fprintf(w, "  task     %s: %s -> %s -> %s | %s; interrupted: %s\n",
-				t.Name, t.Begin, t.Interim, strings.Join(t.EndStates(), "/"), t.Failed, interrupted)
+			fmt.Fprintf(w, "  task     %s%s: %s -> %s -> %s | %s\n", t.Name, atomic, t.Begin, t.Interim, strings.Join(t.EndStates(), "/"), t.Failed)
+			// What each policy will do, retry after retry.
+			m := models[i].Tasks[j]
+			fmt.Fprintf(w, "    interrupted (%s):\n", t.Interim)
+			for _, e := range recovery.Effects(m, recovery.CauseInterrupt) {
+				fmt.Fprintf(w, "      %s\n", e)
+			}
+			if m.FailurePolicy().Strategy != recovery.StrategyNone {
+				fmt.Fprintf(w, "    failed by the engine (%s): NOT APPLIED: on_failure is not built in this version\n", t.Failed)
+			}
 		}
 	}
 	return nil

@@ -130,16 +130,17 @@ func newCheckCmd() *cobra.Command {
 }
 
 func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
-	header := "WORKFLOW\tTASK\tFROM\tTO\tPLANNED\tREPAIRED"
+	header := "WORKFLOW\tTASK\tFROM\tPLANNED\tHANDLED\tRETRIED\tWAITING\tHELD\tFAILED"
 	if plan {
-		header = "WORKFLOW\tTASK\tFROM\tTO\tINSTANCES"
+		header = "WORKFLOW\tTASK\tFROM\tINSTANCES\tFIRST INTERRUPTION"
 	}
 	return tabs(w, header, func(tw io.Writer) {
 		for _, t := range ts {
 			if plan {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), safe(t.To), t.Planned)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", safe(t.Workflow), safe(t.Task), safe(t.From), t.Planned, safe(t.Effect))
 			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), safe(t.To), t.Planned, t.Done)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), t.Planned, t.Done,
+					t.Retried, t.Scheduled, t.Held, t.Failed)
 			}
 		}
 	})

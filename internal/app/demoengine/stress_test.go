@@ -139,6 +139,11 @@ func TestRaceStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	wfs := loadWorkflows(t, claimTimeout)
+	// reserve (atomic) keeps its default policy, retry at once up to 10
+	// times; ship is retried twice after a short delay.
+	const shipRetries = 2
+	wfs[0].Tasks[1].OnInterrupt = recovery.Policy{Strategy: recovery.StrategyRetry, MaxAttempts: shipRetries,
+		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: 30 * time.Millisecond, MaxDelay: time.Second, Jitter: 0.2}}
 	orders := wfs[0]
 	office, checker := master(t, sidecar, wfs)
 
@@ -239,6 +244,15 @@ loop:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// And passes until no retry waits.
+	testkit.Eventually(t, 30*time.Second, "every scheduled retry run", func() (bool, error) {
+		if _, err := checker.RunOnce(ctx, office, recovery.TriggerManual, nil); err != nil {
+			return false, err
+		}
+		var waiting bool
+		err = engine.QueryRow(`SELECT EXISTS (SELECT 1 FROM enginehealth.attempts WHERE state = 'waiting')`).Scan(&waiting)
+		return !waiting, err
+	})
 
 	var stats struct{ claimed, finished, failed, lost, abandoned int64 }
 	for _, w := range all {
@@ -256,16 +270,18 @@ loop:
 		}
 		return n
 	}
-	repairs := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, audit.KindRepair)
+	// The sidecar moves instances by repairs and by due retries.
+	repairs := count(`SELECT count(*) FROM enginehealth.events WHERE kind IN ($1, $2)`, audit.KindRepair, audit.KindRetried)
+	scheduled := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, audit.KindRetryScheduled)
 	expired := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, audit.KindClaimExpired)
-	t.Logf("%s: %d passes, %d workers died; claimed %d, finished %d, failed %d, lost %d, abandoned %d; %d claims expired, %d repairs; %d zombie finishes; final pass expired %d, repaired %d",
-		duration, passes, died, stats.claimed, stats.finished, stats.failed, stats.lost, stats.abandoned, expired, repairs, len(zombies),
+	t.Logf("%s: %d passes, %d workers died; claimed %d, finished %d, failed %d, lost %d, abandoned %d; %d claims expired, %d repairs and retries, %d retries scheduled; %d zombie finishes; final pass expired %d, repaired %d",
+		duration, passes, died, stats.claimed, stats.finished, stats.failed, stats.lost, stats.abandoned, expired, repairs, scheduled, len(zombies),
 		final.Recovery.ClaimsExpired, final.Recovery.Done())
 
 	// The run exercised every path.
-	if stats.finished == 0 || repairs == 0 || expired == 0 || died == 0 || len(zombies) == 0 {
-		t.Fatalf("the run did not exercise the protocol: finished %d, repairs %d, expired %d, died %d, zombies %d",
-			stats.finished, repairs, expired, died, len(zombies))
+	if stats.finished == 0 || repairs == 0 || expired == 0 || died == 0 || len(zombies) == 0 || scheduled == 0 {
+		t.Fatalf("the run did not exercise the protocol: finished %d, repairs %d, expired %d, died %d, zombies %d, retries scheduled %d",
+			stats.finished, repairs, expired, died, len(zombies), scheduled)
 	}
 
 	// 1. No instance under a live claim was repaired.
@@ -304,10 +320,34 @@ loop:
 	if n := count(`SELECT count(*) FROM (
 			SELECT instance::text AS instance, from_status, to_status, count(*) AS n FROM demo.transitions WHERE by_sidecar GROUP BY 1, 2, 3
 		) tr FULL JOIN (
-			SELECT instance, from_state, to_state, count(*) AS n FROM enginehealth.events WHERE kind = $1 GROUP BY 1, 2, 3
+			SELECT instance, from_state, to_state, count(*) AS n FROM enginehealth.events
+			WHERE kind IN ($1, $2) AND to_state IS NOT NULL GROUP BY 1, 2, 3
 		) ev ON ev.instance = tr.instance AND ev.from_state = tr.from_status AND ev.to_state = tr.to_status
-		WHERE tr.n IS DISTINCT FROM ev.n`, audit.KindRepair); n != 0 {
+		WHERE tr.n IS DISTINCT FROM ev.n`, audit.KindRepair, audit.KindRetried); n != 0 {
 		t.Errorf("%d (instance, from, to) groups where sidecar changes and repair events differ", n)
+	}
+
+	// 5. Retry policies: no attempt count exceeds max_attempts, and the
+	// retries of each instance and task (its moves back to begin) are
+	// numbered 1, 2, … up to its attempts row's count, none twice, none
+	// skipped.
+	if n := count(`SELECT count(*) FROM enginehealth.attempts WHERE (task = 'ship' AND attempt > $1) OR (task = 'reserve' AND attempt > $2)`,
+		shipRetries, recovery.DefaultAtomicMaxAttempts); n != 0 {
+		t.Errorf("%d attempts rows beyond max_attempts", n)
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.attempts a FULL JOIN (
+			SELECT instance, task, count(*) AS n, count(DISTINCT attempt) AS distinct_n, max(attempt) AS top
+			FROM enginehealth.events e JOIN (VALUES ('reserve', 'Created'), ('ship', 'Reserved')) AS b(task, begin) USING (task)
+			WHERE e.workflow = 'orders' AND ((e.kind = $1 AND e.to_state = b.begin) OR e.kind = $2)
+			GROUP BY 1, 2
+		) r USING (instance, task)
+		WHERE a.attempt IS DISTINCT FROM coalesce(r.n, 0) AND NOT (a.attempt IS NULL AND r.n IS NULL)
+		   OR r.n <> r.distinct_n OR r.n <> r.top`, audit.KindRepair, audit.KindRetried); n != 0 {
+		t.Errorf("%d instances whose retries are not numbered 1..attempt exactly once", n)
+	}
+	retried := count(`SELECT count(*) FROM enginehealth.events WHERE kind = $1`, audit.KindRetried)
+	if retried == 0 {
+		t.Errorf("no due retry was run")
 	}
 
 	// 4. Nothing is left interim and unclaimed after the final pass.

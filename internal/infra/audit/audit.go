@@ -24,6 +24,12 @@ const (
 	KindDisruption       = "disruption"
 	KindRepair           = "instance_repaired"
 	KindClaimExpired     = "claim_expired"
+	// Retry policies (on_interrupt, on_failure).
+	KindRetryScheduled = "retry_scheduled"
+	KindHeld           = "instance_held"
+	KindRetried        = "instance_retried"
+	KindRetryCancelled = "retry_cancelled"
+	KindHoldDecided    = "hold_decided"
 )
 
 // Event is one row of the events table. Optional fields are pointers or

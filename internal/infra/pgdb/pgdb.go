@@ -63,6 +63,13 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	ms := strconv.FormatInt(stmt.Milliseconds(), 10)
 	pcfg.Runtime["statement_timeout"] = ms
 	pcfg.Runtime["idle_in_transaction_session_timeout"] = strconv.FormatInt((stmt + conn).Milliseconds(), 10)
+	// The sidecar's statements are short and index-driven; JIT compiling
+	// them costs more than it saves (a repair batch's pick, estimated
+	// high for its per-row primary-key probes, spent 60 ms compiling to
+	// run for 13). A DSN that sets jit keeps its choice.
+	if _, ok := pcfg.Runtime["jit"]; !ok {
+		pcfg.Runtime["jit"] = "off"
+	}
 	if pcfg.ConnectTimeout == 0 {
 		pcfg.ConnectTimeout = conn
 	}

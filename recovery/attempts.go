@@ -1,0 +1,350 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/lib/pq"
+)
+
+// ErrConflict: an attempts row changed while a batch ran (an operator's
+// decision raced the batch); nothing of the batch was written.
+var ErrConflict = errors.New("recovery: concurrent change")
+
+// steps is the decision table of a task's policy for a batch: one row per
+// (attempts row known, retries made, non_retryable pattern matched (1-based;
+// 0: none)), computed by decide, column by column (the arrays the batch
+// statement unnests). A row's retries are looked up capped at the policy's
+// max_attempts, where the table ends.
+type steps struct {
+	known                   []bool
+	prev, match             []int64
+	kind, to, state, reason []string
+	lo, hi                  []float64 // ms, before cap and jitter
+	max                     int
+	capMS, jitter           float64
+}
+
+func stepsOf(t Task, c Cause, patterns []string) steps {
+	p := t.Policy(c)
+	st := steps{jitter: p.Backoff.Jitter, capMS: p.Backoff.limit() / 1e6}
+	if p.Strategy == StrategyRetry {
+		st.max = p.MaxAttempts
+	}
+	add := func(known bool, prev, match int) {
+		m := ""
+		if match > 0 {
+			m = patterns[match-1]
+		}
+		a := decide(t, c, History{Retries: prev, Known: known}, m)
+		lo, hi, _ := p.Backoff.interval(a.Attempt)
+		st.known = append(st.known, known)
+		st.prev = append(st.prev, int64(prev))
+		st.match = append(st.match, int64(match))
+		st.kind = append(st.kind, a.Kind)
+		st.to = append(st.to, a.To)
+		st.state = append(st.state, a.State)
+		st.reason = append(st.reason, a.Reason)
+		st.lo = append(st.lo, lo/1e6)
+		st.hi = append(st.hi, hi/1e6)
+	}
+	for match := 0; match <= len(patterns); match++ {
+		add(false, 0, match)
+		for prev := 0; prev <= st.max; prev++ {
+			add(true, prev, match)
+		}
+	}
+	return st
+}
+
+// batchCounts is what one batch did.
+type batchCounts struct {
+	picked                        int
+	last                          string
+	retried, waiting, held, faild int64
+}
+
+func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.faild }
+
+// interruptBatch handles one batch of a task's interrupted instances in
+// tx, in one statement: it picks up to BatchSize of them after cursor
+// (unclaimed, in the interim state, not waiting for a retry or held) with
+// their attempts rows, decides each by the task's decision table (steps:
+// Decide's outcomes; a scheduled retry's delay drawn as Delay draws it),
+// moves the instances (re-asserting the predicate: a row changed since the
+// pick is left alone), writes their attempts rows (a new row, or the one
+// read if its count is unchanged: anything else fails the whole batch),
+// one event each, and counts them in the run.
+func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool, cursor string, skipLocked bool) (batchCounts, error) {
+	var bc batchCounts
+	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
+	pred, predB := "TRUE", "TRUE"
+	if tbl != nil {
+		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
+	}
+	var patterns []string
+	match := "0"
+	if p := t.InterruptPolicy(); w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
+		patterns = p.NonRetryable
+		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest($19::text[]) WITH ORDINALITY AS u(p, i)
+			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, claims.Ident(w.ErrorColumn))
+	}
+	node := "NULL::text"
+	if attribute {
+		node = r.cfg.Events.LatestExpiryNode("$1", fmt.Sprintf("b.%s::text", id))
+	}
+	after, lock := "AND $5::text = ''", "" // the first batch: no cursor
+	if cursor != "" {
+		after = fmt.Sprintf("AND b.%s > $5", id)
+	}
+	if skipLocked {
+		lock = "FOR NO KEY UPDATE OF b SKIP LOCKED"
+	}
+	sp := stepsOf(t, CauseInterrupt, patterns)
+	ev := r.cfg.Events.InsertSelect(audit.Columns{
+		Kind: fmt.Sprintf(`CASE x.kind WHEN 'wait' THEN %s WHEN 'hold' THEN %s ELSE %s END`,
+			pq.QuoteLiteral(audit.KindRetryScheduled), pq.QuoteLiteral(audit.KindHeld), pq.QuoteLiteral(audit.KindRepair)),
+		RunID: "$6", Node: "x.node", Workflow: "$1", Instance: "x.sid", Task: "$2", FromState: "$3", ToState: "nullif(x.to_state, '')",
+		Attempt: "CASE WHEN x.state <> '' THEN x.attempt END", Reason: "x.reason"}, "done x")
+	if r.noEvents {
+		ev = "SELECT 1"
+	}
+	q := fmt.Sprintf(`WITH s AS MATERIALIZED (
+			SELECT * FROM unnest($7::bool[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::float8[], $15::float8[])
+				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+		), pick AS MATERIALIZED (
+			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS prev, coalesce(a.nodes, '{}') AS nodes,
+				%[6]s AS node, %[7]s AS match
+			FROM %[1]s AS b LEFT JOIN LATERAL (
+				-- LIMIT 1 keeps this a probe of the primary key per row,
+				-- whatever the planner thinks of the table's size.
+				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state FROM %[10]s AS a
+				WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
+			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held')) %[8]s
+			ORDER BY b.%[2]s LIMIT $4 %[9]s
+		), d AS MATERIALIZED (
+			SELECT y.*, y.reason
+				|| CASE WHEN y.kind = 'wait' THEN %[12]s
+				        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN %[13]s || array_to_string(y.nodes, ', ')
+				        ELSE '' END AS full_reason
+			FROM (
+				SELECT p.tid, p.id::text AS sid, p.att, p.prev, p.node, s.kind, s.to_state,
+					CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
+					coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
+					coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
+					CASE WHEN s.kind = 'wait' THEN %[11]s END AS delay_ms,
+					CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
+					s.reason
+				FROM pick p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
+					ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $18) AND s.match = p.match
+			) AS y
+		), moved AS (
+			UPDATE %[1]s AS t SET %[3]s = r.to_state FROM d AS r
+			WHERE t.ctid = r.tid AND r.to_state <> ''
+			  AND t.%[3]s = $3 AND %[4]s
+			RETURNING r.sid, r.att, r.prev, r.node, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+		), kept AS (
+			SELECT r.sid, r.att, r.prev, r.node, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			FROM %[1]s AS t JOIN d AS r ON t.ctid = r.tid
+			WHERE r.to_state = '' AND t.%[3]s = $3 AND %[4]s
+			FOR NO KEY UPDATE OF t
+		), done AS MATERIALIZED (
+			SELECT sid, att, prev, node, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+			UNION ALL
+			SELECT sid, att, prev, node, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+		), ins AS (
+			INSERT INTO %[10]s (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+				last_node, nodes, last_reason)
+			SELECT $1, x.sid, $2, x.made, x.state, 'interrupt', $3,
+				CASE WHEN x.kind = 'retry' THEN now() END,
+				CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+				x.node, x.nodes, x.reason
+			FROM done x WHERE x.state <> '' AND x.att IS NULL
+			RETURNING 1
+		), upd AS (
+			-- The row read by the pick, by tuple id: if it changed since,
+			-- it is not found, and the counts below differ.
+			UPDATE %[10]s AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $3, since = now(),
+				last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
+				next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason
+			FROM done x
+			WHERE a.ctid = x.att
+			  AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')
+			RETURNING 1
+		), ev AS (
+			%[14]s
+		), counted AS (
+			UPDATE %[15]s SET done = done + (SELECT count(*) FROM done) WHERE id = $6
+		)
+		SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
+			count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
+			count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+			(SELECT count(*) FROM pick), coalesce((SELECT max(p.id)::text FROM pick p), '')
+		FROM done`,
+		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
+		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs)
+	args := []any{w.Name, t.Name, t.Interim, r.cfg.BatchSize, cursor, run,
+		pq.BoolArray(sp.known), pq.Int64Array(sp.prev), pq.Int64Array(sp.match), pq.StringArray(sp.kind), pq.StringArray(sp.to),
+		pq.StringArray(sp.state), pq.StringArray(sp.reason), pq.Float64Array(sp.lo), pq.Float64Array(sp.hi),
+		sp.capMS, sp.jitter, sp.max}
+	if patterns != nil {
+		args = append(args, pq.StringArray(patterns))
+	}
+	var want, wrote int64
+	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &want, &wrote, &bc.picked, &bc.last)
+	if err != nil {
+		return bc, fmt.Errorf("repair batch: %w", err)
+	}
+	if want != wrote {
+		return bc, fmt.Errorf("repair batch: %w: %d attempts rows changed while the batch ran", ErrConflict, want-wrote)
+	}
+	return bc, nil
+}
+
+// DueResult counts what a due-retry pass did.
+type DueResult struct {
+	// Retried: instances moved back to their task's begin state.
+	Retried int64 `json:"retried"`
+	// Cancelled: retries whose instance was no longer where it was left.
+	Cancelled int64 `json:"cancelled"`
+}
+
+// dueRow is a waiting attempts row whose time has come.
+type dueRow struct {
+	Workflow string `db:"workflow"`
+	Instance string `db:"instance"`
+	Task     string `db:"task"`
+	Attempt  int    `db:"attempt"`
+	LeftIn   string `db:"left_in"`
+	Cause    Cause  `db:"cause"`
+}
+
+// Due runs the retries whose time has come, of every configured workflow
+// and task, in batches: each batch is one fenced transaction that locks
+// its attempts rows, moves each instance back to its task's begin state
+// only if it is still exactly where it was left (and unclaimed), marks the
+// row retried (attempt + 1) or cancelled (the instance was moved by
+// someone else, reached an end state, was claimed or is gone), writes one
+// event each and counts the retries in run. The partial index on
+// next_attempt_at makes a pass with none due one index probe.
+func (r *Repairer) Due(ctx context.Context, o *leader.Office, run int64) (DueResult, error) {
+	var res DueResult
+	var wfNames, taskNames []string
+	for _, w := range r.cfg.Workflows {
+		for _, t := range w.Tasks {
+			wfNames, taskNames = append(wfNames, w.Name), append(taskNames, t.Name)
+		}
+	}
+	for {
+		var n int
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			var rows []dueRow
+			err := tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, attempt, left_in, cause FROM `+r.attempts+`
+				WHERE state = 'waiting' AND next_attempt_at <= now()
+				  AND (workflow, task) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+				ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
+				pq.Array(wfNames), pq.Array(taskNames), r.cfg.BatchSize)
+			if err != nil {
+				return fmt.Errorf("read due retries: %w", err)
+			}
+			n = len(rows)
+			// One statement per workflow, task, cause and state left in.
+			type key struct {
+				w, t, left string
+				c          Cause
+			}
+			groups := map[key][]dueRow{}
+			var order []key
+			for _, d := range rows {
+				k := key{d.Workflow, d.Task, d.LeftIn, d.Cause}
+				if _, ok := groups[k]; !ok {
+					order = append(order, k)
+				}
+				groups[k] = append(groups[k], d)
+			}
+			for _, k := range order {
+				moved, cancelled, err := r.dueGroup(ctx, tx, run, k.w, k.t, k.left, k.c, groups[k])
+				if err != nil {
+					return err
+				}
+				res.Retried += moved
+				res.Cancelled += cancelled
+			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("due retries: %w", err)
+		}
+		if n < r.cfg.BatchSize {
+			return res, nil
+		}
+	}
+}
+
+// dueGroup applies due retries of one workflow and task whose instances
+// were left in state left.
+func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname, tname, left string, c Cause, rows []dueRow) (moved, cancelled int64, err error) {
+	wi := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == wname })
+	w := r.cfg.Workflows[wi]
+	t := w.Tasks[slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == tname })]
+	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
+	pred, claimed := "TRUE", "false"
+	if w.Claims != nil {
+		pred, claimed = w.Claims.Unclaimed("t"), "NOT "+w.Claims.Unclaimed("t")
+	}
+	ids := make([]string, len(rows))
+	attempts := make([]int64, len(rows))
+	for i, d := range rows {
+		ids[i], attempts[i] = d.Instance, int64(d.Attempt)
+	}
+	ev := r.cfg.Events.InsertSelect(audit.Columns{
+		Kind:  fmt.Sprintf("CASE WHEN x.ok THEN %s ELSE %s END", pq.QuoteLiteral(audit.KindRetried), pq.QuoteLiteral(audit.KindRetryCancelled)),
+		RunID: "$9", Workflow: "$4", Instance: "x.id", Task: "$5", FromState: "$6", ToState: "CASE WHEN x.ok THEN $7 END",
+		Attempt: "x.attempt + 1", Reason: "x.reason"}, "res x")
+	q := fmt.Sprintf(`WITH due AS MATERIALIZED (
+			SELECT * FROM unnest($1::text[], $2::int[]) AS d(id, attempt)
+		), cur AS MATERIALIZED (
+			SELECT t.%[2]s::text AS id, t.%[3]s::text AS st, %[5]s AS claimed FROM %[1]s AS t WHERE t.%[2]s = ANY ($3)
+		), moved AS (
+			UPDATE %[1]s AS t SET %[3]s = $7 WHERE t.%[2]s = ANY ($3) AND t.%[3]s = $6 AND %[4]s
+			RETURNING t.%[2]s::text AS id
+		), res AS MATERIALIZED (
+			SELECT d.id, d.attempt, m.id IS NOT NULL AS ok,
+				CASE WHEN m.id IS NOT NULL THEN format('%[9]s: retry %%s of %%s', d.attempt + 1, $8::int)
+				     WHEN c.id IS NULL THEN 'retry cancelled: the instance no longer exists'
+				     WHEN c.st = ANY ($10::text[]) THEN format('retry cancelled: the instance reached end state %%s', c.st)
+				     WHEN c.st <> $6 THEN format('retry cancelled: instance moved to %%s by someone else', c.st)
+				     ELSE 'retry cancelled: the instance was claimed by someone else' END AS reason
+			FROM due d LEFT JOIN moved m USING (id) LEFT JOIN cur c USING (id)
+		), att AS (
+			UPDATE %[6]s AS a SET state = CASE WHEN x.ok THEN 'retried' ELSE 'cancelled' END,
+				attempt = CASE WHEN x.ok THEN x.attempt + 1 ELSE a.attempt END,
+				last_attempt_at = CASE WHEN x.ok THEN now() ELSE a.last_attempt_at END,
+				next_attempt_at = NULL, since = now(), last_reason = x.reason
+			FROM res x
+			WHERE a.workflow = $4 AND a.task = $5 AND a.instance = x.id AND a.state = 'waiting' AND a.attempt = x.attempt
+			RETURNING 1
+		), ev AS (
+			%[7]s
+		), counted AS (
+			UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $9
+		)
+		SELECT count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok), (SELECT count(*) FROM att) FROM res`,
+		ti, id, st, pred, claimed, r.attempts, ev, r.runs, what(c))
+	var wrote int64
+	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(attempts), pq.Array(ids), wname, tname, left, t.Begin,
+		t.Policy(c).MaxAttempts, run, pq.Array(t.Ends)).Scan(&moved, &cancelled, &wrote)
+	if err != nil {
+		return 0, 0, fmt.Errorf("retry %s.%s: %w", wname, tname, err)
+	}
+	if wrote != moved+cancelled {
+		return 0, 0, fmt.Errorf("retry %s.%s: %w: %d attempts rows changed", wname, tname, ErrConflict, moved+cancelled-wrote)
+	}
+	return moved, cancelled, nil
+}

@@ -1,0 +1,260 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/jmoiron/sqlx"
+)
+
+// attemptRow is an attempts row as tests read it.
+type attemptRow struct {
+	Attempt  int     `db:"attempt"`
+	Manual   int     `db:"manual"`
+	State    string  `db:"state"`
+	LeftIn   string  `db:"left_in"`
+	Nodes    string  `db:"nodes"`
+	Reason   string  `db:"last_reason"`
+	DelayMS  *int64  `db:"delay_ms"`
+	LastNode *string `db:"last_node"`
+}
+
+func attemptOf(t *testing.T, db *sqlx.DB, wf, id, task string) attemptRow {
+	t.Helper()
+	var a attemptRow
+	if err := db.Get(&a, `SELECT attempt, manual, state, left_in, array_to_string(nodes, ',') AS nodes, last_reason, last_node,
+			(extract(epoch FROM next_attempt_at - since) * 1000)::bigint AS delay_ms
+		FROM enginehealth.attempts WHERE workflow = $1 AND instance = $2 AND task = $3`, wf, id, task); err != nil {
+		t.Fatalf("attempts row of %s/%s %s: %v", wf, id, task, err)
+	}
+	return a
+}
+
+func statusOf(t *testing.T, db *sqlx.DB, id int) string {
+	t.Helper()
+	var s string
+	if err := db.Get(&s, `SELECT status FROM app.orders WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// policySetup: one unclaimed interrupted order (id 1) whose ship task has
+// policy p; the other orders are shipped.
+func policySetup(t *testing.T, p Policy) (*Repairer, *sqlx.DB, func() Result) {
+	t.Helper()
+	r, db, o := setup(t)
+	db.MustExec(`DELETE FROM app.orders_claim; UPDATE app.orders SET status = 'Shipped' WHERE id > 1;
+		ALTER TABLE app.orders ADD COLUMN last_error text`)
+	r.cfg.Workflows[0].Tasks = slices.Clone(r.cfg.Workflows[0].Tasks) // not the shared fixture's
+	r.cfg.Workflows[0].Tasks[0].OnInterrupt = p
+	r.cfg.Workflows[0].ErrorColumn = "last_error"
+	check := func() Result {
+		t.Helper()
+		res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Due(context.Background(), o, res.RunID); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	return r, db, check
+}
+
+// TestRetryWithDelaysThenExhausted: an interrupted non-atomic instance
+// under retry (max_attempts 3, exponential from 100ms, no jitter) waits
+// where it was left for the computed delays 100, 200, 400 ms, goes back to
+// begin three times, and is then failed for good as exhausted. No pass
+// treats a waiting instance as a fresh interruption.
+func TestRetryWithDelaysThenExhausted(t *testing.T) {
+	_, db, check := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+		Backoff: Backoff{Kind: BackoffExponential, Base: 100 * time.Millisecond, MaxDelay: time.Hour}})
+	for k := 1; k <= 3; k++ {
+		res := check()
+		if res.Tasks[0].Scheduled != 1 {
+			t.Fatalf("interruption %d: %+v, want a retry scheduled", k, res.Tasks[0])
+		}
+		a := attemptOf(t, db, "orders", "1", "ship")
+		want := int64(100 << (k - 1))
+		if a.State != AttemptWaiting || a.Attempt != k-1 || a.DelayMS == nil || *a.DelayMS != want || a.LeftIn != "Shipping" {
+			t.Fatalf("interruption %d: %+v, want waiting %d ms after %d retries", k, a, want, k-1)
+		}
+		if s := statusOf(t, db, 1); s != "Shipping" {
+			t.Fatalf("waiting instance in %q, want it left in Shipping", s)
+		}
+		// Passes before the delay do not touch it.
+		if res := check(); res.Done() != 0 {
+			t.Fatalf("a pass while the retry waits handled %+v", res.Tasks)
+		}
+		testkit.Eventually(t, 10*time.Second, "the retry to run", func() (bool, error) {
+			check()
+			return statusOf(t, db, 1) == "Paid", nil
+		})
+		if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != k {
+			t.Fatalf("after retry %d: %+v", k, a)
+		}
+		// The engine runs it again and is interrupted again.
+		db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+	}
+	res := check()
+	if res.Tasks[0].Failed != 1 || statusOf(t, db, 1) != "ShipFailed" {
+		t.Fatalf("fourth interruption: %+v, status %s, want failed", res.Tasks[0], statusOf(t, db, 1))
+	}
+	a := attemptOf(t, db, "orders", "1", "ship")
+	if a.State != AttemptExhausted || a.Attempt != 3 || !strings.Contains(a.Reason, "exhausted after 3 retries") {
+		t.Fatalf("after exhaustion: %+v", a)
+	}
+	var kinds []string
+	if err := db.Select(&kinds, `SELECT kind || ':' || coalesce(attempt::text, '-') FROM enginehealth.events
+		WHERE workflow = 'orders' AND instance = '1' ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	want := "retry_scheduled:1 instance_retried:1 retry_scheduled:2 instance_retried:2 retry_scheduled:3 instance_retried:3 instance_repaired:3"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Fatalf("events of instance 1:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAtomicPoisonInstance: an atomic task's default policy sends an
+// interrupted instance back at once, and after DefaultAtomicMaxAttempts
+// interruptions fails it, naming every node it was interrupted on.
+func TestAtomicPoisonInstance(t *testing.T) {
+	r, db, check := policySetup(t, Policy{})
+	r.cfg.Workflows[0].Tasks[0].AtomicInternal = true
+	nodes := []string{"n1", "n2", "n3"}
+	for k := 1; k <= DefaultAtomicMaxAttempts+1; k++ {
+		// An engine on node n_k claims it and dies: the claim expires.
+		db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+		db.MustExec(`INSERT INTO app.orders_claim VALUES (1, $1, 't', now() - interval '1h', now() - interval '1s')`, nodes[k%3])
+		res := check()
+		if res.ClaimsExpired != 1 {
+			t.Fatalf("interruption %d: %+v", k, res)
+		}
+		if k <= DefaultAtomicMaxAttempts {
+			if s := statusOf(t, db, 1); s != "Paid" || res.Tasks[0].Retried != 1 {
+				t.Fatalf("interruption %d: %s %+v, want back to Paid at once", k, s, res.Tasks[0])
+			}
+		}
+	}
+	if s := statusOf(t, db, 1); s != "ShipFailed" {
+		t.Fatalf("poison instance in %s, want ShipFailed", s)
+	}
+	a := attemptOf(t, db, "orders", "1", "ship")
+	if a.State != AttemptExhausted || a.Attempt != DefaultAtomicMaxAttempts || a.Nodes != "n2,n3,n1" ||
+		!strings.HasSuffix(a.Reason, "exhausted after 10 retries; interrupted on n2, n3, n1") {
+		t.Fatalf("poison instance's attempts row: %+v", a)
+	}
+}
+
+// TestHoldWaitsForOperator: a held instance stays where it was left, is
+// not a fresh interruption to later passes.
+func TestHoldWaitsForOperator(t *testing.T) {
+	_, db, check := policySetup(t, Policy{Strategy: StrategyHold})
+	if res := check(); res.Tasks[0].Held != 1 {
+		t.Fatalf("first pass: %+v", res.Tasks[0])
+	}
+	if res := check(); res.Done() != 0 {
+		t.Fatalf("second pass handled the held instance again: %+v", res.Tasks[0])
+	}
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptHeld || statusOf(t, db, 1) != "Shipping" {
+		t.Fatalf("held: %+v in %s", a, statusOf(t, db, 1))
+	}
+}
+
+// TestNonRetryableFailsAtOnce: an error text matching non_retryable fails
+// the instance whatever the strategy.
+func TestNonRetryableFailsAtOnce(t *testing.T) {
+	_, db, check := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 5,
+		Backoff: Backoff{Kind: BackoffFixed}, NonRetryable: []string{`^card declined`}})
+	db.MustExec(`UPDATE app.orders SET last_error = 'card declined: insufficient funds' WHERE id = 1`)
+	if res := check(); res.Tasks[0].Failed != 1 || statusOf(t, db, 1) != "ShipFailed" {
+		t.Fatalf("non-retryable: %+v in %s", res.Tasks[0], statusOf(t, db, 1))
+	}
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptFailed || !strings.Contains(a.Reason, "non_retryable") {
+		t.Fatalf("attempts row %+v", a)
+	}
+}
+
+// TestMovedRetryIsCancelled: a due retry whose instance someone else moved
+// meanwhile is cancelled with an event naming where it went; one that
+// reached an end state says so.
+func TestMovedRetryIsCancelled(t *testing.T) {
+	_, db, check := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (2, 3)`)
+	if res := check(); res.Tasks[0].Scheduled != 3 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	db.MustExec(`UPDATE app.orders SET status = 'Cancelled' WHERE id = 1; UPDATE app.orders SET status = 'Shipped' WHERE id = 2`)
+	db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '1s', since = now() - interval '1h'`)
+	check()
+	if s := statusOf(t, db, 3); s != "Paid" {
+		t.Fatalf("instance 3 in %s, want retried to Paid", s)
+	}
+	for id, want := range map[string]string{"1": "instance moved to Cancelled by someone else", "2": "reached end state Shipped"} {
+		if a := attemptOf(t, db, "orders", id, "ship"); a.State != AttemptCancelled || a.Attempt != 0 || !strings.Contains(a.Reason, want) {
+			t.Errorf("instance %s: %+v, want cancelled: %s", id, a, want)
+		}
+	}
+}
+
+// TestSampleSQL: the delays a repair batch draws in SQL (sampleSQL) lie
+// within the bounds of Delay for the same retry, and spread over them.
+func TestSampleSQL(t *testing.T) {
+	db := pg.MigratedDB(t)
+	for _, b := range []Backoff{
+		{Kind: BackoffFixed, Base: time.Minute, MaxDelay: time.Hour, Jitter: 0.2},
+		{Kind: BackoffExponential, Base: time.Second, MaxDelay: 10 * time.Second, Jitter: 0.5},
+		{Kind: BackoffRandomizedExponential, Base: 35 * time.Second, MaxDelay: 24 * time.Hour},
+		{Kind: BackoffRandomizedExponential, Base: 35 * time.Second, MaxDelay: 24 * time.Hour, Jitter: 0.3},
+		{Kind: BackoffFibonacci, Base: time.Second, Jitter: 0.1},
+	} {
+		for _, k := range []int{1, 4, 10} {
+			lo, hi, _ := b.interval(k)
+			low, _ := b.Delay(k, func() float64 { return 0 })
+			high, _ := b.Delay(k, func() float64 { return 1 })
+			var got struct {
+				Min float64 `db:"min"`
+				Max float64 `db:"max"`
+			}
+			q := `SELECT min(d), max(d) FROM (SELECT ` + fmt.Sprintf(sampleSQL, "s") + ` AS d
+				FROM (SELECT $1::float8 AS lo, $2::float8 AS hi, $3::float8 AS cap, $4::float8 AS jitter) s, generate_series(1, 2000)) x`
+			if err := db.Get(&got, q, lo/1e6, hi/1e6, b.limit()/1e6, b.Jitter); err != nil {
+				t.Fatal(err)
+			}
+			minMS, maxMS := float64(low)/1e6, float64(high)/1e6
+			if got.Min < minMS-1e-6 || got.Max > maxMS+1e-6 {
+				t.Errorf("%s k=%d: SQL drew [%v, %v] ms, Delay bounds [%v, %v]", b.Kind, k, got.Min, got.Max, minMS, maxMS)
+			}
+			if mid := (minMS + maxMS) / 2; maxMS > minMS && (got.Min > mid || got.Max < mid) {
+				t.Errorf("%s k=%d: SQL drew [%v, %v] ms, not spread over [%v, %v]", b.Kind, k, got.Min, got.Max, minMS, maxMS)
+			}
+		}
+	}
+}
+
+// TestCatalogChecksPatterns: a non_retryable pattern Go accepts but
+// PostgreSQL (which matches it) cannot use is named by CheckCatalog.
+func TestCatalogChecksPatterns(t *testing.T) {
+	_, db, _ := setup(t)
+	wf := reports
+	wf.Tasks = slices.Clone(reports.Tasks)
+	wf.Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone, NonRetryable: []string{`^timeout`, `(?P<code>E\d+)`}}
+	err := CheckCatalog(context.Background(), db, []Workflow{wf})
+	var ce *CatalogError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], "workflows[0].tasks[0].on_interrupt.non_retryable[1]: PostgreSQL cannot match") {
+		t.Fatalf("CheckCatalog: %v", err)
+	}
+	wf.Tasks[0].OnInterrupt.NonRetryable = []string{`^timeout`, `E\d+`}
+	if err := CheckCatalog(context.Background(), db, []Workflow{wf}); err != nil {
+		t.Fatalf("CheckCatalog with patterns both accept: %v", err)
+	}
+}
