@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -113,24 +112,13 @@ func (p Policy) NonRetryableMatch(errText string) string {
 		return ""
 	}
 	for _, pat := range p.NonRetryable {
-		if re := compiled(pat); re != nil && re.MatchString(errText) {
+		// Go's syntax here; the repair statement matches in PostgreSQL
+		// (CheckCatalog makes sure it can).
+		if re, err := regexp.Compile(pat); err == nil && re.MatchString(errText) {
 			return pat
 		}
 	}
 	return ""
-}
-
-// patterns caches compiled non_retryable patterns (a repair batch matches
-// thousands of rows against the same few).
-var patterns sync.Map // string → *regexp.Regexp (nil: does not compile)
-
-func compiled(pat string) *regexp.Regexp {
-	if re, ok := patterns.Load(pat); ok {
-		return re.(*regexp.Regexp)
-	}
-	re, _ := regexp.Compile(pat)
-	patterns.Store(pat, re)
-	return re
 }
 
 // Decide returns what becomes of an instance of task t found interrupted
@@ -248,12 +236,16 @@ func Effects(t Task, c Cause) []string {
 		_, e := effect1(t, c, 0)
 		return []string{e}
 	}
+	// each[k-1]: the action after k-1 retries (the last one: exhausted).
+	each := make([]string, p.MaxAttempts+1)
+	for k := range each {
+		_, each[k] = effect1(t, c, k)
+	}
 	var out []string
 	first := 1
 	for k := 1; k <= p.MaxAttempts+1; k++ {
-		_, e := effect1(t, c, k-1)
-		_, next := effect1(t, c, k)
-		if k <= p.MaxAttempts && strings.Replace(next, fmt.Sprintf("retry %d of", k+1), fmt.Sprintf("retry %d of", k), 1) == e {
+		e := each[k-1]
+		if k <= p.MaxAttempts && strings.Replace(each[k], fmt.Sprintf("retry %d of", k+1), fmt.Sprintf("retry %d of", k), 1) == e {
 			continue // the same as the next one but for its number
 		}
 		if first < k {

@@ -258,3 +258,24 @@ func TestCatalogChecksPatterns(t *testing.T) {
 		t.Fatalf("CheckCatalog with patterns both accept: %v", err)
 	}
 }
+
+// TestEffects: what config check prints for a policy, retry by retry,
+// alike retries collapsed.
+func TestEffects(t *testing.T) {
+	send := orders.Tasks[0]
+	send.OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+		Backoff: Backoff{Kind: BackoffExponential, Base: 30 * time.Second, MaxDelay: time.Hour, Jitter: 0.2}}
+	atomic := reports.Tasks[0]
+	for _, c := range []struct {
+		t    Task
+		want string
+	}{
+		{send, "stays in Shipping, retry 1 of 3 in 30s±6s|stays in Shipping, retry 2 of 3 in 1m0s±12s|stays in Shipping, retry 3 of 3 in 2m0s±24s|→ ShipFailed (exhausted after 3 retries)"},
+		{atomic, "→ Queued, retries 1–10 of 10 at once|→ Failed (exhausted after 10 retries)"},
+		{orders.Tasks[0], "→ ShipFailed"},
+	} {
+		if got := strings.Join(Effects(c.t, CauseInterrupt), "|"); got != c.want {
+			t.Errorf("Effects(%s):\n got %s\nwant %s", c.t.Name, got, c.want)
+		}
+	}
+}
