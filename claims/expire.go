@@ -69,6 +69,15 @@ func (t Table) Unclaimed(alias string) string {
 	return fmt.Sprintf(`NOT EXISTS (SELECT 1 FROM %s c WHERE c.%s = %s.%s)`, n.cl, n.ci, alias, n.id)
 }
 
+// HolderSQL returns an SQL expression over the instance row aliased
+// alias: who claims it ("node n2 until 2026-11-23T10:04:05Z", the claim
+// expired or not), or NULL when no claim row exists.
+func (t Table) HolderSQL(alias string) string {
+	n := t.q()
+	return fmt.Sprintf(`(SELECT 'node ' || c.%s || ' until ' || to_char(c.%s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+		FROM %s c WHERE c.%s = %s.%s LIMIT 1)`, n.cn, n.ce, n.cl, n.ci, alias, n.id)
+}
+
 // UnclaimedAfterExpiry is Unclaimed as it will be once expired claims are
 // deleted: no claim row, or only an expired one (for plans).
 func (t Table) UnclaimedAfterExpiry(alias string) string {

@@ -65,3 +65,28 @@ func (p *Ops) Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowP
 func (p *Ops) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
 	return p.reads().ListRuns(ctx, limit)
 }
+
+// Holds lists open holds (of workflow, when set).
+func (p *Ops) Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error) {
+	return p.reads().Holds(ctx, workflow, limit)
+}
+
+// DecideHolds applies an operator's decision to holds.
+func (p *Ops) DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
+	o, err := p.office()
+	if err != nil {
+		return recovery.HoldResult{}, err
+	}
+	return p.Recovery.DecideHolds(ctx, o, d)
+}
+
+// Retry retries one instance now, by hand. A retry scheduled within one
+// check interval is left to the check.
+func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error) {
+	o, err := p.office()
+	if err != nil {
+		return recovery.RetryResult{}, err
+	}
+	m.Soon = p.Checker.cfg.Interval
+	return p.Recovery.Retry(ctx, o, m)
+}

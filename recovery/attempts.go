@@ -62,6 +62,10 @@ func stepsOf(t Task, c Cause, patterns []string) steps {
 	return st
 }
 
+// maxErrorText: the characters of an instance's error text kept in its
+// attempts row (last_error).
+const maxErrorText = 2000
+
 // batchCounts is what one batch did.
 type batchCounts struct {
 	picked                        int
@@ -88,7 +92,10 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
 	}
 	var patterns []string
-	match := "0"
+	match, errText := "0", "NULL::text"
+	if w.ErrorColumn != "" {
+		errText = fmt.Sprintf("left(b.%s::text, %d)", claims.Ident(w.ErrorColumn), maxErrorText)
+	}
 	if p := t.InterruptPolicy(); w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
 		patterns = p.NonRetryable
 		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest($19::text[]) WITH ORDINALITY AS u(p, i)
@@ -119,7 +126,7 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 		), pick AS MATERIALIZED (
 			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS prev, coalesce(a.nodes, '{}') AS nodes,
-				%[6]s AS node, %[7]s AS match
+				%[6]s AS node, %[7]s AS match, %[16]s AS err
 			FROM %[1]s AS b LEFT JOIN LATERAL (
 				-- LIMIT 1 keeps this a probe of the primary key per row,
 				-- whatever the planner thinks of the table's size.
@@ -133,7 +140,7 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 				        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN %[13]s || array_to_string(y.nodes, ', ')
 				        ELSE '' END AS full_reason
 			FROM (
-				SELECT p.tid, p.id::text AS sid, p.att, p.prev, p.node, s.kind, s.to_state,
+				SELECT p.tid, p.id::text AS sid, p.att, p.prev, p.node, p.err, s.kind, s.to_state,
 					CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 					coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 					coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
@@ -147,23 +154,23 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 			UPDATE %[1]s AS t SET %[3]s = r.to_state FROM d AS r
 			WHERE t.ctid = r.tid AND r.to_state <> ''
 			  AND t.%[3]s = $3 AND %[4]s
-			RETURNING r.sid, r.att, r.prev, r.node, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			RETURNING r.sid, r.att, r.prev, r.node, r.err, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
 		), kept AS (
-			SELECT r.sid, r.att, r.prev, r.node, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			SELECT r.sid, r.att, r.prev, r.node, r.err, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
 			FROM %[1]s AS t JOIN d AS r ON t.ctid = r.tid
 			WHERE r.to_state = '' AND t.%[3]s = $3 AND %[4]s
 			FOR NO KEY UPDATE OF t
 		), done AS MATERIALIZED (
-			SELECT sid, att, prev, node, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+			SELECT sid, att, prev, node, err, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
 			UNION ALL
-			SELECT sid, att, prev, node, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+			SELECT sid, att, prev, node, err, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
 		), ins AS (
 			INSERT INTO %[10]s (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
-				last_node, nodes, last_reason)
+				last_node, nodes, last_reason, last_error)
 			SELECT $1, x.sid, $2, x.made, x.state, 'interrupt', $3,
 				CASE WHEN x.kind = 'retry' THEN now() END,
 				CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-				x.node, x.nodes, x.reason
+				x.node, x.nodes, x.reason, x.err
 			FROM done x WHERE x.state <> '' AND x.att IS NULL
 			RETURNING 1
 		), upd AS (
@@ -172,7 +179,7 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 			UPDATE %[10]s AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $3, since = now(),
 				last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 				next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason
+				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err
 			FROM done x
 			WHERE a.ctid = x.att
 			  AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')
@@ -188,7 +195,7 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 			(SELECT count(*) FROM pick), coalesce((SELECT max(p.id)::text FROM pick p), '')
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
-		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs)
+		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText)
 	args := []any{w.Name, t.Name, t.Interim, r.cfg.BatchSize, cursor, run,
 		pq.BoolArray(sp.known), pq.Int64Array(sp.prev), pq.Int64Array(sp.match), pq.StringArray(sp.kind), pq.StringArray(sp.to),
 		pq.StringArray(sp.state), pq.StringArray(sp.reason), pq.Float64Array(sp.lo), pq.Float64Array(sp.hi),
@@ -290,45 +297,101 @@ func (r *Repairer) Due(ctx context.Context, o *leader.Office, run int64) (DueRes
 // dueGroup applies due retries of one workflow and task whose instances
 // were left in state left.
 func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname, tname, left string, c Cause, rows []dueRow) (moved, cancelled int64, err error) {
-	wi := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == wname })
-	w := r.cfg.Workflows[wi]
-	t := w.Tasks[slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == tname })]
+	w, t := r.task(wname, tname)
+	ids := make([]string, len(rows))
+	for i, d := range rows {
+		ids[i] = d.Instance
+	}
+	m := parkedMove{w: w, t: t, left: left, parked: AttemptWaiting, to: t.Begin, done: AttemptRetried,
+		kind: audit.KindRetried, cancelKind: audit.KindRetryCancelled, cancelled: "retry cancelled", run: run,
+		reason: fmt.Sprintf("format('%s: retry %%s of %%s', d.attempt + 1, %d)", what(c), t.Policy(c).MaxAttempts)}
+	return r.moveParked(ctx, tx, m, ids)
+}
+
+// task returns the configured workflow and task of the given names.
+func (r *Repairer) task(wname, tname string) (Workflow, Task) {
+	w := r.cfg.Workflows[slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == wname })]
+	return w, w.Tasks[slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == tname })]
+}
+
+// parkedMove says how moveParked moves instances parked by a policy
+// (attempts rows in state parked, the instances left in state left): a
+// due retry (waiting → begin, counted as the policy's next retry) or an
+// operator's decision on a hold (held → begin, counted as a manual retry,
+// or held → failed).
+type parkedMove struct {
+	w    Workflow
+	t    Task
+	left string
+	// parked: the attempts rows' state (waiting or held); to: where a
+	// moved instance goes; done: the rows' state once it moved.
+	parked, to, done string
+	// manual: an operator's retry, counted in manual (not attempt).
+	manual bool
+	// kind of a move's event, cancelKind of a cancellation's; cancelled
+	// begins a cancellation's reason ("retry cancelled").
+	kind, cancelKind, cancelled string
+	// reason: SQL text of a move's reason, over d.attempt (the retries
+	// made before).
+	reason string
+	// run counting the moves (0: none), actor and term of the events of
+	// an operator's decision (empty and 0 for a run's).
+	run   int64
+	actor string
+	term  int64
+}
+
+// moveParked applies m to the parked instances ids (whose attempts rows
+// the caller locked), in one statement: it moves each instance only if it
+// is still exactly where it was left and unclaimed, else cancels its row
+// with the reason (gone, reached an end state, moved by someone else,
+// claimed); it updates the attempts rows guarded by their state and
+// count, writes one event each and counts the moves in the run.
+func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, ids []string) (moved, cancelled int64, err error) {
+	w, t := m.w, m.t
 	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, claimed := "TRUE", "false"
 	if w.Claims != nil {
 		pred, claimed = w.Claims.Unclaimed("t"), "NOT "+w.Claims.Unclaimed("t")
 	}
-	ids := make([]string, len(rows))
-	attempts := make([]int64, len(rows))
-	for i, d := range rows {
-		ids[i], attempts[i] = d.Instance, int64(d.Attempt)
+	attempt, manual, evAttempt := "x.attempt + 1", "a.manual", "x.attempt + 1"
+	switch {
+	case m.manual:
+		attempt, manual, evAttempt = "x.attempt", "a.manual + 1", "x.attempt"
+	case m.to != t.Begin:
+		attempt, evAttempt = "x.attempt", "x.attempt"
 	}
 	ev := r.cfg.Events.InsertSelect(audit.Columns{
-		Kind:  fmt.Sprintf("CASE WHEN x.ok THEN %s ELSE %s END", pq.QuoteLiteral(audit.KindRetried), pq.QuoteLiteral(audit.KindRetryCancelled)),
-		RunID: "$9", Workflow: "$4", Instance: "x.id", Task: "$5", FromState: "$6", ToState: "CASE WHEN x.ok THEN $7 END",
-		Attempt: "x.attempt + 1", Reason: "x.reason"}, "res x")
+		Kind:  "CASE WHEN x.ok THEN $10 ELSE $11 END",
+		Actor: "nullif($12::text, '')", Term: "nullif($13::bigint, 0)",
+		RunID: "nullif($9::bigint, 0)", Workflow: "$3", Instance: "x.id", Task: "$4", FromState: "$5",
+		ToState: "CASE WHEN x.ok THEN $6 END",
+		Attempt: "CASE WHEN x.ok THEN " + evAttempt + " ELSE x.attempt END", Reason: "x.reason"}, "res x")
 	q := fmt.Sprintf(`WITH due AS MATERIALIZED (
-			SELECT * FROM unnest($1::text[], $2::int[]) AS d(id, attempt)
+			SELECT a.instance AS id, a.attempt FROM %[6]s AS a
+			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = ANY ($1::text[]) AND a.state = $7
 		), cur AS MATERIALIZED (
-			SELECT t.%[2]s::text AS id, t.%[3]s::text AS st, %[5]s AS claimed FROM %[1]s AS t WHERE t.%[2]s = ANY ($3)
+			SELECT t.%[2]s::text AS id, t.%[3]s::text AS st, %[5]s AS claimed FROM %[1]s AS t WHERE t.%[2]s = ANY ($2)
 		), moved AS (
-			UPDATE %[1]s AS t SET %[3]s = $7 WHERE t.%[2]s = ANY ($3) AND t.%[3]s = $6 AND %[4]s
+			UPDATE %[1]s AS t SET %[3]s = $6 WHERE t.%[2]s = ANY ($2) AND t.%[3]s = $5 AND %[4]s
+			  AND t.%[2]s::text IN (SELECT id FROM due)
 			RETURNING t.%[2]s::text AS id
 		), res AS MATERIALIZED (
 			SELECT d.id, d.attempt, m.id IS NOT NULL AS ok,
-				CASE WHEN m.id IS NOT NULL THEN format('%[9]s: retry %%s of %%s', d.attempt + 1, $8::int)
-				     WHEN c.id IS NULL THEN 'retry cancelled: the instance no longer exists'
-				     WHEN c.st = ANY ($10::text[]) THEN format('retry cancelled: the instance reached end state %%s', c.st)
-				     WHEN c.st <> $6 THEN format('retry cancelled: instance moved to %%s by someone else', c.st)
-				     ELSE 'retry cancelled: the instance was claimed by someone else' END AS reason
+				CASE WHEN m.id IS NOT NULL THEN %[9]s
+				     WHEN c.id IS NULL THEN $14 || ': the instance no longer exists'
+				     WHEN c.st = ANY ($15::text[]) THEN format('%%s: the instance reached end state %%s', $14, c.st)
+				     WHEN c.st <> $5 THEN format('%%s: instance moved to %%s by someone else', $14, c.st)
+				     ELSE $14 || ': the instance was claimed by someone else' END AS reason
 			FROM due d LEFT JOIN moved m USING (id) LEFT JOIN cur c USING (id)
 		), att AS (
-			UPDATE %[6]s AS a SET state = CASE WHEN x.ok THEN 'retried' ELSE 'cancelled' END,
-				attempt = CASE WHEN x.ok THEN x.attempt + 1 ELSE a.attempt END,
-				last_attempt_at = CASE WHEN x.ok THEN now() ELSE a.last_attempt_at END,
+			UPDATE %[6]s AS a SET state = CASE WHEN x.ok THEN $8 ELSE 'cancelled' END,
+				attempt = CASE WHEN x.ok THEN %[10]s ELSE a.attempt END,
+				manual = CASE WHEN x.ok THEN %[11]s ELSE a.manual END,
+				last_attempt_at = CASE WHEN x.ok AND $6 = $16 THEN now() ELSE a.last_attempt_at END,
 				next_attempt_at = NULL, since = now(), last_reason = x.reason
 			FROM res x
-			WHERE a.workflow = $4 AND a.task = $5 AND a.instance = x.id AND a.state = 'waiting' AND a.attempt = x.attempt
+			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = x.id AND a.state = $7 AND a.attempt = x.attempt
 			RETURNING 1
 		), ev AS (
 			%[7]s
@@ -336,15 +399,15 @@ func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname
 			UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $9
 		)
 		SELECT count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok), (SELECT count(*) FROM att) FROM res`,
-		ti, id, st, pred, claimed, r.attempts, ev, r.runs, what(c))
+		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual)
 	var wrote int64
-	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(attempts), pq.Array(ids), wname, tname, left, t.Begin,
-		t.Policy(c).MaxAttempts, run, pq.Array(t.Ends)).Scan(&moved, &cancelled, &wrote)
+	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(ids), w.Name, t.Name, m.left, m.to, m.parked, m.done,
+		m.run, m.kind, m.cancelKind, m.actor, m.term, m.cancelled, pq.Array(t.Ends), t.Begin).Scan(&moved, &cancelled, &wrote)
 	if err != nil {
-		return 0, 0, fmt.Errorf("retry %s.%s: %w", wname, tname, err)
+		return 0, 0, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
 	}
 	if wrote != moved+cancelled {
-		return 0, 0, fmt.Errorf("retry %s.%s: %w: %d attempts rows changed", wname, tname, ErrConflict, moved+cancelled-wrote)
+		return 0, 0, fmt.Errorf("%s.%s: %w: %d attempts rows changed", w.Name, t.Name, ErrConflict, moved+cancelled-wrote)
 	}
 	return moved, cancelled, nil
 }

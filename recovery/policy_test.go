@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -45,9 +46,18 @@ func statusOf(t *testing.T, db *sqlx.DB, id int) string {
 	return s
 }
 
+// policyFixture is a repairer whose orders.ship task has a policy.
+type policyFixture struct {
+	r  *Repairer
+	db *sqlx.DB
+	o  *leader.Office
+	// check runs a recovery run and the due retries.
+	check func() Result
+}
+
 // policySetup: one unclaimed interrupted order (id 1) whose ship task has
 // policy p; the other orders are shipped.
-func policySetup(t *testing.T, p Policy) (*Repairer, *sqlx.DB, func() Result) {
+func policySetup(t *testing.T, p Policy) policyFixture {
 	t.Helper()
 	r, db, o := setup(t)
 	db.MustExec(`DELETE FROM app.orders_claim; UPDATE app.orders SET status = 'Shipped' WHERE id > 1;
@@ -66,7 +76,7 @@ func policySetup(t *testing.T, p Policy) (*Repairer, *sqlx.DB, func() Result) {
 		}
 		return res
 	}
-	return r, db, check
+	return policyFixture{r, db, o, check}
 }
 
 // TestRetryWithDelaysThenExhausted: an interrupted non-atomic instance
@@ -75,8 +85,9 @@ func policySetup(t *testing.T, p Policy) (*Repairer, *sqlx.DB, func() Result) {
 // begin three times, and is then failed for good as exhausted. No pass
 // treats a waiting instance as a fresh interruption.
 func TestRetryWithDelaysThenExhausted(t *testing.T) {
-	_, db, check := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
 		Backoff: Backoff{Kind: BackoffExponential, Base: 100 * time.Millisecond, MaxDelay: time.Hour}})
+	db, check := f.db, f.check
 	for k := 1; k <= 3; k++ {
 		res := check()
 		if res.Tasks[0].Scheduled != 1 {
@@ -127,7 +138,8 @@ func TestRetryWithDelaysThenExhausted(t *testing.T) {
 // interrupted instance back at once, and after DefaultAtomicMaxAttempts
 // interruptions fails it, naming every node it was interrupted on.
 func TestAtomicPoisonInstance(t *testing.T) {
-	r, db, check := policySetup(t, Policy{})
+	f := policySetup(t, Policy{})
+	r, db, check := f.r, f.db, f.check
 	r.cfg.Workflows[0].Tasks[0].AtomicInternal = true
 	nodes := []string{"n1", "n2", "n3"}
 	for k := 1; k <= DefaultAtomicMaxAttempts+1; k++ {
@@ -157,7 +169,8 @@ func TestAtomicPoisonInstance(t *testing.T) {
 // TestHoldWaitsForOperator: a held instance stays where it was left, is
 // not a fresh interruption to later passes.
 func TestHoldWaitsForOperator(t *testing.T) {
-	_, db, check := policySetup(t, Policy{Strategy: StrategyHold})
+	f := policySetup(t, Policy{Strategy: StrategyHold})
+	db, check := f.db, f.check
 	if res := check(); res.Tasks[0].Held != 1 {
 		t.Fatalf("first pass: %+v", res.Tasks[0])
 	}
@@ -172,8 +185,9 @@ func TestHoldWaitsForOperator(t *testing.T) {
 // TestNonRetryableFailsAtOnce: an error text matching non_retryable fails
 // the instance whatever the strategy.
 func TestNonRetryableFailsAtOnce(t *testing.T) {
-	_, db, check := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 5,
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 5,
 		Backoff: Backoff{Kind: BackoffFixed}, NonRetryable: []string{`^card declined`}})
+	db, check := f.db, f.check
 	db.MustExec(`UPDATE app.orders SET last_error = 'card declined: insufficient funds' WHERE id = 1`)
 	if res := check(); res.Tasks[0].Failed != 1 || statusOf(t, db, 1) != "ShipFailed" {
 		t.Fatalf("non-retryable: %+v in %s", res.Tasks[0], statusOf(t, db, 1))
@@ -187,8 +201,9 @@ func TestNonRetryableFailsAtOnce(t *testing.T) {
 // meanwhile is cancelled with an event naming where it went; one that
 // reached an end state says so.
 func TestMovedRetryIsCancelled(t *testing.T) {
-	_, db, check := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
 		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	db, check := f.db, f.check
 	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (2, 3)`)
 	if res := check(); res.Tasks[0].Scheduled != 3 {
 		t.Fatalf("%+v", res.Tasks[0])

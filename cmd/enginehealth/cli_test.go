@@ -35,6 +35,7 @@ func fakeDaemon(t *testing.T) string {
 		Node: &e, FromState: &e, ToState: &e, Reason: e}}))
 	mux.HandleFunc("GET /v1/nodes", answer([]nodes.Node{{Name: e, Status: e, Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
 	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: e, Trigger: e, Master: e, Status: e, Error: e}}))
+	mux.HandleFunc("GET /v1/holds", answer([]recovery.Hold{{Workflow: e, Instance: e, Task: e, State: e, LastNode: &e, LastError: &e}}))
 	mux.HandleFunc("GET /v1/nodes/{name}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
@@ -57,7 +58,7 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 // output stays JSON.
 func TestTablesEscapeControlCharacters(t *testing.T) {
 	addr := fakeDaemon(t)
-	for _, cmd := range []string{"events", "nodes", "runs"} {
+	for _, cmd := range []string{"events", "nodes", "runs", "holds"} {
 		out, errOut, code := runCLI(t, cmd, "--api", addr)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", cmd, code, errOut)

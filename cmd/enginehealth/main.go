@@ -3,7 +3,8 @@
 // daemon's HTTP API.
 //
 // Exit codes: 0 success; 1 failure; 2 invalid configuration or usage;
-// 3 no daemon reachable.
+// 3 no daemon reachable; 4 refused by the daemon (409: the instance's
+// state does not allow it now).
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,6 +32,7 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitUnreachable = 3
+	exitRefused     = 4
 )
 
 func main() {
@@ -57,7 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var cerr *configs.Error
 	var uerr usageError
+	var serr *api.StatusError
 	switch {
+	case errors.As(err, &serr) && serr.Code == http.StatusConflict:
+		return exitRefused
 	case errors.As(err, &cerr), errors.As(err, &uerr):
 		return exitUsage
 	case errors.Is(err, api.ErrUnreachable):
@@ -95,6 +101,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newRecoverCmd(),
 		newRunsCmd(),
 		newEventsCmd(),
+		newHoldsCmd(),
+		newRetryCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -185,3 +185,29 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health
 	return h, c.get(ctx, "/healthz", &h)
 }
+
+// Holds lists open holds (of workflow, when set).
+func (c *Client) Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error) {
+	var hs []recovery.Hold
+	q := url.Values{}
+	if workflow != "" {
+		q.Set("workflow", workflow)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return hs, c.get(ctx, "/v1/holds?"+q.Encode(), &hs)
+}
+
+// DecideHolds applies a decision (recovery.DecideRetry or DecideFail) to
+// holds, on the master.
+func (c *Client) DecideHolds(ctx context.Context, action string, req HoldsRequest) (recovery.HoldResult, error) {
+	var res recovery.HoldResult
+	return res, c.do(ctx, http.MethodPost, "/v1/holds/"+url.PathEscape(action), req, &res)
+}
+
+// Retry retries one instance now, by hand, on the master.
+func (c *Client) Retry(ctx context.Context, req RetryRequest) (recovery.RetryResult, error) {
+	var res recovery.RetryResult
+	return res, c.do(ctx, http.MethodPost, "/v1/retry", req, &res)
+}

@@ -101,6 +101,18 @@ func (s *store) Runs(context.Context, int) ([]recovery.RunRow, error) {
 	return nil, s.call("runs")
 }
 
+func (s *store) Holds(_ context.Context, wf string, _ int) ([]recovery.Hold, error) {
+	return nil, s.call("holds", wf)
+}
+
+func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
+	return recovery.HoldResult{}, s.call("holds "+d.Action, d.Workflow, d.Reason)
+}
+
+func (s *store) Retry(_ context.Context, m recovery.ManualRetry) (recovery.RetryResult, error) {
+	return recovery.RetryResult{}, s.call("retry", m.Workflow, m.Instance, m.Task, m.Reason)
+}
+
 // logBuffer collects JSON log lines.
 type logBuffer struct {
 	mu sync.Mutex
@@ -172,6 +184,19 @@ func TestHostileInput(t *testing.T) {
 		{"recovery: dry_run not a bool", "POST", "/v1/recovery", json, `{"dry_run":1}`, 400, "body.dry_run: want true or false"},
 		{"recovery: unknown field", "POST", "/v1/recovery", json, `{"dry_run":true,"force":1}`, 400, `body: unknown field "force"`},
 		{"recovery: trailing data", "POST", "/v1/recovery", json, `{"dry_run":true}]`, 400, "body: unexpected data after the JSON value"},
+		{"holds: NUL in ?workflow=", "GET", "/v1/holds?workflow=a%00", "", "", 400, "query parameter workflow"},
+		{"holds: limit above the cap", "GET", "/v1/holds?limit=99999", "", "", 400, "query parameter limit"},
+		{"holds retry: neither instances nor all", "POST", "/v1/holds/retry", json, `{"reason":"x"}`, 400, "body: give instances"},
+		{"holds retry: both", "POST", "/v1/holds/retry", json, `{"all":true,"instances":[{"workflow":"w","instance":"1"}]}`, 400, "not both"},
+		{"holds retry: empty instance", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","instance":""}]}`, 400, "body.instances[0].instance: empty"},
+		{"holds retry: unknown field in an instance", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","id":"1"}]}`, 400, `unknown field "id"`},
+		{"holds fail: escape in workflow", "POST", "/v1/holds/fail", json, `{"all":true,"workflow":"\u001b[2J"}`, 400, "body.workflow"},
+		{"holds fail: workflow without all", "POST", "/v1/holds/fail", json, `{"workflow":"w","instances":[{"workflow":"w","instance":"1"}]}`, 400, "only with all"},
+		{"holds fail: instances not an array", "POST", "/v1/holds/fail", json, `{"instances":"w/1"}`, 400, "body.instances: want an array"},
+		{"retry: no instance", "POST", "/v1/retry", json, `{"workflow":"w"}`, 400, "body.instance: empty"},
+		{"retry: NUL in instance", "POST", "/v1/retry", json, `{"workflow":"w","instance":"1\u0000"}`, 400, "body.instance"},
+		{"retry: instance too long", "POST", "/v1/retry", json, `{"workflow":"w","instance":"` + strings.Repeat("1", 201) + `"}`, 400, "body.instance"},
+		{"retry: newline in reason", "POST", "/v1/retry", json, `{"workflow":"w","instance":"1","reason":"a\nb"}`, 400, "body.reason"},
 		{"trailing slash: canonical, no such route", "GET", "/v1/nodes/", "", "", 404, "no such endpoint"},
 		{"dot-dot segment", "GET", "/v1/nodes/..", "", "", 400, "path: not in canonical form"},
 		{"empty segment", "GET", "//v1/nodes", "", "", 400, "path: not in canonical form"},

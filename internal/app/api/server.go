@@ -62,6 +62,9 @@ type MasterOps interface {
 	Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error)
 	Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error)
 	Runs(ctx context.Context, limit int) ([]recovery.RunRow, error)
+	Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error)
+	DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error)
+	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
 }
 
 // RecoveryRequest is the body of POST /v1/recovery.
@@ -146,6 +149,10 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/nodes/{name}/ack", h.mutation(h.limited(h.ackNode)))
 	mux.HandleFunc("POST /v1/check", h.mutation(h.check))
 	mux.HandleFunc("POST /v1/recovery", h.mutation(h.recovery))
+	mux.HandleFunc("POST /v1/holds/retry", h.mutation(h.decideHolds(recovery.DecideRetry)))
+	mux.HandleFunc("POST /v1/holds/fail", h.mutation(h.decideHolds(recovery.DecideFail)))
+	mux.HandleFunc("POST /v1/retry", h.mutation(h.retry))
+	mux.HandleFunc("GET /v1/holds", h.limited(h.listHolds))
 	mux.HandleFunc("GET /v1/runs", h.limited(h.runs))
 	mux.HandleFunc("GET /v1/events", h.limited(h.events))
 	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))

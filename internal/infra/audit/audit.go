@@ -30,6 +30,7 @@ const (
 	KindRetried        = "instance_retried"
 	KindRetryCancelled = "retry_cancelled"
 	KindHoldDecided    = "hold_decided"
+	KindManualRetry    = "manual_retry"
 )
 
 // Event is one row of the events table. Optional fields are pointers or

@@ -16,13 +16,15 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// TestManualRecoveryThroughNonMaster: the operator's check and recover,
-// sent to a node that is not the master, reach the master; a dry run
-// changes nothing; a bad scope is a 400.
+// TestManualRecoveryThroughNonMaster: the operator's check, recover,
+// holds decisions and retries, sent to a node that is not the master,
+// reach the master; a dry run changes nothing; a bad scope is a 400; a
+// refused retry exits 4.
 func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	base := c.config("NAME", demoengine.WorkflowsYAML(time.Minute))
+	base = replaceOnce(t, base, "failed: ShipFailed\n", "failed: ShipFailed\n        on_interrupt: {strategy: hold}\n")
 	base = replaceOnce(t, base, "health:\n", "health:\n  schedule: \"@every 1h\"\n")
 	base = replaceOnce(t, base, "api:\n  listen: 127.0.0.1:0\n", "api:\n  listen: 127.0.0.1:0\n  token_env: EH_TOKEN\n")
 	seedCfg := filepath.Join(c.dir, "seed.yaml")
@@ -128,5 +130,68 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	}
 	if repaired != 6 {
 		t.Fatalf("%d repair events listed, want 6", repaired)
+	}
+
+	holdsAndRetry(t, c, addr, tok)
+}
+
+// holdsAndRetry: two shipments interrupted under a hold policy are
+// listed, one released by holds retry and one failed by holds fail
+// --all, then retried by hand; a repeated retry is refused.
+func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
+	status := func(id int) string {
+		var s string
+		if err := c.db.Get(&s, `SELECT status FROM demo.orders WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	c.db.MustExec(`UPDATE demo.orders SET status = 'Shipping', last_error = 'carrier timeout' WHERE id IN (7, 8)`)
+	if out, errOut, code := cli(t, tok, "check", "--api", addr); code != 0 {
+		t.Fatalf("check: exit %d: %s%s", code, out, errOut)
+	}
+	out, errOut, code := cli(t, nil, "holds", "-o", "json", "--api", addr)
+	var hs []recovery.Hold
+	if err := json.Unmarshal([]byte(out), &hs); code != 0 || err != nil || len(hs) != 2 || hs[0].State != "Shipping" ||
+		hs[0].LastError == nil || *hs[0].LastError != "carrier timeout" {
+		t.Fatalf("holds: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	out, _, _ = cli(t, nil, "holds", "--api", addr)
+	if !strings.Contains(out, "LAST ERROR") || !strings.Contains(out, "carrier timeout") {
+		t.Fatalf("holds table:\n%s", out)
+	}
+	if _, errOut, code := cli(t, nil, "holds", "retry", "orders/7", "--api", addr); code != 1 || !strings.Contains(errOut, "401") {
+		t.Fatalf("holds retry without a token: exit %d: %s", code, errOut)
+	}
+	out, errOut, code = cli(t, tok, "holds", "retry", "orders/7", "orders/99", "--reason", "carrier back", "--api", addr)
+	if code != 0 || !strings.Contains(out, "1 held instance sent back to begin") || !strings.Contains(out, "not held   orders/99") {
+		t.Fatalf("holds retry: exit %d: %s%s", code, out, errOut)
+	}
+	if s := status(7); s != "Reserved" {
+		t.Fatalf("released order in %s, want Reserved", s)
+	}
+	out, errOut, code = cli(t, tok, "holds", "fail", "--all", "--workflow", "orders", "--api", addr)
+	if code != 0 || !strings.Contains(out, "1 held instance failed") || status(8) != "ShipFailed" {
+		t.Fatalf("holds fail --all: exit %d: %s%s (order 8 in %s)", code, out, errOut, status(8))
+	}
+	out, errOut, code = cli(t, tok, "retry", "orders", "8", "--reason", "customer called", "--api", addr)
+	if code != 0 || !strings.Contains(out, "orders/8: ShipFailed -> Reserved (task ship), manual retry 1") || status(8) != "Reserved" {
+		t.Fatalf("retry: exit %d: %s%s", code, out, errOut)
+	}
+	if _, errOut, code = cli(t, tok, "retry", "orders", "8", "--api", addr); code != 4 || !strings.Contains(errOut, "409") ||
+		!strings.Contains(errOut, "is in Reserved") {
+		t.Fatalf("repeated retry: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code = cli(t, tok, "retry", "orders", "x'; drop table demo.orders; --", "--api", addr); code != 1 ||
+		!strings.Contains(errOut, "404") {
+		t.Fatalf("retry of a hostile id: exit %d: %s", code, errOut)
+	}
+	var kinds []string
+	if err := c.db.Select(&kinds, `SELECT kind || ':' || actor FROM enginehealth.event_log
+		WHERE workflow = 'orders' AND instance IN ('7', '8') AND kind IN ('hold_decided', 'manual_retry') ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) != 3 || !strings.HasPrefix(kinds[0], "hold_decided:") || !strings.HasSuffix(kinds[2], "(operator)") {
+		t.Fatalf("operator events: %q", kinds)
 	}
 }

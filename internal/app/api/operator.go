@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// Operators' decisions on instances: GET /v1/holds, POST /v1/holds/retry,
+// POST /v1/holds/fail and POST /v1/retry. Decisions need the token and
+// run on the master (forwarded to it from any node).
+
+// HoldsRequest is the body of POST /v1/holds/retry and /v1/holds/fail:
+// the named instances, or all open holds (of workflow, when set).
+type HoldsRequest struct {
+	Instances []recovery.Ref `json:"instances"`
+	All       bool           `json:"all"`
+	Workflow  string         `json:"workflow"`
+	Reason    string         `json:"reason"`
+}
+
+// RetryRequest is the body of POST /v1/retry.
+type RetryRequest struct {
+	Workflow string `json:"workflow"`
+	Instance string `json:"instance"`
+	// Task, when set, names the task (needed only when the instance's
+	// state is the failed state of several tasks).
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
+}
+
+// maxName bounds workflow, task and instance names in requests.
+const maxName = 200
+
+// maxRefs bounds the instances one decision names.
+const maxRefs = 1000
+
+// nameProblem says why a workflow, task or instance name is not
+// acceptable ("" when it is): non-empty (unless optional) text.
+func nameProblem(s string, optional bool) string {
+	if s == "" {
+		if optional {
+			return ""
+		}
+		return "empty"
+	}
+	return textProblem(s, maxName)
+}
+
+func (h *handler) listHolds(w http.ResponseWriter, r *http.Request) {
+	limit, ok := intParam(w, r, "limit", recovery.DefaultHoldsLimit)
+	if !ok {
+		return
+	}
+	wf, _ := queryValue(r, "workflow")
+	if p := nameProblem(wf, true); p != "" {
+		writeProblem(w, http.StatusBadRequest, "query parameter workflow: "+p, "got "+quoteShort(wf))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	hs, err := h.cfg.Ops.Holds(ctx, wf, limit)
+	switch {
+	case errors.Is(err, recovery.ErrScope):
+		writeError(w, http.StatusNotFound, afterSentinel(err, recovery.ErrScope))
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, hs)
+	}
+}
+
+// decideHolds serves POST /v1/holds/{action}.
+func (h *handler) decideHolds(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req HoldsRequest
+		body, ok := decodeBody(w, r, &req)
+		if !ok {
+			return
+		}
+		if p := h.holdsProblem(req); p != "" {
+			writeError(w, http.StatusBadRequest, p)
+			return
+		}
+		h.extendDeadlines(w)
+		d := recovery.HoldDecision{Action: action, Instances: req.Instances, All: req.All, Workflow: req.Workflow,
+			Actor: h.cfg.Self + " (operator)", Reason: req.Reason}
+		if d.Reason == "" {
+			d.Reason = "decided by an operator"
+		}
+		res, err := h.cfg.Ops.DecideHolds(context.WithoutCancel(r.Context()), d)
+		switch {
+		case errors.Is(err, health.ErrNotMaster):
+			h.forward(w, r, body)
+		case errors.Is(err, recovery.ErrScope):
+			writeError(w, http.StatusBadRequest, afterSentinel(err, recovery.ErrScope))
+		case errors.Is(err, recovery.ErrConflict):
+			writeProblem(w, http.StatusConflict, "holds changed while the decision ran: nothing of its last batch was applied", "retry the request")
+		case err != nil:
+			h.internal(w, r, err)
+		default:
+			h.reqLog(r).InfoContext(r.Context(), "holds decided by an operator", "action", action, "decided", res.Decided,
+				"cancelled", len(res.Cancelled), "not_held", len(res.NotHeld), "reason", d.Reason)
+			writeJSON(w, http.StatusOK, res)
+		}
+	}
+}
+
+func (h *handler) holdsProblem(req HoldsRequest) string {
+	switch {
+	case req.All && len(req.Instances) > 0:
+		return "body: give instances or all, not both"
+	case !req.All && len(req.Instances) == 0:
+		return "body: give instances (a list of {workflow, instance}) or all: true"
+	case len(req.Instances) > maxRefs:
+		return fmt.Sprintf("body.instances: %d instances, more than %d", len(req.Instances), maxRefs)
+	case req.Workflow != "" && !req.All:
+		return "body.workflow: only with all: true (instances name their workflow)"
+	}
+	if p := nameProblem(req.Workflow, true); p != "" {
+		return "body.workflow: " + p
+	}
+	if p := textProblem(req.Reason, maxReason); p != "" {
+		return "body.reason: " + p
+	}
+	for i, ref := range req.Instances {
+		if p := nameProblem(ref.Workflow, false); p != "" {
+			return fmt.Sprintf("body.instances[%d].workflow: %s", i, p)
+		}
+		if p := nameProblem(ref.Instance, false); p != "" {
+			return fmt.Sprintf("body.instances[%d].instance: %s", i, p)
+		}
+	}
+	return ""
+}
+
+func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
+	var req RetryRequest
+	body, ok := decodeBody(w, r, &req)
+	if !ok {
+		return
+	}
+	for _, f := range []struct {
+		name, v  string
+		optional bool
+	}{{"workflow", req.Workflow, false}, {"instance", req.Instance, false}, {"task", req.Task, true}} {
+		if p := nameProblem(f.v, f.optional); p != "" {
+			writeError(w, http.StatusBadRequest, "body."+f.name+": "+p)
+			return
+		}
+	}
+	if p := textProblem(req.Reason, maxReason); p != "" {
+		writeError(w, http.StatusBadRequest, "body.reason: "+p)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.Timeout)
+	defer cancel()
+	res, err := h.cfg.Ops.Retry(ctx, recovery.ManualRetry{Ref: recovery.Ref{Workflow: req.Workflow, Instance: req.Instance},
+		Task: req.Task, Actor: h.cfg.Self + " (operator)", Reason: req.Reason})
+	switch {
+	case errors.Is(err, health.ErrNotMaster):
+		h.forward(w, r, body)
+	case errors.Is(err, recovery.ErrScope):
+		writeError(w, http.StatusBadRequest, afterSentinel(err, recovery.ErrScope))
+	case errors.Is(err, recovery.ErrNoInstance):
+		writeError(w, http.StatusNotFound, afterSentinel(err, recovery.ErrNoInstance))
+	case errors.Is(err, recovery.ErrRefused):
+		writeProblem(w, http.StatusConflict, "retry refused", afterSentinel(err, recovery.ErrRefused))
+	case errors.Is(err, recovery.ErrConflict):
+		writeProblem(w, http.StatusConflict, "the instance changed while the retry ran: nothing was written", "retry the request")
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		h.reqLog(r).InfoContext(ctx, "instance retried by an operator", "workflow", res.Workflow, "instance", res.Instance,
+			"task", res.Task, "from", res.From, "manual", res.Manual, "reason", req.Reason)
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// afterSentinel returns err's text after sentinel's ("...: refused: the
+// instance is claimed" → "the instance is claimed"): the part meant for
+// the client.
+func afterSentinel(err, sentinel error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, sentinel.Error()+": "); i >= 0 {
+		return s[i+len(sentinel.Error())+2:]
+	}
+	return s
+}

@@ -1,0 +1,438 @@
+package recovery
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Operators' decisions: holds released or failed, manual retries. Each
+// runs in fenced transactions of the master, guarded by the attempts row
+// it read, with one event per instance naming the operator.
+
+// ErrRefused: the instance's state does not allow the operator's request
+// now; the error says why.
+var ErrRefused = errors.New("refused")
+
+// ErrNoInstance: the workflow has no instance with that id.
+var ErrNoInstance = errors.New("no such instance")
+
+// Decisions on a hold.
+const (
+	DecideRetry = "retry"
+	DecideFail  = "fail"
+)
+
+// Ref names an instance.
+type Ref struct {
+	Workflow string `json:"workflow"`
+	Instance string `json:"instance"`
+}
+
+func (r Ref) String() string { return r.Workflow + "/" + r.Instance }
+
+// Hold is an instance held for an operator's decision.
+type Hold struct {
+	Workflow string `db:"workflow" json:"workflow"`
+	Instance string `db:"instance" json:"instance"`
+	Task     string `db:"task" json:"task"`
+	// State the instance waits in (interim, or failed).
+	State string    `db:"left_in" json:"state"`
+	Cause Cause     `db:"cause" json:"cause"`
+	Since time.Time `db:"since" json:"since"`
+	// Attempts: retries made by the policy; Manual: by operators.
+	Attempts  int            `db:"attempt" json:"attempts"`
+	Manual    int            `db:"manual" json:"manual"`
+	LastNode  *string        `db:"last_node" json:"last_node,omitempty"`
+	Nodes     pq.StringArray `db:"nodes" json:"nodes"`
+	LastError *string        `db:"last_error" json:"last_error,omitempty"`
+	Reason    string         `db:"last_reason" json:"reason"`
+}
+
+// DefaultHoldsLimit: holds listed when no limit is given.
+const DefaultHoldsLimit = 1000
+
+// Holds lists open holds, oldest first per workflow (of workflow only,
+// when set), at most limit (default DefaultHoldsLimit).
+func (r *Repairer) Holds(ctx context.Context, workflow string, limit int) ([]Hold, error) {
+	if workflow != "" {
+		if _, err := r.workflow(workflow); err != nil {
+			return nil, err
+		}
+	}
+	hs := []Hold{}
+	err := sqlx.SelectContext(ctx, r.cfg.DB, &hs, `SELECT workflow, instance, task, left_in, cause, since, attempt, manual,
+			last_node, nodes, last_error, last_reason
+		FROM `+r.attempts+` WHERE state = 'held' AND ($1 = '' OR workflow = $1)
+		ORDER BY workflow, since, instance LIMIT $2`, workflow, cmp.Or(limit, DefaultHoldsLimit))
+	if err != nil {
+		return nil, fmt.Errorf("list holds: %w", err)
+	}
+	return hs, nil
+}
+
+func (r *Repairer) workflow(name string) (Workflow, error) {
+	i := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == name })
+	if i < 0 {
+		return Workflow{}, fmt.Errorf("%w: no workflow named %q", ErrScope, name)
+	}
+	return r.cfg.Workflows[i], nil
+}
+
+// HoldDecision is an operator's decision on holds: the named instances,
+// or all open holds (of Workflow, when set).
+type HoldDecision struct {
+	// Action: DecideRetry (back to begin, counted as a manual retry) or
+	// DecideFail (to the task's failed state, for good).
+	Action    string
+	Instances []Ref
+	All       bool
+	Workflow  string
+	// Actor and Reason are recorded in each event.
+	Actor, Reason string
+}
+
+// HoldOutcome is a hold that was closed without its decision applied.
+type HoldOutcome struct {
+	Ref
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
+}
+
+// HoldResult is what a decision did.
+type HoldResult struct {
+	Action string `json:"action"`
+	// Decided: holds whose decision was applied.
+	Decided int64 `json:"decided"`
+	// Cancelled: holds closed because the instance was no longer where it
+	// was left (moved by someone else, gone, claimed), with the reason.
+	Cancelled []HoldOutcome `json:"cancelled"`
+	// NotHeld: named instances with no open hold (never held, already
+	// decided, or being decided by another request).
+	NotHeld []Ref `json:"not_held"`
+}
+
+// heldRow is an open hold locked by DecideHolds.
+type heldRow struct {
+	Workflow string `db:"workflow"`
+	Instance string `db:"instance"`
+	Task     string `db:"task"`
+	LeftIn   string `db:"left_in"`
+}
+
+// DecideHolds applies an operator's decision to open holds, in batches:
+// each batch locks its attempts rows (skipping rows another request has
+// locked), moves each instance only if it is still where it was left and
+// unclaimed (else closes the hold as cancelled, with the reason), and
+// writes one hold_decided event each, in one fenced transaction.
+func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDecision) (HoldResult, error) {
+	res := HoldResult{Action: d.Action, Cancelled: []HoldOutcome{}, NotHeld: []Ref{}}
+	if d.Action != DecideRetry && d.Action != DecideFail {
+		return res, fmt.Errorf("%w: decision %q: want retry or fail", ErrScope, d.Action)
+	}
+	if d.All == (len(d.Instances) > 0) {
+		return res, fmt.Errorf("%w: name instances, or all holds; not both, not neither", ErrScope)
+	}
+	if d.Workflow != "" {
+		if _, err := r.workflow(d.Workflow); err != nil {
+			return res, err
+		}
+	}
+	var wfs, ids []string
+	for _, ref := range d.Instances {
+		if _, err := r.workflow(ref.Workflow); err != nil {
+			return res, err
+		}
+		wfs, ids = append(wfs, ref.Workflow), append(ids, ref.Instance)
+	}
+	found := map[Ref]bool{}
+	for {
+		var n int
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			var rows []heldRow
+			var err error
+			if d.All {
+				err = tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, left_in FROM `+r.attempts+`
+					WHERE state = 'held' AND ($1 = '' OR workflow = $1)
+					ORDER BY workflow, since LIMIT $2 FOR UPDATE SKIP LOCKED`, d.Workflow, r.cfg.BatchSize)
+			} else {
+				err = tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, left_in FROM `+r.attempts+`
+					WHERE state = 'held' AND (workflow, instance) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+					ORDER BY workflow, instance FOR UPDATE SKIP LOCKED`, pq.Array(wfs), pq.Array(ids))
+			}
+			if err != nil {
+				return fmt.Errorf("read holds: %w", err)
+			}
+			n = len(rows)
+			type key struct{ w, t, left string }
+			groups := map[key][]string{}
+			var order []key
+			for _, h := range rows {
+				found[Ref{h.Workflow, h.Instance}] = true
+				k := key{h.Workflow, h.Task, h.LeftIn}
+				if _, ok := groups[k]; !ok {
+					order = append(order, k)
+				}
+				groups[k] = append(groups[k], h.Instance)
+			}
+			for _, k := range order {
+				w, t := r.task(k.w, k.t)
+				m := parkedMove{w: w, t: t, left: k.left, parked: AttemptHeld, kind: audit.KindHoldDecided,
+					cancelKind: audit.KindHoldDecided, cancelled: "hold cancelled", actor: d.Actor, term: tx.Term}
+				why := d.Reason
+				if d.Action == DecideRetry {
+					m.to, m.done, m.manual = t.Begin, AttemptRetried, true
+					m.reason = pq.QuoteLiteral("hold released by an operator: " + why)
+				} else {
+					m.to, m.done = t.Failed, AttemptFailed
+					m.reason = pq.QuoteLiteral("hold failed by an operator: " + why)
+				}
+				moved, _, err := r.moveParked(ctx, tx, m, groups[k])
+				if err != nil {
+					return err
+				}
+				res.Decided += moved
+			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("holds %s: %w", d.Action, err)
+		}
+		if !d.All || n < r.cfg.BatchSize {
+			break
+		}
+	}
+	for _, ref := range d.Instances {
+		if !found[ref] {
+			res.NotHeld = append(res.NotHeld, ref)
+		}
+	}
+	return res, r.cancelledHolds(ctx, &res, found)
+}
+
+// cancelledHolds fills res.Cancelled: the holds of found that the
+// decision closed as cancelled, with the reason recorded.
+func (r *Repairer) cancelledHolds(ctx context.Context, res *HoldResult, found map[Ref]bool) error {
+	if res.Decided == int64(len(found)) {
+		return nil
+	}
+	var wfs, ids []string
+	for ref := range found {
+		wfs, ids = append(wfs, ref.Workflow), append(ids, ref.Instance)
+	}
+	var rows []struct {
+		Workflow string `db:"workflow"`
+		Instance string `db:"instance"`
+		Task     string `db:"task"`
+		Reason   string `db:"last_reason"`
+	}
+	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, `SELECT workflow, instance, task, last_reason FROM `+r.attempts+`
+		WHERE state = 'cancelled' AND (workflow, instance) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+		  AND last_reason LIKE 'hold cancelled:%' ORDER BY workflow, instance`, pq.Array(wfs), pq.Array(ids))
+	if err != nil {
+		return fmt.Errorf("read cancelled holds: %w", err)
+	}
+	for _, c := range rows {
+		res.Cancelled = append(res.Cancelled, HoldOutcome{Ref: Ref{c.Workflow, c.Instance}, Task: c.Task, Reason: c.Reason})
+	}
+	return nil
+}
+
+// ManualRetry is an operator's request to retry one instance now.
+type ManualRetry struct {
+	Ref
+	// Task, when set, names the task (needed only when the instance's
+	// state is the failed state of several tasks).
+	Task string
+	// Soon: a scheduled retry due within Soon is not replaced (the
+	// request is refused: the check will run it).
+	Soon          time.Duration
+	Actor, Reason string
+}
+
+// RetryResult is what a manual retry did.
+type RetryResult struct {
+	Ref
+	Task string `json:"task"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Manual: the operators' retries of the instance's task so far, this
+	// one included; Attempts: the policy's (unchanged).
+	Manual   int `json:"manual"`
+	Attempts int `json:"attempts"`
+	// Replaced says what the retry replaced: a scheduled retry, a hold,
+	// or nothing.
+	Replaced string `json:"replaced,omitempty"`
+}
+
+// storedAttempt is an attempts row as a manual retry reads it.
+type storedAttempt struct {
+	Attempt int        `db:"attempt"`
+	Manual  int        `db:"manual"`
+	State   string     `db:"state"`
+	Cause   Cause      `db:"cause"`
+	Next    *time.Time `db:"next_attempt_at"`
+	Until   *float64   `db:"until"`
+}
+
+// Retry moves a failed, held or exhausted instance (or one waiting for a
+// scheduled retry) back to its task's begin state at once, in one fenced
+// transaction that locks the instance row and its attempts row: refused
+// (ErrRefused, saying why) while the instance is claimed, in an interim
+// state the check has not parked, or has a retry due within m.Soon. It
+// cancels what was scheduled and counts an operator's retry (manual),
+// never one of max_attempts.
+func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (RetryResult, error) {
+	res := RetryResult{Ref: m.Ref}
+	w, err := r.workflow(m.Workflow)
+	if err != nil {
+		return res, err
+	}
+	if m.Task != "" && !slices.ContainsFunc(w.Tasks, func(t Task) bool { return t.Name == m.Task }) {
+		return res, fmt.Errorf("%w: workflow %s has no task %q", ErrScope, w.Name, m.Task)
+	}
+	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
+	holder := "NULL::text"
+	if w.Claims != nil {
+		holder = w.Claims.HolderSQL("t")
+	}
+	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		var cur struct {
+			State  string  `db:"state"`
+			Holder *string `db:"holder"`
+		}
+		err := tx.GetContext(ctx, &cur, fmt.Sprintf(`SELECT t.%[3]s::text AS state, %[4]s AS holder FROM %[1]s AS t
+			WHERE t.%[2]s = $1 FOR UPDATE`, ti, id, st, holder), m.Instance)
+		switch {
+		case errors.Is(err, sql.ErrNoRows), isBadInput(err):
+			return fmt.Errorf("%w: workflow %s has no instance %q", ErrNoInstance, w.Name, m.Instance)
+		case err != nil:
+			return fmt.Errorf("read instance: %w", err)
+		}
+		res.From = cur.State
+		if cur.Holder != nil {
+			return fmt.Errorf("%w: the instance is claimed by %s", ErrRefused, *cur.Holder)
+		}
+		// The task: the one whose failed state the instance is in, or
+		// whose interim state it is parked in.
+		var cands []Task
+		for _, t := range w.Tasks {
+			if (m.Task == "" || t.Name == m.Task) && (t.Failed == cur.State || t.Interim == cur.State) {
+				cands = append(cands, t)
+			}
+		}
+		var t Task
+		var a *storedAttempt
+		for _, c := range cands {
+			var row storedAttempt
+			err := tx.GetContext(ctx, &row, `SELECT attempt, manual, state, cause, next_attempt_at,
+					extract(epoch FROM next_attempt_at - now())::float8 AS until
+				FROM `+r.attempts+` WHERE workflow = $1 AND instance = $2 AND task = $3 FOR UPDATE`, w.Name, m.Instance, c.Name)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("read attempts: %w", err)
+			}
+			parked := err == nil && (row.State == AttemptWaiting || row.State == AttemptHeld)
+			if c.Failed == cur.State || parked {
+				if t.Name != "" {
+					return fmt.Errorf("%w: state %s belongs to tasks %s and %s: name the task", ErrRefused, cur.State, t.Name, c.Name)
+				}
+				t = c
+				if err == nil {
+					a = &row
+				}
+			}
+		}
+		if t.Name == "" {
+			return fmt.Errorf("%w: the instance is in %s: not failed, held, exhausted or waiting for a retry%s",
+				ErrRefused, cur.State, interimHint(w, cur.State))
+		}
+		res.Task, res.To = t.Name, t.Begin
+		cause, attempt, manual := CauseFailure, 0, 1
+		if cur.State == t.Interim {
+			cause = CauseInterrupt
+		}
+		if a != nil {
+			attempt, manual = a.Attempt, a.Manual+1
+			switch a.State {
+			case AttemptWaiting:
+				if a.Until != nil && *a.Until <= m.Soon.Seconds() {
+					return fmt.Errorf("%w: retry %d is scheduled at %s (in %s): the check runs it",
+						ErrRefused, a.Attempt+1, a.Next.UTC().Format(time.RFC3339), time.Duration(max(*a.Until, 0)*1e9).Round(time.Millisecond))
+				}
+				res.Replaced = fmt.Sprintf("retry %d scheduled at %s", a.Attempt+1, a.Next.UTC().Format(time.RFC3339))
+			case AttemptHeld:
+				res.Replaced = "hold"
+			}
+		}
+		res.Manual, res.Attempts = manual, attempt
+		reason := fmt.Sprintf("manual retry %d by an operator (not counted against max_attempts)", manual)
+		if res.Replaced != "" {
+			reason += "; replaces the " + res.Replaced
+		}
+		if m.Reason != "" {
+			reason += ": " + m.Reason
+		}
+		moved, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %[1]s AS t SET %[3]s = $2 WHERE t.%[2]s = $1 AND t.%[3]s = $3`, ti, id, st),
+			m.Instance, t.Begin, cur.State)
+		if err != nil {
+			return fmt.Errorf("move instance: %w", err)
+		}
+		if n, _ := moved.RowsAffected(); n != 1 {
+			return fmt.Errorf("move instance: %w: %d rows moved", ErrConflict, n)
+		}
+		var wrote sql.Result
+		if a == nil {
+			wrote, err = tx.ExecContext(ctx, `INSERT INTO `+r.attempts+` (workflow, instance, task, attempt, manual, state, cause,
+					left_in, last_attempt_at, last_reason) VALUES ($1, $2, $3, 0, 1, 'retried', $4, $5, now(), $6)`,
+				w.Name, m.Instance, t.Name, cause, cur.State, reason)
+		} else {
+			wrote, err = tx.ExecContext(ctx, `UPDATE `+r.attempts+` SET manual = manual + 1, state = 'retried', cause = $4,
+					left_in = $5, since = now(), last_attempt_at = now(), next_attempt_at = NULL, last_reason = $6
+				WHERE workflow = $1 AND instance = $2 AND task = $3 AND attempt = $7 AND manual = $8 AND state = $9`,
+				w.Name, m.Instance, t.Name, cause, cur.State, reason, a.Attempt, a.Manual, a.State)
+		}
+		if err != nil {
+			return fmt.Errorf("write attempts: %w", err)
+		}
+		if n, _ := wrote.RowsAffected(); n != 1 {
+			return fmt.Errorf("write attempts: %w", ErrConflict)
+		}
+		term := tx.Term
+		return r.cfg.Events.Write(ctx, tx, audit.Event{Kind: audit.KindManualRetry, Actor: m.Actor, Term: &term,
+			Workflow: &w.Name, Instance: &m.Instance, Task: &t.Name, FromState: &cur.State, ToState: &t.Begin,
+			Attempt: &attempt, Reason: reason})
+	})
+	if err != nil {
+		return res, fmt.Errorf("retry %s: %w", m.Ref, err)
+	}
+	return res, nil
+}
+
+// interimHint explains an instance found in an interim state that the
+// check has not parked.
+func interimHint(w Workflow, state string) string {
+	for _, t := range w.Tasks {
+		if t.Interim == state {
+			return " (" + state + " is the interim state of task " + t.Name + ": an engine runs it, or the check repairs it)"
+		}
+	}
+	return ""
+}
+
+// isBadInput reports a PostgreSQL data exception (class 22): an id that
+// does not fit the id column's type is no instance of it.
+func isBadInput(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && strings.HasPrefix(string(pe.Code), "22")
+}

@@ -1,0 +1,176 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// eventsOf returns the kind, actor and reason of instance id's events.
+func (f policyFixture) eventsOf(t *testing.T, id string) []string {
+	t.Helper()
+	var es []string
+	if err := f.db.Select(&es, `SELECT kind || '|' || coalesce(actor, '') || '|' || coalesce(term::text, '') || '|' || reason
+		FROM enginehealth.event_log WHERE workflow = 'orders' AND instance = $1 ORDER BY id`, id); err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// TestHoldDecisions: held instances are listed; holds retry sends the
+// named one back to begin (a manual retry, not one of max_attempts) and
+// holds fail --all fails the rest, closing as cancelled the hold of an
+// instance someone else moved; each decision is an event naming the
+// operator; a repeated decision finds no hold.
+func TestHoldDecisions(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyHold})
+	ctx := context.Background()
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping', last_error = 'carrier timeout' WHERE id IN (1, 3, 4)`)
+	if res := f.check(); res.Tasks[0].Held != 3 {
+		t.Fatalf("first pass: %+v", res.Tasks[0])
+	}
+	hs, err := f.r.Holds(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 3 || hs[0].State != "Shipping" || hs[0].Task != "ship" || hs[0].LastError == nil || *hs[0].LastError != "carrier timeout" {
+		t.Fatalf("holds: %+v", hs)
+	}
+	if _, err := f.r.Holds(ctx, "nope", 0); !errors.Is(err, ErrScope) {
+		t.Fatalf("holds of an unknown workflow: %v", err)
+	}
+
+	res, err := f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "1"}},
+		Actor: "ops (operator)", Reason: "carrier fixed"})
+	if err != nil || res.Decided != 1 || len(res.NotHeld) != 0 || len(res.Cancelled) != 0 {
+		t.Fatalf("holds retry orders/1: %+v, %v", res, err)
+	}
+	if s := statusOf(t, f.db, 1); s != "Paid" {
+		t.Fatalf("released instance in %s, want Paid", s)
+	}
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != 0 || a.Manual != 1 {
+		t.Fatalf("released instance's attempts row: %+v", a)
+	}
+	es := f.eventsOf(t, "1")
+	if last := es[len(es)-1]; !strings.HasPrefix(last, "hold_decided|ops (operator)|") || !strings.HasSuffix(last, "hold released by an operator: carrier fixed") {
+		t.Fatalf("events of orders/1: %q", es)
+	}
+
+	// Someone moves instance 3 meanwhile; fail all the rest.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Cancelled' WHERE id = 3`)
+	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideFail, All: true, Workflow: "orders", Actor: "ops", Reason: "gave up"})
+	if err != nil || res.Decided != 1 || len(res.Cancelled) != 1 || res.Cancelled[0].Instance != "3" ||
+		!strings.Contains(res.Cancelled[0].Reason, "hold cancelled: instance moved to Cancelled by someone else") {
+		t.Fatalf("holds fail --all: %+v, %v", res, err)
+	}
+	if s := statusOf(t, f.db, 4); s != "ShipFailed" {
+		t.Fatalf("failed hold in %s", s)
+	}
+	if a := attemptOf(t, f.db, "orders", "4", "ship"); a.State != AttemptFailed {
+		t.Fatalf("failed hold's attempts row: %+v", a)
+	}
+	if s := statusOf(t, f.db, 3); s != "Cancelled" {
+		t.Fatalf("moved instance changed to %s", s)
+	}
+
+	// The same request again: nothing is held any more.
+	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "1"}}, Actor: "ops"})
+	if err != nil || res.Decided != 0 || !slices.Equal(res.NotHeld, []Ref{{"orders", "1"}}) {
+		t.Fatalf("repeated holds retry: %+v, %v", res, err)
+	}
+	if hs, _ := f.r.Holds(ctx, "", 0); len(hs) != 0 {
+		t.Fatalf("holds left: %+v", hs)
+	}
+	// The released instance is interrupted again: held again, its manual
+	// retry kept.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+	f.check()
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptHeld || a.Manual != 1 {
+		t.Fatalf("held again: %+v", a)
+	}
+	for _, bad := range []HoldDecision{
+		{Action: "maybe", All: true},
+		{Action: DecideRetry},
+		{Action: DecideRetry, All: true, Instances: []Ref{{"orders", "1"}}},
+		{Action: DecideRetry, Instances: []Ref{{"nope", "1"}}},
+	} {
+		if _, err := f.r.DecideHolds(ctx, f.o, bad); !errors.Is(err, ErrScope) {
+			t.Errorf("DecideHolds(%+v): %v, want ErrScope", bad, err)
+		}
+	}
+}
+
+// TestManualRetry: an operator's retry moves a failed instance back to
+// begin at once, counted as manual; it is refused (saying why) for an
+// instance in begin, one that is claimed, one running in its interim
+// state, and one whose scheduled retry is due soon; it replaces a retry
+// scheduled later; unknown ids are not found.
+func TestManualRetry(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	ctx := context.Background()
+	retry := func(id string) (RetryResult, error) {
+		return f.r.Retry(ctx, f.o, ManualRetry{Ref: Ref{"orders", id}, Soon: time.Minute, Actor: "ops (operator)", Reason: "replayed"})
+	}
+	// A failure the engine made, never seen by a policy.
+	f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 5`)
+	res, err := retry("5")
+	if err != nil || res.From != "ShipFailed" || res.To != "Paid" || res.Manual != 1 || res.Attempts != 0 || res.Task != "ship" {
+		t.Fatalf("retry orders/5: %+v, %v", res, err)
+	}
+	if s := statusOf(t, f.db, 5); s != "Paid" {
+		t.Fatalf("orders/5 in %s", s)
+	}
+	if a := attemptOf(t, f.db, "orders", "5", "ship"); a.State != AttemptRetried || a.Manual != 1 || a.Attempt != 0 {
+		t.Fatalf("attempts row: %+v", a)
+	}
+	if es := f.eventsOf(t, "5"); len(es) != 1 || !strings.HasPrefix(es[0], "manual_retry|ops (operator)|") ||
+		!strings.Contains(es[0], "manual retry 1 by an operator (not counted against max_attempts): replayed") {
+		t.Fatalf("events: %q", es)
+	}
+	// The same request again.
+	if _, err := retry("5"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is in Paid") {
+		t.Fatalf("repeated retry: %v", err)
+	}
+	// Claimed (even failed): refused.
+	f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 6;
+		INSERT INTO app.orders_claim VALUES (6, 'n9', 'tok', now(), now() + interval '1h')`)
+	if _, err := retry("6"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "claimed by node n9 until") {
+		t.Fatalf("claimed: %v", err)
+	}
+	// Waiting for a retry an hour away: replaced.
+	f.check()
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptWaiting {
+		t.Fatalf("orders/1: %+v", a)
+	}
+	res, err = retry("1")
+	if err != nil || !strings.HasPrefix(res.Replaced, "retry 1 scheduled at ") || statusOf(t, f.db, 1) != "Paid" {
+		t.Fatalf("retry of a waiting instance: %+v, %v", res, err)
+	}
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptRetried || a.Manual != 1 || a.Attempt != 0 || a.DelayMS != nil {
+		t.Fatalf("replaced schedule: %+v", a)
+	}
+	// Waiting for a retry due within Soon: refused.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+	f.check()
+	f.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() + interval '5s' WHERE instance = '1'`)
+	if _, err := retry("1"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "retry 1 is scheduled at") {
+		t.Fatalf("retry due soon: %v", err)
+	}
+	// Running (interim, not parked): refused.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 7`)
+	if _, err := retry("7"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "interim state of task ship") {
+		t.Fatalf("interim: %v", err)
+	}
+	for _, id := range []string{"999", "abc"} {
+		if _, err := retry(id); !errors.Is(err, ErrNoInstance) {
+			t.Errorf("retry %s: %v, want ErrNoInstance", id, err)
+		}
+	}
+	if _, err := f.r.Retry(ctx, f.o, ManualRetry{Ref: Ref{"orders", "5"}, Task: "nope"}); !errors.Is(err, ErrScope) {
+		t.Errorf("unknown task: %v", err)
+	}
+}
