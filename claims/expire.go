@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/lib/pq"
 )
 
 // Querier runs a statement that returns one row: a *sql.Tx, or the
@@ -27,9 +29,9 @@ type ExpireParams struct {
 
 // Expire deletes up to p.Limit claims whose expiry has passed (database
 // clock) and records each with p.Record, in the caller's (fenced)
-// transaction. It returns how many it deleted. The expiry is re-checked in
-// the DELETE, so a claim renewed meanwhile stays.
-func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) (int, error) {
+// transaction. It returns the instances whose claims it deleted. The expiry
+// is re-checked in the DELETE, so a claim renewed meanwhile stays.
+func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) ([]string, error) {
 	n := t.q()
 	record, args := p.Record("expired")
 	stmt := fmt.Sprintf(`WITH gone AS (
@@ -43,12 +45,12 @@ func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) (int, err
 		), recorded AS (
 			%[8]s
 		)
-		SELECT count(*) FROM gone`, n.cl, n.ci, n.cn, n.ct, n.ce, n.inst, n.id, record, n.st)
-	var k int
-	if err := tx.QueryRowContext(ctx, stmt, append([]any{p.Limit}, args...)...).Scan(&k); err != nil {
-		return 0, fmt.Errorf("expire claims of %s: %w", t.Instances, err)
+		SELECT coalesce(array_agg(inst::text), '{}') FROM gone`, n.cl, n.ci, n.cn, n.ct, n.ce, n.inst, n.id, record, n.st)
+	var ids pq.StringArray
+	if err := tx.QueryRowContext(ctx, stmt, append([]any{p.Limit}, args...)...).Scan(&ids); err != nil {
+		return nil, fmt.Errorf("expire claims of %s: %w", t.Instances, err)
 	}
-	return k, nil
+	return ids, nil
 }
 
 // CountExpired returns how many claims have expired (for plans).

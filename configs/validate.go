@@ -343,9 +343,6 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone && w.UpdatedColumn == "" {
 			v.add(tp+".on_failure", "needs the workflow's updated_column (%s.updated_column, a timestamp the engine sets on every state change): new failures are found by it, never by scanning old ones", p)
 		}
-		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone {
-			v.warn(tp+".on_failure", "is not applied by this version yet: instances an engine fails stay failed")
-		}
 	}
 }
 

@@ -36,8 +36,16 @@ type CheckConfig struct {
 	NotRespondingAfter      time.Duration
 	ForgetAfter             time.Duration
 	MaxUnresponsiveFraction float64
-	Log                     *slog.Logger
+	// SweepInterval: how often a pass looks for every interrupted
+	// instance, not only those whose claims it expired (recovery.Repair);
+	// default DefaultSweepInterval. The first pass of an office, a manual
+	// pass and the pass after a failed one always sweep.
+	SweepInterval time.Duration
+	Log           *slog.Logger
 }
+
+// DefaultSweepInterval of CheckConfig.
+const DefaultSweepInterval = 10 * time.Minute
 
 // Checker runs CheckEngineHealth passes: nodes, then claims, then repairs.
 type Checker struct {
@@ -48,6 +56,7 @@ type Checker struct {
 
 	mu        sync.Mutex // one pass at a time
 	lastPass  time.Time  // local time of the last pass that judged the nodes (or of taking office)
+	lastSweep time.Time  // local time of the last complete sweep of this office; zero: the next pass sweeps
 	disrupted bool
 
 	statsMu sync.Mutex
@@ -99,6 +108,9 @@ func NewChecker(cfg CheckConfig) *Checker {
 	if cfg.ForgetAfter <= 0 {
 		cfg.ForgetAfter = DefaultForgetAfter
 	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
 	if cfg.MaxUnresponsiveFraction <= 0 {
 		cfg.MaxUnresponsiveFraction = DefaultMaxUnresponsiveFraction
 	}
@@ -116,6 +128,9 @@ type CheckResult struct {
 	Revived       []nodes.Change  `json:"revived"`
 	Forgotten     []nodes.Change  `json:"forgotten"`
 	Recovery      recovery.Result `json:"recovery"`
+	// Failures: what the on_failure policies did with instances engines
+	// failed since the last pass (tasks with any).
+	Failures []recovery.TaskResult `json:"failures"`
 	// Retries: the due retries of the pass.
 	Retries recovery.DueResult `json:"retries"`
 	Stale   []string           `json:"stale,omitempty"`
@@ -127,6 +142,7 @@ type CheckResult struct {
 func (c *Checker) begin() {
 	c.mu.Lock()
 	c.lastPass = c.now()
+	c.lastSweep = time.Time{}
 	c.disrupted = false
 	c.mu.Unlock()
 }
@@ -158,11 +174,18 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 		return res, err
 	}
 	spec := recovery.RunSpec{Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom}
+	sweep := trigger == recovery.TriggerManual || c.lastSweep.IsZero() || c.now().Sub(c.lastSweep) >= c.cfg.SweepInterval
 	res.RunID, err = c.cfg.Recovery.InRun(ctx, o, spec, func(run int64) error {
-		return c.pass(ctx, o, run, wfs, resumedFrom != nil, &res)
+		return c.pass(ctx, o, run, wfs, resumedFrom != nil, sweep, &res)
 	})
 	run := res.RunID
 	res.Took = c.now().Sub(start)
+	switch {
+	case err != nil || res.Recovery.SkippedLocked:
+		c.lastSweep = time.Time{} // something may be left: sweep next time
+	case res.Recovery.Sweep:
+		c.lastSweep = start
+	}
 	if err != nil {
 		return res, err
 	}
@@ -176,7 +199,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	return res, nil
 }
 
-func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed bool, res *CheckResult) error {
+func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed, sweep bool, res *CheckResult) error {
 	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
 	// 1. Nodes, with the disruption guard.
 	err := c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
@@ -225,10 +248,14 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		c.disrupted = false
 	}
 	// 2 and 3. Claims, then interrupted instances.
-	if res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs, resumed); err != nil {
+	if res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs, resumed, sweep); err != nil {
 		return err
 	}
-	// 4. Retries whose time has come.
+	// 4. New failures, under on_failure policies.
+	if res.Failures, err = c.cfg.Recovery.Failures(ctx, o, run); err != nil {
+		return err
+	}
+	// 5. Retries whose time has come.
 	res.Retries, err = c.cfg.Recovery.Due(ctx, o, run)
 	return err
 }

@@ -478,3 +478,60 @@ func TestCheckRunsDueRetries(t *testing.T) {
 		t.Fatalf("after the retry: %v", st)
 	}
 }
+
+// TestPassesSweepNowAndThen: between sweeps a pass repairs only the
+// instances whose claims it expired, however many others are interim
+// without a claim; the first pass of an office, a manual pass, the pass
+// after the sweep interval and the pass after a failed one look at all.
+func TestPassesSweepNowAndThen(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	ctx := context.Background()
+	c := newChecker(b, CheckConfig{SweepInterval: time.Hour})
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	c.begin()
+	pass := func(trigger string) CheckResult {
+		t.Helper()
+		res, err := c.RunOnce(ctx, o, trigger, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	sending := func() int { return states(t, b.db, "invoice", "status")["Sending"] }
+	if res := pass(recovery.TriggerPeriodic); !res.Recovery.Sweep || sending() != 0 {
+		t.Fatalf("first pass of the office: sweep %v, %d left in Sending", res.Recovery.Sweep, sending())
+	}
+	// Instance 1 is interim without a claim (deleted by hand); instance 2
+	// under a claim that has expired.
+	b.db.MustExec(`UPDATE app.invoice SET status = 'Sending' WHERE id IN (1, 2);
+		INSERT INTO app.invoice_claim VALUES (2, 'n1', 't', now() - interval '1h', now() - interval '1s')`)
+	res := pass(recovery.TriggerPeriodic)
+	if res.Recovery.Sweep || res.Recovery.ClaimsExpired != 1 || res.Recovery.Done() != 1 {
+		t.Fatalf("pass between sweeps: %+v", res.Recovery)
+	}
+	if s := states(t, b.db, "invoice", "status"); s["Sending"] != 1 {
+		t.Fatalf("after the pass between sweeps: %v, want only the expired claim's instance repaired", s)
+	}
+	now = now.Add(time.Hour)
+	if res := pass(recovery.TriggerPeriodic); !res.Recovery.Sweep || res.Recovery.Done() != 1 || sending() != 0 {
+		t.Fatalf("pass after the sweep interval: %+v", res.Recovery)
+	}
+	if res := pass(recovery.TriggerPeriodic); res.Recovery.Sweep {
+		t.Fatal("the pass after a sweep swept again")
+	}
+	if res := pass(recovery.TriggerManual); !res.Recovery.Sweep {
+		t.Fatal("a manual pass did not sweep")
+	}
+	// A failed pass: the next one sweeps.
+	b.db.MustExec(`ALTER TABLE app.invoice RENAME TO invoice_gone`)
+	if _, err := c.RunOnce(ctx, o, recovery.TriggerPeriodic, nil); err == nil {
+		t.Fatal("a pass without its table succeeded")
+	}
+	b.db.MustExec(`ALTER TABLE app.invoice_gone RENAME TO invoice`)
+	if res := pass(recovery.TriggerPeriodic); !res.Recovery.Sweep {
+		t.Fatal("the pass after a failed one did not sweep")
+	}
+}

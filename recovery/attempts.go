@@ -66,56 +66,103 @@ func stepsOf(t Task, c Cause, patterns []string) steps {
 // attempts row (last_error).
 const maxErrorText = 2000
 
+// cursor is where a task's next batch starts: after the last id picked
+// (interrupted instances, in id order), or after the last (updated, id)
+// picked, from a watermark (failed instances, in updated_column order).
+type cursor struct {
+	// ids, when not nil: the instances to look at (those whose claims
+	// the run expired), instead of all.
+	ids []string
+	id  string
+	// at: the updated_column value (as PostgreSQL prints it) of the last
+	// failed instance picked, or the watermark the first batch starts at.
+	at string
+}
+
 // batchCounts is what one batch did.
 type batchCounts struct {
 	picked                        int
-	last                          string
+	last                          cursor
 	retried, waiting, held, faild int64
 }
 
 func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.faild }
 
-// interruptBatch handles one batch of a task's interrupted instances in
-// tx, in one statement: it picks up to BatchSize of them after cursor
-// (unclaimed, in the interim state, not waiting for a retry or held) with
-// their attempts rows, decides each by the task's decision table (steps:
+// policyBatch handles one batch of a task's interrupted instances
+// (CauseInterrupt) or failed ones (CauseFailure) in tx, in one statement:
+// it picks up to BatchSize of them after cursor (unclaimed, in the
+// interim, or failed, state, not waiting for a retry or held; a failed one
+// only if no decision was made on it since the engine last changed it)
+// with their attempts rows, decides each by the task's decision table (steps:
 // Decide's outcomes; a scheduled retry's delay drawn as Delay draws it),
 // moves the instances (re-asserting the predicate: a row changed since the
 // pick is left alone), writes their attempts rows (a new row, or the one
 // read if its count is unchanged: anything else fails the whole batch),
 // one event each, and counts them in the run.
-func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool, cursor string, skipLocked bool) (batchCounts, error) {
+func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attribute bool, cur cursor, skipLocked bool) (batchCounts, error) {
 	var bc batchCounts
+	from := t.Interim
+	if c == CauseFailure {
+		from = t.Failed
+	}
 	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, predB := "TRUE", "TRUE"
 	if tbl != nil {
 		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
 	}
-	var patterns []string
+	// Parameters $1–$18 are fixed (args below); the optional ones are
+	// numbered as they are added, so every one given is used.
+	var extra []any
+	param := func(v any) string {
+		extra = append(extra, v)
+		return fmt.Sprintf("$%d", 18+len(extra))
+	}
 	match, errText := "0", "NULL::text"
 	if w.ErrorColumn != "" {
 		errText = fmt.Sprintf("left(b.%s::text, %d)", claims.Ident(w.ErrorColumn), maxErrorText)
 	}
-	if p := t.InterruptPolicy(); w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
-		patterns = p.NonRetryable
-		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest($19::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, claims.Ident(w.ErrorColumn))
+	if p := t.Policy(c); w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
+		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(p, i)
+			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, param(pq.StringArray(p.NonRetryable)), claims.Ident(w.ErrorColumn))
+	}
+	patterns := t.Policy(c).NonRetryable
+	if match == "0" {
+		patterns = nil
 	}
 	node := "NULL::text"
 	if attribute {
 		node = r.cfg.Events.LatestExpiryNode("$1", fmt.Sprintf("b.%s::text", id))
 	}
+	// Interrupted instances in id order, failed ones in (updated, id)
+	// order from the watermark; a failed instance is skipped once a
+	// decision was made on it since the engine last changed it.
 	after, lock := "AND $5::text = ''", "" // the first batch: no cursor
-	if cursor != "" {
+	order, upd, handled := "b."+id, "NULL::timestamptz", ""
+	if cur.id != "" {
 		after = fmt.Sprintf("AND b.%s > $5", id)
+	}
+	if c == CauseFailure {
+		u := "b." + claims.Ident(w.UpdatedColumn)
+		order, upd, handled = u+", b."+id, u, "AND (a.since IS NULL OR a.since < "+u+")"
+		after = fmt.Sprintf("AND %s >= $5::timestamptz", u)
+		if cur.id != "" {
+			after += fmt.Sprintf(" AND (%s > $5::timestamptz OR b.%s > %s)", u, id, param(cur.id))
+		}
+	}
+	if cur.ids != nil {
+		after += fmt.Sprintf(" AND b.%s = ANY (%s)", id, param(pq.Array(cur.ids)))
 	}
 	if skipLocked {
 		lock = "FOR NO KEY UPDATE OF b SKIP LOCKED"
 	}
-	sp := stepsOf(t, CauseInterrupt, patterns)
+	sp := stepsOf(t, c, patterns)
+	retried, failed := audit.KindRepair, audit.KindRepair
+	if c == CauseFailure {
+		retried, failed = audit.KindRetried, audit.KindFailed
+	}
 	ev := r.cfg.Events.InsertSelect(audit.Columns{
-		Kind: fmt.Sprintf(`CASE x.kind WHEN 'wait' THEN %s WHEN 'hold' THEN %s ELSE %s END`,
-			pq.QuoteLiteral(audit.KindRetryScheduled), pq.QuoteLiteral(audit.KindHeld), pq.QuoteLiteral(audit.KindRepair)),
+		Kind: fmt.Sprintf(`CASE x.kind WHEN 'wait' THEN %s WHEN 'hold' THEN %s WHEN 'retry' THEN %s ELSE %s END`,
+			pq.QuoteLiteral(audit.KindRetryScheduled), pq.QuoteLiteral(audit.KindHeld), pq.QuoteLiteral(retried), pq.QuoteLiteral(failed)),
 		RunID: "$6", Node: "x.node", Workflow: "$1", Instance: "x.sid", Task: "$2", FromState: "$3", ToState: "nullif(x.to_state, '')",
 		Attempt: "CASE WHEN x.state <> '' THEN x.attempt END", Reason: "x.reason"}, "done x")
 	if r.noEvents {
@@ -126,14 +173,14 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 		), pick AS MATERIALIZED (
 			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS prev, coalesce(a.nodes, '{}') AS nodes,
-				%[6]s AS node, %[7]s AS match, %[16]s AS err
+				%[6]s AS node, %[7]s AS match, %[16]s AS err, %[18]s AS upd
 			FROM %[1]s AS b LEFT JOIN LATERAL (
 				-- LIMIT 1 keeps this a probe of the primary key per row,
 				-- whatever the planner thinks of the table's size.
-				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state FROM %[10]s AS a
+				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since FROM %[10]s AS a
 				WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
-			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held')) %[8]s
-			ORDER BY b.%[2]s LIMIT $4 %[9]s
+			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held')) %[8]s %[19]s
+			ORDER BY %[17]s LIMIT $4 %[9]s
 		), d AS MATERIALIZED (
 			SELECT y.*, y.reason
 				|| CASE WHEN y.kind = 'wait' THEN %[12]s
@@ -167,7 +214,7 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 		), ins AS (
 			INSERT INTO %[10]s (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 				last_node, nodes, last_reason, last_error)
-			SELECT $1, x.sid, $2, x.made, x.state, 'interrupt', $3,
+			SELECT $1, x.sid, $2, x.made, x.state, %[20]s, $3,
 				CASE WHEN x.kind = 'retry' THEN now() END,
 				CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 				x.node, x.nodes, x.reason, x.err
@@ -176,7 +223,7 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 		), upd AS (
 			-- The row read by the pick, by tuple id: if it changed since,
 			-- it is not found, and the counts below differ.
-			UPDATE %[10]s AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $3, since = now(),
+			UPDATE %[10]s AS a SET attempt = x.made, state = x.state, cause = %[20]s, left_in = $3, since = now(),
 				last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 				next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err
@@ -192,19 +239,23 @@ func (r *Repairer) interruptBatch(ctx context.Context, tx *leader.Tx, run int64,
 		SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
 			count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
 			count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
-			(SELECT count(*) FROM pick), coalesce((SELECT max(p.id)::text FROM pick p), '')
+			(SELECT count(*) FROM pick),
+			coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
+			coalesce((SELECT max(p.upd)::text FROM pick p), '')
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
-		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText)
-	args := []any{w.Name, t.Name, t.Interim, r.cfg.BatchSize, cursor, run,
+		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)))
+	at := cur.id
+	if c == CauseFailure {
+		at = cur.at
+	}
+	args := []any{w.Name, t.Name, from, r.cfg.BatchSize, at, run,
 		pq.BoolArray(sp.known), pq.Int64Array(sp.prev), pq.Int64Array(sp.match), pq.StringArray(sp.kind), pq.StringArray(sp.to),
 		pq.StringArray(sp.state), pq.StringArray(sp.reason), pq.Float64Array(sp.lo), pq.Float64Array(sp.hi),
 		sp.capMS, sp.jitter, sp.max}
-	if patterns != nil {
-		args = append(args, pq.StringArray(patterns))
-	}
+	args = append(args, extra...)
 	var want, wrote int64
-	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &want, &wrote, &bc.picked, &bc.last)
+	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}

@@ -62,18 +62,30 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 		// non_retryable patterns are matched by PostgreSQL in the repair
 		// statement: each must compile there too.
 		for j, t := range w.Tasks {
-			for k, pat := range t.OnInterrupt.NonRetryable {
-				var ok bool
-				var pqErr *pq.Error
-				err := sqlx.GetContext(ctx, db, &ok, `SELECT '' ~ $1`, pat)
-				switch {
-				case errors.As(err, &pqErr) && pqErr.Code.Class() == "22": // data exception: the pattern
-					problems = append(problems, fmt.Sprintf("%s.tasks[%d].on_interrupt.non_retryable[%d]: PostgreSQL cannot match this pattern: %s",
-						p, j, k, pqErr.Message))
-				case err != nil:
-					return fmt.Errorf("check pattern: %w", err)
+			for _, pol := range []struct {
+				name string
+				p    Policy
+			}{{"on_interrupt", t.OnInterrupt}, {"on_failure", t.OnFailure}} {
+				for k, pat := range pol.p.NonRetryable {
+					var ok bool
+					var pqErr *pq.Error
+					err := sqlx.GetContext(ctx, db, &ok, `SELECT '' ~ $1`, pat)
+					switch {
+					case errors.As(err, &pqErr) && pqErr.Code.Class() == "22": // data exception: the pattern
+						problems = append(problems, fmt.Sprintf("%s.tasks[%d].%s.non_retryable[%d]: PostgreSQL cannot match this pattern: %s",
+							p, j, pol.name, k, pqErr.Message))
+					case err != nil:
+						return fmt.Errorf("check pattern: %w", err)
+					}
 				}
 			}
+		}
+		if len(FailureTasks([]Workflow{w})) > 0 && w.UpdatedColumn != "" {
+			ps, err := checkUpdatedColumn(ctx, db, p, w)
+			if err != nil {
+				return err
+			}
+			problems = append(problems, ps...)
 		}
 		if c := w.Claims; c != nil {
 			cp := p + ".claims"
@@ -90,4 +102,40 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 		return &CatalogError{Problems: problems}
 	}
 	return nil
+}
+
+// checkUpdatedColumn checks what an on_failure policy needs of the
+// workflow's updated_column: a timestamp, and an index on (status_column,
+// updated_column) through which new failures are read without scanning
+// old ones.
+func checkUpdatedColumn(ctx context.Context, db Reader, p string, w Workflow) ([]string, error) {
+	var c struct {
+		Type    *string `db:"type"`
+		Indexed bool    `db:"indexed"`
+	}
+	err := sqlx.GetContext(ctx, db, &c, `SELECT
+			(SELECT a.atttypid::regtype::text FROM pg_attribute a
+			  WHERE a.attrelid = to_regclass($1) AND a.attname = $3 AND NOT a.attisdropped) AS type,
+			EXISTS (SELECT 1 FROM pg_index i
+			  JOIN pg_attribute s ON s.attrelid = i.indrelid AND s.attname = $2
+			  JOIN pg_attribute u ON u.attrelid = i.indrelid AND u.attname = $3
+			  WHERE i.indrelid = to_regclass($1) AND i.indpred IS NULL AND i.indnkeyatts >= 2
+			    AND i.indkey[0] = s.attnum AND i.indkey[1] = u.attnum) AS indexed`,
+		claims.Ident(w.Table), w.StatusColumn, w.UpdatedColumn)
+	if err != nil {
+		return nil, fmt.Errorf("check %s.updated_column: %w", p, err)
+	}
+	if c.Type == nil {
+		return nil, nil // a missing column is reported already
+	}
+	var ps []string
+	if *c.Type != "timestamp with time zone" && *c.Type != "timestamp without time zone" {
+		ps = append(ps, fmt.Sprintf("%s.updated_column: column %q of %s is %s: an on_failure policy needs a timestamp (timestamptz)",
+			p, w.UpdatedColumn, w.Table, *c.Type))
+	}
+	if !c.Indexed {
+		ps = append(ps, fmt.Sprintf("%s.updated_column: an on_failure policy reads new failures through an index on (%s, %s), which %s lacks: CREATE INDEX ON %s (%s, %s)",
+			p, w.StatusColumn, w.UpdatedColumn, w.Table, claims.Ident(w.Table), claims.Ident(w.StatusColumn), claims.Ident(w.UpdatedColumn)))
+	}
+	return ps, nil
 }

@@ -71,6 +71,11 @@ func policySetup(t *testing.T, p Policy) policyFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fs, err := r.Failures(context.Background(), o, res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Tasks = append(res.Tasks, fs...)
 		if _, err := r.Due(context.Background(), o, res.RunID); err != nil {
 			t.Fatal(err)
 		}
@@ -292,5 +297,105 @@ func TestEffects(t *testing.T) {
 		if got := strings.Join(Effects(c.t, CauseInterrupt), "|"); got != c.want {
 			t.Errorf("Effects(%s):\n got %s\nwant %s", c.t.Name, got, c.want)
 		}
+	}
+}
+
+// TestOnFailureRetriesNewFailuresOnly: under on_failure retry, an instance
+// the engine fails after the policy is first applied waits where it was
+// left for its delay and goes back to begin, max_attempts times, then
+// stays failed as exhausted; failures from before the policy are never
+// touched; a decided failure is not decided again; removing the policy
+// drops its mark.
+func TestOnFailureRetriesNewFailuresOnly(t *testing.T) {
+	f := policySetup(t, Policy{})
+	db, check := f.db, f.check
+	db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();
+		CREATE INDEX ON app.orders (status, updated_at);
+		UPDATE app.orders SET status = 'ShipFailed', updated_at = now() - interval '1h' WHERE id IN (5, 6);
+		UPDATE app.orders SET status = 'Shipped' WHERE id = 1`)
+	f.r.cfg.Workflows[0].UpdatedColumn = "updated_at"
+	f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+		Backoff: Backoff{Kind: BackoffFixed, Base: 50 * time.Millisecond, MaxDelay: time.Hour}}
+	failures := func(res Result) TaskResult {
+		for _, tr := range res.Tasks {
+			if tr.From == "ShipFailed" {
+				return tr
+			}
+		}
+		return TaskResult{}
+	}
+	if tr := failures(check()); tr.Done != 0 {
+		t.Fatalf("first pass handled old failures: %+v", tr)
+	}
+	engineFails := func() {
+		db.MustExec(`UPDATE app.orders SET status = 'ShipFailed', updated_at = now() WHERE id = 4`)
+	}
+	for k := 1; k <= 2; k++ {
+		engineFails()
+		if tr := failures(check()); tr.Scheduled != 1 {
+			t.Fatalf("failure %d: %+v, want a retry scheduled", k, tr)
+		}
+		if a := attemptOf(t, db, "orders", "4", "ship"); a.State != AttemptWaiting || a.Attempt != k-1 || a.LeftIn != "ShipFailed" {
+			t.Fatalf("failure %d: %+v", k, a)
+		}
+		testkit.Eventually(t, 10*time.Second, "the retry to run", func() (bool, error) {
+			check()
+			return statusOf(t, db, 4) == "Paid", nil
+		})
+	}
+	engineFails()
+	tr := failures(check())
+	if tr.Failed != 1 || statusOf(t, db, 4) != "ShipFailed" {
+		t.Fatalf("third failure: %+v in %s, want failed for good", tr, statusOf(t, db, 4))
+	}
+	if a := attemptOf(t, db, "orders", "4", "ship"); a.State != AttemptExhausted || a.Attempt != 2 ||
+		!strings.Contains(a.Reason, "failed by the engine: exhausted after 2 retries") {
+		t.Fatalf("exhausted: %+v", a)
+	}
+	if tr := failures(check()); tr.Done != 0 {
+		t.Fatalf("a decided failure was decided again: %+v", tr)
+	}
+	var kinds []string
+	if err := db.Select(&kinds, `SELECT kind FROM enginehealth.events WHERE workflow = 'orders' AND instance = '4' ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(kinds, " "); got != "retry_scheduled instance_retried retry_scheduled instance_retried instance_failed" {
+		t.Fatalf("events of orders/4: %s", got)
+	}
+	var old int
+	db.Get(&old, `SELECT count(*) FROM app.orders o WHERE id IN (5, 6) AND status = 'ShipFailed'
+		AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.instance = o.id::text)`)
+	if old != 2 {
+		t.Fatalf("old failures touched: %d of 2 left alone", old)
+	}
+	f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{}
+	check()
+	var marks int
+	db.Get(&marks, `SELECT count(*) FROM enginehealth.failure_marks`)
+	if marks != 0 {
+		t.Fatalf("%d marks left after the policy was removed", marks)
+	}
+}
+
+// TestCatalogChecksUpdatedColumn: an on_failure policy needs its
+// workflow's updated_column to be a timestamp with an index on (status,
+// updated_column); CheckCatalog says what to create.
+func TestCatalogChecksUpdatedColumn(t *testing.T) {
+	_, db, _ := setup(t)
+	db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz, ADD COLUMN version integer`)
+	wf := orders
+	wf.Tasks = slices.Clone(orders.Tasks)
+	wf.Tasks[0].OnFailure = Policy{Strategy: StrategyHold}
+	wf.UpdatedColumn = "version"
+	var ce *CatalogError
+	err := CheckCatalog(context.Background(), db, []Workflow{wf})
+	if !errors.As(err, &ce) || len(ce.Problems) != 2 || !strings.Contains(ce.Problems[1], `column "version" of app.orders is integer`) ||
+		!strings.Contains(ce.Problems[0], `CREATE INDEX ON "app"."orders" ("status", "version")`) {
+		t.Fatalf("CheckCatalog: %v", err)
+	}
+	wf.UpdatedColumn = "updated_at"
+	db.MustExec(`CREATE INDEX ON app.orders (status, updated_at)`)
+	if err := CheckCatalog(context.Background(), db, []Workflow{wf}); err != nil {
+		t.Fatalf("CheckCatalog with a timestamp and its index: %v", err)
 	}
 }

@@ -73,10 +73,11 @@ type Config struct {
 
 // Repairer runs repair passes.
 type Repairer struct {
-	cfg      Config
-	runs     string
-	attempts string
-	log      *slog.Logger
+	cfg        Config
+	runs       string
+	attempts   string
+	marksTable string
+	log        *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
@@ -90,10 +91,11 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:      cfg,
-		runs:     pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		attempts: pq.QuoteIdentifier(cfg.Schema) + ".attempts",
-		log:      cfg.Log.With("component", "recovery"),
+		cfg:        cfg,
+		runs:       pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		attempts:   pq.QuoteIdentifier(cfg.Schema) + ".attempts",
+		marksTable: pq.QuoteIdentifier(cfg.Schema) + ".failure_marks",
+		log:        cfg.Log.With("component", "recovery"),
 	}
 }
 
@@ -120,9 +122,15 @@ type TaskResult struct {
 
 // Result of a run.
 type Result struct {
-	RunID         int64        `json:"run_id"`
-	ClaimsExpired int64        `json:"claims_expired"`
-	Tasks         []TaskResult `json:"tasks"`
+	RunID         int64 `json:"run_id"`
+	ClaimsExpired int64 `json:"claims_expired"`
+	// Sweep: every interrupted instance was looked for, not only those
+	// whose claims the run expired.
+	Sweep bool         `json:"sweep"`
+	Tasks []TaskResult `json:"tasks"`
+	// SkippedLocked: a row to repair was locked and left for a later
+	// pass (which should sweep).
+	SkippedLocked bool `json:"skipped_locked,omitempty"`
 }
 
 // Done returns the number of instances repaired.
@@ -146,7 +154,7 @@ func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *i
 	}
 	spec := RunSpec{Kind: KindRecovery, Trigger: TriggerStartup, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
-		return r.repair(ctx, o, run, wfs, false, false)
+		return r.repair(ctx, o, run, wfs, false, false, true)
 	})
 }
 
@@ -159,15 +167,25 @@ func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger string
 	}
 	spec := RunSpec{Kind: KindRecovery, Trigger: trigger, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
-		return r.Repair(ctx, o, run, wfs, resumedFrom != nil)
+		return r.Repair(ctx, o, run, wfs, resumedFrom != nil, true)
 	})
 }
 
 // Repair expires the claims and repairs the unclaimed interrupted
 // instances of the given claimable workflows, inside run; resumed says
 // that run resumes one a previous master left unfinished.
-func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, resumed bool) (Result, error) {
-	return r.repair(ctx, o, run, wfs, true, resumed)
+//
+// With sweep (or resumed), every interrupted instance is looked for.
+// Without, only the instances whose claims this run expired: in a
+// claimable workflow an instance is left in an interim state when its
+// engine's claim expires, so that is where new interruptions come from,
+// and a pass need not walk the instances parked by a policy (waiting for
+// a retry, held) however many there are. The caller sweeps on the first
+// pass of an office, after a failed pass and now and then, for whatever
+// else leaves an instance interim without a claim (a master that died
+// between expiring claims and repairing, claims deleted by hand).
+func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, resumed, sweep bool) (Result, error) {
+	return r.repair(ctx, o, run, wfs, true, resumed, sweep || resumed)
 }
 
 // ErrScope: the scope names an unknown or non-claimable workflow.
@@ -225,8 +243,8 @@ func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, wo
 
 // repair handles each workflow: its expired claims first (claimable only),
 // then each task's interrupted instances.
-func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable, resumed bool) (Result, error) {
-	var res Result
+func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable, resumed, sweep bool) (Result, error) {
+	res := Result{Sweep: sweep}
 	for _, w := range wfs {
 		var tbl *claims.Table
 		// attribute: a repair event names the node whose claim on the
@@ -234,24 +252,31 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 		// run it resumes) expired can have one: when there is none, the
 		// events are written without looking it up for each instance.
 		attribute := false
+		var expired []string // without sweep: the instances to look at
 		if claimable {
 			if w.Claims == nil {
 				return res, fmt.Errorf("recovery: workflow %s is not claimable", w.Name)
 			}
 			tbl = w.Claims
-			n, err := r.expire(ctx, o, run, w, *tbl)
-			res.ClaimsExpired += n
+			ids, err := r.expire(ctx, o, run, w, *tbl)
+			res.ClaimsExpired += int64(len(ids))
 			if err != nil {
 				return res, err
 			}
-			attribute = n > 0 || resumed
+			attribute = len(ids) > 0 || resumed
+			if !sweep {
+				expired = ids
+				if len(ids) == 0 {
+					continue
+				}
+			}
 		}
 		for _, t := range w.Tasks {
 			unclaimed := "TRUE"
 			if tbl != nil {
 				unclaimed = tbl.Unclaimed("t")
 			}
-			planned, err := r.count(ctx, w, t, unclaimed)
+			planned, err := r.count(ctx, w, t, unclaimed, expired)
 			if err != nil {
 				return res, err
 			}
@@ -261,7 +286,9 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 				if err := r.addPlanned(ctx, o, run, planned); err != nil {
 					return res, err
 				}
-				err = r.repairTask(ctx, o, run, w, t, tbl, attribute, &tr)
+				var skipped bool
+				skipped, err = r.repairTask(ctx, o, run, w, t, CauseInterrupt, tbl, attribute, cursor{ids: expired}, &tr)
+				res.SkippedLocked = res.SkippedLocked || skipped
 			}
 			res.Tasks = append(res.Tasks, tr)
 			if err != nil {
@@ -272,13 +299,15 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 	return res, nil
 }
 
-func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Workflow, t claims.Table) (int64, error) {
-	var total int64
+// expire deletes the workflow's expired claims, batch by batch, and returns
+// their instances.
+func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Workflow, t claims.Table) ([]string, error) {
+	var all []string
 	for {
-		var n int
+		var ids []string
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			var err error
-			n, err = t.Expire(ctx, tx, claims.ExpireParams{Limit: r.cfg.BatchSize,
+			ids, err = t.Expire(ctx, tx, claims.ExpireParams{Limit: r.cfg.BatchSize,
 				Record: func(expired string) (string, []any) {
 					return r.cfg.Events.InsertSelect(audit.Columns{Kind: "$2", RunID: "$3", Node: "x.node", Workflow: "$4",
 						Instance: "x.instance", FromState: "x.state",
@@ -286,31 +315,36 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 					}, expired+" x"), []any{audit.KindClaimExpired, run, w.Name}
 				},
 			})
-			if err != nil || n == 0 {
+			if err != nil || len(ids) == 0 {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+r.runs+` SET claims_expired = claims_expired + $2 WHERE id = $1`, run, n)
+			_, err = tx.ExecContext(ctx, `UPDATE `+r.runs+` SET claims_expired = claims_expired + $2 WHERE id = $1`, run, len(ids))
 			return err
 		})
 		if err != nil {
-			return total, err
+			return all, err
 		}
-		total += int64(n)
-		if n < r.cfg.BatchSize {
-			return total, nil
+		all = append(all, ids...)
+		if len(ids) < r.cfg.BatchSize {
+			return all, nil
 		}
 	}
 }
 
 // count returns how many instances of t are in its interim state, not
-// parked by a policy (waiting for a retry or held), and satisfy unclaimed (an SQL condition on alias t; "TRUE" when the workflow
-// takes no claims).
-func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed string) (int64, error) {
+// parked by a policy (waiting for a retry or held), and satisfy unclaimed
+// (an SQL condition on alias t; "TRUE" when the workflow takes no claims);
+// of the instances ids only, when ids is not nil.
+func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed string, ids []string) (int64, error) {
 	var n int64
-	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s
+	of, args := "", []any{t.Interim, w.Name, t.Name}
+	if ids != nil {
+		of, args = fmt.Sprintf("AND t.%s = ANY ($4)", claims.Ident(w.IDColumn)), append(args, pq.Array(ids))
+	}
+	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s %s
 		AND NOT EXISTS (SELECT 1 FROM %s a WHERE a.workflow = $2 AND a.task = $3 AND a.instance = t.%s::text AND a.state IN ('waiting', 'held'))`,
-		claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed, r.attempts, claims.Ident(w.IDColumn))
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, t.Interim, w.Name, t.Name); err != nil {
+		claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed, of, r.attempts, claims.Ident(w.IDColumn))
+	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
 	return n, nil
@@ -327,8 +361,10 @@ const lockWait = time.Millisecond
 // lockWaitOf is the repairer's lockWait (tests lengthen it).
 func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWait) }
 
-// repairTask handles the task's unclaimed instances in its interim state,
-// batch by batch (interruptBatch), and counts them in tr.
+// repairTask handles the task's unclaimed instances in its interim state
+// (CauseInterrupt) or its failed state from start (CauseFailure), batch by
+// batch (policyBatch), counts them in tr and reports whether a locked row
+// was skipped.
 //
 // Keyset batches in id order: each batch starts after the last id of the
 // one before, so it does not re-walk the index entries of rows already
@@ -343,9 +379,9 @@ func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWa
 // SKIP LOCKED (the lock the UPDATE takes; foreign-key checks' KEY SHARE
 // locks do not stop it), and so are the batches after. A row changed
 // while the batch ran is left for the next pass, as a locked one is.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, tbl *claims.Table, attribute bool, tr *TaskResult) error {
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attribute bool, start cursor, tr *TaskResult) (bool, error) {
 	skipLocked := false
-	var cursor string
+	cur := start
 	for {
 		var bc batchCounts
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
@@ -355,7 +391,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 				}
 			}
 			var err error
-			bc, err = r.interruptBatch(ctx, tx, run, w, t, tbl, attribute, cursor, skipLocked)
+			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attribute, cur, skipLocked)
 			return err
 		})
 		if !skipLocked && pgdb.IsLockTimeout(err) {
@@ -364,16 +400,18 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+			return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
 		tr.Done += bc.done()
 		tr.Retried += bc.retried
 		tr.Scheduled += bc.waiting
 		tr.Held += bc.held
 		tr.Failed += bc.faild
-		if bc.picked < r.cfg.BatchSize {
-			return nil
+		if bc.picked > 0 {
+			cur.id, cur.at = bc.last.id, bc.last.at
 		}
-		cursor = bc.last
+		if bc.picked < r.cfg.BatchSize {
+			return skipLocked, nil
+		}
 	}
 }

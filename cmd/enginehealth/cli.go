@@ -227,7 +227,10 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 				fmt.Fprintf(w, "      %s\n", e)
 			}
 			if m.FailurePolicy().Strategy != recovery.StrategyNone {
-				fmt.Fprintf(w, "    failed by the engine (%s): NOT APPLIED: on_failure is not built in this version\n", t.Failed)
+				fmt.Fprintf(w, "    failed by the engine (%s), from when the policy is first applied:\n", t.Failed)
+				for _, e := range recovery.Effects(m, recovery.CauseFailure) {
+					fmt.Fprintf(w, "      %s\n", e)
+				}
 			}
 		}
 	}

@@ -125,7 +125,17 @@ func newCheckCmd() *cobra.Command {
 				fmt.Fprintf(w, "node %s: %s -> %s\n", safe(ch.Name), safe(ch.From), safe(cmp.Or(ch.To, "(forgotten)")))
 			}
 			fmt.Fprintf(w, "claims expired: %d\n", res.Recovery.ClaimsExpired)
-			return recoveryTable(w, res.Recovery.Tasks, false)
+			if err := recoveryTable(w, res.Recovery.Tasks, false); err != nil {
+				return err
+			}
+			if len(res.Failures) > 0 {
+				fmt.Fprintln(w, "new failures (on_failure):")
+				if err := recoveryTable(w, res.Failures, false); err != nil {
+					return err
+				}
+			}
+			_, err := fmt.Fprintf(w, "due retries: %d back to begin, %d cancelled\n", res.Retries.Retried, res.Retries.Cancelled)
+			return err
 		})
 }
 

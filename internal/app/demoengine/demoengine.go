@@ -30,6 +30,18 @@ CREATE TABLE IF NOT EXISTS demo.orders (
     last_error text
 );
 CREATE INDEX IF NOT EXISTS orders_status_id_idx ON demo.orders (status, id);
+-- updated_at: set on every change of status (a trigger, as many engine
+-- tables have); on_failure policies find new failures by it.
+ALTER TABLE demo.orders ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX IF NOT EXISTS orders_status_updated_idx ON demo.orders (status, updated_at);
+CREATE OR REPLACE FUNCTION demo.touch() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.updated_at := now();
+    RETURN NEW;
+END
+$$;
+CREATE OR REPLACE TRIGGER orders_touch BEFORE UPDATE OF status ON demo.orders
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION demo.touch();
 CREATE TABLE IF NOT EXISTS demo.orders_claim (
     instance_id bigint PRIMARY KEY REFERENCES demo.orders (id),
     node        text        NOT NULL,
@@ -52,6 +64,7 @@ const Workflows = `workflows:
     id_column: id
     status_column: status
     error_column: last_error
+    updated_column: updated_at
     claimable: true
     claims: {table: demo.orders_claim}
     tasks:

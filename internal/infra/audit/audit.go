@@ -31,6 +31,9 @@ const (
 	KindRetryCancelled = "retry_cancelled"
 	KindHoldDecided    = "hold_decided"
 	KindManualRetry    = "manual_retry"
+	// KindFailed: an instance an engine failed stays failed for good
+	// (its on_failure policy is exhausted, or its error non-retryable).
+	KindFailed = "instance_failed"
 )
 
 // Event is one row of the events table. Optional fields are pointers or

@@ -248,9 +248,9 @@ func TestReadinessAndNodeAck(t *testing.T) {
 		r, err := cl.Ready(context.Background())
 		return err == nil && r.Ready, err
 	})
-	// A second ack: conflict.
+	// A second ack: conflict, exit code 4 (refused).
 	_, errOut, code = cli(t, []string{"ENGINEHEALTH_TOKEN=" + token}, "node", "ack", "node-a", "--api", n2.APIAddress)
-	if code != 1 || !strings.Contains(errOut, "409") {
+	if code != 4 || !strings.Contains(errOut, "409") {
 		t.Fatalf("second ack: exit %d: %s", code, errOut)
 	}
 

@@ -1,0 +1,156 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// markLag: how far a task's failure mark trails the database clock after
+// a pass. An engine's transaction stamps updated_column with its start
+// time and becomes visible when it commits: a failure committed up to
+// markLag after its timestamp is still found by the next pass.
+const markLag = 10 * time.Second
+
+// FailureTasks returns the tasks of wfs whose on_failure policy is not
+// none, by workflow.
+func FailureTasks(wfs []Workflow) []Workflow {
+	var out []Workflow
+	for _, w := range wfs {
+		var ts []Task
+		for _, t := range w.Tasks {
+			if t.FailurePolicy().Strategy != StrategyNone {
+				ts = append(ts, t)
+			}
+		}
+		if len(ts) > 0 {
+			w.Tasks = ts
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Failures applies the on_failure policies of the configured workflows
+// inside run: for each task whose policy is not none, the instances an
+// engine moved to the task's failed state at or after the task's mark
+// (written, as the database clock, when the policy is first applied: older
+// failures are never retried automatically) and not decided since the
+// engine last changed them, in batches as interrupted instances are
+// (policyBatch), read in updated_column order through the engine's index
+// on (status, updated_column). After a task's batches its mark moves up to
+// markLag before the pass, unless a locked row was skipped. A pass that
+// finds no failure at or after a mark writes nothing, but to move a mark
+// more than twice markLag old. The marks of tasks without a policy are
+// deleted.
+func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([]TaskResult, error) {
+	wfs := FailureTasks(r.cfg.Workflows)
+	marks, err := r.marks(ctx, o, wfs)
+	if err != nil {
+		return nil, err
+	}
+	var res []TaskResult
+	for _, w := range wfs {
+		for _, t := range w.Tasks {
+			m, ok := marks[[2]string{w.Name, t.Name}]
+			if !ok {
+				// First applied: from now on.
+				err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO `+r.marksTable+` (workflow, task, mark) VALUES ($1, $2, now())
+						ON CONFLICT DO NOTHING`, w.Name, t.Name)
+					return err
+				})
+				if err != nil {
+					return res, fmt.Errorf("failure mark of %s.%s: %w", w.Name, t.Name, err)
+				}
+				continue
+			}
+			var work bool
+			if err := r.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE %s = $1 AND %s >= $2::timestamptz)`,
+				claims.Ident(w.Table), claims.Ident(w.StatusColumn), claims.Ident(w.UpdatedColumn)), t.Failed, m.mark).Scan(&work); err != nil {
+				return res, fmt.Errorf("look for failures of %s.%s: %w", w.Name, t.Name, err)
+			}
+			skipped := false
+			if work {
+				tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Failed}
+				tr.To, tr.Effect = FirstEffect(t, CauseFailure)
+				skipped, err = r.repairTask(ctx, o, run, w, t, CauseFailure, w.Claims, false, cursor{at: m.mark}, &tr)
+				if err == nil && tr.Done > 0 {
+					err = r.addPlanned(ctx, o, run, tr.Done)
+				}
+				if tr.Done > 0 {
+					res = append(res, tr)
+				}
+				if err != nil {
+					return res, fmt.Errorf("failures of %s.%s: %w", w.Name, t.Name, err)
+				}
+			}
+			if skipped || (!work && !m.stale) {
+				continue
+			}
+			err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+				_, err := tx.ExecContext(ctx, `UPDATE `+r.marksTable+` SET mark = greatest(mark, now() - $3 * interval '1 millisecond')
+					WHERE workflow = $1 AND task = $2`, w.Name, t.Name, markLag.Milliseconds())
+				return err
+			})
+			if err != nil {
+				return res, fmt.Errorf("move failure mark of %s.%s: %w", w.Name, t.Name, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// failureMark is a task's mark as PostgreSQL prints it, and whether it is
+// more than twice markLag old.
+type failureMark struct {
+	mark  string
+	stale bool
+}
+
+// marks reads the failure marks of the tasks of wfs, deleting those of
+// tasks without a policy (any more).
+func (r *Repairer) marks(ctx context.Context, o *leader.Office, wfs []Workflow) (map[[2]string]failureMark, error) {
+	want := map[[2]string]bool{}
+	for _, w := range wfs {
+		for _, t := range w.Tasks {
+			want[[2]string{w.Name, t.Name}] = true
+		}
+	}
+	var rows []struct {
+		Workflow string `db:"workflow"`
+		Task     string `db:"task"`
+		Mark     string `db:"mark"`
+		Stale    bool   `db:"stale"`
+	}
+	if err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, `SELECT workflow, task, mark::text AS mark,
+			mark < now() - $1 * interval '1 millisecond' AS stale FROM `+r.marksTable, 2*markLag.Milliseconds()); err != nil {
+		return nil, fmt.Errorf("read failure marks: %w", err)
+	}
+	marks := map[[2]string]failureMark{}
+	var goneW, goneT []string
+	for _, m := range rows {
+		k := [2]string{m.Workflow, m.Task}
+		if !want[k] {
+			goneW, goneT = append(goneW, m.Workflow), append(goneT, m.Task)
+			continue
+		}
+		marks[k] = failureMark{m.Mark, m.Stale}
+	}
+	if len(goneW) > 0 {
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM `+r.marksTable+`
+				WHERE (workflow, task) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, pq.Array(goneW), pq.Array(goneT))
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("drop failure marks: %w", err)
+		}
+	}
+	return marks, nil
+}
