@@ -3,7 +3,11 @@ package claims
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/lib/pq"
 )
@@ -85,4 +89,31 @@ func (t Table) HolderSQL(alias string) string {
 func (t Table) UnclaimedAfterExpiry(alias string) string {
 	n := t.q()
 	return fmt.Sprintf(`NOT EXISTS (SELECT 1 FROM %s c WHERE c.%s = %s.%s AND c.%s >= now())`, n.cl, n.ci, alias, n.id, n.ce)
+}
+
+// ClaimRow is a claim as the claims table holds it.
+type ClaimRow struct {
+	Node      string    `db:"node" json:"node"`
+	Token     string    `db:"token" json:"token"`
+	ClaimedAt time.Time `db:"claimed_at" json:"claimed_at"`
+	ExpiresAt time.Time `db:"expires_at" json:"expires_at"`
+	// Expired: its expiry has passed (database clock); the master
+	// deletes it on its next pass.
+	Expired bool `db:"expired" json:"expired"`
+}
+
+// Lookup returns the claim on instance id, or nil when there is none.
+func (t Table) Lookup(ctx context.Context, db sqlx.QueryerContext, id string) (*ClaimRow, error) {
+	n := t.q()
+	var c ClaimRow
+	err := sqlx.GetContext(ctx, db, &c, fmt.Sprintf(`SELECT %s::text AS node, %s::text AS token, %s AS claimed_at, %s AS expires_at,
+		%[4]s < now() AS expired FROM %s WHERE %s = $1`, n.cn, n.ct, n.cc, n.ce, n.cl, n.ci), id)
+	var pe *pq.Error
+	if errors.Is(err, sql.ErrNoRows) || errors.As(err, &pe) && pe.Code.Class() == "22" {
+		return nil, nil // none, or an id its column cannot hold
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up the claim on %s: %w", id, err)
+	}
+	return &c, nil
 }

@@ -90,3 +90,8 @@ func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.Retry
 	m.Soon = p.Checker.cfg.Interval
 	return p.Recovery.Retry(ctx, o, m)
 }
+
+// Instance returns what the sidecar knows of one instance.
+func (p *Ops) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
+	return p.reads().Instance(ctx, ref, limit)
+}

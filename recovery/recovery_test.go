@@ -38,7 +38,7 @@ var (
 		Tasks: []Task{{Task: claims.Task{Name: "render", Begin: "Queued", Interim: "Rendering", Ends: []string{"Done"}, Failed: "Failed"}, AtomicInternal: true}}}
 )
 
-func setup(t *testing.T) (*Repairer, *sqlx.DB, *leader.Office) {
+func setup(t testing.TB) (*Repairer, *sqlx.DB, *leader.Office) {
 	t.Helper()
 	db := pg.MigratedDB(t)
 	db.MustExec(`CREATE SCHEMA app;

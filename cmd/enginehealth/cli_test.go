@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -35,6 +36,11 @@ func fakeDaemon(t *testing.T) string {
 		Node: &e, FromState: &e, ToState: &e, Reason: e}}))
 	mux.HandleFunc("GET /v1/nodes", answer([]nodes.Node{{Name: e, Status: e, Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
 	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: e, Trigger: e, Master: e, Status: e, Error: e}}))
+	one := 1
+	mux.HandleFunc("GET /v1/instances/{wf}/{id}", answer(recovery.InstanceView{Workflow: e, Instance: e, State: &e,
+		Claim:    &claims.ClaimRow{Node: e, Token: e},
+		Attempts: []recovery.AttemptView{{Task: e, State: e, Cause: recovery.Cause(e), Nodes: []string{e}, LastReason: e, LastNode: &e}},
+		Events:   []audit.Event{{ID: 1, Kind: e, Actor: e, Node: &e, FromState: &e, ToState: &e, Attempt: &one, Reason: e}}}))
 	mux.HandleFunc("GET /v1/holds", answer([]recovery.Hold{{Workflow: e, Instance: e, Task: e, State: e, LastNode: &e, LastError: &e}}))
 	mux.HandleFunc("GET /v1/nodes/{name}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -79,8 +85,14 @@ func TestTablesEscapeControlCharacters(t *testing.T) {
 		}
 	}
 
+	// An instance's timeline: several lines, each escaped.
+	out, errOut, code := runCLI(t, "events", "--instance", "w/1", "--api", addr)
+	if code != 0 || strings.ContainsAny(out, "\x1b\x07\t\u202e") || !strings.Contains(out, `forged row\tcol`) {
+		t.Errorf("events --instance: exit %d %s:\n%q", code, errOut, out)
+	}
+
 	// The daemon's error text is escaped too, and names the request.
-	_, errOut, code := runCLI(t, "nodes", "x", "--api", addr)
+	_, errOut, code = runCLI(t, "nodes", "x", "--api", addr)
 	if code != 1 || strings.ContainsAny(errOut, "\x1b\x07\t") || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "request id r1") {
 		t.Fatalf("error: exit %d: %q", code, errOut)
 	}

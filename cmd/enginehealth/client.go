@@ -207,32 +207,101 @@ func newRunsCmd() *cobra.Command {
 func newEventsCmd() *cobra.Command {
 	var f clientFlags
 	var p audit.ListParams
-	c := clientCmd(&cobra.Command{Use: "events", Short: "List the audit trail (oldest first)", Args: noArgs}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, _ []string) ([]audit.Event, error) {
+	var instance string
+	c := clientCmd(&cobra.Command{
+		Use:   "events",
+		Short: "List the audit trail (oldest first), or one instance's timeline (--instance)",
+		Example: "  enginehealth events --limit 50\n  enginehealth events --node n2\n" +
+			"  enginehealth events --instance orders/1042\n  enginehealth events --instance orders/1042 -o json",
+		Args: noArgs,
+	}, &f, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, _ []string) (any, error) {
+			if instance != "" {
+				ref, err := parseRef(instance, "")
+				if err != nil {
+					return nil, err
+				}
+				return cl.Instance(ctx, ref, p.Limit)
+			}
 			return allEvents(ctx, cl, p)
 		},
-		func(w io.Writer, es []audit.Event) error {
-			s := func(p *string) string {
-				if p == nil {
-					return ""
-				}
-				return safe(*p)
+		func(w io.Writer, v any) error {
+			if iv, ok := v.(recovery.InstanceView); ok {
+				return instanceTable(w, iv)
 			}
-			return tabs(w, "ID\tAT\tKIND\tACTOR\tTERM\tNODE\tWORKFLOW\tINSTANCE\tTASK\tFROM\tTO\tREASON", func(tw io.Writer) {
-				for _, e := range es {
-					term := ""
-					if e.Term != nil {
-						term = fmt.Sprint(*e.Term)
-					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(e.Kind), safe(e.Actor), term,
-						s(e.Node), s(e.Workflow), s(e.Instance), s(e.Task), s(e.FromState), s(e.ToState), safe(e.Reason))
-				}
-			})
+			return eventsTable(w, v.([]audit.Event))
 		})
 	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id")
 	c.Flags().IntVar(&p.Limit, "limit", api.DefaultEventsLimit, fmt.Sprintf("how many events (at most %d; page on with --after)", api.MaxLimit))
 	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
+	c.Flags().StringVar(&instance, "instance", "", "WORKFLOW/ID: the instance's state, claim, attempts and whole timeline")
 	return c
+}
+
+func opt(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return safe(*p)
+}
+
+func eventsTable(w io.Writer, es []audit.Event) error {
+	return tabs(w, "ID\tAT\tKIND\tACTOR\tTERM\tNODE\tWORKFLOW\tINSTANCE\tTASK\tFROM\tTO\tREASON", func(tw io.Writer) {
+		for _, e := range es {
+			term := ""
+			if e.Term != nil {
+				term = fmt.Sprint(*e.Term)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(e.Kind), safe(e.Actor), term,
+				opt(e.Node), opt(e.Workflow), opt(e.Instance), opt(e.Task), opt(e.FromState), opt(e.ToState), safe(e.Reason))
+		}
+	})
+}
+
+// instanceTable prints an instance's state, claim and attempts rows, then
+// its timeline: one line per event, with the attempt it belongs to.
+func instanceTable(w io.Writer, v recovery.InstanceView) error {
+	state := "gone (no row in the instance table)"
+	if v.State != nil {
+		state = "in " + safe(*v.State)
+	}
+	fmt.Fprintf(w, "%s/%s: %s", safe(v.Workflow), safe(v.Instance), state)
+	if c := v.Claim; c != nil {
+		verb := "expires"
+		if c.Expired {
+			verb = "expired"
+		}
+		fmt.Fprintf(w, ", claimed by %s (token %s) since %s, %s %s", safe(c.Node), safe(c.Token),
+			c.ClaimedAt.Format(time.RFC3339), verb, c.ExpiresAt.Format(time.RFC3339))
+	} else if v.State != nil {
+		fmt.Fprint(w, ", unclaimed")
+	}
+	fmt.Fprintln(w)
+	for _, a := range v.Attempts {
+		fmt.Fprintf(w, "task %s: %s (%s), %d %s by the policy, %d by operators", safe(a.Task), safe(a.State), safe(string(a.Cause)),
+			a.AttemptCount, plural(int64(a.AttemptCount), "retry", "retries"), a.Manual)
+		if a.NextAttemptTime != nil {
+			fmt.Fprintf(w, ", next attempt %s", a.NextAttemptTime.Format(time.RFC3339))
+		}
+		if len(a.Nodes) > 0 {
+			fmt.Fprintf(w, ", interrupted on %s", safe(strings.Join(a.Nodes, ", ")))
+		}
+		fmt.Fprintf(w, "\n  %s\n", safe(a.LastReason))
+	}
+	err := tabs(w, "AT\tATTEMPT\tKIND\tNODE\tACTOR\tFROM\tTO\tREASON", func(tw io.Writer) {
+		for _, e := range v.Events {
+			attempt := ""
+			if e.Attempt != nil {
+				attempt = fmt.Sprint(*e.Attempt)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339Nano), attempt, safe(e.Kind), opt(e.Node), safe(e.Actor),
+				opt(e.FromState), opt(e.ToState), safe(e.Reason))
+		}
+	})
+	if err == nil && v.Truncated {
+		_, err = fmt.Fprintf(w, "(the first %d events only: raise --limit for more)\n", len(v.Events))
+	}
+	return err
 }
 
 // allEvents fetches up to p.Limit events, page after page: the daemon may

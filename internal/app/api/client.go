@@ -211,3 +211,13 @@ func (c *Client) Retry(ctx context.Context, req RetryRequest) (recovery.RetryRes
 	var res recovery.RetryResult
 	return res, c.do(ctx, http.MethodPost, "/v1/retry", req, &res)
 }
+
+// Instance returns what the daemon knows of one instance.
+func (c *Client) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
+	var v recovery.InstanceView
+	q := ""
+	if limit > 0 {
+		q = "?limit=" + strconv.Itoa(limit)
+	}
+	return v, c.get(ctx, "/v1/instances/"+url.PathEscape(ref.Workflow)+"/"+url.PathEscape(ref.Instance)+q, &v)
+}

@@ -109,6 +109,10 @@ func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recover
 	return recovery.HoldResult{}, s.call("holds "+d.Action, d.Workflow, d.Reason)
 }
 
+func (s *store) Instance(_ context.Context, ref recovery.Ref, _ int) (recovery.InstanceView, error) {
+	return recovery.InstanceView{}, s.call("instance", ref.Workflow, ref.Instance)
+}
+
 func (s *store) Retry(_ context.Context, m recovery.ManualRetry) (recovery.RetryResult, error) {
 	return recovery.RetryResult{}, s.call("retry", m.Workflow, m.Instance, m.Task, m.Reason)
 }
@@ -193,6 +197,10 @@ func TestHostileInput(t *testing.T) {
 		{"holds fail: escape in workflow", "POST", "/v1/holds/fail", json, `{"all":true,"workflow":"\u001b[2J"}`, 400, "body.workflow"},
 		{"holds fail: workflow without all", "POST", "/v1/holds/fail", json, `{"workflow":"w","instances":[{"workflow":"w","instance":"1"}]}`, 400, "only with all"},
 		{"holds fail: instances not an array", "POST", "/v1/holds/fail", json, `{"instances":"w/1"}`, 400, "body.instances: want an array"},
+		{"instance: NUL in id", "GET", "/v1/instances/orders/a%00b", "", "", 400, "path parameter id"},
+		{"instance: escape in workflow", "GET", "/v1/instances/%1b%5B2J/1", "", "", 400, "path parameter workflow"},
+		{"instance: id too long", "GET", "/v1/instances/orders/" + strings.Repeat("9", 201), "", "", 400, "path parameter id"},
+		{"instance: limit not a number", "GET", "/v1/instances/orders/1?limit=x", "", "", 400, "query parameter limit"},
 		{"retry: no instance", "POST", "/v1/retry", json, `{"workflow":"w"}`, 400, "body.instance: empty"},
 		{"retry: NUL in instance", "POST", "/v1/retry", json, `{"workflow":"w","instance":"1\u0000"}`, 400, "body.instance"},
 		{"retry: instance too long", "POST", "/v1/retry", json, `{"workflow":"w","instance":"` + strings.Repeat("1", 201) + `"}`, 400, "body.instance"},

@@ -192,3 +192,32 @@ func afterSentinel(err, sentinel error) string {
 	}
 	return s
 }
+
+func (h *handler) instance(w http.ResponseWriter, r *http.Request) {
+	ref := recovery.Ref{Workflow: r.PathValue("workflow"), Instance: r.PathValue("id")}
+	if p := nameProblem(ref.Workflow, false); p != "" {
+		writeProblem(w, http.StatusBadRequest, "path parameter workflow: "+p, "got "+quoteShort(ref.Workflow))
+		return
+	}
+	if p := nameProblem(ref.Instance, false); p != "" {
+		writeProblem(w, http.StatusBadRequest, "path parameter id: "+p, "got "+quoteShort(ref.Instance))
+		return
+	}
+	limit, ok := intParam(w, r, "limit", recovery.DefaultInstanceEvents)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	v, err := h.cfg.Ops.Instance(ctx, ref, limit)
+	switch {
+	case errors.Is(err, recovery.ErrScope):
+		writeError(w, http.StatusNotFound, afterSentinel(err, recovery.ErrScope))
+	case errors.Is(err, recovery.ErrNoInstance):
+		writeError(w, http.StatusNotFound, afterSentinel(err, recovery.ErrNoInstance))
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}

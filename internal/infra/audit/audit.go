@@ -71,7 +71,7 @@ func Str(s string) *string {
 type Log struct {
 	table  string
 	insert string
-	list   string
+	view   string
 }
 
 // New returns the event log of the sidecar schema.
@@ -82,18 +82,7 @@ func New(schema string) *Log {
 		table: t,
 		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 			VALUES (:kind, :actor, :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
-		list: `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
-			FROM (SELECT e.*,
-				row_number() OVER w AS n,
-				sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
-					+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
-					+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0)) OVER w AS text_bytes
-				FROM ` + view + ` e
-				WHERE id > $1 AND ($2 = '' OR node = $2)
-				WINDOW w AS (ORDER BY id)
-				ORDER BY id LIMIT $3) page
-			WHERE n = 1 OR text_bytes <= $4
-			ORDER BY id`,
+		view: view,
 	}
 }
 
@@ -149,6 +138,9 @@ const DefaultListLimit = 100
 type ListParams struct {
 	// Node, when set, keeps the events about that node.
 	Node string
+	// Workflow and Instance, when set, keep the events about that
+	// workflow, and instance (the hash index on instance finds them).
+	Workflow, Instance string
 	// AfterID keeps events with a larger id (for paging and tailing).
 	AfterID int64
 	// Limit of rows; default 100.
@@ -169,8 +161,28 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
+	args := []any{p.AfterID, p.Limit, maxBytes}
+	where := []string{"id > $1"}
+	for _, f := range []struct{ col, v string }{{"node", p.Node}, {"workflow", p.Workflow}, {"instance", p.Instance}} {
+		if f.v != "" {
+			args = append(args, f.v)
+			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
+		}
+	}
+	q := `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
+		FROM (SELECT e.*,
+			row_number() OVER w AS n,
+			sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
+				+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
+				+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0)) OVER w AS text_bytes
+			FROM ` + l.view + ` e
+			WHERE ` + strings.Join(where, " AND ") + `
+			WINDOW w AS (ORDER BY id)
+			ORDER BY id LIMIT $2) page
+		WHERE n = 1 OR text_bytes <= $3
+		ORDER BY id`
 	var es []Event
-	if err := sqlx.SelectContext(ctx, db, &es, l.list, p.AfterID, p.Node, p.Limit, maxBytes); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &es, q, args...); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return es, nil

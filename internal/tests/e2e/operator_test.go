@@ -186,6 +186,27 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
 		!strings.Contains(errOut, "404") {
 		t.Fatalf("retry of a hostile id: exit %d: %s", code, errOut)
 	}
+	// The instance's timeline, through the non-master.
+	out, errOut, code = cli(t, nil, "events", "--instance", "orders/8", "-o", "json", "--api", addr)
+	var v recovery.InstanceView
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.State == nil || *v.State != "Reserved" ||
+		len(v.Attempts) != 1 || v.Attempts[0].Manual != 1 || v.Attempts[0].State != recovery.AttemptRetried {
+		t.Fatalf("events --instance -o json: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	var timeline []string
+	for _, e := range v.Events {
+		timeline = append(timeline, e.Kind)
+	}
+	if got := strings.Join(timeline, " "); got != "instance_held hold_decided manual_retry" {
+		t.Fatalf("timeline of orders/8: %s", got)
+	}
+	out, _, _ = cli(t, nil, "events", "--instance", "orders/8", "--api", addr)
+	if !strings.HasPrefix(out, "orders/8: in Reserved, unclaimed\ntask ship: retried (failure), 0 retries by the policy, 1 by operators") {
+		t.Fatalf("events --instance:\n%s", out)
+	}
+	if _, errOut, code = cli(t, nil, "events", "--instance", "orders/424242", "--api", addr); code != 1 || !strings.Contains(errOut, "404") {
+		t.Fatalf("events --instance of an unknown instance: exit %d: %s", code, errOut)
+	}
 	var kinds []string
 	if err := c.db.Select(&kinds, `SELECT kind || ':' || actor FROM enginehealth.event_log
 		WHERE workflow = 'orders' AND instance IN ('7', '8') AND kind IN ('hold_decided', 'manual_retry') ORDER BY id`); err != nil {

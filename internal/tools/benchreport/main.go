@@ -110,6 +110,7 @@ var rows = []row{
 	{"check pass, 1M rows, 100k retries waiting (none due) / idle pass", "BenchmarkCheckParked", "ratio-100k-waiting", fixed("≤ 1.5"), atMost(1.5)},
 	{"check pass, 1M old failures under on_failure / idle pass", "BenchmarkCheckParked", "ratio-1M-old-failures", fixed("≤ 1.5"), atMost(1.5)},
 	{"sweep of every interrupted instance, 100k waiting (first pass of an office)", "BenchmarkCheckParked", "sweep-100k-waiting-ms", fixed("—"), nil},
+	{"instance view (events --instance) at 10M events, p99", "BenchmarkInstanceHistory", "instance-history-p99-ms", fixed("< 50 ms"), func(v float64, _ map[string]float64) bool { return v < 50 }},
 	{"idle RSS, master", "BenchmarkIdleFootprint", "rss-master-MB", fixed("< 40 MB"), atMost(40)},
 	{"idle RSS, standby", "BenchmarkIdleFootprint", "rss-standby-MB", fixed("< 40 MB"), atMost(40)},
 	{"idle CPU per 60 s, master", "BenchmarkIdleFootprint", "cpu-s-per-60s-master", fixed("no busy loop (≪ 60 s)"), atMost(3)},
