@@ -95,3 +95,8 @@ func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.Retry
 func (p *Ops) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
 	return p.reads().Instance(ctx, ref, limit)
 }
+
+// RetryStats returns the retry statistics by workflow and task.
+func (p *Ops) RetryStats(ctx context.Context) ([]recovery.RetryStats, error) {
+	return p.reads().RetryStats(ctx)
+}

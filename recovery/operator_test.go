@@ -219,3 +219,32 @@ func TestInstanceView(t *testing.T) {
 		t.Errorf("unknown workflow: %v", err)
 	}
 }
+
+// TestRetryStats: per task, the retries made, the instances that reached
+// an end state after their retry, those exhausted, and the success rate
+// among the instances whose retrying ended.
+func TestRetryStats(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffFixed}})
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (1, 3, 4)`)
+	if res := f.check(); res.Tasks[0].Retried != 3 {
+		t.Fatalf("first pass: %+v", res.Tasks[0])
+	}
+	// The engine ships 1; 3 is interrupted again (exhausted); 4 waits in
+	// begin.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1; UPDATE app.orders SET status = 'Shipping' WHERE id = 3`)
+	f.check()
+	if _, err := f.r.Retry(context.Background(), f.o, ManualRetry{Ref: Ref{"orders", "3"}, Actor: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 3`)
+	f.check()
+	stats, err := f.r.RetryStats(context.Background())
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("stats: %+v, %v", stats, err)
+	}
+	s := stats[0]
+	if s.Workflow != "orders" || s.Task != "ship" || s.Instances != 3 || s.Retried != 3 || s.Scheduled != 3 || s.Manual != 1 ||
+		s.Succeeded != 1 || s.Exhausted != 1 || s.Waiting != 0 || s.SuccessRate == nil || *s.SuccessRate != 0.5 {
+		t.Fatalf("stats: %+v", s)
+	}
+}

@@ -103,6 +103,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newEventsCmd(),
 		newHoldsCmd(),
 		newRetryCmd(),
+		newRetriesCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -221,3 +221,9 @@ func (c *Client) Instance(ctx context.Context, ref recovery.Ref, limit int) (rec
 	}
 	return v, c.get(ctx, "/v1/instances/"+url.PathEscape(ref.Workflow)+"/"+url.PathEscape(ref.Instance)+q, &v)
 }
+
+// RetryStats returns the retry statistics by workflow and task.
+func (c *Client) RetryStats(ctx context.Context) ([]recovery.RetryStats, error) {
+	var st []recovery.RetryStats
+	return st, c.get(ctx, "/v1/retries/stats", &st)
+}

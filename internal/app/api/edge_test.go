@@ -113,6 +113,10 @@ func (s *store) Instance(_ context.Context, ref recovery.Ref, _ int) (recovery.I
 	return recovery.InstanceView{}, s.call("instance", ref.Workflow, ref.Instance)
 }
 
+func (s *store) RetryStats(context.Context) ([]recovery.RetryStats, error) {
+	return nil, s.call("retry stats")
+}
+
 func (s *store) Retry(_ context.Context, m recovery.ManualRetry) (recovery.RetryResult, error) {
 	return recovery.RetryResult{}, s.call("retry", m.Workflow, m.Instance, m.Task, m.Reason)
 }

@@ -221,3 +221,14 @@ func (h *handler) instance(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, v)
 	}
 }
+
+func (h *handler) retryStats(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	st, err := h.cfg.Ops.RetryStats(ctx)
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

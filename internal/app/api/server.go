@@ -66,6 +66,7 @@ type MasterOps interface {
 	DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error)
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
 	Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error)
+	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
 }
 
 // RecoveryRequest is the body of POST /v1/recovery.
@@ -155,6 +156,7 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/retry", h.mutation(h.retry))
 	mux.HandleFunc("GET /v1/holds", h.limited(h.listHolds))
 	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", h.limited(h.instance))
+	mux.HandleFunc("GET /v1/retries/stats", h.limited(h.retryStats))
 	mux.HandleFunc("GET /v1/runs", h.limited(h.runs))
 	mux.HandleFunc("GET /v1/events", h.limited(h.events))
 	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))

@@ -207,6 +207,15 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
 	if _, errOut, code = cli(t, nil, "events", "--instance", "orders/424242", "--api", addr); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("events --instance of an unknown instance: exit %d: %s", code, errOut)
 	}
+	out, errOut, code = cli(t, nil, "retries", "stats", "-o", "json", "--api", addr)
+	var st []recovery.RetryStats
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st) != 2 || st[0].Task != "reserve" ||
+		st[0].Scheduled != 6 || st[1].Task != "ship" || st[1].Instances != 2 || st[1].Manual != 2 || st[1].Failed != 0 || st[1].HoldsOpen != 0 {
+		t.Fatalf("retries stats: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	if out, _, _ = cli(t, nil, "retries", "stats", "--api", addr); !strings.Contains(out, "SUCCESS RATE") {
+		t.Fatalf("retries stats table:\n%s", out)
+	}
 	var kinds []string
 	if err := c.db.Select(&kinds, `SELECT kind || ':' || actor FROM enginehealth.event_log
 		WHERE workflow = 'orders' AND instance IN ('7', '8') AND kind IN ('hold_decided', 'manual_retry') ORDER BY id`); err != nil {

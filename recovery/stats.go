@@ -1,0 +1,80 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// RetryStats sums up the attempts rows of one workflow and task.
+type RetryStats struct {
+	Workflow string `db:"workflow" json:"workflow"`
+	Task     string `db:"task" json:"task"`
+	// Instances: attempts rows (instances a policy or an operator acted
+	// on); Retried: those retried at least once.
+	Instances int64 `db:"instances" json:"instances"`
+	Retried   int64 `db:"retried" json:"retried"`
+	// Scheduled: retries made or scheduled by the policies (each
+	// counted once); Manual: retries made by operators.
+	Scheduled int64 `db:"scheduled" json:"scheduled"`
+	Manual    int64 `db:"manual" json:"manual"`
+	// Waiting: retries scheduled and not yet due or run.
+	Waiting int64 `db:"waiting" json:"waiting"`
+	// Succeeded: instances whose last retry was followed by one of the
+	// task's end states (the instance is in one now).
+	Succeeded int64 `db:"succeeded" json:"succeeded"`
+	// Exhausted: failed for good after max_attempts; Failed: failed for
+	// good otherwise (non_retryable, an operator's holds fail); HoldsOpen:
+	// held now.
+	Exhausted int64 `db:"exhausted" json:"exhausted"`
+	Failed    int64 `db:"failed" json:"failed"`
+	HoldsOpen int64 `db:"held" json:"holds_open"`
+	// SuccessRate: Succeeded / (Succeeded + Exhausted + Failed), the
+	// instances whose retrying ended; null before any did.
+	SuccessRate *float64 `json:"success_rate"`
+}
+
+// RetryStats returns the retry statistics of every configured task that
+// has attempts rows, by workflow and task. Succeeded is read from the
+// instance tables (one primary-key probe per retried instance).
+func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
+	out := []RetryStats{}
+	for _, w := range r.cfg.Workflows {
+		var idType string
+		if err := sqlx.GetContext(ctx, r.cfg.DB, &idType, `SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+			WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`, claims.Ident(w.Table), w.IDColumn); err != nil {
+			return nil, fmt.Errorf("id type of %s: %w", w.Name, err)
+		}
+		for _, t := range w.Tasks {
+			var s RetryStats
+			err := sqlx.GetContext(ctx, r.cfg.DB, &s, fmt.Sprintf(`SELECT $1::text AS workflow, $2::text AS task, count(*) AS instances,
+					count(*) FILTER (WHERE a.attempt + a.manual > 0) AS retried,
+					coalesce(sum(a.attempt), 0) + count(*) FILTER (WHERE a.state = 'waiting') AS scheduled,
+					coalesce(sum(a.manual), 0) AS manual,
+					count(*) FILTER (WHERE a.state = 'waiting') AS waiting,
+					count(*) FILTER (WHERE a.state = 'exhausted') AS exhausted,
+					count(*) FILTER (WHERE a.state = 'failed') AS failed,
+					count(*) FILTER (WHERE a.state = 'held') AS held,
+					count(*) FILTER (WHERE a.state = 'retried' AND EXISTS (
+						SELECT 1 FROM %s AS t WHERE t.%s = a.instance::%s AND t.%s::text = ANY ($3::text[]))) AS succeeded
+				FROM %s AS a WHERE a.workflow = $1 AND a.task = $2`,
+				claims.Ident(w.Table), claims.Ident(w.IDColumn), idType, claims.Ident(w.StatusColumn), r.attempts),
+				w.Name, t.Name, pq.Array(t.Ends))
+			if err != nil {
+				return nil, fmt.Errorf("retry stats of %s.%s: %w", w.Name, t.Name, err)
+			}
+			if s.Instances == 0 {
+				continue
+			}
+			if ended := s.Succeeded + s.Exhausted + s.Failed; ended > 0 {
+				rate := float64(s.Succeeded) / float64(ended)
+				s.SuccessRate = &rate
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
