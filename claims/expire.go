@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/lib/pq"
 )
 
@@ -93,21 +91,21 @@ func (t Table) UnclaimedAfterExpiry(alias string) string {
 
 // ClaimRow is a claim as the claims table holds it.
 type ClaimRow struct {
-	Node      string    `db:"node" json:"node"`
-	Token     string    `db:"token" json:"token"`
-	ClaimedAt time.Time `db:"claimed_at" json:"claimed_at"`
-	ExpiresAt time.Time `db:"expires_at" json:"expires_at"`
+	Node      string    `json:"node"`
+	Token     string    `json:"token"`
+	ClaimedAt time.Time `json:"claimed_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// Expired: its expiry has passed (database clock); the master
 	// deletes it on its next pass.
-	Expired bool `db:"expired" json:"expired"`
+	Expired bool `json:"expired"`
 }
 
 // Lookup returns the claim on instance id, or nil when there is none.
-func (t Table) Lookup(ctx context.Context, db sqlx.QueryerContext, id string) (*ClaimRow, error) {
+func (t Table) Lookup(ctx context.Context, db Querier, id string) (*ClaimRow, error) {
 	n := t.q()
 	var c ClaimRow
-	err := sqlx.GetContext(ctx, db, &c, fmt.Sprintf(`SELECT %s::text AS node, %s::text AS token, %s AS claimed_at, %s AS expires_at,
-		%[4]s < now() AS expired FROM %s WHERE %s = $1`, n.cn, n.ct, n.cc, n.ce, n.cl, n.ci), id)
+	err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s::text, %s::text, %s, %s, %[4]s < now() FROM %s WHERE %s = $1`,
+		n.cn, n.ct, n.cc, n.ce, n.cl, n.ci), id).Scan(&c.Node, &c.Token, &c.ClaimedAt, &c.ExpiresAt, &c.Expired)
 	var pe *pq.Error
 	if errors.Is(err, sql.ErrNoRows) || errors.As(err, &pe) && pe.Code.Class() == "22" {
 		return nil, nil // none, or an id its column cannot hold

@@ -139,6 +139,9 @@ func TestBrokenConfigs(t *testing.T) {
 		{"schedule kind without schedule", minimal + workflow + "        on_failure: {strategy: retry, backoff: {kind: schedule}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.schedule", "required", 0},
 		{"max_delay below base", minimal + workflow + "        on_failure: {strategy: retry, backoff: {base: 1m, max_delay: 10s}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.max_delay", "less than base", 0},
 		{"bad non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [\"(\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "missing closing", 0},
+		{"on_failure on a shared failed state", minimal + strings.Replace(workflow, "    claimable: true", "    updated_column: u\n    claimable: true", 1) +
+			"        on_failure: {strategy: retry}\n      - {name: t2, begin: C, interim: D, end: E, failed: F}\n", nil,
+			"workflows[0].tasks[0].on_failure", `failed state "F" is also the failed state of tasks[1] (t2)`, 0},
 		{"on_failure without updated_column", minimal + workflow + "        on_failure: {strategy: retry}\n", nil, "workflows[0].tasks[0].on_failure", "needs the workflow's updated_column", 0},
 		{"multiplier of a fixed backoff", minimal + workflow + "        on_interrupt: {strategy: retry, backoff: {kind: fixed, multiplier: 3}}\n", nil, "workflows[0].tasks[0].on_interrupt.backoff.multiplier", "only applies to kinds exponential", 0},
 		{"multiplier of 1", minimal + workflow + "        on_interrupt: {strategy: retry, backoff: {kind: exponential, multiplier: 1}}\n", nil, "workflows[0].tasks[0].on_interrupt.backoff.multiplier", "greater than 1", 0},

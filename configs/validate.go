@@ -343,6 +343,14 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone && w.UpdatedColumn == "" {
 			v.add(tp+".on_failure", "needs the workflow's updated_column (%s.updated_column, a timestamp the engine sets on every state change): new failures are found by it, never by scanning old ones", p)
 		}
+		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone {
+			for k := range w.Tasks {
+				if k != j && w.Tasks[k].Failed == t.Failed {
+					v.add(tp+".on_failure", "failed state %q is also the failed state of tasks[%d] (%s): an instance in it cannot be told to belong to this task; give the task a failed state of its own", t.Failed, k, w.Tasks[k].Name)
+					break
+				}
+			}
+		}
 	}
 }
 

@@ -143,7 +143,10 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	}
 	if c == CauseFailure {
 		u := "b." + claims.Ident(w.UpdatedColumn)
-		order, upd, handled = u+", b."+id, u, "AND (a.since IS NULL OR a.since < "+u+")"
+		// Decided since the engine last changed it: the decision is newer
+		// than the stamp, or was made on this very stamp (one in the
+		// future included).
+		order, upd, handled = u+", b."+id, u, "AND (a.since IS NULL OR (a.since < "+u+" AND a.stamp IS DISTINCT FROM "+u+"))"
 		after = fmt.Sprintf("AND %s >= $5::timestamptz", u)
 		if cur.id != "" {
 			after += fmt.Sprintf(" AND (%s > $5::timestamptz OR b.%s > %s)", u, id, param(cur.id))
@@ -177,7 +180,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			FROM %[1]s AS b LEFT JOIN LATERAL (
 				-- LIMIT 1 keeps this a probe of the primary key per row,
 				-- whatever the planner thinks of the table's size.
-				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since FROM %[10]s AS a
+				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp FROM %[10]s AS a
 				WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
 			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held')) %[8]s %[19]s
 			ORDER BY %[17]s LIMIT $4 %[9]s
@@ -187,7 +190,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 				        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN %[13]s || array_to_string(y.nodes, ', ')
 				        ELSE '' END AS full_reason
 			FROM (
-				SELECT p.tid, p.id::text AS sid, p.att, p.prev, p.node, p.err, s.kind, s.to_state,
+				SELECT p.tid, p.id::text AS sid, p.att, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
 					CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 					coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 					coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
@@ -201,23 +204,23 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			UPDATE %[1]s AS t SET %[3]s = r.to_state FROM d AS r
 			WHERE t.ctid = r.tid AND r.to_state <> ''
 			  AND t.%[3]s = $3 AND %[4]s
-			RETURNING r.sid, r.att, r.prev, r.node, r.err, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			RETURNING r.sid, r.att, r.prev, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
 		), kept AS (
-			SELECT r.sid, r.att, r.prev, r.node, r.err, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			SELECT r.sid, r.att, r.prev, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
 			FROM %[1]s AS t JOIN d AS r ON t.ctid = r.tid
 			WHERE r.to_state = '' AND t.%[3]s = $3 AND %[4]s
 			FOR NO KEY UPDATE OF t
 		), done AS MATERIALIZED (
-			SELECT sid, att, prev, node, err, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+			SELECT sid, att, prev, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
 			UNION ALL
-			SELECT sid, att, prev, node, err, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+			SELECT sid, att, prev, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
 		), ins AS (
 			INSERT INTO %[10]s (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
-				last_node, nodes, last_reason, last_error)
+				last_node, nodes, last_reason, last_error, stamp)
 			SELECT $1, x.sid, $2, x.made, x.state, %[20]s, $3,
 				CASE WHEN x.kind = 'retry' THEN now() END,
 				CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-				x.node, x.nodes, x.reason, x.err
+				x.node, x.nodes, x.reason, x.err, x.upd
 			FROM done x WHERE x.state <> '' AND x.att IS NULL
 			RETURNING 1
 		), upd AS (
@@ -226,7 +229,8 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			UPDATE %[10]s AS a SET attempt = x.made, state = x.state, cause = %[20]s, left_in = $3, since = now(),
 				last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 				next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err
+				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
+				stamp = coalesce(x.upd, a.stamp)
 			FROM done x
 			WHERE a.ctid = x.att
 			  AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')
@@ -327,7 +331,28 @@ func (r *Repairer) Due(ctx context.Context, o *leader.Office, run int64) (DueRes
 				groups[k] = append(groups[k], d)
 			}
 			for _, k := range order {
-				moved, cancelled, err := r.dueGroup(ctx, tx, run, k.w, k.t, k.left, k.c, groups[k])
+				// A retry the task's policy no longer allows (changed
+				// since it was scheduled) is cancelled, not run.
+				_, t := r.task(k.w, k.t)
+				var run1, stale []dueRow
+				for _, d := range groups[k] {
+					if p := t.Policy(k.c); p.Strategy != StrategyRetry || d.Attempt+1 > p.MaxAttempts {
+						stale = append(stale, d)
+					} else {
+						run1 = append(run1, d)
+					}
+				}
+				if len(stale) > 0 {
+					n, err := r.cancelStale(ctx, tx, run, k.w, t, k.c, stale)
+					if err != nil {
+						return err
+					}
+					res.Cancelled += n
+				}
+				if len(run1) == 0 {
+					continue
+				}
+				moved, cancelled, err := r.dueGroup(ctx, tx, run, k.w, k.t, k.left, k.c, run1)
 				if err != nil {
 					return err
 				}
@@ -357,6 +382,37 @@ func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname
 		kind: audit.KindRetried, cancelKind: audit.KindRetryCancelled, cancelled: "retry cancelled", run: run,
 		reason: fmt.Sprintf("format('%s: retry %%s of %%s', d.attempt + 1, %d)", what(c), t.Policy(c).MaxAttempts)}
 	return r.moveParked(ctx, tx, m, ids)
+}
+
+// cancelStale cancels waiting retries that the task's policy for cause no
+// longer allows (it is not retry any more, or its max_attempts is now
+// below the retry), each with a retry_cancelled event; the instances stay
+// where they are.
+func (r *Repairer) cancelStale(ctx context.Context, tx *leader.Tx, run int64, wname string, t Task, c Cause, rows []dueRow) (int64, error) {
+	p := t.Policy(c)
+	why := fmt.Sprintf("retry cancelled: the task's on_%s policy is %s now", c, p.Strategy)
+	if p.Strategy == StrategyRetry {
+		why = fmt.Sprintf("retry cancelled: the task's on_%s max_attempts is %d now", c, p.MaxAttempts)
+	}
+	ids := make([]string, len(rows))
+	for i, d := range rows {
+		ids[i] = d.Instance
+	}
+	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(audit.KindRetryCancelled), RunID: "$4",
+		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", Attempt: "x.attempt + 1", Reason: "$5"}, "gone x")
+	var n int64
+	err := tx.QueryRowContext(ctx, `WITH gone AS (
+			UPDATE `+r.attempts+` SET state = 'cancelled', next_attempt_at = NULL, since = now(), last_reason = $5
+			WHERE workflow = $1 AND task = $2 AND instance = ANY ($3::text[]) AND state = 'waiting'
+			RETURNING instance, left_in, attempt
+		), ev AS (
+			`+ev+`
+		)
+		SELECT count(*) FROM gone`, wname, t.Name, pq.Array(ids), run, why).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("cancel retries of %s.%s: %w", wname, t.Name, err)
+	}
+	return n, nil
 }
 
 // task returns the configured workflow and task of the given names.

@@ -117,9 +117,10 @@ func checkUpdatedColumn(ctx context.Context, db Reader, p string, w Workflow) ([
 			(SELECT a.atttypid::regtype::text FROM pg_attribute a
 			  WHERE a.attrelid = to_regclass($1) AND a.attname = $3 AND NOT a.attisdropped) AS type,
 			EXISTS (SELECT 1 FROM pg_index i
+			  JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam AND am.amname = 'btree'
 			  JOIN pg_attribute s ON s.attrelid = i.indrelid AND s.attname = $2
 			  JOIN pg_attribute u ON u.attrelid = i.indrelid AND u.attname = $3
-			  WHERE i.indrelid = to_regclass($1) AND i.indpred IS NULL AND i.indnkeyatts >= 2
+			  WHERE i.indrelid = to_regclass($1) AND i.indpred IS NULL AND i.indisvalid AND i.indnkeyatts >= 2
 			    AND i.indkey[0] = s.attnum AND i.indkey[1] = u.attnum) AS indexed`,
 		claims.Ident(w.Table), w.StatusColumn, w.UpdatedColumn)
 	if err != nil {
@@ -134,7 +135,7 @@ func checkUpdatedColumn(ctx context.Context, db Reader, p string, w Workflow) ([
 			p, w.UpdatedColumn, w.Table, *c.Type))
 	}
 	if !c.Indexed {
-		ps = append(ps, fmt.Sprintf("%s.updated_column: an on_failure policy reads new failures through an index on (%s, %s), which %s lacks: CREATE INDEX ON %s (%s, %s)",
+		ps = append(ps, fmt.Sprintf("%s.updated_column: an on_failure policy reads new failures through a valid B-tree index on (%s, %s), which %s lacks: CREATE INDEX ON %s (%s, %s)",
 			p, w.StatusColumn, w.UpdatedColumn, w.Table, claims.Ident(w.Table), claims.Ident(w.StatusColumn), claims.Ident(w.UpdatedColumn)))
 	}
 	return ps, nil

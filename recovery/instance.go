@@ -65,12 +65,17 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 	if err != nil {
 		return v, err
 	}
-	var state string
-	err = sqlx.GetContext(ctx, r.cfg.DB, &state, fmt.Sprintf(`SELECT %s::text FROM %s WHERE %s = $1`,
+	var row struct {
+		ID    string `db:"id"`
+		State string `db:"state"`
+	}
+	err = sqlx.GetContext(ctx, r.cfg.DB, &row, fmt.Sprintf(`SELECT %[3]s::text AS id, %[1]s::text AS state FROM %[2]s WHERE %[3]s = $1`,
 		claims.Ident(w.StatusColumn), claims.Ident(w.Table), claims.Ident(w.IDColumn)), ref.Instance)
 	switch {
 	case err == nil:
-		v.State = &state
+		// The id as the database prints it: what the attempts rows and
+		// events are keyed by.
+		ref.Instance, v.Instance, v.State = row.ID, row.ID, &row.State
 	case errors.Is(err, sql.ErrNoRows), isBadInput(err):
 	default:
 		return v, fmt.Errorf("read %s: %w", ref, err)

@@ -150,11 +150,18 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 		}
 	}
 	var wfs, ids []string
+	given := map[Ref]Ref{} // canonical → as named
 	for _, ref := range d.Instances {
-		if _, err := r.workflow(ref.Workflow); err != nil {
+		w, err := r.workflow(ref.Workflow)
+		if err != nil {
 			return res, err
 		}
-		wfs, ids = append(wfs, ref.Workflow), append(ids, ref.Instance)
+		c, err := r.canonical(ctx, w, ref.Instance)
+		if err != nil {
+			return res, err
+		}
+		given[Ref{ref.Workflow, c}] = ref
+		wfs, ids = append(wfs, ref.Workflow), append(ids, c)
 	}
 	found := map[Ref]bool{}
 	for {
@@ -213,11 +220,12 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 			break
 		}
 	}
-	for _, ref := range d.Instances {
-		if !found[ref] {
+	for c, ref := range given {
+		if !found[c] {
 			res.NotHeld = append(res.NotHeld, ref)
 		}
 	}
+	slices.SortFunc(res.NotHeld, func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
 	return res, r.cancelledHolds(ctx, &res, found)
 }
 
@@ -309,10 +317,11 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 	}
 	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		var cur struct {
+			ID     string  `db:"id"`
 			State  string  `db:"state"`
 			Holder *string `db:"holder"`
 		}
-		err := tx.GetContext(ctx, &cur, fmt.Sprintf(`SELECT t.%[3]s::text AS state, %[4]s AS holder FROM %[1]s AS t
+		err := tx.GetContext(ctx, &cur, fmt.Sprintf(`SELECT t.%[2]s::text AS id, t.%[3]s::text AS state, %[4]s AS holder FROM %[1]s AS t
 			WHERE t.%[2]s = $1 FOR UPDATE`, ti, id, st, holder), m.Instance)
 		switch {
 		case errors.Is(err, sql.ErrNoRows), isBadInput(err):
@@ -320,6 +329,9 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		case err != nil:
 			return fmt.Errorf("read instance: %w", err)
 		}
+		// The id as the database prints it ("063" reaches row 63): the
+		// attempts row and the events are keyed by it.
+		m.Instance, res.Instance = cur.ID, cur.ID
 		res.From = cur.State
 		if cur.Holder != nil {
 			return fmt.Errorf("%w: the instance is claimed by %s", ErrRefused, *cur.Holder)
@@ -352,6 +364,10 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 					a = &row
 				}
 			}
+		}
+		if t.Name == "" && m.Task != "" {
+			return fmt.Errorf("%w: the instance is in %s, which is neither task %s's failed state nor a state it is parked in",
+				ErrRefused, cur.State, m.Task)
 		}
 		if t.Name == "" {
 			return fmt.Errorf("%w: the instance is in %s: not failed, held, exhausted or waiting for a retry%s",
@@ -417,6 +433,22 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		return res, fmt.Errorf("retry %s: %w", m.Ref, err)
 	}
 	return res, nil
+}
+
+// canonical returns instance id as the database prints the id column
+// ("063" → "63"), or id itself when the table has no such row.
+func (r *Repairer) canonical(ctx context.Context, w Workflow, id string) (string, error) {
+	var c string
+	err := sqlx.GetContext(ctx, r.cfg.DB, &c, fmt.Sprintf(`SELECT %[2]s::text FROM %[1]s WHERE %[2]s = $1`,
+		claims.Ident(w.Table), claims.Ident(w.IDColumn)), id)
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, sql.ErrNoRows), isBadInput(err):
+		return id, nil
+	default:
+		return "", fmt.Errorf("look up %s/%s: %w", w.Name, id, err)
+	}
 }
 
 // interimHint explains an instance found in an interim state that the

@@ -43,7 +43,8 @@ func TestHoldDecisions(t *testing.T) {
 		t.Fatalf("holds of an unknown workflow: %v", err)
 	}
 
-	res, err := f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "1"}},
+	// "01" names row 1, whose hold is keyed "1".
+	res, err := f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "01"}},
 		Actor: "ops (operator)", Reason: "carrier fixed"})
 	if err != nil || res.Decided != 1 || len(res.NotHeld) != 0 || len(res.Cancelled) != 0 {
 		t.Fatalf("holds retry orders/1: %+v, %v", res, err)
@@ -157,8 +158,10 @@ func TestManualRetry(t *testing.T) {
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
 	f.check()
 	f.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() + interval '5s' WHERE instance = '1'`)
-	if _, err := retry("1"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "retry 1 is scheduled at") {
-		t.Fatalf("retry due soon: %v", err)
+	for _, id := range []string{"1", "01", " 1"} { // the id as typed does not get around the guard
+		if _, err := retry(id); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "retry 1 is scheduled at") {
+			t.Fatalf("retry %q due soon: %v", id, err)
+		}
 	}
 	// Running (interim, not parked): refused.
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 7`)

@@ -368,6 +368,17 @@ func TestOnFailureRetriesNewFailuresOnly(t *testing.T) {
 	if old != 2 {
 		t.Fatalf("old failures touched: %d of 2 left alone", old)
 	}
+	// A failure stamped ahead of the database clock is decided once.
+	f.r.cfg.Workflows[0].Tasks[0].OnFailure.NonRetryable = []string{"^permanent"}
+	db.MustExec(`UPDATE app.orders SET status = 'ShipFailed', last_error = 'permanent: card', updated_at = now() + interval '1h' WHERE id = 7`)
+	if tr := failures(check()); tr.Failed != 1 {
+		t.Fatalf("future-stamped failure: %+v", tr)
+	}
+	for range 2 {
+		if tr := failures(check()); tr.Done != 0 {
+			t.Fatalf("a future-stamped failure was decided again: %+v", tr)
+		}
+	}
 	f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{}
 	check()
 	var marks int
@@ -394,8 +405,34 @@ func TestCatalogChecksUpdatedColumn(t *testing.T) {
 		t.Fatalf("CheckCatalog: %v", err)
 	}
 	wf.UpdatedColumn = "updated_at"
+	db.MustExec(`CREATE INDEX ON app.orders USING brin (status, updated_at)`)
+	if err := CheckCatalog(context.Background(), db, []Workflow{wf}); !errors.As(err, &ce) || len(ce.Problems) != 1 ||
+		!strings.Contains(ce.Problems[0], "valid B-tree index") {
+		t.Fatalf("CheckCatalog with only a BRIN index: %v", err)
+	}
 	db.MustExec(`CREATE INDEX ON app.orders (status, updated_at)`)
 	if err := CheckCatalog(context.Background(), db, []Workflow{wf}); err != nil {
 		t.Fatalf("CheckCatalog with a timestamp and its index: %v", err)
+	}
+}
+
+// TestChangedPolicyCancelsWaitingRetries: a retry scheduled under a
+// policy that no longer allows it (strategy changed, max_attempts
+// lowered) is cancelled when due, not run.
+func TestChangedPolicyCancelsWaitingRetries(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 3`)
+	if res := f.check(); res.Tasks[0].Scheduled != 2 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	f.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '1s'`)
+	f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyHold}
+	f.check()
+	for _, id := range []int{1, 3} {
+		if a := attemptOf(t, f.db, "orders", fmt.Sprint(id), "ship"); a.State != AttemptCancelled || statusOf(t, f.db, id) != "Shipping" ||
+			!strings.Contains(a.Reason, "on_interrupt policy is hold now") {
+			t.Fatalf("orders/%d: %+v in %s", id, a, statusOf(t, f.db, id))
+		}
 	}
 }

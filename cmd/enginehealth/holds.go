@@ -78,6 +78,9 @@ func newHoldsDecideCmd(action, short string) *cobra.Command {
 					if err != nil {
 						return recovery.HoldResult{}, err
 					}
+					if r.Workflow != "" && ref.Workflow != r.Workflow {
+						return recovery.HoldResult{}, usageError{fmt.Errorf("instance %q is not of --workflow %s", a, r.Workflow)}
+					}
 					r.Instances = append(r.Instances, ref)
 				}
 				r.Workflow = ""

@@ -193,6 +193,7 @@ func TestHostileInput(t *testing.T) {
 		{"recovery: unknown field", "POST", "/v1/recovery", json, `{"dry_run":true,"force":1}`, 400, `body: unknown field "force"`},
 		{"recovery: trailing data", "POST", "/v1/recovery", json, `{"dry_run":true}]`, 400, "body: unexpected data after the JSON value"},
 		{"holds: NUL in ?workflow=", "GET", "/v1/holds?workflow=a%00", "", "", 400, "query parameter workflow"},
+		{"holds: empty ?workflow=", "GET", "/v1/holds?workflow=", "", "", 400, "query parameter workflow: empty"},
 		{"holds: limit above the cap", "GET", "/v1/holds?limit=99999", "", "", 400, "query parameter limit"},
 		{"holds retry: neither instances nor all", "POST", "/v1/holds/retry", json, `{"reason":"x"}`, 400, "body: give instances"},
 		{"holds retry: both", "POST", "/v1/holds/retry", json, `{"all":true,"instances":[{"workflow":"w","instance":"1"}]}`, 400, "not both"},

@@ -57,8 +57,8 @@ func (h *handler) listHolds(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	wf, _ := queryValue(r, "workflow")
-	if p := nameProblem(wf, true); p != "" {
+	wf, given := queryValue(r, "workflow")
+	if p := nameProblem(wf, !given); p != "" {
 		writeProblem(w, http.StatusBadRequest, "query parameter workflow: "+p, "got "+quoteShort(wf))
 		return
 	}
