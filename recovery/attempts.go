@@ -381,7 +381,8 @@ func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname
 	m := parkedMove{w: w, t: t, left: left, parked: AttemptWaiting, to: t.Begin, done: AttemptRetried,
 		kind: audit.KindRetried, cancelKind: audit.KindRetryCancelled, cancelled: "retry cancelled", run: run,
 		reason: fmt.Sprintf("format('%s: retry %%s of %%s', d.attempt + 1, %d)", what(c), t.Policy(c).MaxAttempts)}
-	return r.moveParked(ctx, tx, m, ids)
+	moved, gone, err := r.moveParked(ctx, tx, m, ids)
+	return moved, int64(len(gone)), err
 }
 
 // cancelStale cancels waiting retries that the task's policy for cause no
@@ -453,8 +454,9 @@ type parkedMove struct {
 // is still exactly where it was left and unclaimed, else cancels its row
 // with the reason (gone, reached an end state, moved by someone else,
 // claimed); it updates the attempts rows guarded by their state and
-// count, writes one event each and counts the moves in the run.
-func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, ids []string) (moved, cancelled int64, err error) {
+// count, writes one event each and counts the moves in the run. It
+// returns how many moved, and the cancelled instances with their reasons.
+func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, ids []string) (moved int64, cancelled []parkedCancel, err error) {
 	w, t := m.w, m.t
 	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, claimed := "TRUE", "false"
@@ -505,16 +507,24 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 		), counted AS (
 			UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $9
 		)
-		SELECT count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok), (SELECT count(*) FROM att) FROM res`,
+		SELECT count(*) FILTER (WHERE ok), coalesce(array_agg(id ORDER BY id) FILTER (WHERE NOT ok), '{}'),
+			coalesce(array_agg(reason ORDER BY id) FILTER (WHERE NOT ok), '{}'), (SELECT count(*) FROM att) FROM res`,
 		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual)
 	var wrote int64
+	var gone, why pq.StringArray
 	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(ids), w.Name, t.Name, m.left, m.to, m.parked, m.done,
-		m.run, m.kind, m.cancelKind, m.actor, m.term, m.cancelled, pq.Array(t.Ends), t.Begin).Scan(&moved, &cancelled, &wrote)
+		m.run, m.kind, m.cancelKind, m.actor, m.term, m.cancelled, pq.Array(t.Ends), t.Begin).Scan(&moved, &gone, &why, &wrote)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
+		return 0, nil, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
 	}
-	if wrote != moved+cancelled {
-		return 0, 0, fmt.Errorf("%s.%s: %w: %d attempts rows changed", w.Name, t.Name, ErrConflict, moved+cancelled-wrote)
+	if n := moved + int64(len(gone)); wrote != n {
+		return 0, nil, fmt.Errorf("%s.%s: %w: %d attempts rows changed", w.Name, t.Name, ErrConflict, n-wrote)
+	}
+	for i := range gone {
+		cancelled = append(cancelled, parkedCancel{gone[i], why[i]})
 	}
 	return moved, cancelled, nil
 }
+
+// parkedCancel is an instance moveParked cancelled instead of moving.
+type parkedCancel struct{ instance, reason string }

@@ -205,11 +205,14 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 					m.to, m.done = t.Failed, AttemptFailed
 					m.reason = pq.QuoteLiteral("hold failed by an operator: " + why)
 				}
-				moved, _, err := r.moveParked(ctx, tx, m, groups[k])
+				moved, gone, err := r.moveParked(ctx, tx, m, groups[k])
 				if err != nil {
 					return err
 				}
 				res.Decided += moved
+				for _, c := range gone {
+					res.Cancelled = append(res.Cancelled, HoldOutcome{Ref: Ref{k.w, c.instance}, Task: k.t, Reason: c.reason})
+				}
 			}
 			return nil
 		})
@@ -226,35 +229,7 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 		}
 	}
 	slices.SortFunc(res.NotHeld, func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
-	return res, r.cancelledHolds(ctx, &res, found)
-}
-
-// cancelledHolds fills res.Cancelled: the holds of found that the
-// decision closed as cancelled, with the reason recorded.
-func (r *Repairer) cancelledHolds(ctx context.Context, res *HoldResult, found map[Ref]bool) error {
-	if res.Decided == int64(len(found)) {
-		return nil
-	}
-	var wfs, ids []string
-	for ref := range found {
-		wfs, ids = append(wfs, ref.Workflow), append(ids, ref.Instance)
-	}
-	var rows []struct {
-		Workflow string `db:"workflow"`
-		Instance string `db:"instance"`
-		Task     string `db:"task"`
-		Reason   string `db:"last_reason"`
-	}
-	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, `SELECT workflow, instance, task, last_reason FROM `+r.attempts+`
-		WHERE state = 'cancelled' AND (workflow, instance) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-		  AND last_reason LIKE 'hold cancelled:%' ORDER BY workflow, instance`, pq.Array(wfs), pq.Array(ids))
-	if err != nil {
-		return fmt.Errorf("read cancelled holds: %w", err)
-	}
-	for _, c := range rows {
-		res.Cancelled = append(res.Cancelled, HoldOutcome{Ref: Ref{c.Workflow, c.Instance}, Task: c.Task, Reason: c.Reason})
-	}
-	return nil
+	return res, nil
 }
 
 // ManualRetry is an operator's request to retry one instance now.
