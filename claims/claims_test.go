@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +183,25 @@ func TestClaimNext(t *testing.T) {
 	}
 	if _, err := table.ClaimNext(ctx, db, "node-a", send); !errors.Is(err, ErrNothingToClaim) {
 		t.Fatalf("third ClaimNext: %v, want ErrNothingToClaim", err)
+	}
+}
+
+// TestPreferred: NORMAL first, then WARNING, then unknown nodes; ERROR
+// only when nothing else is left; the candidates' order kept within a
+// grade.
+func TestPreferred(t *testing.T) {
+	g := map[string]string{"a": GradeError, "b": GradeWarning, "c": GradeNormal, "d": GradeNormal, "e": GradeWarning}
+	for _, c := range []struct {
+		in, want []string
+	}{
+		{[]string{"a", "b", "c", "d", "e", "x"}, []string{"c", "d", "b", "e", "x"}},
+		{[]string{"e", "a", "b"}, []string{"e", "b"}},
+		{[]string{"a"}, []string{"a"}},
+		{nil, []string{}},
+	} {
+		got := Preferred(g, c.in)
+		if len(got) != len(c.want) || (len(got) > 0 && strings.Join(got, ",") != strings.Join(c.want, ",")) {
+			t.Errorf("Preferred(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

@@ -38,6 +38,9 @@ const (
 	DefaultForgetAfter             = health.DefaultForgetAfter
 	DefaultMaxUnresponsiveFraction = health.DefaultMaxUnresponsiveFraction
 	DefaultBatchSize               = recovery.DefaultBatchSize
+	DefaultGradeWindow             = nodes.DefaultGradeWindow
+	DefaultQuietPeriod             = nodes.DefaultQuietPeriod
+	DefaultMaxErrorFraction        = nodes.DefaultMaxErrorFraction
 	DefaultListen                  = "127.0.0.1:8642"
 	DefaultLogFormat               = "auto"
 	DefaultLogLevel                = "info"
@@ -80,6 +83,7 @@ type Config struct {
 	Etcd      Etcd       `yaml:"etcd"`
 	Health    Health     `yaml:"health"`
 	Recovery  Recovery   `yaml:"recovery"`
+	Failover  Failover   `yaml:"failover"`
 	API       API        `yaml:"api"`
 	Log       Log        `yaml:"log"`
 	Workflows []Workflow `yaml:"workflows"`
@@ -163,6 +167,27 @@ type Health struct {
 type Recovery struct {
 	// BatchSize of one repair transaction; default 10000.
 	BatchSize int `yaml:"batch_size"`
+}
+
+// Failover configures the failover grades of nodes (NORMAL, WARNING,
+// ERROR; nodes.Store.Grade).
+type Failover struct {
+	// Window: a second interruption with another signature within it
+	// makes a WARNING node ERROR; default 1h.
+	Window time.Duration `yaml:"window"`
+	// QuietPeriod without interruptions brings a node back to NORMAL;
+	// default 1h.
+	QuietPeriod time.Duration `yaml:"quiet_period"`
+	// MaxErrorFraction of the nodes may be ERROR at once; default 0.34,
+	// 0 is a setting (no node ever ERROR).
+	MaxErrorFraction *float64 `yaml:"max_error_fraction"`
+	// ErrorNotReady: /readyz answers 503 while this node is ERROR.
+	ErrorNotReady bool `yaml:"error_not_ready"`
+}
+
+// Grades returns the grading settings.
+func (f Failover) Grades() nodes.GradeConfig {
+	return nodes.GradeConfig{Window: f.Window, QuietPeriod: f.QuietPeriod, MaxErrorFraction: *f.MaxErrorFraction}
 }
 
 // API is the HTTP listener.

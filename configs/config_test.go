@@ -69,11 +69,20 @@ func TestDefaults(t *testing.T) {
 		{"fraction", cfg.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction},
 		{"batch", cfg.Recovery.BatchSize, DefaultBatchSize},
 		{"listen", cfg.API.Listen, DefaultListen},
+		{"failover.window", cfg.Failover.Window, DefaultGradeWindow},
+		{"failover.quiet_period", cfg.Failover.QuietPeriod, DefaultQuietPeriod},
+		{"failover.max_error_fraction", *cfg.Failover.MaxErrorFraction, DefaultMaxErrorFraction},
+		{"failover.error_not_ready", cfg.Failover.ErrorNotReady, false},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
+	}
+	// 0 is a setting of max_error_fraction: no node is ever ERROR.
+	cfg, err = Parse([]byte(minimal+"failover: {max_error_fraction: 0}\n"), "zero.yaml", testEnv)
+	if err != nil || *cfg.Failover.MaxErrorFraction != 0 {
+		t.Fatalf("explicit max_error_fraction 0: %v", err)
 	}
 }
 
@@ -119,6 +128,9 @@ func TestBrokenConfigs(t *testing.T) {
 		{"negative heartbeat", minimal + "node: {heartbeat_interval: -1s}\n", nil, "node.heartbeat_interval", "at least 100ms", 5},
 		{"bad schedule", minimal + "health: {schedule: every minute}\n", nil, "health.schedule", "every minute", 5},
 		{"fraction out of range", minimal + "health: {max_unresponsive_fraction: 1.5}\n", nil, "health.max_unresponsive_fraction", "(0, 1]", 0},
+		{"error fraction out of range", minimal + "failover: {max_error_fraction: 1.5}\n", nil, "failover.max_error_fraction", "[0, 1]", 0},
+		{"grade window too long", minimal + "failover: {window: 9000h}\n", nil, "failover.window", "at most", 0},
+		{"negative quiet period", minimal + "failover: {quiet_period: -1h}\n", nil, "failover.quiet_period", "at least 1s", 0},
 		{"unsafe node name", minimal + "node: {name: \"a b;drop\"}\n", nil, "node.name", "not a safe name", 5},
 		{"bad schema identifier", "database: {dsn_env: ENGINEHEALTH_DSN, schema: \"x-y\"}\netcd: {endpoints: [\"a:1\"]}\n", nil, "database.schema", "SQL identifier", 0},
 		{"batch size zero is the default, negative is not", minimal + "recovery: {batch_size: -5}\n", nil, "recovery.batch_size", "between 1 and 100000", 0},

@@ -47,6 +47,8 @@ workflows:
 		{"NaN fraction", "health: {max_unresponsive_fraction: .nan}\n", "health.max_unresponsive_fraction", "finite number", 5},
 		{"infinite fraction", "health: {max_unresponsive_fraction: .inf}\n", "health.max_unresponsive_fraction", "finite number", 5},
 		{"fraction as a string", "health: {max_unresponsive_fraction: \"0.5\"}\n", "health.max_unresponsive_fraction", "want a number", 5},
+		{"NaN error fraction", "failover: {max_error_fraction: .nan}\n", "failover.max_error_fraction", "finite number", 5},
+		{"explicit zero grade window", "failover: {window: 0s}\n", "failover.window", "omit the key", 5},
 		{"NaN jitter", workflow + "        on_failure: {strategy: retry, backoff: {jitter: .NaN}}\n", "workflows[0].tasks[0].on_failure.backoff.jitter", "finite number", 20},
 		{"NUL in a state name", strings.Replace(workflow, "interim: B", "interim: \"B\\0\"", 1), "workflows[0].tasks[0].interim", "control character", 16},
 		{"escape in a state name", strings.Replace(workflow, "end: C", "end: \"C\\e[2J\"", 1), "workflows[0].tasks[0].end", "control character", 17},

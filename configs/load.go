@@ -206,6 +206,12 @@ func (c *Config) applyDefaults() {
 	c.Health.ForgetAfter = cmp.Or(c.Health.ForgetAfter, DefaultForgetAfter)
 	c.Health.MaxUnresponsiveFraction = cmp.Or(c.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
 	c.Recovery.BatchSize = cmp.Or(c.Recovery.BatchSize, DefaultBatchSize)
+	c.Failover.Window = cmp.Or(c.Failover.Window, DefaultGradeWindow)
+	c.Failover.QuietPeriod = cmp.Or(c.Failover.QuietPeriod, DefaultQuietPeriod)
+	if c.Failover.MaxErrorFraction == nil {
+		f := DefaultMaxErrorFraction
+		c.Failover.MaxErrorFraction = &f
+	}
 	c.API.Listen = cmp.Or(c.API.Listen, DefaultListen)
 	c.Log.Format = cmp.Or(c.Log.Format, DefaultLogFormat)
 	c.Log.Level = cmp.Or(c.Log.Level, DefaultLogLevel)

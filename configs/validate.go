@@ -132,6 +132,7 @@ const (
 	maxForgetAfter        = 365 * 24 * time.Hour
 	maxClaimTimeout       = 24 * time.Hour
 	maxBackoffDelay       = 30 * 24 * time.Hour
+	maxGradePeriod        = 30 * 24 * time.Hour
 	maxMultiplier         = 100
 	maxAttempts           = 1000
 	maxOpenConns          = 1000
@@ -224,6 +225,13 @@ func (c *Config) validate(v *validator) {
 	// recovery
 	if b := c.Recovery.BatchSize; b < 1 || b > 100000 {
 		v.add("recovery.batch_size", "must be between 1 and 100000, got %d", b)
+	}
+
+	// failover
+	v.within("failover.window", c.Failover.Window, time.Second, maxGradePeriod)
+	v.within("failover.quiet_period", c.Failover.QuietPeriod, time.Second, maxGradePeriod)
+	if f := *c.Failover.MaxErrorFraction; !(f >= 0 && f <= 1) {
+		v.add("failover.max_error_fraction", "must be in [0, 1], got %v", f)
 	}
 
 	// api

@@ -41,7 +41,10 @@ type CheckConfig struct {
 	// default DefaultSweepInterval. The first pass of an office, a manual
 	// pass and the pass after a failed one always sweep.
 	SweepInterval time.Duration
-	Log           *slog.Logger
+	// Grades: how node failover grades are judged after each pass that is
+	// not in disruption mode; nil: the defaults.
+	Grades *nodes.GradeConfig
+	Log    *slog.Logger
 }
 
 // DefaultSweepInterval of CheckConfig.
@@ -114,6 +117,10 @@ func NewChecker(cfg CheckConfig) *Checker {
 	if cfg.MaxUnresponsiveFraction <= 0 {
 		cfg.MaxUnresponsiveFraction = DefaultMaxUnresponsiveFraction
 	}
+	if cfg.Grades == nil {
+		cfg.Grades = &nodes.GradeConfig{Window: nodes.DefaultGradeWindow, QuietPeriod: nodes.DefaultQuietPeriod,
+			MaxErrorFraction: nodes.DefaultMaxErrorFraction}
+	}
 	return &Checker{cfg: cfg, log: cfg.Log.With("component", "check"), events: cfg.Events, now: time.Now}
 }
 
@@ -133,8 +140,10 @@ type CheckResult struct {
 	Failures []recovery.TaskResult `json:"failures"`
 	// Retries: the due retries of the pass.
 	Retries recovery.DueResult `json:"retries"`
-	Stale   []string           `json:"stale,omitempty"`
-	Took    time.Duration      `json:"took_ns"`
+	// Grades: the failover grades the pass changed.
+	Grades []nodes.GradeChange `json:"grades"`
+	Stale  []string            `json:"stale,omitempty"`
+	Took   time.Duration       `json:"took_ns"`
 }
 
 // begin marks the start of an office: the first pass measures its gap from
@@ -190,11 +199,15 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 		return res, err
 	}
 	if len(res.NotResponding)+len(res.Revived)+len(res.Forgotten) > 0 || res.Recovery.ClaimsExpired > 0 || res.Recovery.Done() > 0 ||
-		res.Retries.Retried+res.Retries.Cancelled > 0 {
+		res.Retries.Retried+res.Retries.Cancelled > 0 || len(res.Grades) > 0 {
 		c.log.InfoContext(ctx, "check pass", "run", run, "trigger", trigger,
 			"not_responding", changed(res.NotResponding), "revived", changed(res.Revived), "forgotten", changed(res.Forgotten),
 			"claims_expired", res.Recovery.ClaimsExpired, "repaired", res.Recovery.Done(),
-			"retried", res.Retries.Retried, "retries_cancelled", res.Retries.Cancelled, "took", res.Took.Round(time.Millisecond))
+			"retried", res.Retries.Retried, "retries_cancelled", res.Retries.Cancelled, "grade_changes", len(res.Grades),
+			"took", res.Took.Round(time.Millisecond))
+	}
+	for _, g := range res.Grades {
+		c.log.InfoContext(ctx, "failover grade changed", "run", run, "subject", g.Name, "from", g.From, "to", g.To, "reason", g.Reason)
 	}
 	return res, nil
 }
@@ -256,7 +269,20 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		return err
 	}
 	// 5. Retries whose time has come.
-	res.Retries, err = c.cfg.Recovery.Due(ctx, o, run)
+	if res.Retries, err = c.cfg.Recovery.Due(ctx, o, run); err != nil {
+		return err
+	}
+	// 6. Failover grades, from the interruptions of this pass and the
+	// passes before (never in disruption mode: returned above).
+	locate := func(ctx context.Context, tx *leader.Tx, s nodes.Signature) (nodes.Whereabouts, error) {
+		w, err := c.cfg.Recovery.Whereabouts(ctx, tx, s.Workflow, s.Task, s.Instance)
+		return nodes.Whereabouts{Claimant: w.Claimant, State: w.State, Ended: w.Ended, Left: w.Left}, err
+	}
+	err = c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		var err error
+		res.Grades, err = c.cfg.Nodes.Grade(ctx, tx, *c.cfg.Grades, m, locate)
+		return err
+	})
 	return err
 }
 

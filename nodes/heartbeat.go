@@ -56,6 +56,7 @@ type Heartbeater struct {
 	lastOK   time.Time     // local time of the last success
 	lastDB   time.Time     // last_active as the database set it
 	status   string
+	grade    string
 	failures int
 }
 
@@ -130,6 +131,12 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 	h.lastOK = h.now()
 	h.lastDB = b.LastActive
 	h.status = b.Status
+	if b.Grade != h.grade {
+		if h.grade != "" {
+			h.log.InfoContext(ctx, "failover grade changed", "from", h.grade, "to", b.Grade)
+		}
+		h.grade = b.Grade
+	}
 	if changed {
 		close(h.changed)
 		h.changed = make(chan struct{})
@@ -176,6 +183,14 @@ func (h *Heartbeater) Status() string {
 	return h.status
 }
 
+// Grade returns the node's failover grade as the last successful beat
+// saw it ("" before the first).
+func (h *Heartbeater) Grade() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.grade
+}
+
 // LastActive returns last_active as the database set it at the last
 // successful beat.
 func (h *Heartbeater) LastActive() time.Time {
@@ -213,11 +228,15 @@ func (h *Heartbeater) Healthy(max time.Duration) error {
 	return nil
 }
 
-// Readiness says whether a node in status may run engines (only Ready)
-// and, when not, why, for /readyz. An empty status: no heartbeat yet.
-func Readiness(status string) (ready bool, reason string) {
+// Readiness says whether a node in status, with failover grade grade, may
+// run engines (only Ready; not ERROR when errorNotReady) and, when not,
+// why, for /readyz. An empty status: no heartbeat yet.
+func Readiness(status, grade string, errorNotReady bool) (ready bool, reason string) {
 	switch status {
 	case StatusReady:
+		if errorNotReady && grade == GradeError {
+			return false, "failover grade is ERROR and failover.error_not_ready is set: work interrupted on this node twice or finished elsewhere; `enginehealth node reset-grade NAME` once it is fixed"
+		}
 		return true, ""
 	case "":
 		return false, "no heartbeat has succeeded yet"

@@ -64,30 +64,54 @@ type Node struct {
 	ActiveSince         time.Time `db:"active_since" json:"active_since"`
 	Version             string    `db:"version" json:"version"`
 	APIAddress          string    `db:"api_address" json:"api_address"`
-	FailoverGrade       string    `db:"failover_grade" json:"failover_grade"`
-	StatusChangedAt     time.Time `db:"status_changed_at" json:"status_changed_at"`
-	StatusChangedBy     string    `db:"status_changed_by" json:"status_changed_by"`
-	StatusReason        string    `db:"status_reason" json:"status_reason"`
+	// FailoverGrade: NORMAL, WARNING or ERROR (grade.go); the grade
+	// outlives the record (a clean restart keeps it).
+	FailoverGrade string `db:"failover_grade" json:"failover_grade"`
+	// GradeChangedAt, GradeSignature (workflow/task/instance of the
+	// interruption that caused it) and GradeReason of the last grade
+	// change; empty while the node was never graded.
+	GradeChangedAt  *time.Time `db:"grade_changed_at" json:"grade_changed_at,omitempty"`
+	GradeSignature  string     `db:"grade_signature" json:"grade_signature,omitempty"`
+	GradeReason     string     `db:"grade_reason" json:"grade_reason,omitempty"`
+	StatusChangedAt time.Time  `db:"status_changed_at" json:"status_changed_at"`
+	StatusChangedBy string     `db:"status_changed_by" json:"status_changed_by"`
+	StatusReason    string     `db:"status_reason" json:"status_reason"`
 	// SecondsSinceActive is now() − last_active on the database clock.
 	SecondsSinceActive float64 `db:"seconds_since_active" json:"seconds_since_active"`
 }
 
-const columns = `name, incarnation, previous_incarnation, hostname, status, is_master,
-	last_active, active_since, version, api_address, failover_grade,
+// columnsOf returns the select list of a Node over the nodes table of
+// schema; the grade is read from node_grades by primary key.
+func columnsOf(grades string) string {
+	g := func(expr string) string {
+		return `(SELECT ` + expr + ` FROM ` + grades + ` g WHERE g.node = name)`
+	}
+	return `name, incarnation, previous_incarnation, hostname, status, is_master,
+	last_active, active_since, version, api_address,
+	coalesce(` + g("g.grade") + `, '` + GradeNormal + `') AS failover_grade,
+	` + g("g.changed_at") + ` AS grade_changed_at,
+	coalesce(` + g("g.workflow || '/' || g.task || '/' || g.instance") + `, '') AS grade_signature,
+	coalesce(` + g("g.reason") + `, '') AS grade_reason,
 	status_changed_at, status_changed_by, status_reason,
 	extract(epoch FROM now() - last_active)::float8 AS seconds_since_active`
+}
 
 // Store reads and writes node records of one sidecar schema.
 type Store struct {
-	db     *sqlx.DB
-	table  string
-	events *audit.Log
+	db      *sqlx.DB
+	table   string
+	grades  string // node_grades
+	intr    string // interruptions
+	columns string
+	events  *audit.Log
 }
 
 // NewStore returns the store of the given sidecar schema; events is the
 // event log of the same schema (the daemon makes one and shares it).
 func NewStore(db *sqlx.DB, schema string, events *audit.Log) *Store {
-	return &Store{db: db, table: pq.QuoteIdentifier(schema) + ".nodes", events: events}
+	sc := pq.QuoteIdentifier(schema)
+	return &Store{db: db, table: sc + ".nodes", grades: sc + ".node_grades", intr: sc + ".interruptions",
+		columns: columnsOf(sc + ".node_grades"), events: events}
 }
 
 // Registration describes this process to Register.
@@ -138,7 +162,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				status_changed_by = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_by ELSE EXCLUDED.name END,
 				status_reason = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_reason
 					ELSE 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')' END
-			RETURNING ` + columns
+			RETURNING ` + s.columns
 		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash); err != nil {
 			return err
 		}
@@ -166,6 +190,8 @@ type Beat struct {
 	LastActive time.Time `db:"last_active"`
 	// Status of the record.
 	Status string `db:"status"`
+	// Grade: the node's failover grade.
+	Grade string `db:"grade"`
 }
 
 // Heartbeat sets last_active to the database's now() and returns it with
@@ -174,7 +200,8 @@ type Beat struct {
 func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (Beat, error) {
 	var b Beat
 	err := s.db.GetContext(ctx, &b,
-		`UPDATE `+s.table+` SET last_active = now() WHERE name = $1 AND incarnation = $2 RETURNING last_active, status`,
+		`UPDATE `+s.table+` SET last_active = now() WHERE name = $1 AND incarnation = $2
+		 RETURNING last_active, status, coalesce((SELECT g.grade FROM `+s.grades+` g WHERE g.node = name), '`+GradeNormal+`') AS grade`,
 		name, incarnation)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Beat{}, fmt.Errorf("heartbeat %s: %w", name, ErrNotRegistered)
@@ -248,7 +275,7 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 		if err := sqlx.GetContext(ctx, tx, &n,
 			`UPDATE `+s.table+` SET status = '`+StatusRecovering+`', status_changed_at = now(),
 				status_changed_by = $2, status_reason = $3
-			 WHERE name = $1 RETURNING `+columns, name, actor, reason); err != nil {
+			 WHERE name = $1 RETURNING `+s.columns, name, actor, reason); err != nil {
 			return err
 		}
 		from, to := StatusUnexpectedShutdown, StatusRecovering
@@ -355,7 +382,7 @@ func (s *Store) AddressOf(ctx context.Context, name, incarnation string) (string
 // List returns every node record by name.
 func (s *Store) List(ctx context.Context) ([]Node, error) {
 	ns := []Node{}
-	if err := s.db.SelectContext(ctx, &ns, `SELECT `+columns+` FROM `+s.table+` ORDER BY name`); err != nil {
+	if err := s.db.SelectContext(ctx, &ns, `SELECT `+s.columns+` FROM `+s.table+` ORDER BY name`); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	return ns, nil
@@ -364,7 +391,7 @@ func (s *Store) List(ctx context.Context) ([]Node, error) {
 // Get returns the record of one node, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 	var n Node
-	err := s.db.GetContext(ctx, &n, `SELECT `+columns+` FROM `+s.table+` WHERE name = $1`, name)
+	err := s.db.GetContext(ctx, &n, `SELECT `+s.columns+` FROM `+s.table+` WHERE name = $1`, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Node{}, fmt.Errorf("node %s: %w", name, ErrNotFound)
 	}

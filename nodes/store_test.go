@@ -349,3 +349,30 @@ func TestMasterFlag(t *testing.T) {
 		t.Fatalf("flagged %v after clearing", got)
 	}
 }
+
+// TestHeartbeatCarriesGrade: each beat returns the node's failover grade
+// (NORMAL when never graded), which /readyz uses with error_not_ready.
+func TestHeartbeatCarriesGrade(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	r := reg("g")
+	if _, err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	beat, err := s.Heartbeat(ctx, r.Name, r.Incarnation)
+	if err != nil || beat.Grade != GradeNormal {
+		t.Fatalf("beat of a node never graded: %+v, %v", beat, err)
+	}
+	b.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade) VALUES ('g', 'ERROR')`)
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := h.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.Grade() != GradeError {
+		t.Fatalf("heartbeater grade %q", h.Grade())
+	}
+	if ready, _ := Readiness(h.Status(), h.Grade(), true); ready {
+		t.Fatal("ERROR node ready with error_not_ready")
+	}
+}

@@ -99,7 +99,7 @@ func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.fa
 // pick is left alone), writes their attempts rows (a new row, or the one
 // read if its count is unchanged: anything else fails the whole batch),
 // one event each, and counts them in the run.
-func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attribute bool, cur cursor, skipLocked bool) (batchCounts, error) {
+func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked bool) (batchCounts, error) {
 	var bc batchCounts
 	from := t.Interim
 	if c == CauseFailure {
@@ -129,9 +129,17 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	if match == "0" {
 		patterns = nil
 	}
-	node := "NULL::text"
-	if attribute {
+	node, intr := "NULL::text", ""
+	if attr.on {
 		node = r.cfg.Events.LatestExpiryNode("$1", fmt.Sprintf("b.%s::text", id))
+	}
+	if c == CauseInterrupt && len(attr.expired) > 0 {
+		// Interruptions of the nodes whose claims this run expired, for
+		// their failover grades (nodes.Store.Grade).
+		intr = fmt.Sprintf(`, intr AS (
+			INSERT INTO %s (run_id, node, workflow, task, instance)
+			SELECT $6, x.node, $1, $2, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY (%s::text[])
+		)`, r.intr, param(pq.Array(attr.expired)))
 	}
 	// Interrupted instances in id order, failed ones in (updated, id)
 	// order from the watermark; a failed instance is skipped once a
@@ -237,7 +245,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			RETURNING 1
 		), ev AS (
 			%[14]s
-		), counted AS (
+		)%[21]s, counted AS (
 			UPDATE %[15]s SET done = done + (SELECT count(*) FROM done) WHERE id = $6
 		)
 		SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
@@ -248,7 +256,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			coalesce((SELECT max(p.upd)::text FROM pick p), '')
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
-		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)))
+		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr)
 	at := cur.id
 	if c == CauseFailure {
 		at = cur.at
@@ -267,6 +275,14 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		return bc, fmt.Errorf("repair batch: %w: %d attempts rows changed while the batch ran", ErrConflict, want-wrote)
 	}
 	return bc, nil
+}
+
+// attribution of a repair batch: on, its events name the node whose claim
+// on each instance expired last; expired lists the instances whose claims
+// this run expired, whose repairs are interruptions of those nodes.
+type attribution struct {
+	on      bool
+	expired []string
 }
 
 // DueResult counts what a due-retry pass did.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -105,4 +106,52 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 		return v, fmt.Errorf("%w: workflow %s has no instance %q and nothing was recorded about one", ErrNoInstance, w.Name, ref.Instance)
 	}
 	return v, nil
+}
+
+// Whereabouts is where an instance is now, for the master's watch of the
+// work that made a node WARNING (nodes.Store.Grade).
+type Whereabouts struct {
+	// State of the instance; "" when it is gone.
+	State string
+	// Claimant: the node whose claim row is on it; "" if none.
+	Claimant string
+	// Ended: State is an end state of the task.
+	Ended bool
+	// Left: the instance is gone, in a state outside the task, or its
+	// workflow or task is no longer configured.
+	Left bool
+}
+
+// Whereabouts returns where instance id of workflow is now, with respect
+// to task, read with q (the grading transaction): one probe of the
+// instance table's primary key and one of the claims table's.
+func (r *Repairer) Whereabouts(ctx context.Context, q sqlx.QueryerContext, workflow, task, id string) (Whereabouts, error) {
+	wi := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == workflow })
+	if wi < 0 {
+		return Whereabouts{Left: true}, nil
+	}
+	w := r.cfg.Workflows[wi]
+	ti := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == task })
+	if ti < 0 {
+		return Whereabouts{Left: true}, nil
+	}
+	t := w.Tasks[ti]
+	claimant := "NULL::text"
+	if w.Claims != nil {
+		n := w.Claims
+		claimant = fmt.Sprintf(`(SELECT c.%s::text FROM %s c WHERE c.%s = i.%s LIMIT 1)`,
+			claims.Ident(n.NodeColumn), claims.Ident(n.Claims), claims.Ident(n.InstanceColumn), claims.Ident(w.IDColumn))
+	}
+	var state, node sql.NullString
+	err := q.QueryRowxContext(ctx, fmt.Sprintf(`SELECT i.%s::text, %s FROM %s i WHERE i.%s = $1`,
+		claims.Ident(w.StatusColumn), claimant, claims.Ident(w.Table), claims.Ident(w.IDColumn)), id).Scan(&state, &node)
+	switch {
+	case errors.Is(err, sql.ErrNoRows), isBadInput(err):
+		return Whereabouts{Left: true}, nil
+	case err != nil:
+		return Whereabouts{}, fmt.Errorf("where is %s/%s: %w", workflow, id, err)
+	}
+	wa := Whereabouts{State: state.String, Claimant: node.String, Ended: slices.Contains(t.Ends, state.String)}
+	wa.Left = !wa.Ended && !slices.Contains([]string{t.Begin, t.Interim, t.Failed}, state.String)
+	return wa, nil
 }

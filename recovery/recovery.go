@@ -77,6 +77,7 @@ type Repairer struct {
 	runs       string
 	attempts   string
 	marksTable string
+	intr       string // interruptions (nodes' failover grades)
 	log        *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
@@ -95,6 +96,7 @@ func New(cfg Config) *Repairer {
 		runs:       pq.QuoteIdentifier(cfg.Schema) + ".runs",
 		attempts:   pq.QuoteIdentifier(cfg.Schema) + ".attempts",
 		marksTable: pq.QuoteIdentifier(cfg.Schema) + ".failure_marks",
+		intr:       pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
 		log:        cfg.Log.With("component", "recovery"),
 	}
 }
@@ -247,11 +249,11 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 	res := Result{Sweep: sweep}
 	for _, w := range wfs {
 		var tbl *claims.Table
-		// attribute: a repair event names the node whose claim on the
+		// attr.on: a repair event names the node whose claim on the
 		// instance expired. Only instances whose claim this run (or the
 		// run it resumes) expired can have one: when there is none, the
 		// events are written without looking it up for each instance.
-		attribute := false
+		var attr attribution
 		var expired []string // without sweep: the instances to look at
 		if claimable {
 			if w.Claims == nil {
@@ -263,7 +265,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 			if err != nil {
 				return res, err
 			}
-			attribute = len(ids) > 0 || resumed
+			attr = attribution{on: len(ids) > 0 || resumed, expired: ids}
 			if !sweep {
 				expired = ids
 				if len(ids) == 0 {
@@ -287,7 +289,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 					return res, err
 				}
 				var skipped bool
-				skipped, err = r.repairTask(ctx, o, run, w, t, CauseInterrupt, tbl, attribute, cursor{ids: expired}, &tr)
+				skipped, err = r.repairTask(ctx, o, run, w, t, CauseInterrupt, tbl, attr, cursor{ids: expired}, &tr)
 				res.SkippedLocked = res.SkippedLocked || skipped
 			}
 			res.Tasks = append(res.Tasks, tr)
@@ -379,7 +381,7 @@ func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWa
 // SKIP LOCKED (the lock the UPDATE takes; foreign-key checks' KEY SHARE
 // locks do not stop it), and so are the batches after. A row changed
 // while the batch ran is left for the next pass, as a locked one is.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attribute bool, start cursor, tr *TaskResult) (bool, error) {
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, start cursor, tr *TaskResult) (bool, error) {
 	skipLocked := false
 	cur := start
 	for {
@@ -391,7 +393,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 				}
 			}
 			var err error
-			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attribute, cur, skipLocked)
+			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, skipLocked)
 			return err
 		})
 		if !skipLocked && pgdb.IsLockTimeout(err) {

@@ -73,7 +73,7 @@ func newNodesCmd() *cobra.Command {
 			if !ok {
 				ns = []nodes.Node{v.(nodes.Node)}
 			}
-			return tabs(w, "NAME\tSTATUS\tMASTER\tLAST ACTIVE\tGRADE\tVERSION\tAPI\tREASON", func(tw io.Writer) {
+			err := tabs(w, "NAME\tSTATUS\tMASTER\tLAST ACTIVE\tGRADE\tVERSION\tAPI\tREASON", func(tw io.Writer) {
 				for _, n := range ns {
 					master := ""
 					if n.IsMaster {
@@ -83,6 +83,12 @@ func newNodesCmd() *cobra.Command {
 						n.SecondsSinceActive, safe(n.FailoverGrade), safe(n.Version), safe(n.APIAddress), safe(n.StatusReason))
 				}
 			})
+			if len(ns) == 1 && ns[0].GradeChangedAt != nil && err == nil {
+				n := ns[0]
+				_, err = fmt.Fprintf(w, "\ngrade %s since %s (%s): %s\n", safe(n.FailoverGrade),
+					n.GradeChangedAt.UTC().Format(time.RFC3339), safe(cmp.Or(n.GradeSignature, "no signature")), safe(n.GradeReason))
+			}
+			return err
 		})
 }
 
@@ -103,7 +109,27 @@ func newNodeCmd() *cobra.Command {
 			return err
 		})
 	ack.Flags().StringVar(&reason, "reason", "", "recorded in the event (default: acknowledged by an operator)")
-	c.AddCommand(ack)
+	var gf clientFlags
+	var greason string
+	reset := clientCmd(&cobra.Command{
+		Use:   "reset-grade NAME",
+		Short: "Reset a node's failover grade to NORMAL (token required)",
+		Long: `Reset a node's failover grade (WARNING or ERROR) to NORMAL at once, with an
+event naming the operator's reason; without it the grade goes back to NORMAL
+after failover.quiet_period without interruptions. Refused (exit code 4)
+when the grade is NORMAL already.`,
+		Example: `  enginehealth node reset-grade n2 --reason "disk replaced"`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+	}, &gf, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, args []string) (nodes.GradeChange, error) {
+			return cl.ResetGrade(ctx, args[0], greason)
+		},
+		func(w io.Writer, g nodes.GradeChange) error {
+			_, err := fmt.Fprintf(w, "node %s: failover grade %s -> %s\n", safe(g.Name), safe(g.From), safe(g.To))
+			return err
+		})
+	reset.Flags().StringVar(&greason, "reason", "", "recorded in the event (default: reset by an operator)")
+	c.AddCommand(ack, reset)
 	return c
 }
 

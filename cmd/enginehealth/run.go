@@ -186,6 +186,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
 		ForgetAfter:             cfg.Health.ForgetAfter,
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
+		Grades:                  new(cfg.Failover.Grades()),
 		Log:                     log,
 	})
 	master := health.NewMaster(health.MasterConfig{
@@ -203,7 +204,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Self:  name,
 			Nodes: apiStore,
 			Acker: apiStore,
-			Ready: func() api.Ready { return readiness(hb.Status()) },
+			Ready: func() api.Ready { return readiness(hb.Status(), hb.Grade(), cfg.Failover.ErrorNotReady) },
 			Local: func() (api.Leader, error) { return actingSelf(self, master.Status()) },
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
@@ -317,10 +318,10 @@ func hardStop(ctx context.Context, log *slog.Logger, budget time.Duration) func(
 	}
 }
 
-// readiness answers /readyz from the node's status.
-func readiness(status string) api.Ready {
-	ready, reason := nodes.Readiness(status)
-	return api.Ready{Ready: ready, Status: status, Reason: reason}
+// readiness answers /readyz from the node's status and failover grade.
+func readiness(status, grade string, errorNotReady bool) api.Ready {
+	ready, reason := nodes.Readiness(status, grade, errorNotReady)
+	return api.Ready{Ready: ready, Status: status, Grade: grade, Reason: reason}
 }
 
 // actingSelf is this node's answer to GET /v1/leader?local=true.

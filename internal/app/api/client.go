@@ -147,6 +147,12 @@ func (c *Client) Ack(ctx context.Context, name, reason string) (nodes.Node, erro
 	return n, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/ack", AckRequest{Reason: reason}, &n)
 }
 
+// ResetGrade resets the failover grade of node name to NORMAL.
+func (c *Client) ResetGrade(ctx context.Context, name, reason string) (nodes.GradeChange, error) {
+	var g nodes.GradeChange
+	return g, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/reset-grade", AckRequest{Reason: reason}, &g)
+}
+
 // Check runs a CheckEngineHealth pass on the master now.
 func (c *Client) Check(ctx context.Context) (health.CheckResult, error) {
 	var res health.CheckResult

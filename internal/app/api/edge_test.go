@@ -78,6 +78,13 @@ func (s *store) Ack(_ context.Context, name, actor, reason string) (nodes.Node, 
 	return nodes.Node{Name: name, StatusReason: reason}, nil
 }
 
+func (s *store) ResetGrade(_ context.Context, name, actor, reason string) (nodes.GradeChange, error) {
+	if err := s.call("reset-grade", name, actor, reason); err != nil {
+		return nodes.GradeChange{}, err
+	}
+	return nodes.GradeChange{Name: name, From: nodes.GradeError, To: nodes.GradeNormal, Reason: reason}, nil
+}
+
 func (s *store) Events(_ context.Context, p audit.ListParams) ([]audit.Event, error) {
 	return nil, s.call("events", p.Node)
 }
@@ -174,6 +181,9 @@ func TestHostileInput(t *testing.T) {
 		{"limit not a number", "GET", "/v1/runs?limit=%00", "", "", 400, "query parameter limit"},
 		{"NUL in ack path", "POST", "/v1/nodes/%00x/ack", json, `{"reason":"x"}`, 400, "path parameter name"},
 		{"NUL in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u0000b"}`, 400, "body.reason"},
+		{"NUL in reset-grade path", "POST", "/v1/nodes/%00x/reset-grade", json, `{"reason":"x"}`, 400, "path parameter name"},
+		{"escape sequence in reset-grade reason", "POST", "/v1/nodes/n/reset-grade", json, `{"reason":"\u001b[2J"}`, 400, "body.reason"},
+		{"unknown field in reset-grade", "POST", "/v1/nodes/n/reset-grade", json, `{"grade":"NORMAL"}`, 400, `body: unknown field "grade"`},
 		{"escape sequence and newline in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"\u001b[2J\nowned"}`, 400, "body.reason"},
 		{"bidi override in reason", "POST", "/v1/nodes/n/ack", json, `{"reason":"a\u202eb"}`, 400, "body.reason"},
 		{"reason too long", "POST", "/v1/nodes/n/ack", json, `{"reason":"` + strings.Repeat("a", 1001) + `"}`, 400, "body.reason"},

@@ -50,9 +50,11 @@ type NodeReader interface {
 	Get(ctx context.Context, name string) (nodes.Node, error)
 }
 
-// NodeAcker acknowledges an unexpected shutdown.
+// NodeAcker takes an operator's decisions on node records: the ack of an
+// unexpected shutdown, the reset of a failover grade.
 type NodeAcker interface {
 	Ack(ctx context.Context, name, actor, reason string) (nodes.Node, error)
+	ResetGrade(ctx context.Context, name, actor, reason string) (nodes.GradeChange, error)
 }
 
 // MasterOps are the operations that need master-ship; on a non-master
@@ -89,6 +91,9 @@ type RecoveryAnswer struct {
 type Ready struct {
 	Ready  bool   `json:"ready"`
 	Status string `json:"status"`
+	// Grade: the node's failover grade (an ERROR node is not ready with
+	// failover.error_not_ready).
+	Grade  string `json:"grade,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -149,6 +154,7 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /v1/leader", h.leader)
 	mux.HandleFunc("POST /v1/nodes/{name}/ack", h.mutation(h.limited(h.ackNode)))
+	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", h.mutation(h.limited(h.resetGrade)))
 	mux.HandleFunc("POST /v1/check", h.mutation(h.check))
 	mux.HandleFunc("POST /v1/recovery", h.mutation(h.recovery))
 	mux.HandleFunc("POST /v1/holds/retry", h.mutation(h.decideHolds(recovery.DecideRetry)))
@@ -224,23 +230,54 @@ type AckRequest struct {
 	Reason string `json:"reason"`
 }
 
-func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
-	name, ok := nameParam(w, r)
+// nodeDecision reads the name and the optional {"reason"} body of an
+// operator's decision on a node; false: the request was answered.
+func nodeDecision(w http.ResponseWriter, r *http.Request, defaultReason string) (name, reason string, ok bool) {
+	name, ok = nameParam(w, r)
 	if !ok {
-		return
+		return "", "", false
 	}
 	var req AckRequest
 	if _, ok := decodeBody(w, r, &req); !ok {
-		return
+		return "", "", false
 	}
 	if p := textProblem(req.Reason, maxReason); p != "" {
 		writeProblem(w, http.StatusBadRequest, "body.reason: "+p,
 			fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters", maxReason))
+		return "", "", false
+	}
+	return name, cmp.Or(req.Reason, defaultReason), true
+}
+
+// resetGrade: POST /v1/nodes/{name}/reset-grade, an operator's reset of a
+// failover grade to NORMAL (409 when it is NORMAL already).
+func (h *handler) resetGrade(w http.ResponseWriter, r *http.Request) {
+	name, reason, ok := nodeDecision(w, r, "reset by an operator")
+	if !ok {
 		return
 	}
-	if req.Reason == "" {
-		req.Reason = "acknowledged by an operator"
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	c, err := h.cfg.Acker.ResetGrade(ctx, name, h.cfg.Self+" (operator)", reason)
+	switch {
+	case errors.Is(err, nodes.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no node named "+name)
+	case errors.Is(err, nodes.ErrGradeNormal):
+		writeError(w, http.StatusConflict, "the failover grade of "+name+" is "+nodes.GradeNormal+" already")
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		h.reqLog(r).InfoContext(ctx, "failover grade reset by operator", "subject", name, "from", c.From, "reason", reason)
+		writeJSON(w, http.StatusOK, c)
 	}
+}
+
+func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
+	name, reason, ok := nodeDecision(w, r, "acknowledged by an operator")
+	if !ok {
+		return
+	}
+	req := AckRequest{Reason: reason}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	n, err := h.cfg.Acker.Ack(ctx, name, h.cfg.Self+" (operator)", req.Reason)

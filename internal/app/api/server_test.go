@@ -23,6 +23,17 @@ func (a *acker) Ack(_ context.Context, name, actor, reason string) (nodes.Node, 
 	return nodes.Node{Name: name, Status: nodes.StatusReady, StatusReason: reason}, nil
 }
 
+func (a *acker) ResetGrade(_ context.Context, name, actor, reason string) (nodes.GradeChange, error) {
+	a.calls = append(a.calls, "reset "+name+"|"+actor+"|"+reason)
+	switch name {
+	case "missing":
+		return nodes.GradeChange{}, nodes.ErrNotFound
+	case "normal":
+		return nodes.GradeChange{}, nodes.ErrGradeNormal
+	}
+	return nodes.GradeChange{Name: name, From: nodes.GradeError, To: nodes.GradeNormal, Reason: reason}, nil
+}
+
 func TestMutationGuardAndBadRequests(t *testing.T) {
 	a := &acker{}
 	h := NewHandler(Config{Self: "me", Acker: a, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -38,6 +49,10 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusNotFound},
 		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound},
 		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK},
+		{"reset-grade without token", "POST", "/v1/nodes/n/reset-grade", "", "", http.StatusUnauthorized},
+		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound},
+		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict},
+		{"reset-grade", "POST", "/v1/nodes/n/reset-grade", "Bearer tok", `{"reason":"disk replaced"}`, http.StatusOK},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,7 +70,7 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if len(a.calls) != 2 || a.calls[1] != "n|me (operator)|checked" {
+	if len(a.calls) != 5 || a.calls[1] != "n|me (operator)|checked" || a.calls[4] != "reset n|me (operator)|disk replaced" {
 		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
 	}
 }

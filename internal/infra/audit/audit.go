@@ -21,9 +21,12 @@ const (
 	KindNodeDeregistered = "node_deregistered"
 	KindNodeAck          = "node_ack"
 	KindNodeForgotten    = "node_forgotten"
-	KindDisruption       = "disruption"
-	KindRepair           = "instance_repaired"
-	KindClaimExpired     = "claim_expired"
+	// KindNodeGrade: a node's failover grade changed (or, capped by
+	// max_error_fraction, stayed WARNING for a new signature).
+	KindNodeGrade    = "node_grade"
+	KindDisruption   = "disruption"
+	KindRepair       = "instance_repaired"
+	KindClaimExpired = "claim_expired"
 	// Retry policies (on_interrupt, on_failure).
 	KindRetryScheduled = "retry_scheduled"
 	KindHeld           = "instance_held"
@@ -37,7 +40,8 @@ const (
 )
 
 // Event is one row of the events table. Optional fields are pointers or
-// empty strings stored as NULL.
+// empty strings stored as NULL; an event of a run may leave Actor empty
+// and Term nil (the event_log view reads them from the run).
 type Event struct {
 	ID        int64     `db:"id" json:"id"`
 	At        time.Time `db:"at" json:"at"`
@@ -81,7 +85,7 @@ func New(schema string) *Log {
 	return &Log{
 		table: t,
 		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
-			VALUES (:kind, :actor, :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
+			VALUES (:kind, nullif(:actor, ''), :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
 		view: view,
 	}
 }

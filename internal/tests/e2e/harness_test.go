@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -180,6 +181,21 @@ func (c *cluster) start(name, cfg string) *daemon {
 func (c *cluster) startEnv(name, cfg string, env ...string) *daemon {
 	c.t.Helper()
 	return c.startProcess(name, cfg, env, bin, "run")
+}
+
+// seed fills the demo workflow tables of cfg with n instances
+// (`demo-engine seed`), env added to the process's environment.
+func (c *cluster) seed(cfg string, n int, env ...string) {
+	c.t.Helper()
+	path := filepath.Join(c.dir, "seed.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	seed := exec.Command(engineBin, "seed", "--config", path, "--instances", strconv.Itoa(n))
+	seed.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn), env...)
+	if out, err := seed.CombinedOutput(); err != nil {
+		c.t.Fatalf("seed: %v\n%s", err, out)
+	}
 }
 
 // startEngine runs `demo-engine run` with the given configuration.

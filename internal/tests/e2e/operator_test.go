@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,15 +24,7 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	base = replaceOnce(t, base, "failed: ShipFailed\n", "failed: ShipFailed\n        on_interrupt: {strategy: hold}\n")
 	base = replaceOnce(t, base, "health:\n", "health:\n  schedule: \"@every 1h\"\n")
 	base = replaceOnce(t, base, "api:\n  listen: 127.0.0.1:0\n", "api:\n  listen: 127.0.0.1:0\n  token_env: EH_TOKEN\n")
-	seedCfg := filepath.Join(c.dir, "seed.yaml")
-	if err := os.WriteFile(seedCfg, []byte(base), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	seed := exec.Command(engineBin, "seed", "--config", seedCfg, "--instances", "20")
-	seed.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn, "EH_TOKEN=tok")
-	if out, err := seed.CombinedOutput(); err != nil {
-		t.Fatalf("seed: %v\n%s", err, out)
-	}
+	c.seed(base, 20, "EH_TOKEN=tok")
 	env := []string{"EH_TOKEN=tok"}
 	a := c.startEnv("node-a", strings.ReplaceAll(base, "NAME", "node-a"), env...)
 	b := c.startEnv("node-b", strings.ReplaceAll(base, "NAME", "node-b"), env...)

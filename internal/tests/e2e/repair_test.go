@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,15 +24,7 @@ func crashToRepair(t testing.TB) time.Duration {
 	c := newCluster(t)
 	cfg := c.config("node-a", fmt.Sprintf("%s\n", demoengine.WorkflowsYAML(crashClaimTimeout)))
 	cfg = replaceOnce(t, cfg, "health:\n", fmt.Sprintf("health:\n  schedule: \"@every %s\"\n", crashCheckInterval))
-	path := filepath.Join(c.dir, "seed.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	seed := exec.Command(engineBin, "seed", "--config", path, "--instances", "200")
-	seed.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn)
-	if out, err := seed.CombinedOutput(); err != nil {
-		t.Fatalf("seed: %v\n%s", err, out)
-	}
+	c.seed(cfg, 200)
 	d := c.start("node-a", cfg)
 	c.waitRegistered(d, 30*time.Second)
 	waitNodeStatus(t, c, "node-a", nodes.StatusReady)

@@ -1,0 +1,96 @@
+package claims
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lib/pq"
+)
+
+// Failover grades of nodes, as the sidecar keeps them in its schema: a
+// node whose claimed work was interrupted and repaired is WARNING; one
+// whose work was interrupted twice, or finished fine on another node after
+// it failed there, is ERROR; quiet nodes go back to NORMAL. A dispatcher
+// prefers NORMAL nodes and avoids ERROR ones (Preferred).
+const (
+	GradeNormal  = "NORMAL"
+	GradeWarning = "WARNING"
+	GradeError   = "ERROR"
+)
+
+// ErrUnknownNode: no node record and no grade under that name.
+var ErrUnknownNode = errors.New("claims: no such node")
+
+// Grade returns the failover grade of node, read from the sidecar schema
+// (enginehealth by default). A registered node never graded is NORMAL;
+// a name with neither a record nor a grade is ErrUnknownNode.
+func Grade(ctx context.Context, db Querier, schema, node string) (string, error) {
+	s := pq.QuoteIdentifier(schema)
+	var g sql.NullString
+	err := db.QueryRowContext(ctx, `SELECT coalesce(
+			(SELECT grade FROM `+s+`.node_grades WHERE node = $1),
+			(SELECT '`+GradeNormal+`' FROM `+s+`.nodes WHERE name = $1))`, node).Scan(&g)
+	if err != nil {
+		return "", fmt.Errorf("read the failover grade of %s: %w", node, err)
+	}
+	if !g.Valid {
+		return "", fmt.Errorf("read the failover grade of %s: %w", node, ErrUnknownNode)
+	}
+	return g.String, nil
+}
+
+// Lister runs a statement that returns rows: a *sql.DB or *sql.Tx.
+type Lister interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Grades returns the failover grade of every registered node.
+func Grades(ctx context.Context, db Lister, schema string) (map[string]string, error) {
+	s := pq.QuoteIdentifier(schema)
+	rows, err := db.QueryContext(ctx, `SELECT n.name, coalesce(g.grade, '`+GradeNormal+`')
+		FROM `+s+`.nodes n LEFT JOIN `+s+`.node_grades g ON g.node = n.name`)
+	if err != nil {
+		return nil, fmt.Errorf("read failover grades: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, g string
+		if err := rows.Scan(&n, &g); err != nil {
+			return nil, fmt.Errorf("read failover grades: %w", err)
+		}
+		out[n] = g
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read failover grades: %w", err)
+	}
+	return out, nil
+}
+
+// Preferred orders candidate nodes for new work by their grades: NORMAL
+// first, then WARNING, keeping the candidates' order within a grade.
+// ERROR nodes are left out, unless no other candidate is left; a node
+// missing from grades is ranked after WARNING.
+func Preferred(grades map[string]string, candidates []string) []string {
+	rank := func(n string) int {
+		switch grades[n] {
+		case GradeNormal:
+			return 0
+		case GradeWarning:
+			return 1
+		case GradeError:
+			return 3
+		}
+		return 2
+	}
+	out := slices.Clone(candidates)
+	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
+	if i := slices.IndexFunc(out, func(n string) bool { return rank(n) == 3 }); i > 0 {
+		out = out[:i]
+	}
+	return out
+}

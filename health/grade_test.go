@@ -1,0 +1,377 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/google/uuid"
+)
+
+// gradeRig is a master with a checker and nodes whose claims can be made
+// to expire, one check pass at a time.
+type gradeRig struct {
+	t *testing.T
+	b bundle
+	o *leader.Office
+	c *Checker
+}
+
+func newGradeRig(t *testing.T, g nodes.GradeConfig, names ...string) gradeRig {
+	t.Helper()
+	b := setup(t)
+	b.db.MustExec(`DELETE FROM app.invoice`)
+	o := takeOffice(t, b, "m")
+	for _, n := range names {
+		register(t, b, n, 0)
+	}
+	c := newChecker(b, CheckConfig{Grades: &g})
+	c.begin()
+	return gradeRig{t: t, b: b, o: o, c: c}
+}
+
+// interrupt leaves instance id in Sending with node's claim expired, as
+// an engine that died mid-task does.
+func (r gradeRig) interrupt(node string, id int) {
+	r.t.Helper()
+	r.b.db.MustExec(`INSERT INTO app.invoice (id, status) VALUES ($1, 'Sending')
+		ON CONFLICT (id) DO UPDATE SET status = 'Sending'`, id)
+	r.b.db.MustExec(`INSERT INTO app.invoice_claim VALUES ($1, $2, 'tok', now() - interval '10m', now() - interval '1s')`, id, node)
+}
+
+// pass runs one check pass and returns its grade changes.
+func (r gradeRig) pass() []nodes.GradeChange {
+	r.t.Helper()
+	res, err := r.c.RunOnce(context.Background(), r.o, recovery.TriggerPeriodic, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res.Grades
+}
+
+func (r gradeRig) grade(name string) nodes.Node {
+	r.t.Helper()
+	n, err := r.b.nodes.Get(context.Background(), name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+func (r gradeRig) wantGrade(name, grade string) {
+	r.t.Helper()
+	if g := r.grade(name).FailoverGrade; g != grade {
+		r.t.Fatalf("grade of %s: %s, want %s", name, g, grade)
+	}
+}
+
+// age moves node's grade history back by d (as if d had passed).
+func (r gradeRig) age(name string, d time.Duration) {
+	r.t.Helper()
+	r.b.db.MustExec(`UPDATE enginehealth.node_grades SET changed_at = changed_at - make_interval(secs => $2),
+		last_interruption_at = last_interruption_at - make_interval(secs => $2) WHERE node = $1`, name, d.Seconds())
+	r.b.db.MustExec(`UPDATE enginehealth.interruptions SET at = at - make_interval(secs => $2) WHERE node = $1`, name, d.Seconds())
+}
+
+var defaultGrades = nodes.GradeConfig{Window: time.Hour, QuietPeriod: time.Hour, MaxErrorFraction: nodes.DefaultMaxErrorFraction}
+
+// TestGradeTransitions: NORMAL → WARNING on an interruption, the same
+// signature again keeps WARNING, another within the window → ERROR, and
+// the quiet period brings the node back to NORMAL; each change is an event
+// with its signature.
+func TestGradeTransitions(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	r.wantGrade("n1", nodes.GradeNormal)
+
+	r.interrupt("n1", 100)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].From != nodes.GradeNormal || ch[0].To != nodes.GradeWarning ||
+		ch[0].Signature == nil || ch[0].Signature.String() != "invoice/send/100" {
+		t.Fatalf("first interruption: %+v", ch)
+	}
+	n := r.grade("n1")
+	if n.FailoverGrade != nodes.GradeWarning || n.GradeSignature != "invoice/send/100" || n.GradeChangedAt == nil ||
+		!strings.Contains(n.GradeReason, "claim of n1 on invoice/send/100 expired") {
+		t.Fatalf("node record after the first interruption: %+v", n)
+	}
+	ev := kinds(t, r.b, audit.KindNodeGrade)
+	if len(ev) != 1 || *ev[0].Node != "n1" || *ev[0].FromState != nodes.GradeNormal || *ev[0].ToState != nodes.GradeWarning ||
+		*ev[0].Workflow != "invoice" || *ev[0].Task != "send" || *ev[0].Instance != "100" || ev[0].RunID == nil || *ev[0].Term != r.o.Term {
+		t.Fatalf("grade events %+v", ev)
+	}
+	r.wantGrade("n2", nodes.GradeNormal)
+
+	// The same work interrupted again on the same node: its attempts
+	// count, the grade stays.
+	r.interrupt("n1", 100)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("same signature again changed grades: %+v", ch)
+	}
+	r.wantGrade("n1", nodes.GradeWarning)
+
+	// Other work within the window: ERROR.
+	r.interrupt("n1", 101)
+	ch = r.pass()
+	if len(ch) != 1 || ch[0].To != nodes.GradeError || ch[0].Signature.Instance != "101" ||
+		!strings.Contains(ch[0].Reason, "second interruption within failover.window") {
+		t.Fatalf("second interruption: %+v", ch)
+	}
+	r.wantGrade("n1", nodes.GradeError)
+
+	// A pass with nothing new changes nothing; an hour later the node is
+	// NORMAL again.
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("quiet pass changed grades: %+v", ch)
+	}
+	r.age("n1", 61*time.Minute)
+	ch = r.pass()
+	if len(ch) != 1 || ch[0].From != nodes.GradeError || ch[0].To != nodes.GradeNormal || !strings.Contains(ch[0].Reason, "quiet_period") {
+		t.Fatalf("after the quiet period: %+v", ch)
+	}
+	r.wantGrade("n1", nodes.GradeNormal)
+	if ev := kinds(t, r.b, audit.KindNodeGrade); len(ev) != 3 {
+		t.Fatalf("want 3 grade events, got %+v", ev)
+	}
+}
+
+// TestGradeWindow: a second interruption more than the window after the
+// first keeps the node WARNING (for the new signature); one within it
+// raises it.
+func TestGradeWindow(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, nodes.GradeConfig{Window: 10 * time.Minute, QuietPeriod: time.Hour, MaxErrorFraction: 0.5}, "n1", "n2", "n3")
+	r.interrupt("n1", 100)
+	r.pass()
+	r.age("n1", 20*time.Minute)
+	r.interrupt("n1", 101)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].From != nodes.GradeWarning || ch[0].To != nodes.GradeWarning || ch[0].Signature.Instance != "101" ||
+		!strings.Contains(ch[0].Reason, "more than failover.window") {
+		t.Fatalf("interruption after the window: %+v", ch)
+	}
+	r.interrupt("n1", 102)
+	if ch := r.pass(); len(ch) != 1 || ch[0].To != nodes.GradeError {
+		t.Fatalf("interruption within the window: %+v", ch)
+	}
+}
+
+// TestGradeSameSignatureOnTwoNodes: work interrupted on two nodes is the
+// instance's problem: the second node does not rise, and the WARNING the
+// first got for it is withdrawn.
+func TestGradeSameSignatureOnTwoNodes(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	r.interrupt("n1", 100)
+	r.pass()
+	r.wantGrade("n1", nodes.GradeWarning)
+	r.interrupt("n2", 100)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].To != nodes.GradeNormal || !strings.Contains(ch[0].Reason, "the instance is the problem") {
+		t.Fatalf("same signature on a second node: %+v", ch)
+	}
+	r.wantGrade("n1", nodes.GradeNormal)
+	r.wantGrade("n2", nodes.GradeNormal)
+	// A third node: nothing rises either.
+	r.interrupt("n3", 100)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("third node: %+v", ch)
+	}
+	r.wantGrade("n3", nodes.GradeNormal)
+	// Each node's other work still counts: n2's own interruption raises it.
+	r.interrupt("n2", 200)
+	if ch := r.pass(); len(ch) != 1 || ch[0].Name != "n2" || ch[0].To != nodes.GradeWarning {
+		t.Fatalf("n2's own interruption: %+v", ch)
+	}
+}
+
+// TestGradeFinishedElsewhere: the work of a WARNING node that another node
+// then finished makes it ERROR (the work was fine, the node was not); work
+// the node finished itself does not.
+func TestGradeFinishedElsewhere(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3", "n4")
+	ctx := context.Background()
+	tbl := *workflows[1].Claims
+	task := workflows[1].Tasks[0].Task
+	task.Timeout = time.Hour
+	db := r.b.db.DB
+	// run is an engine on node picking instance id up from begin; finish
+	// ends it.
+	run := func(node string, id int) claims.Claim {
+		t.Helper()
+		r.b.db.MustExec(`UPDATE app.invoice SET status = 'Created' WHERE id = $1`, id)
+		c, err := tbl.Claim(ctx, db, strconv.Itoa(id), node, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	finish := func(c claims.Claim) {
+		t.Helper()
+		if err := tbl.Finish(ctx, db, c, "Sent"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// n1's work 100, seen claimed by n2, finished there: n1 is ERROR.
+	r.interrupt("n1", 100)
+	r.pass()
+	c := run("n2", 100)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("claim seen: %+v", ch)
+	}
+	finish(c)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].To != nodes.GradeError || !strings.Contains(ch[0].Reason, "reached Sent on n2") {
+		t.Fatalf("finished on n2: %+v", ch)
+	}
+
+	// n3's work 300 finished by n3 itself: it stays WARNING, and the
+	// watch ends.
+	r.interrupt("n3", 300)
+	r.pass()
+	c = run("n3", 300)
+	r.pass()
+	finish(c)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("finished on the same node: %+v", ch)
+	}
+	r.wantGrade("n3", nodes.GradeWarning)
+
+	// n4's work 400 finished between two passes (no claim seen) while n4
+	// has not heartbeated since: it can only have finished elsewhere. But
+	// n1 is ERROR already and 0.34 of 5 nodes allows one: n4 stays
+	// WARNING, and says why.
+	r.interrupt("n4", 400)
+	r.pass()
+	r.b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now() - interval '1h' WHERE name = 'n4'`)
+	finish(run("n2", 400))
+	ch = r.pass()
+	if len(ch) != 1 || ch[0].Name != "n4" || ch[0].To != nodes.GradeWarning ||
+		!strings.Contains(ch[0].Reason, "has not heartbeated since") || !strings.Contains(ch[0].Reason, "1 of 5 nodes are ERROR already") {
+		t.Fatalf("finished elsewhere, capped: %+v", ch)
+	}
+	// Once n1 is reset, the next such case may be ERROR.
+	if _, err := r.b.nodes.ResetGrade(ctx, "n1", "op", "host replaced"); err != nil {
+		t.Fatal(err)
+	}
+	r.interrupt("n4", 401)
+	if ch := r.pass(); len(ch) != 1 || ch[0].Name != "n4" || ch[0].To != nodes.GradeError {
+		t.Fatalf("n4 after n1's reset: %+v", ch)
+	}
+}
+
+// TestGradeCap: never more than max_error_fraction of the nodes ERROR.
+func TestGradeCap(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2") // with m: 3 nodes, one may be ERROR
+	for i, n := range []string{"n1", "n2"} {
+		r.interrupt(n, 100+10*i)
+		r.interrupt(n, 101+10*i)
+	}
+	ch := r.pass()
+	got := map[string]string{}
+	for _, c := range ch {
+		got[c.Name] = c.To
+	}
+	if got["n1"] != nodes.GradeError || got["n2"] != nodes.GradeWarning {
+		t.Fatalf("two nodes with two interruptions each, 3 nodes, cap 0.34: %+v", ch)
+	}
+	if last := ch[len(ch)-1]; !strings.Contains(last.Reason, "kept at WARNING") {
+		t.Fatalf("capped change does not say why: %+v", last)
+	}
+	r.wantGrade("n2", nodes.GradeWarning)
+}
+
+// TestGradeNoRiseInDisruption: while most nodes look dead, nothing is
+// graded; the pending interruptions are graded once the guard lifts.
+func TestGradeNoRiseInDisruption(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1")
+	for _, n := range []string{"x", "y", "z"} {
+		register(t, r.b, n, time.Minute)
+	}
+	r.interrupt("x", 100)
+	// An interruption recorded by an earlier pass, not graded yet.
+	r.b.db.MustExec(`INSERT INTO enginehealth.interruptions (run_id, node, workflow, task, instance) VALUES (1, 'n1', 'invoice', 'send', '7')`)
+	res, err := r.c.RunOnce(context.Background(), r.o, recovery.TriggerPeriodic, nil)
+	if err != nil || !res.Disruption {
+		t.Fatalf("want disruption mode: %+v, %v", res, err)
+	}
+	r.wantGrade("x", nodes.GradeNormal)
+	r.wantGrade("n1", nodes.GradeNormal)
+	if ev := kinds(t, r.b, audit.KindNodeGrade); len(ev) != 0 {
+		t.Fatalf("grade events in disruption mode: %+v", ev)
+	}
+	// The nodes come back: the guard lifts and the pending interruptions
+	// (n1's, and x's claim expired now) are graded.
+	r.b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now()`)
+	ch := r.pass()
+	if len(ch) != 2 {
+		t.Fatalf("after the disruption: %+v", ch)
+	}
+	r.wantGrade("x", nodes.GradeWarning)
+	r.wantGrade("n1", nodes.GradeWarning)
+}
+
+// TestGradeResetAndRestart: an operator's reset (an event naming them);
+// a clean restart keeps the grade; a NORMAL or unknown node is refused.
+func TestGradeResetAndRestart(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n2", "n3")
+	ctx := context.Background()
+	inc := uuid.NewString()
+	if _, err := r.b.nodes.Register(ctx, nodes.Registration{Name: "n1", Incarnation: inc, Hostname: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	r.interrupt("n1", 100)
+	r.interrupt("n1", 101)
+	r.pass()
+	r.wantGrade("n1", nodes.GradeError)
+
+	// A clean shutdown deletes the record, not the grade.
+	if err := r.b.nodes.Deregister(ctx, "n1", inc, "clean shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	r.pass()
+	if _, err := r.b.nodes.Register(ctx, nodes.Registration{Name: "n1", Incarnation: uuid.NewString(), Hostname: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	r.wantGrade("n1", nodes.GradeError)
+	g, err := claims.Grade(ctx, r.b.db, "enginehealth", "n1")
+	if err != nil || g != claims.GradeError {
+		t.Fatalf("claims.Grade: %q, %v", g, err)
+	}
+	all, err := claims.Grades(ctx, r.b.db, "enginehealth")
+	if err != nil || all["n1"] != claims.GradeError || all["n2"] != claims.GradeNormal || len(all) != 4 {
+		t.Fatalf("claims.Grades: %v, %v", all, err)
+	}
+
+	c, err := r.b.nodes.ResetGrade(ctx, "n1", "ops (operator)", "host replaced")
+	if err != nil || c.From != nodes.GradeError || c.To != nodes.GradeNormal {
+		t.Fatalf("reset: %+v, %v", c, err)
+	}
+	r.wantGrade("n1", nodes.GradeNormal)
+	ev := kinds(t, r.b, audit.KindNodeGrade)
+	if last := ev[len(ev)-1]; last.Actor != "ops (operator)" || last.Reason != "host replaced" || *last.ToState != nodes.GradeNormal {
+		t.Fatalf("reset event %+v", last)
+	}
+	if _, err := r.b.nodes.ResetGrade(ctx, "n1", "ops", "again"); !errors.Is(err, nodes.ErrGradeNormal) {
+		t.Fatalf("second reset: %v", err)
+	}
+	if _, err := r.b.nodes.ResetGrade(ctx, "nobody", "ops", "x"); !errors.Is(err, nodes.ErrNotFound) {
+		t.Fatalf("reset of an unknown node: %v", err)
+	}
+	if _, err := claims.Grade(ctx, r.b.db, "enginehealth", "nobody"); !errors.Is(err, claims.ErrUnknownNode) {
+		t.Fatalf("claims.Grade of an unknown node: %v", err)
+	}
+}

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/nodes"
+)
+
+// TestCrashedEngineGradesItsNode: an engine on node-a killed while it
+// holds claims on three instances makes node-a ERROR once they are
+// repaired (three interruptions, other work within the window); with
+// failover.error_not_ready its /readyz answers 503 until an operator
+// resets the grade with the CLI.
+func TestCrashedEngineGradesItsNode(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	const token = "grade-test-token-0123"
+	extra := fmt.Sprintf("failover:\n  max_error_fraction: 1\n  error_not_ready: true\n%s\n", demoengine.WorkflowsYAML(crashClaimTimeout))
+	cfg := c.configWith("node-a", cfgOpts{Schedule: "@every " + crashCheckInterval.String(), TokenEnv: "EH_TEST_TOKEN", Extra: extra})
+	c.seed(cfg, 50, "EH_TEST_TOKEN="+token)
+	d := c.startEnv("node-a", cfg, "EH_TEST_TOKEN="+token)
+	n := c.waitRegistered(d, 30*time.Second)
+	cl := api.NewClient(n.APIAddress, "")
+	eventually(t, 30*time.Second, "readyz 200", func() (bool, error) {
+		r, err := cl.Ready(context.Background())
+		return err == nil && r.Ready && r.Grade == nodes.GradeNormal, err
+	})
+
+	// The engine of node-a (claims name the sidecar's node) dies mid-task.
+	engine := c.startProcess("engine-a", cfg, []string{"EH_TEST_TOKEN=" + token}, engineBin,
+		"run", "--node", "node-a", "--workers", "3", "--task-duration", "1h")
+	eventually(t, 30*time.Second, "the engine holds its claims", func() (bool, error) {
+		var held int
+		err := c.db.Get(&held, `SELECT count(*) FROM demo.orders_claim WHERE node = 'node-a'`)
+		return err == nil && held == 3, err
+	})
+	engine.signal(t, syscall.SIGKILL)
+	engine.wait(t, 10*time.Second)
+
+	eventually(t, time.Minute, "readyz 503 for the ERROR grade", func() (bool, error) {
+		r, err := cl.Ready(context.Background())
+		var se *api.StatusError
+		return errors.As(err, &se) && se.Code == 503 && r.Grade == nodes.GradeError && strings.Contains(r.Reason, "reset-grade"), nil
+	})
+	out, errOut, code := cli(t, nil, "nodes", "node-a", "--api", n.APIAddress)
+	if code != 0 || !strings.Contains(out, "ERROR") || !strings.Contains(out, "second interruption within failover.window") {
+		t.Fatalf("nodes node-a: exit %d\n%s%s", code, out, errOut)
+	}
+	var grades int
+	if err := c.db.Get(&grades, `SELECT count(*) FROM enginehealth.events WHERE kind = 'node_grade' AND node = 'node-a'`); err != nil || grades != 2 {
+		t.Fatalf("%d grade events (NORMAL→WARNING→ERROR), %v", grades, err)
+	}
+
+	env := []string{"ENGINEHEALTH_TOKEN=" + token}
+	out, errOut, code = cli(t, env, "node", "reset-grade", "node-a", "--reason", "engine fixed", "--api", n.APIAddress, "-o", "json")
+	var ch nodes.GradeChange
+	if code != 0 || json.Unmarshal([]byte(out), &ch) != nil || ch.From != nodes.GradeError || ch.To != nodes.GradeNormal {
+		t.Fatalf("reset-grade: exit %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, 30*time.Second, "readyz 200 after the reset", func() (bool, error) {
+		r, err := cl.Ready(context.Background())
+		return err == nil && r.Ready, err
+	})
+	_, errOut, code = cli(t, env, "node", "reset-grade", "node-a", "--api", n.APIAddress)
+	if code != 4 || !strings.Contains(errOut, "NORMAL already") {
+		t.Fatalf("second reset-grade: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = cli(t, env, "node", "reset-grade", "nobody", "--api", n.APIAddress)
+	if code != 1 || !strings.Contains(errOut, "404") {
+		t.Fatalf("reset-grade of an unknown node: exit %d: %s", code, errOut)
+	}
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}

@@ -1,0 +1,408 @@
+package nodes
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Failover grades of a node: how much its engine's work can be trusted to
+// finish. Dispatchers prefer NORMAL nodes and avoid ERROR ones
+// (claims.Grade).
+//
+//	NORMAL  --a claim of the node expired and its instance was repaired--> WARNING
+//	WARNING --another such interruption, other signature, within Window--> ERROR
+//	WARNING --the WARNING's instance reached an end state on another node--> ERROR
+//	WARNING, ERROR --QuietPeriod without interruptions, or reset-grade--> NORMAL
+//
+// A signature is workflow + task + instance. When one signature was
+// interrupted on two or more nodes, the instance is the problem, not the
+// nodes: no grade rises for it, and a WARNING it caused goes back to
+// NORMAL. At most MaxErrorFraction of the nodes are ERROR at once; a node
+// that would exceed it stays WARNING. The master grades after each check
+// pass that was not in disruption mode, so grades never rise while the
+// disruption guard holds. Every change stores its time, signature and
+// reason in node_grades and writes a node_grade event.
+const (
+	GradeNormal  = "NORMAL"
+	GradeWarning = "WARNING"
+	GradeError   = "ERROR"
+)
+
+// Defaults of GradeConfig.
+const (
+	DefaultGradeWindow      = time.Hour
+	DefaultQuietPeriod      = time.Hour
+	DefaultMaxErrorFraction = 0.34
+)
+
+// gradeBatch bounds the interruptions graded by one call; the rest wait
+// for the next pass.
+const gradeBatch = 1000
+
+// GradeConfig configures grading (the failover section of the config).
+type GradeConfig struct {
+	// Window: a second interruption with another signature within it
+	// makes a WARNING node ERROR.
+	Window time.Duration
+	// QuietPeriod without interruptions brings a node back to NORMAL.
+	QuietPeriod time.Duration
+	// MaxErrorFraction of the nodes may be ERROR at once.
+	MaxErrorFraction float64
+}
+
+// retention of graded interruptions: the same-signature rule looks back
+// this far.
+func (c GradeConfig) retention() time.Duration { return 2 * max(c.Window, c.QuietPeriod) }
+
+// Signature of an interruption.
+type Signature struct {
+	Workflow string `json:"workflow"`
+	Task     string `json:"task"`
+	Instance string `json:"instance"`
+}
+
+func (s Signature) String() string { return s.Workflow + "/" + s.Task + "/" + s.Instance }
+
+// Whereabouts is what the master sees now of a WARNING's instance.
+type Whereabouts struct {
+	// Claimant: the node claiming the instance now; "" if none.
+	Claimant string
+	// State of the instance now ("" when it is gone).
+	State string
+	// Ended: State is an end state of the signature's task.
+	Ended bool
+	// Left: the instance left the task otherwise (failed, moved on, gone).
+	Left bool
+}
+
+// Locate returns the whereabouts of a signature's instance, read in the
+// grading transaction.
+type Locate func(ctx context.Context, tx *leader.Tx, s Signature) (Whereabouts, error)
+
+// GradeChange is one change of a node's grade.
+type GradeChange struct {
+	Name      string     `json:"name"`
+	From      string     `json:"from"`
+	To        string     `json:"to"`
+	Signature *Signature `json:"signature,omitempty"`
+	Reason    string     `json:"reason"`
+}
+
+// gradeRow is a node_grades row.
+type gradeRow struct {
+	Node      string         `db:"node"`
+	Grade     string         `db:"grade"`
+	ChangedAt time.Time      `db:"changed_at"`
+	Workflow  sql.NullString `db:"workflow"`
+	Task      sql.NullString `db:"task"`
+	Instance  sql.NullString `db:"instance"`
+	LastAt    sql.NullTime   `db:"last_interruption_at"`
+	Watching  bool           `db:"watching"`
+	Seen      sql.NullString `db:"seen_claimant"`
+}
+
+func (g gradeRow) signature() (Signature, bool) {
+	return Signature{Workflow: g.Workflow.String, Task: g.Task.String, Instance: g.Instance.String}, g.Instance.Valid
+}
+
+const gradeCols = `node, grade, changed_at, workflow, task, instance, last_interruption_at, watching, seen_claimant`
+
+// interruption is an interruptions row.
+type interruption struct {
+	ID   int64     `db:"id"`
+	At   time.Time `db:"at"`
+	Node string    `db:"node"`
+	Signature
+}
+
+// grader is one grading call, inside the master's fenced transaction.
+type grader struct {
+	s       *Store
+	ctx     context.Context
+	tx      *leader.Tx
+	cfg     GradeConfig
+	m       MasterEvent
+	changes []GradeChange
+}
+
+// Grade judges the interruptions recorded since the last call, watches
+// the instances of WARNING nodes, brings quiet nodes back to NORMAL and
+// drops old interruptions, in the master's fenced transaction. Call it
+// only after a pass that was not in disruption mode. It returns the
+// changes, each already recorded with an event.
+func (s *Store) Grade(ctx context.Context, tx *leader.Tx, cfg GradeConfig, m MasterEvent, locate Locate) ([]GradeChange, error) {
+	g := &grader{s: s, ctx: ctx, tx: tx, cfg: cfg, m: m, changes: []GradeChange{}}
+	if err := g.interruptions(); err != nil {
+		return nil, fmt.Errorf("grade interruptions: %w", err)
+	}
+	if err := g.watch(locate); err != nil {
+		return nil, fmt.Errorf("grade: watch instances: %w", err)
+	}
+	if err := g.calm(); err != nil {
+		return nil, fmt.Errorf("grade: quiet nodes: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.intr+` WHERE graded AND at < now() - make_interval(secs => $1)`,
+		cfg.retention().Seconds()); err != nil {
+		return nil, fmt.Errorf("grade: drop old interruptions: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.grades+` g WHERE g.grade = '`+GradeNormal+`'
+		AND NOT EXISTS (SELECT 1 FROM `+s.table+` n WHERE n.name = g.node)`); err != nil {
+		return nil, fmt.Errorf("grade: drop grades of gone nodes: %w", err)
+	}
+	return g.changes, nil
+}
+
+// load returns node's grade row, locked, creating a NORMAL one.
+func (g *grader) load(node string) (gradeRow, error) {
+	var r gradeRow
+	if _, err := g.tx.ExecContext(g.ctx, `INSERT INTO `+g.s.grades+` (node) VALUES ($1) ON CONFLICT DO NOTHING`, node); err != nil {
+		return r, err
+	}
+	err := sqlx.GetContext(g.ctx, g.tx, &r, `SELECT `+gradeCols+` FROM `+g.s.grades+` WHERE node = $1 FOR UPDATE`, node)
+	return r, err
+}
+
+// set changes r's grade to to (or keeps it, for a WARNING that moves to
+// another signature), with its signature and reason, and an event.
+func (g *grader) set(r gradeRow, to string, sig *Signature, reason string, watching bool) error {
+	var wf, task, inst *string
+	if sig != nil {
+		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
+	}
+	if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET grade = $2, changed_at = now(),
+			workflow = $3, task = $4, instance = $5, reason = $6, watching = $7, seen_claimant = NULL
+		WHERE node = $1`, r.Node, to, wf, task, inst, reason, watching); err != nil {
+		return err
+	}
+	node, from := r.Node, r.Grade
+	// An event of the run: its master and term are the run's.
+	e := audit.Event{Kind: audit.KindNodeGrade, RunID: &g.m.RunID, Node: &node,
+		FromState: &from, ToState: &to, Workflow: wf, Task: task, Instance: inst, Reason: reason}
+	if err := g.s.events.Write(g.ctx, g.tx, e); err != nil {
+		return err
+	}
+	g.changes = append(g.changes, GradeChange{Name: r.Node, From: from, To: to, Signature: sig, Reason: reason})
+	return nil
+}
+
+// raise makes r ERROR, unless that would put more than MaxErrorFraction
+// of the nodes in ERROR: then r stays WARNING for sig (watching it if
+// watching).
+func (g *grader) raise(r gradeRow, sig Signature, reason string, watching bool) error {
+	var c struct {
+		Errors int `db:"errors"`
+		Total  int `db:"total"`
+	}
+	// The node being raised counts in the total even when it has no
+	// record (it shut down cleanly after its claim was left behind).
+	if err := sqlx.GetContext(g.ctx, g.tx, &c, `SELECT
+			(SELECT count(*) FROM `+g.s.grades+` g JOIN `+g.s.table+` n ON n.name = g.node
+			 WHERE g.grade = '`+GradeError+`' AND g.node <> $1) AS errors,
+			(SELECT count(*) FROM `+g.s.table+` WHERE name <> $1) + 1 AS total`, r.Node); err != nil {
+		return err
+	}
+	if float64(c.Errors+1) > g.cfg.MaxErrorFraction*float64(c.Total)+1e-9 {
+		return g.set(r, GradeWarning, &sig, fmt.Sprintf("%s; kept at WARNING: %d of %d nodes are ERROR already and failover.max_error_fraction is %g",
+			reason, c.Errors, c.Total, g.cfg.MaxErrorFraction), watching)
+	}
+	return g.set(r, GradeError, &sig, reason, false)
+}
+
+// interruptions grades the interruptions not graded yet, oldest first.
+func (g *grader) interruptions() error {
+	var ps []interruption
+	if err := sqlx.SelectContext(g.ctx, g.tx, &ps, `SELECT id, at, node, workflow, task, instance FROM `+g.s.intr+`
+		WHERE NOT graded ORDER BY id LIMIT $1 FOR UPDATE`, gradeBatch); err != nil {
+		return err
+	}
+	ids := make([]int64, 0, len(ps))
+	for _, p := range ps {
+		ids = append(ids, p.ID)
+		if err := g.interruption(p); err != nil {
+			return err
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.intr+` SET graded = true WHERE id = ANY ($1)`, pq.Array(ids))
+	return err
+}
+
+func (g *grader) interruption(p interruption) error {
+	var on pq.StringArray
+	if err := g.tx.QueryRowContext(g.ctx, `SELECT array_agg(DISTINCT node ORDER BY node) FROM `+g.s.intr+`
+		WHERE workflow = $1 AND instance = $2 AND task = $3 AND at > now() - make_interval(secs => $4)`,
+		p.Workflow, p.Instance, p.Task, g.cfg.retention().Seconds()).Scan(&on); err != nil {
+		return err
+	}
+	if len(on) > 1 {
+		// The instance is the problem: no grade rises for it, and a
+		// WARNING it caused is withdrawn.
+		for _, n := range on {
+			r, err := g.load(n)
+			if err != nil {
+				return err
+			}
+			if sig, ok := r.signature(); ok && r.Grade == GradeWarning && sig == p.Signature {
+				if err := g.set(r, GradeNormal, &sig, fmt.Sprintf("%s was interrupted on %d nodes (%s): the instance is the problem, not the node",
+					sig, len(on), strings.Join(on, ", ")), false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	r, err := g.load(p.Node)
+	if err != nil {
+		return err
+	}
+	last := r.LastAt
+	if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET last_interruption_at = greatest(last_interruption_at, $2) WHERE node = $1`,
+		r.Node, p.At); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("the claim of %s on %s expired and the instance was repaired", p.Node, p.Signature)
+	sig := p.Signature
+	switch r.Grade {
+	case GradeNormal:
+		return g.set(r, GradeWarning, &sig, what, true)
+	case GradeWarning:
+		prev, _ := r.signature()
+		switch {
+		case prev == sig:
+			return nil // the same work again: the instance's count rises, not the grade
+		case last.Valid && p.At.Sub(last.Time) <= g.cfg.Window:
+			return g.raise(r, sig, fmt.Sprintf("%s, a second interruption within failover.window %s (the first: %s)", what, g.cfg.Window, prev), true)
+		default:
+			return g.set(r, GradeWarning, &sig, what+" (more than failover.window after the last one)", true)
+		}
+	}
+	return nil // ERROR: only the quiet period is renewed
+}
+
+// watch follows the instance of each WARNING: the last node seen claiming
+// it, and whether it reached an end state on another node.
+func (g *grader) watch(locate Locate) error {
+	var rs []gradeRow
+	if err := sqlx.SelectContext(g.ctx, g.tx, &rs, `SELECT `+gradeCols+` FROM `+g.s.grades+`
+		WHERE grade = '`+GradeWarning+`' AND watching ORDER BY node FOR UPDATE`); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		sig, ok := r.signature()
+		if !ok {
+			continue
+		}
+		w, err := locate(g.ctx, g.tx, sig)
+		if err != nil {
+			return err
+		}
+		seen := r.Seen.String
+		if w.Claimant != "" {
+			seen = w.Claimant
+		}
+		switch {
+		case w.Ended:
+			by := seen
+			if by == "" {
+				// Nobody was seen claiming it (a short task between two
+				// passes): it finished elsewhere if this node has not
+				// heartbeated since it was graded.
+				var away bool
+				if err := g.tx.QueryRowContext(g.ctx, `SELECT NOT EXISTS (SELECT 1 FROM `+g.s.table+`
+					WHERE name = $1 AND last_active >= $2)`, r.Node, r.ChangedAt).Scan(&away); err != nil {
+					return err
+				}
+				if away {
+					by = "another node (" + r.Node + " has not heartbeated since)"
+				}
+			}
+			if by != "" && by != r.Node {
+				if err := g.raise(r, sig, fmt.Sprintf("%s reached %s on %s after the claim of %s on it expired: the work was fine, the node was not",
+					sig, w.State, by, r.Node), false); err != nil {
+					return err
+				}
+				continue
+			}
+			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET watching = false, seen_claimant = $2 WHERE node = $1`, r.Node, seen)
+		case w.Left:
+			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET watching = false, seen_claimant = $2 WHERE node = $1`, r.Node, seen)
+		case seen != r.Seen.String:
+			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET seen_claimant = $2 WHERE node = $1`, r.Node, seen)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// calm brings back to NORMAL the nodes without an interruption (or a
+// grade change) for the quiet period.
+func (g *grader) calm() error {
+	var rs []gradeRow
+	if err := sqlx.SelectContext(g.ctx, g.tx, &rs, `SELECT `+gradeCols+` FROM `+g.s.grades+`
+		WHERE grade <> '`+GradeNormal+`' AND greatest(changed_at, last_interruption_at) < now() - make_interval(secs => $1)
+		ORDER BY node FOR UPDATE`, g.cfg.QuietPeriod.Seconds()); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if err := g.set(r, GradeNormal, nil, fmt.Sprintf("no interruption for failover.quiet_period %s", g.cfg.QuietPeriod), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrGradeNormal: reset-grade of a node that is NORMAL already.
+var ErrGradeNormal = errors.New("nodes: grade is " + GradeNormal + " already")
+
+// ResetGrade is an operator's reset of node name's grade to NORMAL, with
+// an event. A node without a record may be reset while it still has a
+// grade (it shut down cleanly while WARNING or ERROR).
+func (s *Store) ResetGrade(ctx context.Context, name, actor, reason string) (GradeChange, error) {
+	var c GradeChange
+	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
+		var r gradeRow
+		err := sqlx.GetContext(ctx, tx, &r, `SELECT `+gradeCols+` FROM `+s.grades+` WHERE node = $1 FOR UPDATE`, name)
+		if errors.Is(err, sql.ErrNoRows) {
+			r = gradeRow{Node: name, Grade: GradeNormal}
+			var known bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.table+` WHERE name = $1)`, name).Scan(&known); err != nil {
+				return err
+			}
+			if !known {
+				return ErrNotFound
+			}
+		} else if err != nil {
+			return err
+		}
+		if r.Grade == GradeNormal {
+			return ErrGradeNormal
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.grades+` SET grade = '`+GradeNormal+`', changed_at = now(),
+				workflow = NULL, task = NULL, instance = NULL, reason = $2, watching = false, seen_claimant = NULL
+			WHERE node = $1`, name, reason); err != nil {
+			return err
+		}
+		from, to := r.Grade, GradeNormal
+		c = GradeChange{Name: name, From: from, To: to, Reason: reason}
+		return s.events.Write(ctx, tx, audit.Event{Kind: audit.KindNodeGrade, Actor: actor, Node: &name,
+			FromState: &from, ToState: &to, Reason: reason})
+	})
+	if err != nil {
+		return GradeChange{}, fmt.Errorf("reset the grade of node %s: %w", name, err)
+	}
+	return c, nil
+}
