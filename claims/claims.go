@@ -128,8 +128,9 @@ func (t Table) Claim(ctx context.Context, db *sql.DB, id, node string, task Task
 	return t.claim(ctx, db, &id, node, task)
 }
 
-// ClaimNext claims any one instance in the task's begin state, skipping
-// rows other claimers hold; ErrNothingToClaim when there is none.
+// ClaimNext claims the instance in the task's begin state with the lowest
+// id (oldest first, through the index on (status, id)), skipping rows
+// other claimers hold; ErrNothingToClaim when there is none.
 func (t Table) ClaimNext(ctx context.Context, db *sql.DB, node string, task Task) (Claim, error) {
 	return t.claim(ctx, db, nil, node, task)
 }
@@ -148,7 +149,7 @@ func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, t
 			`SELECT %[2]s::text FROM %[1]s WHERE %[2]s = $1 AND %[3]s = $2 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), *id, task.Begin)
 	} else {
 		row = tx.QueryRowContext(ctx, fmt.Sprintf(
-			`SELECT %[2]s::text FROM %[1]s WHERE %[3]s = $1 LIMIT 1 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), task.Begin)
+			`SELECT i.%[2]s::text FROM %[1]s AS i WHERE i.%[3]s = $1 ORDER BY i.%[2]s LIMIT 1 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), task.Begin)
 	}
 	if err := row.Scan(&c.Instance); errors.Is(err, sql.ErrNoRows) {
 		if id == nil {

@@ -193,6 +193,36 @@ func TestGradeSameSignatureOnTwoNodes(t *testing.T) {
 	}
 }
 
+// TestGradeErrorTakenBackForPoison: an ERROR earned by two interruptions,
+// one of them on work that then fails on another node too, goes down to
+// the WARNING the node's own interruption justifies.
+func TestGradeErrorTakenBackForPoison(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	r.interrupt("n1", 100) // the poison, first on n1
+	r.interrupt("n1", 101) // n1's own trouble
+	r.pass()
+	r.wantGrade("n1", nodes.GradeError)
+	r.interrupt("n2", 100)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].From != nodes.GradeError || ch[0].To != nodes.GradeWarning ||
+		ch[0].Signature.Instance != "101" || !strings.Contains(ch[0].Reason, "the instance is the problem") {
+		t.Fatalf("poison found on a second node: %+v", ch)
+	}
+	r.wantGrade("n2", nodes.GradeNormal)
+	// An ERROR on two signatures of its own stays when other work is
+	// found to be poison.
+	r.interrupt("n3", 300)
+	r.interrupt("n3", 301)
+	r.pass()
+	r.wantGrade("n3", nodes.GradeError)
+	for _, n := range []string{"n2", "n3", "n1"} {
+		r.interrupt(n, 999)
+		r.pass()
+	}
+	r.wantGrade("n3", nodes.GradeError)
+}
+
 // TestGradeFinishedElsewhere: the work of a WARNING node that another node
 // then finished makes it ERROR (the work was fine, the node was not); work
 // the node finished itself does not.

@@ -66,9 +66,9 @@ func (c GradeConfig) retention() time.Duration { return 2 * max(c.Window, c.Quie
 
 // Signature of an interruption.
 type Signature struct {
-	Workflow string `json:"workflow"`
-	Task     string `json:"task"`
-	Instance string `json:"instance"`
+	Workflow string `db:"workflow" json:"workflow"`
+	Task     string `db:"task" json:"task"`
+	Instance string `db:"instance" json:"instance"`
 }
 
 func (s Signature) String() string { return s.Workflow + "/" + s.Task + "/" + s.Instance }
@@ -109,13 +109,24 @@ type gradeRow struct {
 	LastAt    sql.NullTime   `db:"last_interruption_at"`
 	Watching  bool           `db:"watching"`
 	Seen      sql.NullString `db:"seen_claimant"`
+	Rule      string         `db:"rule"`
 }
+
+// Rules of grade changes (node_grades.rule).
+const (
+	ruleInterrupted = "interrupted"        // NORMAL → WARNING
+	ruleWindow      = "window"             // → ERROR: a second interruption within the window
+	ruleElsewhere   = "finished_elsewhere" // → ERROR: the WARNING's work finished on another node
+	ruleInstance    = "instance"           // back down: the instance is the problem
+	ruleQuiet       = "quiet"              // → NORMAL after the quiet period
+	ruleReset       = "reset"              // → NORMAL by an operator
+)
 
 func (g gradeRow) signature() (Signature, bool) {
 	return Signature{Workflow: g.Workflow.String, Task: g.Task.String, Instance: g.Instance.String}, g.Instance.Valid
 }
 
-const gradeCols = `node, grade, changed_at, workflow, task, instance, last_interruption_at, watching, seen_claimant`
+const gradeCols = `node, grade, changed_at, workflow, task, instance, last_interruption_at, watching, seen_claimant, rule`
 
 // interruption is an interruptions row.
 type interruption struct {
@@ -174,14 +185,14 @@ func (g *grader) load(node string) (gradeRow, error) {
 
 // set changes r's grade to to (or keeps it, for a WARNING that moves to
 // another signature), with its signature and reason, and an event.
-func (g *grader) set(r gradeRow, to string, sig *Signature, reason string, watching bool) error {
+func (g *grader) set(r gradeRow, to, rule string, sig *Signature, reason string, watching bool) error {
 	var wf, task, inst *string
 	if sig != nil {
 		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
 	}
 	if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET grade = $2, changed_at = now(),
-			workflow = $3, task = $4, instance = $5, reason = $6, watching = $7, seen_claimant = NULL
-		WHERE node = $1`, r.Node, to, wf, task, inst, reason, watching); err != nil {
+			workflow = $3, task = $4, instance = $5, reason = $6, watching = $7, seen_claimant = NULL, rule = $8
+		WHERE node = $1`, r.Node, to, wf, task, inst, reason, watching, rule); err != nil {
 		return err
 	}
 	node, from := r.Node, r.Grade
@@ -198,7 +209,7 @@ func (g *grader) set(r gradeRow, to string, sig *Signature, reason string, watch
 // raise makes r ERROR, unless that would put more than MaxErrorFraction
 // of the nodes in ERROR: then r stays WARNING for sig (watching it if
 // watching).
-func (g *grader) raise(r gradeRow, sig Signature, reason string, watching bool) error {
+func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, watching bool) error {
 	var c struct {
 		Errors int `db:"errors"`
 		Total  int `db:"total"`
@@ -212,10 +223,10 @@ func (g *grader) raise(r gradeRow, sig Signature, reason string, watching bool) 
 		return err
 	}
 	if float64(c.Errors+1) > g.cfg.MaxErrorFraction*float64(c.Total)+1e-9 {
-		return g.set(r, GradeWarning, &sig, fmt.Sprintf("%s; kept at WARNING: %d of %d nodes are ERROR already and failover.max_error_fraction is %g",
+		return g.set(r, GradeWarning, ruleInterrupted, &sig, fmt.Sprintf("%s; kept at WARNING: %d of %d nodes are ERROR already and failover.max_error_fraction is %g",
 			reason, c.Errors, c.Total, g.cfg.MaxErrorFraction), watching)
 	}
-	return g.set(r, GradeError, &sig, reason, false)
+	return g.set(r, GradeError, rule, &sig, reason, false)
 }
 
 // interruptions grades the interruptions not graded yet, oldest first.
@@ -247,18 +258,11 @@ func (g *grader) interruption(p interruption) error {
 		return err
 	}
 	if len(on) > 1 {
-		// The instance is the problem: no grade rises for it, and a
-		// WARNING it caused is withdrawn.
+		// The instance is the problem: no grade rises for it, and what it
+		// made of the nodes' grades is taken back.
 		for _, n := range on {
-			r, err := g.load(n)
-			if err != nil {
+			if err := g.withdraw(n, p.Signature, on); err != nil {
 				return err
-			}
-			if sig, ok := r.signature(); ok && r.Grade == GradeWarning && sig == p.Signature {
-				if err := g.set(r, GradeNormal, &sig, fmt.Sprintf("%s was interrupted on %d nodes (%s): the instance is the problem, not the node",
-					sig, len(on), strings.Join(on, ", ")), false); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
@@ -276,19 +280,55 @@ func (g *grader) interruption(p interruption) error {
 	sig := p.Signature
 	switch r.Grade {
 	case GradeNormal:
-		return g.set(r, GradeWarning, &sig, what, true)
+		return g.set(r, GradeWarning, ruleInterrupted, &sig, what, true)
 	case GradeWarning:
 		prev, _ := r.signature()
 		switch {
 		case prev == sig:
 			return nil // the same work again: the instance's count rises, not the grade
 		case last.Valid && p.At.Sub(last.Time) <= g.cfg.Window:
-			return g.raise(r, sig, fmt.Sprintf("%s, a second interruption within failover.window %s (the first: %s)", what, g.cfg.Window, prev), true)
+			return g.raise(r, ruleWindow, sig, fmt.Sprintf("%s, a second interruption within failover.window %s (the first: %s)", what, g.cfg.Window, prev), true)
 		default:
-			return g.set(r, GradeWarning, &sig, what+" (more than failover.window after the last one)", true)
+			return g.set(r, GradeWarning, ruleInterrupted, &sig, what+" (more than failover.window after the last one)", true)
 		}
 	}
 	return nil // ERROR: only the quiet period is renewed
+}
+
+// withdraw takes back what signature sig, now known to be the
+// instance's problem (interrupted on the nodes on), made of node's grade:
+// a WARNING it caused goes back to NORMAL; an ERROR earned by two
+// interruptions goes down to what the node's own interruptions within
+// the window still justify.
+func (g *grader) withdraw(node string, sig Signature, on []string) error {
+	r, err := g.load(node)
+	if err != nil {
+		return err
+	}
+	why := fmt.Sprintf("%s was interrupted on %d nodes (%s): the instance is the problem, not the node", sig, len(on), strings.Join(on, ", "))
+	cur, ok := r.signature()
+	switch {
+	case r.Grade == GradeWarning && ok && cur == sig:
+		return g.set(r, GradeNormal, ruleInstance, &sig, why, false)
+	case r.Grade == GradeError && r.Rule == ruleWindow:
+		// Its own interruptions: within the window, on work interrupted
+		// on no other node, newest first.
+		var own []Signature
+		if err := sqlx.SelectContext(g.ctx, g.tx, &own, `SELECT i.workflow, i.task, i.instance FROM `+g.s.intr+` i
+			WHERE i.node = $1 AND i.at > now() - make_interval(secs => $2)
+			  AND NOT EXISTS (SELECT 1 FROM `+g.s.intr+` j WHERE j.workflow = i.workflow AND j.instance = i.instance
+			                  AND j.task = i.task AND j.node <> i.node AND j.at > now() - make_interval(secs => $3))
+			GROUP BY 1, 2, 3 ORDER BY max(i.at) DESC, 3`, node, g.cfg.Window.Seconds(), g.cfg.retention().Seconds()); err != nil {
+			return err
+		}
+		switch len(own) {
+		case 0:
+			return g.set(r, GradeNormal, ruleInstance, &sig, why, false)
+		case 1:
+			return g.set(r, GradeWarning, ruleInterrupted, &own[0], fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0]), true)
+		}
+	}
+	return nil
 }
 
 // watch follows the instance of each WARNING: the last node seen claiming
@@ -329,7 +369,7 @@ func (g *grader) watch(locate Locate) error {
 				}
 			}
 			if by != "" && by != r.Node {
-				if err := g.raise(r, sig, fmt.Sprintf("%s reached %s on %s after the claim of %s on it expired: the work was fine, the node was not",
+				if err := g.raise(r, ruleElsewhere, sig, fmt.Sprintf("%s reached %s on %s after the claim of %s on it expired: the work was fine, the node was not",
 					sig, w.State, by, r.Node), false); err != nil {
 					return err
 				}
@@ -358,7 +398,7 @@ func (g *grader) calm() error {
 		return err
 	}
 	for _, r := range rs {
-		if err := g.set(r, GradeNormal, nil, fmt.Sprintf("no interruption for failover.quiet_period %s", g.cfg.QuietPeriod), false); err != nil {
+		if err := g.set(r, GradeNormal, ruleQuiet, nil, fmt.Sprintf("no interruption for failover.quiet_period %s", g.cfg.QuietPeriod), false); err != nil {
 			return err
 		}
 	}
@@ -392,7 +432,7 @@ func (s *Store) ResetGrade(ctx context.Context, name, actor, reason string) (Gra
 			return ErrGradeNormal
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE `+s.grades+` SET grade = '`+GradeNormal+`', changed_at = now(),
-				workflow = NULL, task = NULL, instance = NULL, reason = $2, watching = false, seen_claimant = NULL
+				workflow = NULL, task = NULL, instance = NULL, reason = $2, watching = false, seen_claimant = NULL, rule = '`+ruleReset+`'
 			WHERE node = $1`, name, reason); err != nil {
 			return err
 		}

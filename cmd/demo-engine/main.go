@@ -3,7 +3,7 @@
 // database DSN from an enginehealth configuration file.
 //
 //	demo-engine seed --config FILE --instances N
-//	demo-engine run  --config FILE --node NAME [--workers 4] [--task-duration 200ms] [--failure-rate 0.05]
+//	demo-engine run  --config FILE --node NAME [--workers 4] [--task-duration 200ms] [--failure-rate 0.05] [--poison ID,...]
 //
 // run prints one JSON line of counters per second and at exit; SIGTERM
 // finishes the tasks in hand, SIGKILL leaves their claims behind (which is
@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 4, "concurrent workers per claimable workflow")
 	dur := fs.Duration("task-duration", 200*time.Millisecond, "simulated duration of one task")
 	failRate := fs.Float64("failure-rate", 0.05, "fraction of tasks that fail")
+	poison := fs.String("poison", "", "comma-separated instance ids that crash the worker claiming them, every time")
 	_ = fs.Parse(args)
 	if *node == "" {
 		return errors.New("--node is required")
@@ -93,6 +95,17 @@ func run(ctx context.Context, args []string) error {
 	defer db.Close()
 	db.SetMaxOpenConns(2 * *workers * len(cfg.Workflows))
 
+	var poisoned []string
+	if *poison != "" {
+		poisoned = strings.Split(*poison, ",")
+	}
+	enc := json.NewEncoder(os.Stdout)
+	var encMu sync.Mutex
+	crashed := func(id string) {
+		encMu.Lock()
+		defer encMu.Unlock()
+		_ = enc.Encode(map[string]any{"node": *node, "crashed_on": id})
+	}
 	var ws []*demoengine.Worker
 	for _, wf := range cfg.Workflows {
 		table, ok := wf.ClaimsTable()
@@ -100,15 +113,17 @@ func run(ctx context.Context, args []string) error {
 			continue
 		}
 		for range *workers {
-			w, err := demoengine.New(demoengine.Config{DB: db, Node: *node, Table: table, Tasks: wf.ClaimTasks(), TaskDuration: *dur, FailureRate: *failRate})
+			w, err := demoengine.New(demoengine.Config{DB: db, Node: *node, Table: table, Tasks: wf.ClaimTasks(), TaskDuration: *dur,
+				FailureRate: *failRate, Poison: poisoned, OnCrash: crashed})
 			if err != nil {
 				return err
 			}
 			ws = append(ws, w)
 		}
 	}
-	enc := json.NewEncoder(os.Stdout)
 	report := func(final bool) {
+		encMu.Lock()
+		defer encMu.Unlock()
 		var c, f, fl, l int64
 		for _, w := range ws {
 			c += w.Stats.Claimed.Load()

@@ -2,6 +2,9 @@
 // PostgreSQL cluster and an in-process etcd, three real `enginehealth run`
 // processes and three demo engines; then one engine node is killed, and
 // then the master, and the timeline is read back from the database.
+// Meanwhile a poison order crashes every engine worker that claims it until
+// its retry policy is exhausted, and the shipments the killed nodes left
+// are held until the operator releases them with `holds retry`.
 //
 // Everything it starts is stopped, and everything it creates is removed,
 // when Run returns, also after a cancelled context (Ctrl-C).
@@ -18,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -57,6 +61,17 @@ const (
 
 var nodeNames = []string{"node-1", "node-2", "node-3"}
 
+// The demo's retry policies: reserve (atomic) retries at once, at most 3
+// times; ship (not atomic) holds an interrupted instance for an operator.
+const (
+	reservePolicy = "{strategy: retry, max_attempts: 3, backoff: {kind: fixed, base: 0s}}"
+	shipPolicy    = "{strategy: hold}"
+	// poisonID: the first order the engines claim; it crashes each of them.
+	poisonID = 51
+	// tokenEnv holds the demo's API token (operator commands).
+	tokenEnv = "EH_DEMO_TOKEN"
+)
+
 // proc is a child process.
 type proc struct {
 	name string
@@ -81,6 +96,7 @@ func (p *proc) stop(sig syscall.Signal, timeout time.Duration) {
 
 type run struct {
 	opt   Options
+	token string
 	out   io.Writer
 	dir   string
 	dsn   string
@@ -93,9 +109,12 @@ type run struct {
 
 // Run tells the story and returns its timeline.
 func Run(ctx context.Context, opt Options) (*Timeline, error) {
-	r := &run{opt: opt, out: cmp.Or[io.Writer](opt.Out, io.Discard), start: time.Now()}
+	r := &run{opt: opt, out: cmp.Or[io.Writer](opt.Out, io.Discard), start: time.Now(), token: "demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if r.opt.Instances == 0 {
 		r.opt.Instances = 3000
+	}
+	if r.opt.Instances <= poisonID {
+		return nil, fmt.Errorf("demo: at least %d instances, got %d", poisonID+1, r.opt.Instances)
 	}
 	r.tl.Start = r.start
 	for _, b := range []string{"enginehealth", "demo-engine"} {
@@ -164,6 +183,8 @@ func (r *run) seed(ctx context.Context) error {
 	r.db.MustExecContext(ctx, `UPDATE demo.reports SET state = 'Rendering' WHERE id <= 30`)
 	r.say("created demo.orders (claimable: reserve is atomic, ship is not) and demo.reports (not claimable), %d each;", r.opt.Instances)
 	r.say("  a crash before the cluster started left 50 orders in Reserving and 30 reports in Rendering")
+	r.say("  order %d is poison: every engine worker that claims it crashes, leaving its claim behind", poisonID)
+	r.say("  policies: reserve on_interrupt %s; ship on_interrupt %s", reservePolicy, shipPolicy)
 	return nil
 }
 
@@ -182,9 +203,42 @@ health:
   not_responding_after: %s
 api:
   listen: 127.0.0.1:0
+  token_env: %s
 log:
   format: json
-%s`, name, heartbeat, r.etcd.Endpoint, leaseTTL, checkEvery, notRespondingAfter, demoengine.WorkflowsYAML(claimTimeout))
+%s`, name, heartbeat, r.etcd.Endpoint, leaseTTL, checkEvery, notRespondingAfter, tokenEnv, workflowsYAML())
+}
+
+// workflowsYAML is the demo engine's workflows with the demo's policies.
+func workflowsYAML() string {
+	y := demoengine.WorkflowsYAML(claimTimeout)
+	y = strings.Replace(y, "        atomic_internal: true\n", "        atomic_internal: true\n        on_interrupt: "+reservePolicy+"\n", 1)
+	return strings.Replace(y, "        failed: ShipFailed\n", "        failed: ShipFailed\n        on_interrupt: "+shipPolicy+"\n", 1)
+}
+
+// cli runs the enginehealth CLI against the node at addr and returns its
+// output.
+func (r *run) cli(ctx context.Context, addr string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(r.opt.BinDir, "enginehealth"), append(args, "--api", addr)...)
+	cmd.Env = append(os.Environ(), "ENGINEHEALTH_TOKEN="+r.token)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("demo: enginehealth %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// show prints a command and its output, indented.
+func (r *run) show(ctx context.Context, addr string, args ...string) error {
+	out, err := r.cli(ctx, addr, args...)
+	if err != nil {
+		return err
+	}
+	r.say("$ enginehealth %s", strings.Join(args, " "))
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		fmt.Fprintf(r.out, "          %s\n", l)
+	}
+	return nil
 }
 
 func (r *run) spawn(name string, args ...string) (*proc, error) {
@@ -199,7 +253,7 @@ func (r *run) spawn(name string, args ...string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(args[0], append(args[1:], "--config", cfg)...)
-	cmd.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+r.dsn)
+	cmd.Env = append(os.Environ(), "ENGINEHEALTH_DSN="+r.dsn, tokenEnv+"="+r.token)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -266,7 +320,7 @@ func (r *run) story(ctx context.Context) error {
 
 	for _, n := range nodeNames {
 		p, err := r.spawn(n+"/engine", filepath.Join(r.opt.BinDir, "demo-engine"), "run", "--node", n,
-			"--workers", "3", "--task-duration", taskDuration.String(), "--failure-rate", "0.05")
+			"--workers", "3", "--task-duration", taskDuration.String(), "--failure-rate", "0.05", "--poison", strconv.Itoa(poisonID))
 		if err != nil {
 			return err
 		}
@@ -303,6 +357,9 @@ func (r *run) story(ctx context.Context) error {
 	if err := r.progress(ctx, 3); err != nil {
 		return err
 	}
+	if err := r.policies(ctx); err != nil {
+		return err
+	}
 	if !r.opt.Keep {
 		r.say("stopping the surviving node cleanly (SIGTERM)")
 		h := hosts[r.tl.Survivor]
@@ -318,6 +375,13 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 	if isMaster {
 		what = "master node"
 	}
+	// Kill it while it ships: its shipment is then held (ship's policy).
+	_ = r.until(ctx, 10*time.Second, h.name+" shipping", func() (bool, error) {
+		var n int
+		err := r.db.GetContext(ctx, &n, `SELECT count(*) FROM demo.orders_claim c JOIN demo.orders o ON o.id = c.instance_id
+			WHERE c.node = $1 AND o.status = 'Shipping' AND c.expires_at > now()`, h.name)
+		return n > 0, err
+	})
 	h.engine.stop(syscall.SIGKILL, time.Second)
 	h.sidecar.stop(syscall.SIGKILL, time.Second)
 	killed := time.Now()
@@ -342,16 +406,24 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 		}
 		r.say("  %s took office (term %d) %d ms after the kill", m.Node, m.Term, k.Failover.Milliseconds())
 	}
+	// Repaired: moved on, or held for an operator.
 	if err := r.until(ctx, 60*time.Second, h.name+"'s work repaired", func() (bool, error) {
 		var left int
-		err := r.db.GetContext(ctx, &left, `SELECT count(*) FROM demo.orders WHERE id::text = ANY($1) AND status IN ('Reserving', 'Shipping')
-			AND NOT EXISTS (SELECT 1 FROM demo.orders_claim c WHERE c.instance_id = demo.orders.id AND c.node <> $2)`, pq.Array(held), h.name)
+		err := r.db.GetContext(ctx, &left, `SELECT count(*) FROM demo.orders o WHERE id::text = ANY($1) AND status IN ('Reserving', 'Shipping')
+			AND NOT EXISTS (SELECT 1 FROM demo.orders_claim c WHERE c.instance_id = o.id AND c.node <> $2)
+			AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.workflow = 'orders' AND a.instance = o.id::text AND a.state = 'held')`,
+			pq.Array(held), h.name)
 		return left == 0, err
 	}); err != nil {
 		return err
 	}
 	k.Repaired = time.Since(killed)
-	r.say("  its %d interrupted instances repaired %d ms after the kill", len(held), k.Repaired.Milliseconds())
+	var parked int
+	if err := r.db.GetContext(ctx, &parked, `SELECT count(*) FROM enginehealth.attempts WHERE workflow = 'orders'
+		AND instance = ANY($1) AND state = 'held'`, pq.Array(held)); err != nil {
+		return err
+	}
+	r.say("  its %d interrupted instances repaired %d ms after the kill (%d shipments held for an operator)", len(held), k.Repaired.Milliseconds(), parked)
 	if err := r.until(ctx, 60*time.Second, h.name+" Not responding", func() (bool, error) {
 		var s string
 		err := r.db.GetContext(ctx, &s, `SELECT status FROM enginehealth.nodes WHERE name = $1`, h.name)
@@ -362,6 +434,48 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 	r.say("  %s is Not responding", h.name)
 	r.tl.Kills = append(r.tl.Kills, k)
 	return nil
+}
+
+// policies waits for the poison order to be failed for good, releases the
+// held shipments as an operator would, and prints the attempts of both.
+func (r *run) policies(ctx context.Context) error {
+	addr := r.tl.Addresses[r.tl.Survivor]
+	r.say("waiting for poison order %d to exhaust its retries", poisonID)
+	if err := r.until(ctx, 90*time.Second, "the poison order failed", func() (bool, error) {
+		var s string
+		err := r.db.GetContext(ctx, &s, `SELECT status FROM demo.orders WHERE id = $1`, poisonID)
+		return s == "ReserveFailed", err
+	}); err != nil {
+		return err
+	}
+	r.say("  order %d is ReserveFailed: exhausted", poisonID)
+	if err := r.show(ctx, addr, "events", "--instance", fmt.Sprintf("orders/%d", poisonID)); err != nil {
+		return err
+	}
+	var held []string
+	if err := r.db.SelectContext(ctx, &held, `SELECT instance FROM enginehealth.attempts WHERE workflow = 'orders' AND state = 'held' ORDER BY instance`); err != nil {
+		return err
+	}
+	r.tl.Released = held
+	if len(held) == 0 {
+		r.say("no shipment is held")
+		return nil
+	}
+	if err := r.show(ctx, addr, "holds"); err != nil {
+		return err
+	}
+	if err := r.show(ctx, addr, "holds", "retry", "--all", "--reason", "their nodes are gone: ship them again"); err != nil {
+		return err
+	}
+	if err := r.until(ctx, 60*time.Second, "the released shipments shipped", func() (bool, error) {
+		var left int
+		err := r.db.GetContext(ctx, &left, `SELECT count(*) FROM demo.orders WHERE id::text = ANY($1) AND status NOT IN ('Shipped', 'ShipFailed')`, pq.Array(held))
+		return left == 0, err
+	}); err != nil {
+		return err
+	}
+	r.say("  the %d released shipments are done", len(held))
+	return r.show(ctx, addr, "events", "--instance", "orders/"+held[0])
 }
 
 func (r *run) master(ctx context.Context) (Master, error) {
@@ -447,6 +561,8 @@ type Timeline struct {
 	Addresses map[string]string
 	Survivor  string
 	Kills     []Kill
+	// Released: the held shipments the operator sent back with holds retry.
+	Released []string
 	// From the events table:
 	Masters       []Master
 	NotResponding []string
@@ -454,7 +570,11 @@ type Timeline struct {
 	ClaimsExpired map[string]int
 	// Repaired counts repairs by "trigger: from → to".
 	Repaired map[string]int
-	Entries  []Entry
+	// Poison: the repair events of the poison order, oldest first.
+	Poison []string
+	// Grades: the failover grade changes, oldest first.
+	Grades  []string
+	Entries []Entry
 }
 
 func (r *run) timeline(ctx context.Context) error {
@@ -502,7 +622,7 @@ func (r *run) timeline(ctx context.Context) error {
 	}
 	if err := r.db.SelectContext(ctx, &rep, `SELECT r.trigger, e.from_state, e.to_state, e.node, count(*) AS n, min(e.at) AS first
 		FROM enginehealth.events e JOIN enginehealth.runs r ON r.id = e.run_id
-		WHERE e.kind = 'instance_repaired' GROUP BY 1, 2, 3, 4 ORDER BY 6`); err != nil {
+		WHERE e.kind = 'instance_repaired' AND e.instance IS DISTINCT FROM $1 GROUP BY 1, 2, 3, 4 ORDER BY 6`, strconv.Itoa(poisonID)); err != nil {
 		return err
 	}
 	tl.Repaired = map[string]int{}
@@ -518,6 +638,47 @@ func (r *run) timeline(ctx context.Context) error {
 			whose = "interrupted on " + e.Node.String
 		}
 		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%s recovery %s %d instances %s → %s (%s)", e.Trigger, verb, e.N, e.From, e.To, whose)})
+	}
+	var rest []struct {
+		At     time.Time      `db:"at"`
+		Kind   string         `db:"kind"`
+		Node   sql.NullString `db:"node"`
+		From   sql.NullString `db:"from_state"`
+		To     sql.NullString `db:"to_state"`
+		Reason string         `db:"reason"`
+		Sig    sql.NullString `db:"sig"`
+		N      int            `db:"n"`
+		ID     int64          `db:"id"`
+	}
+	// The poison order's repairs one by one; holds, hold decisions and
+	// grade changes.
+	if err := r.db.SelectContext(ctx, &rest, `SELECT min(e.at) AS at, e.kind, e.node, e.from_state, e.to_state,
+			CASE WHEN e.kind IN ('instance_held', 'hold_decided') THEN '' ELSE e.reason END AS reason,
+			CASE WHEN e.kind = 'node_grade' THEN e.workflow || '/' || e.task || '/' || e.instance END AS sig, count(*) AS n,
+			min(e.id) AS id
+		FROM enginehealth.events e
+		WHERE (e.kind = 'instance_repaired' AND e.instance = $1) OR e.kind IN ('instance_held', 'hold_decided', 'node_grade')
+		GROUP BY e.kind, e.node, e.from_state, e.to_state, 6, 7, CASE WHEN e.kind IN ('instance_held', 'hold_decided') THEN 0 ELSE e.id END
+		ORDER BY 1, id`, strconv.Itoa(poisonID)); err != nil {
+		return err
+	}
+	for _, e := range rest {
+		var text string
+		switch e.Kind {
+		case "instance_repaired":
+			key := fmt.Sprintf("periodic: %s → %s", e.From.String, e.To.String)
+			tl.Repaired[key]++
+			text = fmt.Sprintf("poison order %d interrupted on %s: %s → %s: %s", poisonID, cmp.Or(e.Node.String, "?"), e.From.String, e.To.String, e.Reason)
+			tl.Poison = append(tl.Poison, text)
+		case "instance_held":
+			text = fmt.Sprintf("%d shipments interrupted on %s held for an operator (ship: on_interrupt hold)", e.N, cmp.Or(e.Node.String, "?"))
+		case "hold_decided":
+			text = fmt.Sprintf("the operator released %d held shipments (holds retry)", e.N)
+		case "node_grade":
+			text = fmt.Sprintf("%s failover grade %s → %s: %s", e.Node.String, e.From.String, e.To.String, e.Reason)
+			tl.Grades = append(tl.Grades, text)
+		}
+		tl.Entries = append(tl.Entries, Entry{e.At, text})
 	}
 	for _, k := range tl.Kills {
 		tl.Entries = append(tl.Entries, Entry{k.At, "SIGKILL " + k.Node})

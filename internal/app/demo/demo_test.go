@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // TestDemo runs the demo's core against freshly built binaries, checks its
@@ -41,7 +42,9 @@ func TestDemo(t *testing.T) {
 		t.Fatal("the timeline was not checked against the database")
 	}
 	for _, want := range []string{"Timeline (from the events table", "took office as master", "went Not responding",
-		"claims of", "failover after SIGKILL of the master", "crash to repair"} {
+		"claims of", "failover after SIGKILL of the master", "crash to repair",
+		"poison order 51 interrupted on", "exhausted after 3 retries", "$ enginehealth holds retry --all", "held for an operator",
+		"$ enginehealth events --instance orders/51", "failover grade NORMAL → WARNING"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -111,6 +114,44 @@ func checkTimeline(db *sqlx.DB, tl *Timeline) error {
 	}
 	if n := tl.Repaired["periodic: Reserving → Created"]; n < 50 {
 		return fmt.Errorf("periodic recovery reverted %d orders, want at least the 50 left mid-reserve", n)
+	}
+	// The poison order: interrupted, retried 3 times (reserve's policy),
+	// then failed for good, each step an event naming the node.
+	var poison struct {
+		Status  string `db:"status"`
+		State   string `db:"state"`
+		Attempt int    `db:"attempt"`
+		Nodes   int    `db:"nodes"`
+	}
+	if err := db.Get(&poison, `SELECT o.status, a.state, a.attempt, cardinality(a.nodes) AS nodes FROM demo.orders o
+		JOIN enginehealth.attempts a ON a.workflow = 'orders' AND a.instance = o.id::text AND a.task = 'reserve' WHERE o.id = 51`); err != nil {
+		return err
+	}
+	if poison.Status != "ReserveFailed" || poison.State != "exhausted" || poison.Attempt != 3 || poison.Nodes < 1 {
+		return fmt.Errorf("poison order: %+v, want ReserveFailed, exhausted after 3 retries", poison)
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_repaired' AND instance = '51' AND node IS NOT NULL`); n != 4 || len(tl.Poison) != 4 {
+		return fmt.Errorf("poison order: %d repair events naming a node, %d in the timeline, want 4 (3 retries, then exhausted)", n, len(tl.Poison))
+	}
+	if last := tl.Poison[3]; !strings.Contains(last, "exhausted after 3 retries") || !strings.Contains(last, "→ ReserveFailed") {
+		return fmt.Errorf("poison order's last step: %s", last)
+	}
+	// Holds: the killed nodes' shipments held, released by the operator,
+	// shipped since.
+	if len(tl.Released) == 0 {
+		return fmt.Errorf("no shipment was held")
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = 'hold_decided'`); n != len(tl.Released) {
+		return fmt.Errorf("%d hold decisions for %d released holds", n, len(tl.Released))
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.attempts WHERE state = 'held'`); n != 0 {
+		return fmt.Errorf("%d holds still open", n)
+	}
+	if n := count(`SELECT count(*) FROM demo.orders WHERE id::text = ANY($1) AND status NOT IN ('Shipped', 'ShipFailed')`, pq.Array(tl.Released)); n != 0 {
+		return fmt.Errorf("%d released shipments not done", n)
+	}
+	if n := count(`SELECT count(*) FROM enginehealth.events WHERE kind = 'node_grade'`); n != len(tl.Grades) || n == 0 {
+		return fmt.Errorf("timeline has %d grade changes, the database %d (want some: two nodes were killed)", len(tl.Grades), n)
 	}
 	return nil
 }

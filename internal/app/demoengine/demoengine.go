@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,13 @@ type Config struct {
 	FailureRate float64
 	// Idle: how long to wait when there is nothing to claim.
 	Idle time.Duration
+	// Poison instances crash the worker that claims them, every time: it
+	// leaves the claim behind, unrenewed and unfinished, as a worker that
+	// died on it would, and starts over (as a supervisor restarts it).
+	Poison []string
+	// OnCrash, when set, is called with each poison instance the worker
+	// crashed on.
+	OnCrash func(instance string)
 }
 
 // Stats counts a worker's outcomes.
@@ -135,6 +143,7 @@ type Stats struct {
 	Failed    atomic.Int64
 	Lost      atomic.Int64 // Finish or Renew found the claim gone
 	Abandoned atomic.Int64 // claims left behind by Die
+	Crashed   atomic.Int64 // claims left behind on poison instances
 }
 
 // Worker claims and runs tasks of one claimable workflow.
@@ -202,6 +211,13 @@ func (w *Worker) Run(ctx context.Context, onAbandon Abandoned) error {
 			}
 			worked = true
 			w.Stats.Claimed.Add(1)
+			if slices.Contains(w.cfg.Poison, c.Instance) {
+				w.Stats.Crashed.Add(1)
+				if w.cfg.OnCrash != nil {
+					w.cfg.OnCrash(c.Instance)
+				}
+				continue
+			}
 			if err := w.work(ctx, &c, onAbandon); err != nil {
 				return err
 			}

@@ -15,6 +15,9 @@ CREATE TABLE node_grades (
     task       text,
     instance   text,
     reason     text NOT NULL DEFAULT '',
+    -- The rule of the last change: 'window' marks an ERROR earned by two
+    -- interruptions, which the same-signature rule may take back.
+    rule       text NOT NULL DEFAULT '',
     -- The last interruption of the node that counted: the quiet period
     -- runs from it.
     last_interruption_at timestamptz,
