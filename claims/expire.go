@@ -23,8 +23,8 @@ type ExpireParams struct {
 	// Record returns a statement that records the expired claims (the
 	// caller's audit trail), run in the same statement as the deletion:
 	// it reads the relation named expired, one row per deleted claim with
-	// the columns instance (text), node, token, expires_at and state (the
-	// instance's, NULL if it has no row). Its arguments are numbered from
+	// the columns instance (text), node, token, claimed_at, expires_at and
+	// state (the instance's, NULL if it has no row). Its arguments are numbered from
 	// $2 and returned with it.
 	Record func(expired string) (stmt string, args []any)
 }
@@ -40,14 +40,14 @@ func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) ([]string
 			DELETE FROM %[1]s AS c
 			WHERE c.ctid IN (SELECT ctid FROM %[1]s WHERE %[5]s < now() LIMIT $1 FOR UPDATE SKIP LOCKED)
 			  AND c.%[5]s < now()
-			RETURNING c.%[2]s AS inst, c.%[3]s::text AS node, c.%[4]s::text AS token, c.%[5]s AS expires_at
+			RETURNING c.%[2]s AS inst, c.%[3]s::text AS node, c.%[4]s::text AS token, c.%[10]s AS claimed_at, c.%[5]s AS expires_at
 		), expired AS (
-			SELECT g.inst::text AS instance, g.node, g.token, g.expires_at, i.%[9]s::text AS state
+			SELECT g.inst::text AS instance, g.node, g.token, g.claimed_at, g.expires_at, i.%[9]s::text AS state
 			FROM gone g LEFT JOIN %[6]s i ON i.%[7]s = g.inst
 		), recorded AS (
 			%[8]s
 		)
-		SELECT coalesce(array_agg(inst::text), '{}') FROM gone`, n.cl, n.ci, n.cn, n.ct, n.ce, n.inst, n.id, record, n.st)
+		SELECT coalesce(array_agg(inst::text), '{}') FROM gone`, n.cl, n.ci, n.cn, n.ct, n.ce, n.inst, n.id, record, n.st, n.cc)
 	var ids pq.StringArray
 	if err := tx.QueryRowContext(ctx, stmt, append([]any{p.Limit}, args...)...).Scan(&ids); err != nil {
 		return nil, fmt.Errorf("expire claims of %s: %w", t.Instances, err)

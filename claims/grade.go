@@ -25,11 +25,15 @@ const (
 // ErrUnknownNode: no node record and no grade under that name.
 var ErrUnknownNode = errors.New("claims: no such node")
 
+// DefaultSchema is the sidecar's schema when none is given.
+const DefaultSchema = "enginehealth"
+
 // Grade returns the failover grade of node, read from the sidecar schema
-// (enginehealth by default). A registered node never graded is NORMAL;
-// a name with neither a record nor a grade is ErrUnknownNode.
+// ("" for DefaultSchema). A registered node never graded is NORMAL; a
+// node with a grade but no record (it shut down cleanly) has its grade,
+// which comes back with it; a name with neither is ErrUnknownNode.
 func Grade(ctx context.Context, db Querier, schema, node string) (string, error) {
-	s := pq.QuoteIdentifier(schema)
+	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
 	var g sql.NullString
 	err := db.QueryRowContext(ctx, `SELECT coalesce(
 			(SELECT grade FROM `+s+`.node_grades WHERE node = $1),
@@ -48,11 +52,15 @@ type Lister interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// Grades returns the failover grade of every registered node.
+// Grades returns the failover grade of every registered node, and of
+// every node without a record that is WARNING or ERROR (a clean shutdown
+// keeps the grade), from the sidecar schema ("" for DefaultSchema).
 func Grades(ctx context.Context, db Lister, schema string) (map[string]string, error) {
-	s := pq.QuoteIdentifier(schema)
+	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
 	rows, err := db.QueryContext(ctx, `SELECT n.name, coalesce(g.grade, '`+GradeNormal+`')
-		FROM `+s+`.nodes n LEFT JOIN `+s+`.node_grades g ON g.node = n.name`)
+		FROM `+s+`.nodes n LEFT JOIN `+s+`.node_grades g ON g.node = n.name
+		UNION
+		SELECT g.node, g.grade FROM `+s+`.node_grades g WHERE g.grade <> '`+GradeNormal+`'`)
 	if err != nil {
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}

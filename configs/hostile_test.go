@@ -263,6 +263,15 @@ func TestWarnings(t *testing.T) {
 	if err != nil || len(cfg.Warnings) != 0 {
 		t.Fatalf("defaults with three endpoints: %v %v", err, cfg.Warnings)
 	}
+	// Retry settings of a policy that never retries.
+	three := "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\", \"b:1\", \"c:1\"]}\n"
+	idle := three + strings.Replace(workflow, "        claim_timeout: 1m\n",
+		"        claim_timeout: 1m\n        on_interrupt: {strategy: hold, max_attempts: 3}\n        on_failure: {backoff: {kind: fixed}}\n", 1)
+	cfg, err = Parse([]byte(idle), "w.yaml", testEnv)
+	if err != nil || len(cfg.Warnings) != 2 || cfg.Warnings[0].Path != "workflows[0].tasks[0].on_interrupt" ||
+		!strings.Contains(cfg.Warnings[1].Msg, "strategy none never retries") {
+		t.Fatalf("idle policy keys: %v %v", err, cfg.Warnings)
+	}
 }
 
 // TestEndpointCredentials: userinfo in an etcd endpoint never shows, and

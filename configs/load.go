@@ -99,6 +99,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Co
 	dec := &decoder{v: v}
 	dec.decode(body, reflect.ValueOf(&cfg).Elem(), "")
 	cfg.Path = path
+	cfg.idlePolicyKeys(v)
 	cfg.applyDefaults()
 	dec.explicitZeros()
 	cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
@@ -228,6 +229,35 @@ func (c *Config) applyDefaults() {
 			t := &w.Tasks[j]
 			t.ClaimTimeout = cmp.Or(t.ClaimTimeout, DefaultClaimTimeout)
 			t.applyPolicyDefaults()
+		}
+	}
+}
+
+// idlePolicyKeys warns of policy keys that the policy's strategy never
+// uses (retries and delays of a hold or none policy): valid, but what
+// the file says is not what happens. Call it before the defaults fill
+// them in.
+func (c *Config) idlePolicyKeys(v *validator) {
+	for i, w := range c.Workflows {
+		for j, t := range w.Tasks {
+			for _, pol := range []struct {
+				key string
+				p   *Policy
+			}{{"on_interrupt", t.OnInterrupt}, {"on_failure", t.OnFailure}} {
+				p := pol.p
+				if p == nil {
+					continue
+				}
+				strategy := cmp.Or(p.Strategy, DefaultStrategy)
+				if strategy == StrategyRetry {
+					continue
+				}
+				b := p.Backoff
+				if p.MaxAttempts != 0 || b.Kind != "" || b.Base != nil || b.MaxDelay != 0 || b.Jitter != nil || b.Multiplier != 0 || b.Schedule != nil {
+					v.warn(fmt.Sprintf("workflows[%d].tasks[%d].%s", i, j, pol.key),
+						"strategy %s never retries: max_attempts and backoff are not used", strategy)
+				}
+			}
 		}
 	}
 }

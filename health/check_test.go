@@ -290,6 +290,11 @@ func TestClaimsExpireAndInstancesRepair(t *testing.T) {
 	if len(exp) != 1 || *exp[0].Node != "node-x" || *exp[0].Instance != "10" || *exp[0].RunID != res.RunID || *exp[0].FromState != "Sending" {
 		t.Fatalf("claim_expired events %+v", exp)
 	}
+	// How long the attempt held its claim (claimed 10 min ago, expired
+	// 1 s ago).
+	if !strings.Contains(exp[0].Reason, "held 00:09:59)") || !strings.Contains(exp[0].Reason, "claimed at ") {
+		t.Fatalf("claim_expired reason does not say how long the claim was held: %s", exp[0].Reason)
+	}
 	rep := kinds(t, b, audit.KindRepair)
 	if len(rep) != 2 {
 		t.Fatalf("repair events %+v", rep)

@@ -405,3 +405,33 @@ func TestGradeResetAndRestart(t *testing.T) {
 		t.Fatalf("claims.Grade of an unknown node: %v", err)
 	}
 }
+
+// TestGradeCapCountsStoppedNodes: a node that shut down cleanly while
+// ERROR still counts (its grade comes back with it), so the cap holds
+// across restarts.
+func TestGradeCapCountsStoppedNodes(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n3") // with m and n2: 4 nodes, one may be ERROR
+	ctx := context.Background()
+	inc := uuid.NewString()
+	if _, err := r.b.nodes.Register(ctx, nodes.Registration{Name: "n2", Incarnation: inc, Hostname: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	r.interrupt("n2", 200)
+	r.interrupt("n2", 201)
+	r.pass()
+	r.wantGrade("n2", nodes.GradeError)
+	if err := r.b.nodes.Deregister(ctx, "n2", inc, "clean shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	// Dispatchers still see it (the default schema when none is named).
+	if all, err := claims.Grades(ctx, r.b.db, ""); err != nil || all["n2"] != claims.GradeError || len(all) != 4 {
+		t.Fatalf("claims.Grades with n2 stopped: %v, %v", all, err)
+	}
+	r.interrupt("n1", 100)
+	r.interrupt("n1", 101)
+	ch := r.pass()
+	if len(ch) != 2 || ch[1].To != nodes.GradeWarning || !strings.Contains(ch[1].Reason, "1 of 4 nodes are ERROR already") {
+		t.Fatalf("second ERROR while the first is stopped: %+v", ch)
+	}
+}

@@ -214,12 +214,16 @@ func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, wa
 		Errors int `db:"errors"`
 		Total  int `db:"total"`
 	}
-	// The node being raised counts in the total even when it has no
-	// record (it shut down cleanly after its claim was left behind).
-	if err := sqlx.GetContext(g.ctx, g.tx, &c, `SELECT
-			(SELECT count(*) FROM `+g.s.grades+` g JOIN `+g.s.table+` n ON n.name = g.node
-			 WHERE g.grade = '`+GradeError+`' AND g.node <> $1) AS errors,
-			(SELECT count(*) FROM `+g.s.table+` WHERE name <> $1) + 1 AS total`, r.Node); err != nil {
+	// The nodes: every record, and every node graded WARNING or ERROR
+	// without one (it shut down cleanly: its grade stays and comes back
+	// with it), this one included.
+	if err := sqlx.GetContext(g.ctx, g.tx, &c, `WITH pop AS (
+			SELECT name AS node FROM `+g.s.table+`
+			UNION SELECT node FROM `+g.s.grades+` WHERE grade <> '`+GradeNormal+`'
+			UNION SELECT $1::text
+		)
+		SELECT count(*) FILTER (WHERE g.grade = '`+GradeError+`' AND p.node <> $1) AS errors, count(*) AS total
+		FROM pop p LEFT JOIN `+g.s.grades+` g ON g.node = p.node`, r.Node); err != nil {
 		return err
 	}
 	if float64(c.Errors+1) > g.cfg.MaxErrorFraction*float64(c.Total)+1e-9 {

@@ -47,8 +47,9 @@ type Heartbeater struct {
 	// heartbeat succeeded (never written to the database).
 	now func() time.Time
 
-	// onStatus, when set, is called after a beat that saw a new status.
-	onStatus func(status string)
+	// onChange, when set, is called after a beat that saw a new status
+	// or failover grade.
+	onChange func(status, grade string)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when status changes
@@ -60,9 +61,10 @@ type Heartbeater struct {
 	failures int
 }
 
-// OnStatus sets a function called (from the heartbeat loop) each time a
-// beat sees the record in a different status than the beat before.
-func (h *Heartbeater) OnStatus(fn func(status string)) { h.onStatus = fn }
+// OnChange sets a function called (from the heartbeat loop) each time a
+// beat sees the record in a different status, or the node with a
+// different failover grade, than the beat before.
+func (h *Heartbeater) OnChange(fn func(status, grade string)) { h.onChange = fn }
 
 // HeartbeatConfig of a Heartbeater.
 type HeartbeatConfig struct {
@@ -110,10 +112,11 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 	h.mu.Lock()
 	h.lastTry = h.now()
 	changed := err == nil && b.Status != h.status
+	regraded := err == nil && b.Grade != h.grade
 	defer func() {
 		h.mu.Unlock()
-		if changed && h.onStatus != nil {
-			h.onStatus(b.Status)
+		if (changed || regraded) && h.onChange != nil {
+			h.onChange(b.Status, b.Grade)
 		}
 	}()
 	if err != nil {

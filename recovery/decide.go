@@ -223,7 +223,21 @@ func plural(n int, one, many string) string {
 // in words, e.g. "→ Created, retry 1 of 10 at once",
 // "stays in Shipping, retry 1 of 3 in 1m0s±12s", "→ ShipFailed".
 func FirstEffect(t Task, c Cause) (to, effect string) {
-	return effect1(t, c, 0)
+	to, effect = effect1(t, c, 0)
+	if n := nonRetryable(t, c); n != "" {
+		effect += "; " + n
+	}
+	return to, effect
+}
+
+// nonRetryable describes what the non_retryable patterns of t's policy
+// for c do, or "" when they change nothing.
+func nonRetryable(t Task, c Cause) string {
+	p := t.Policy(c)
+	if len(p.NonRetryable) == 0 || p.Strategy == StrategyNone {
+		return ""
+	}
+	return fmt.Sprintf("an error matching non_retryable %s → %s at once", strings.Join(p.NonRetryable, " | "), t.Failed)
 }
 
 // Effects lists what the policy of t for cause does, retry after retry,
@@ -234,6 +248,9 @@ func Effects(t Task, c Cause) []string {
 	p := t.Policy(c)
 	if p.Strategy != StrategyRetry {
 		_, e := effect1(t, c, 0)
+		if n := nonRetryable(t, c); n != "" {
+			return []string{e, n}
+		}
 		return []string{e}
 	}
 	// each[k-1]: the action after k-1 retries (the last one: exhausted).
@@ -256,6 +273,9 @@ func Effects(t Task, c Cause) []string {
 	}
 	if len(out) > 8 {
 		out = append(append(out[:5:5], "…"), out[len(out)-2:]...)
+	}
+	if n := nonRetryable(t, c); n != "" {
+		out = append(out, n)
 	}
 	return out
 }

@@ -50,7 +50,7 @@ type AttemptView struct {
 	LastNode        *string        `db:"last_node" json:"last_node,omitempty"`
 	Nodes           pq.StringArray `db:"nodes" json:"nodes"`
 	LastReason      string         `db:"last_reason" json:"last_reason"`
-	LastError       *string        `db:"last_error" json:"last_error,omitempty"`
+	LastError       *string        `db:"last_error" json:"last_error"`
 }
 
 // DefaultInstanceEvents: the events an instance view holds by default.

@@ -56,7 +56,7 @@ type Hold struct {
 	Manual    int            `db:"manual" json:"manual"`
 	LastNode  *string        `db:"last_node" json:"last_node,omitempty"`
 	Nodes     pq.StringArray `db:"nodes" json:"nodes"`
-	LastError *string        `db:"last_error" json:"last_error,omitempty"`
+	LastError *string        `db:"last_error" json:"last_error"`
 	Reason    string         `db:"last_reason" json:"reason"`
 }
 

@@ -286,6 +286,10 @@ func TestEffects(t *testing.T) {
 	send.OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 3,
 		Backoff: Backoff{Kind: BackoffExponential, Base: 30 * time.Second, MaxDelay: time.Hour, Jitter: 0.2}}
 	atomic := reports.Tasks[0]
+	fatal := send
+	fatal.OnInterrupt.NonRetryable = []string{"^fatal:", "card declined"}
+	held := send
+	held.OnInterrupt = Policy{Strategy: StrategyHold, NonRetryable: []string{"^fatal:"}}
 	for _, c := range []struct {
 		t    Task
 		want string
@@ -293,10 +297,15 @@ func TestEffects(t *testing.T) {
 		{send, "stays in Shipping, retry 1 of 3 in 30s±6s|stays in Shipping, retry 2 of 3 in 1m0s±12s|stays in Shipping, retry 3 of 3 in 2m0s±24s|→ ShipFailed (exhausted after 3 retries)"},
 		{atomic, "→ Queued, retries 1–10 of 10 at once|→ Failed (exhausted after 10 retries)"},
 		{orders.Tasks[0], "→ ShipFailed"},
+		{fatal, "stays in Shipping, retry 1 of 3 in 30s±6s|stays in Shipping, retry 2 of 3 in 1m0s±12s|stays in Shipping, retry 3 of 3 in 2m0s±24s|→ ShipFailed (exhausted after 3 retries)|an error matching non_retryable ^fatal: | card declined → ShipFailed at once"},
+		{held, "stays in Shipping, held for an operator|an error matching non_retryable ^fatal: → ShipFailed at once"},
 	} {
 		if got := strings.Join(Effects(c.t, CauseInterrupt), "|"); got != c.want {
 			t.Errorf("Effects(%s):\n got %s\nwant %s", c.t.Name, got, c.want)
 		}
+	}
+	if _, e := FirstEffect(fatal, CauseInterrupt); !strings.HasSuffix(e, "; an error matching non_retryable ^fatal: | card declined → ShipFailed at once") {
+		t.Errorf("FirstEffect with non_retryable: %s", e)
 	}
 }
 

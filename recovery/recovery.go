@@ -313,7 +313,10 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 				Record: func(expired string) (string, []any) {
 					return r.cfg.Events.InsertSelect(audit.Columns{Kind: "$2", RunID: "$3", Node: "x.node", Workflow: "$4",
 						Instance: "x.instance", FromState: "x.state",
-						Reason: `'claim ' || x.token || ' of node ' || x.node || ' expired at ' || x.expires_at`,
+						// How long the attempt held its claim: from the claim
+						// (or its last renewal's slide) to the expiry.
+						Reason: `'claim ' || x.token || ' of node ' || x.node || ' expired at ' || x.expires_at ||
+							' (claimed at ' || x.claimed_at || ', held ' || date_trunc('millisecond', x.expires_at - x.claimed_at) || ')'`,
 					}, expired+" x"), []any{audit.KindClaimExpired, run, w.Name}
 				},
 			})

@@ -152,12 +152,23 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	notify := systemd.NewNotifier(log)
 	hb := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
 		Interval: cfg.Node.HeartbeatInterval, Log: log})
-	hb.OnStatus(func(status string) {
-		log.InfoContext(ctx, "node status", "status", status)
-		if status == nodes.StatusReady {
+	lastStatus := ""
+	hb.OnChange(func(status, grade string) {
+		if status != lastStatus {
+			log.InfoContext(ctx, "node status", "status", status)
+			lastStatus = status
+		}
+		// READY=1 when the node is ready as /readyz says: Ready, and not
+		// ERROR with failover.error_not_ready (sent again after a reset).
+		rd := readiness(status, grade, cfg.Failover.ErrorNotReady)
+		if rd.Ready {
 			notify.Ready()
 		}
-		notify.Status("node " + name + ": " + status)
+		text := "node " + name + ": " + status
+		if !rd.Ready && status == nodes.StatusReady {
+			text += " (not ready: failover grade " + grade + ")"
+		}
+		notify.Status(text)
 	})
 
 	fence := leader.NewFence(db, cfg.Database.Schema, events)

@@ -566,7 +566,8 @@ type Timeline struct {
 	// From the events table:
 	Masters       []Master
 	NotResponding []string
-	// ClaimsExpired counts expired claims by the node that held them.
+	// ClaimsExpired counts expired claims by the node that held them (the
+	// timeline has a line per node and pass).
 	ClaimsExpired map[string]int
 	// Repaired counts repairs by "trigger: from → to".
 	Repaired map[string]int
@@ -604,12 +605,12 @@ func (r *run) timeline(ctx context.Context) error {
 		First time.Time `db:"first"`
 	}
 	if err := r.db.SelectContext(ctx, &ce, `SELECT node, count(*) AS n, min(at) AS first FROM enginehealth.events
-		WHERE kind = 'claim_expired' GROUP BY node ORDER BY 3`); err != nil {
+		WHERE kind = 'claim_expired' GROUP BY node, run_id ORDER BY 3`); err != nil {
 		return err
 	}
 	tl.ClaimsExpired = map[string]int{}
 	for _, e := range ce {
-		tl.ClaimsExpired[e.Node] = e.N
+		tl.ClaimsExpired[e.Node] += e.N
 		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%d claims of %s expired", e.N, e.Node)})
 	}
 	var rep []struct {

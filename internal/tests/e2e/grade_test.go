@@ -18,8 +18,9 @@ import (
 // TestCrashedEngineGradesItsNode: an engine on node-a killed while it
 // holds claims on three instances makes node-a ERROR once they are
 // repaired (three interruptions, other work within the window); with
-// failover.error_not_ready its /readyz answers 503 until an operator
-// resets the grade with the CLI.
+// failover.error_not_ready its /readyz answers 503, also after a clean
+// restart (and systemd gets no READY=1), until an operator resets the
+// grade with the CLI.
 func TestCrashedEngineGradesItsNode(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -60,12 +61,28 @@ func TestCrashedEngineGradesItsNode(t *testing.T) {
 		t.Fatalf("%d grade events (NORMAL→WARNING→ERROR), %v", grades, err)
 	}
 
+	// A clean restart keeps the grade: the node is Ready, but not ready
+	// for engines, and systemd hears no READY=1.
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	notify := newNotifySocket(t)
+	d = c.startEnv("node-a", cfg, "EH_TEST_TOKEN="+token, "NOTIFY_SOCKET="+notify.path)
+	n = c.waitRegistered(d, 30*time.Second)
+	cl = api.NewClient(n.APIAddress, "")
+	notify.expectBefore(t, "not ready: failover grade ERROR", "READY=1")
+	if r, err := cl.Ready(context.Background()); err == nil || r.Grade != nodes.GradeError || r.Status != nodes.StatusReady {
+		t.Fatalf("readyz of a restarted ERROR node: %+v, %v", r, err)
+	}
+
 	env := []string{"ENGINEHEALTH_TOKEN=" + token}
 	out, errOut, code = cli(t, env, "node", "reset-grade", "node-a", "--reason", "engine fixed", "--api", n.APIAddress, "-o", "json")
 	var ch nodes.GradeChange
 	if code != 0 || json.Unmarshal([]byte(out), &ch) != nil || ch.From != nodes.GradeError || ch.To != nodes.GradeNormal {
 		t.Fatalf("reset-grade: exit %d\n%s%s", code, out, errOut)
 	}
+	notify.expect(t, "READY=1")
 	eventually(t, 30*time.Second, "readyz 200 after the reset", func() (bool, error) {
 		r, err := cl.Ready(context.Background())
 		return err == nil && r.Ready, err

@@ -362,18 +362,35 @@ func newNotifySocket(t testing.TB) *notifySocket {
 // expect waits for message want, skipping others.
 func (n *notifySocket) expect(t testing.TB, want string) {
 	t.Helper()
+	n.await(t, fmt.Sprintf("%q", want), func(m string) bool { return m == want }, "")
+}
+
+// expectBefore waits for a message containing want, failing if forbidden
+// arrives first.
+func (n *notifySocket) expectBefore(t testing.TB, want, forbidden string) {
+	t.Helper()
+	n.await(t, fmt.Sprintf("a message with %q", want), func(m string) bool { return strings.Contains(m, want) }, forbidden)
+}
+
+// await waits for a message that match accepts (what describes it),
+// failing if forbidden (when not "") arrives first.
+func (n *notifySocket) await(t testing.TB, what string, match func(string) bool, forbidden string) {
+	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case m, ok := <-n.msgs:
 			if !ok {
-				t.Fatalf("notify socket closed before %q", want)
+				t.Fatalf("notify socket closed before %s", what)
 			}
-			if m == want {
+			if forbidden != "" && m == forbidden {
+				t.Fatalf("%q on the notify socket before %s", forbidden, what)
+			}
+			if match(m) {
 				return
 			}
 		case <-timeout:
-			t.Fatalf("no %q on the notify socket", want)
+			t.Fatalf("no %s on the notify socket", what)
 		}
 	}
 }
