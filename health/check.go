@@ -44,6 +44,10 @@ type CheckConfig struct {
 	// Grades: how node failover grades are judged after each pass that is
 	// not in disruption mode; nil: the defaults.
 	Grades *nodes.GradeConfig
+	// OnPass, when set, is told of each pass that ran (metrics); passes
+	// refused because the office may not act, or cut by shutdown, are
+	// not passes.
+	OnPass func(res CheckResult, err error)
 	Log    *slog.Logger
 }
 
@@ -175,7 +179,12 @@ func (c *Checker) threshold() time.Duration {
 func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64) (res CheckResult, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	defer func() { c.record(ctx, err) }()
+	defer func() {
+		c.record(ctx, err)
+		if c.cfg.OnPass != nil && !(err != nil && (ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted))) {
+			c.cfg.OnPass(res, err)
+		}
+	}()
 	start := c.now()
 	res = CheckResult{Threshold: c.threshold()}
 	wfs, err := c.cfg.Recovery.Claimable(recovery.Scope{})

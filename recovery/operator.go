@@ -82,6 +82,16 @@ func (r *Repairer) Holds(ctx context.Context, workflow string, limit int) ([]Hol
 	return hs, nil
 }
 
+// HoldsOpen counts the instances held for an operator's decision (the
+// partial index of open holds).
+func (r *Repairer) HoldsOpen(ctx context.Context) (int64, error) {
+	var n int64
+	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, `SELECT count(*) FROM `+r.attempts+` WHERE state = 'held'`); err != nil {
+		return 0, fmt.Errorf("count open holds: %w", err)
+	}
+	return n, nil
+}
+
 func (r *Repairer) workflow(name string) (Workflow, error) {
 	i := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == name })
 	if i < 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/metrics"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
@@ -191,24 +192,39 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		Workflows: workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
 	})
 	sched := cfg.Health.ParsedSchedule
-	checker := health.NewChecker(health.CheckConfig{
+	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
+	apiFence := leader.NewFence(apiDB, cfg.Database.Schema, events) // read only: the current term
+	reads := recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
+		Workflows: workflows, Log: log})
+	var checker *health.Checker
+	var master *health.Master
+	mx := metrics.New(metrics.Source{
+		Nodes: apiStore.List, HoldsOpen: reads.HoldsOpen,
+		Status: hb.Status, Grade: hb.Grade,
+		Master: func() (bool, int64) {
+			st := master.Status()
+			return st.Acting, st.Term
+		},
+		Passes:    func() health.PassStats { return checker.Stats() },
+		Disrupted: func() bool { return checker.Disrupted() },
+	})
+	checker = health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Events: events,
 		Interval:                sched.Period(),
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
 		ForgetAfter:             cfg.Health.ForgetAfter,
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
 		Grades:                  new(cfg.Failover.Grades()),
+		OnPass:                  mx.ObservePass,
 		Log:                     log,
 	})
-	master := health.NewMaster(health.MasterConfig{
+	master = health.NewMaster(health.MasterConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Checker: checker,
 		Schedule: sched,
 		Tick:     cfg.Node.HeartbeatInterval,
 		Log:      log,
 	})
 	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
-	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
-	apiFence := leader.NewFence(apiDB, cfg.Database.Schema, events) // read only: the current term
 
 	srv := api.NewServer(
 		api.NewHandler(api.Config{
@@ -220,10 +236,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
-			Token: cfg.API.Token,
-			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer,
-				Reads: recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
-					Workflows: workflows, Log: log})},
+			Token:    cfg.API.Token,
+			Ops:      &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads},
+			Metrics:  mx.Handler(),
+			Requests: mx.ObserveRequest,
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
 				return events.List(ctx, apiDB, p)
 			},

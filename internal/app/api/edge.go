@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -83,6 +84,9 @@ func (h *handler) edge(next http.Handler) http.Handler {
 		w.Header().Set(requestIDHeader, id)
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 		ew := &edgeWriter{ResponseWriter: w}
+		if h.cfg.Requests != nil {
+			defer func() { h.cfg.Requests(r.Pattern, cmp.Or(ew.code, http.StatusOK)) }()
+		}
 		// Answer malformed targets here, in the API's error shape, before
 		// the mux would redirect them (307, text/html) or pick one of
 		// several values.
@@ -143,11 +147,12 @@ type edgeWriter struct {
 	http.ResponseWriter
 	body  *eofBody
 	wrote bool
+	code  int
 }
 
 func (w *edgeWriter) WriteHeader(code int) {
 	if !w.wrote {
-		w.wrote = true
+		w.wrote, w.code = true, code
 		if w.body != nil && !w.body.eof {
 			w.Header().Set("Connection", "close")
 			_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())

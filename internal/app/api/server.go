@@ -137,6 +137,13 @@ type Config struct {
 	// LongTimeout bounds POST /v1/check and /v1/recovery, which can run
 	// for minutes (read, run, forward and answer); default 11 min.
 	LongTimeout time.Duration
+	// Metrics serves GET /metrics (in a database slot: a scrape reads
+	// the node registry); nil: no such route.
+	Metrics http.Handler
+	// Requests, when set, is told of each answered request: its route
+	// pattern ("" when refused before routing, "/" when no route
+	// matched) and status code.
+	Requests func(route string, code int)
 }
 
 // NewHandler returns the daemon's HTTP handler.
@@ -167,6 +174,9 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /v1/events", h.limited(h.events))
 	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))
 	mux.HandleFunc("GET /v1/nodes/{name}", h.limited(h.getNode))
+	if cfg.Metrics != nil {
+		mux.HandleFunc("GET /metrics", h.limited(cfg.Metrics.ServeHTTP))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+quoteShort(r.URL.Path))
 	})

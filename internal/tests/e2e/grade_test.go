@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,6 +57,31 @@ func TestCrashedEngineGradesItsNode(t *testing.T) {
 	out, errOut, code := cli(t, nil, "nodes", "node-a", "--api", n.APIAddress)
 	if code != 0 || !strings.Contains(out, "ERROR") || !strings.Contains(out, "second interruption within failover.window") {
 		t.Fatalf("nodes node-a: exit %d\n%s%s", code, out, errOut)
+	}
+	// The same, as Prometheus sees it.
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + n.APIAddress + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /metrics: %d\n%s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	m := scrape()
+	for _, want := range []string{`enginehealth_self_failover_grade{grade="ERROR"} 1`, `enginehealth_node_failover_grade{grade="ERROR",node="node-a"} 1`,
+		`enginehealth_is_master 1`, `enginehealth_nodes{status="Ready"} 1`, `enginehealth_database_up 1`, `enginehealth_grade_changes_total{grade="ERROR"} 1`,
+		`enginehealth_api_requests_total{code="503",route="GET /readyz"}`, `enginehealth_check_passes_total{result="ok"}`, "process_start_time_seconds"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(m, `enginehealth_claims_expired_total 0`) || !strings.Contains(m, `enginehealth_claims_expired_total`) {
+		t.Errorf("/metrics counts no expired claim")
 	}
 	var grades int
 	if err := c.db.Get(&grades, `SELECT count(*) FROM enginehealth.events WHERE kind = 'node_grade' AND node = 'node-a'`); err != nil || grades != 2 {

@@ -1,0 +1,244 @@
+// Package metrics is the daemon's Prometheus surface (GET /metrics): the
+// counters its loops feed (check passes, repairs, grade changes, API
+// requests) and the gauges read at scrape time from the node registry and
+// the daemon's own state, with client_golang's process and Go collectors.
+// Labels are configured names (workflow, task, node, route), never
+// instance ids.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const ns = "enginehealth"
+
+// Source is what a scrape reads now. Nil functions are left out.
+type Source struct {
+	// Nodes lists the node records (the API's database pool).
+	Nodes func(ctx context.Context) ([]nodes.Node, error)
+	// HoldsOpen counts the instances held for an operator.
+	HoldsOpen func(ctx context.Context) (int64, error)
+	// Status and Grade of this node, as its last heartbeat saw them.
+	Status, Grade func() string
+	// Master: whether this node acts as master, and its term.
+	Master func() (acting bool, term int64)
+	// Passes: this node's check-pass statistics; Disrupted: whether its
+	// last pass was in disruption mode.
+	Passes    func() health.PassStats
+	Disrupted func() bool
+	// Timeout of the scrape's database reads; default 2 s.
+	Timeout time.Duration
+}
+
+// Metrics of one daemon.
+type Metrics struct {
+	reg           *prometheus.Registry
+	passDuration  prometheus.Histogram
+	passes        *prometheus.CounterVec
+	claimsExpired prometheus.Counter
+	repaired      *prometheus.CounterVec
+	retries       *prometheus.CounterVec
+	gradeChanges  *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+}
+
+// New returns the daemon's metrics, registered with their own registry.
+func New(src Source) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "check_pass_duration_seconds",
+			Help:    "Duration of the CheckEngineHealth passes this node ran as master.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "check_passes_total",
+			Help: "CheckEngineHealth passes this node ran as master, by result (ok, failed, disruption)."}, []string{"result"}),
+		claimsExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "claims_expired_total",
+			Help: "Expired claims this node deleted as master."}),
+		repaired: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "instances_repaired_total",
+			Help: "Interrupted or failed instances this node acted on as master, by workflow, task and action (retried, scheduled, held, failed)."},
+			[]string{"workflow", "task", "action"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "due_retries_total",
+			Help: "Due retries this node ran as master, by outcome (retried: back to begin; cancelled: the instance was moved by someone else)."},
+			[]string{"outcome"}),
+		gradeChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "grade_changes_total",
+			Help: "Failover grade changes this node made as master, by the grade a node went to."}, []string{"grade"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "api_requests_total",
+			Help: "API requests answered by this node, by route and status code."}, []string{"route", "code"}),
+	}
+	for _, r := range []string{"ok", "failed", "disruption"} {
+		m.passes.WithLabelValues(r)
+	}
+	for _, o := range []string{"retried", "cancelled"} {
+		m.retries.WithLabelValues(o)
+	}
+	for _, g := range grades {
+		m.gradeChanges.WithLabelValues(g)
+	}
+	m.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
+		m.passDuration, m.passes, m.claimsExpired, m.repaired, m.retries, m.gradeChanges, m.requests, newScrape(src))
+	return m
+}
+
+// Registry returns the registry (for tests and lint).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// ObservePass counts one check pass (health.CheckConfig.OnPass).
+func (m *Metrics) ObservePass(res health.CheckResult, err error) {
+	m.passDuration.Observe(res.Took.Seconds())
+	switch {
+	case err != nil:
+		m.passes.WithLabelValues("failed").Inc()
+	case res.Disruption:
+		m.passes.WithLabelValues("disruption").Inc()
+	default:
+		m.passes.WithLabelValues("ok").Inc()
+	}
+	m.claimsExpired.Add(float64(res.Recovery.ClaimsExpired))
+	for _, t := range append(res.Recovery.Tasks, res.Failures...) {
+		for action, n := range map[string]int64{"retried": t.Retried, "scheduled": t.Scheduled, "held": t.Held, "failed": t.Failed} {
+			if n > 0 {
+				m.repaired.WithLabelValues(t.Workflow, t.Task, action).Add(float64(n))
+			}
+		}
+	}
+	m.retries.WithLabelValues("retried").Add(float64(res.Retries.Retried))
+	m.retries.WithLabelValues("cancelled").Add(float64(res.Retries.Cancelled))
+	for _, g := range res.Grades {
+		m.gradeChanges.WithLabelValues(g.To).Inc()
+	}
+}
+
+// ObserveRequest counts one API request by its route pattern ("" when
+// the request was refused before routing) and status code.
+func (m *Metrics) ObserveRequest(route string, code int) {
+	switch route {
+	case "":
+		route = "refused"
+	case "/":
+		route = "unknown"
+	}
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+}
+
+var (
+	statuses = []string{nodes.StatusRecovering, nodes.StatusReady, nodes.StatusUnexpectedShutdown, nodes.StatusNotResponding}
+	grades   = []string{nodes.GradeNormal, nodes.GradeWarning, nodes.GradeError}
+)
+
+// scrape is the collector of the gauges read at scrape time.
+type scrape struct {
+	src                                                    Source
+	nodes, age, grade, dbUp, self, selfGrade, master, term *prometheus.Desc
+	disruption, lastSuccess, failures, holds               *prometheus.Desc
+}
+
+func newScrape(src Source) *scrape {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
+	}
+	if src.Timeout == 0 {
+		src.Timeout = 2 * time.Second
+	}
+	return &scrape{src: src,
+		nodes:       d("nodes", "Node records by status.", "status"),
+		age:         d("node_heartbeat_age_seconds", "Seconds since each node's last heartbeat, on the database clock.", "node"),
+		grade:       d("node_failover_grade", "Failover grade of each node: 1 for its grade, 0 for the others.", "node", "grade"),
+		dbUp:        d("database_up", "1 when this scrape could read the node registry, else 0."),
+		self:        d("self_status", "This node's status as its last heartbeat saw it: 1 for it, 0 for the others.", "status"),
+		selfGrade:   d("self_failover_grade", "This node's failover grade: 1 for it, 0 for the others.", "grade"),
+		master:      d("is_master", "1 while this node acts as master."),
+		term:        d("master_term", "The term of this node's office while it acts as master, else 0."),
+		disruption:  d("disruption_mode", "1 while this master's last pass found most nodes unresponsive and did nothing."),
+		lastSuccess: d("check_last_success_age_seconds", "Seconds since this node's last successful check pass (as master); absent before the first."),
+		failures:    d("check_consecutive_failures", "Check passes failed in a row on this node."),
+		holds:       d("holds_open", "Instances held for an operator's decision."),
+	}
+}
+
+// Describe sends the descriptions without reading anything (registration
+// happens before the daemon's parts exist).
+func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
+		s.disruption, s.lastSuccess, s.failures, s.holds} {
+		ch <- d
+	}
+}
+
+func (s *scrape) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.src.Timeout)
+	defer cancel()
+	if s.src.Nodes != nil {
+		ns, err := s.src.Nodes(ctx)
+		gauge(s.dbUp, b2f(err == nil))
+		if err == nil {
+			count := map[string]int{}
+			for _, n := range ns {
+				count[n.Status]++
+				gauge(s.age, n.SecondsSinceActive, n.Name)
+				for _, g := range grades {
+					gauge(s.grade, b2f(n.FailoverGrade == g), n.Name, g)
+				}
+			}
+			for _, st := range statuses {
+				gauge(s.nodes, float64(count[st]), st)
+			}
+		}
+	}
+	if s.src.HoldsOpen != nil {
+		if n, err := s.src.HoldsOpen(ctx); err == nil {
+			gauge(s.holds, float64(n))
+		}
+	}
+	if s.src.Status != nil {
+		st := s.src.Status()
+		for _, x := range statuses {
+			gauge(s.self, b2f(st == x), x)
+		}
+	}
+	if s.src.Grade != nil {
+		g := s.src.Grade()
+		for _, x := range grades {
+			gauge(s.selfGrade, b2f(g == x), x)
+		}
+	}
+	if s.src.Master != nil {
+		acting, term := s.src.Master()
+		gauge(s.master, b2f(acting))
+		if !acting {
+			term = 0
+		}
+		gauge(s.term, float64(term))
+	}
+	if s.src.Disrupted != nil {
+		gauge(s.disruption, b2f(s.src.Disrupted()))
+	}
+	if s.src.Passes != nil {
+		p := s.src.Passes()
+		if !p.LastSuccess.IsZero() {
+			gauge(s.lastSuccess, time.Since(p.LastSuccess).Seconds())
+		}
+		gauge(s.failures, float64(p.ConsecutiveFailures))
+	}
+}

@@ -1,0 +1,113 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// source is a daemon's state as the scrape sees it: two nodes, this one
+// the master and WARNING, one hold.
+func source(dbErr error) Source {
+	return Source{
+		Nodes: func(context.Context) ([]nodes.Node, error) {
+			return []nodes.Node{
+				{Name: "n1", Status: nodes.StatusReady, FailoverGrade: nodes.GradeWarning, SecondsSinceActive: 0.5},
+				{Name: "n2", Status: nodes.StatusNotResponding, FailoverGrade: nodes.GradeError, SecondsSinceActive: 62},
+			}, dbErr
+		},
+		HoldsOpen: func(context.Context) (int64, error) { return 1, dbErr },
+		Status:    func() string { return nodes.StatusReady },
+		Grade:     func() string { return nodes.GradeWarning },
+		Master:    func() (bool, int64) { return true, 7 },
+		Passes:    func() health.PassStats { return health.PassStats{LastSuccess: time.Now(), ConsecutiveFailures: 0} },
+		Disrupted: func() bool { return false },
+	}
+}
+
+// TestMetricsLint: every metric follows Prometheus' naming and help
+// conventions (client_golang's linter).
+func TestMetricsLint(t *testing.T) {
+	m := New(source(nil))
+	m.ObservePass(health.CheckResult{Took: time.Millisecond}, nil)
+	m.ObserveRequest("GET /v1/nodes", 200)
+	problems, err := testutil.GatherAndLint(m.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestMetricsScrape: what a scrape answers, from the sources and the
+// observed passes and requests; no instance ids in labels.
+func TestMetricsScrape(t *testing.T) {
+	m := New(source(nil))
+	m.ObservePass(health.CheckResult{Took: 20 * time.Millisecond,
+		Recovery: recovery.Result{ClaimsExpired: 3, Tasks: []recovery.TaskResult{{Workflow: "orders", Task: "reserve", Retried: 2, Held: 1}}},
+		Retries:  recovery.DueResult{Retried: 4, Cancelled: 1},
+		Grades:   []nodes.GradeChange{{Name: "n2", From: nodes.GradeWarning, To: nodes.GradeError}}}, nil)
+	m.ObservePass(health.CheckResult{Disruption: true}, nil)
+	m.ObservePass(health.CheckResult{}, errors.New("database down"))
+	m.ObserveRequest("GET /v1/nodes", 200)
+	m.ObserveRequest("", 400)
+	m.ObserveRequest("/", 404)
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`enginehealth_nodes{status="Ready"} 1`,
+		`enginehealth_nodes{status="Not responding"} 1`,
+		`enginehealth_nodes{status="Unexpected shutdown"} 0`,
+		`enginehealth_node_heartbeat_age_seconds{node="n2"} 62`,
+		`enginehealth_node_failover_grade{grade="ERROR",node="n2"} 1`,
+		`enginehealth_node_failover_grade{grade="NORMAL",node="n2"} 0`,
+		`enginehealth_self_status{status="Ready"} 1`,
+		`enginehealth_self_failover_grade{grade="WARNING"} 1`,
+		`enginehealth_is_master 1`,
+		`enginehealth_master_term 7`,
+		`enginehealth_disruption_mode 0`,
+		`enginehealth_holds_open 1`,
+		`enginehealth_database_up 1`,
+		`enginehealth_check_consecutive_failures 0`,
+		`enginehealth_check_passes_total{result="ok"} 1`,
+		`enginehealth_check_passes_total{result="disruption"} 1`,
+		`enginehealth_check_passes_total{result="failed"} 1`,
+		`enginehealth_check_pass_duration_seconds_count 3`,
+		`enginehealth_claims_expired_total 3`,
+		`enginehealth_instances_repaired_total{action="retried",task="reserve",workflow="orders"} 2`,
+		`enginehealth_instances_repaired_total{action="held",task="reserve",workflow="orders"} 1`,
+		`enginehealth_due_retries_total{outcome="retried"} 4`,
+		`enginehealth_grade_changes_total{grade="ERROR"} 1`,
+		`enginehealth_api_requests_total{code="200",route="GET /v1/nodes"} 1`,
+		`enginehealth_api_requests_total{code="400",route="refused"} 1`,
+		`enginehealth_api_requests_total{code="404",route="unknown"} 1`,
+		`enginehealth_check_last_success_age_seconds`,
+		`process_resident_memory_bytes`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want+"\n") && !strings.Contains(string(body), want+" ") {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+
+	// The database unreachable: the scrape still answers, and says so.
+	m = New(source(errors.New("no database")))
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ = io.ReadAll(rec.Body)
+	if rec.Code != 200 || !strings.Contains(string(body), "enginehealth_database_up 0\n") || strings.Contains(string(body), "enginehealth_nodes{") {
+		t.Fatalf("scrape without a database: %d\n%s", rec.Code, body)
+	}
+}
