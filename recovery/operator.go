@@ -82,14 +82,19 @@ func (r *Repairer) Holds(ctx context.Context, workflow string, limit int) ([]Hol
 	return hs, nil
 }
 
-// HoldsOpen counts the instances held for an operator's decision (the
-// partial index of open holds).
-func (r *Repairer) HoldsOpen(ctx context.Context) (int64, error) {
-	var n int64
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, `SELECT count(*) FROM `+r.attempts+` WHERE state = 'held'`); err != nil {
-		return 0, fmt.Errorf("count open holds: %w", err)
+// HoldsOpen counts the instances held for an operator's decision and
+// returns how long the oldest has waited (database clock; 0 when none),
+// through the partial index of open holds.
+func (r *Repairer) HoldsOpen(ctx context.Context) (n int64, oldest time.Duration, err error) {
+	var row struct {
+		N   int64   `db:"n"`
+		Age float64 `db:"age"`
 	}
-	return n, nil
+	if err := sqlx.GetContext(ctx, r.cfg.DB, &row, `SELECT count(*) AS n,
+		coalesce(extract(epoch FROM now() - min(since)), 0)::float8 AS age FROM `+r.attempts+` WHERE state = 'held'`); err != nil {
+		return 0, 0, fmt.Errorf("count open holds: %w", err)
+	}
+	return row.N, time.Duration(row.Age * float64(time.Second)), nil
 }
 
 func (r *Repairer) workflow(name string) (Workflow, error) {

@@ -199,7 +199,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	var checker *health.Checker
 	var master *health.Master
 	mx := metrics.New(metrics.Source{
-		Nodes: apiStore.List, HoldsOpen: reads.HoldsOpen,
+		Nodes: apiStore.List, HoldsOpen: reads.HoldsOpen, Period: sched.Period(), Tasks: metricTasks(workflows),
 		Status: hb.Status, Grade: hb.Grade,
 		Master: func() (bool, int64) {
 			st := master.Status()
@@ -343,6 +343,17 @@ func hardStop(ctx context.Context, log *slog.Logger, budget time.Duration) func(
 			timer.Stop()
 		}
 	}
+}
+
+// metricTasks names the configured tasks for the metrics.
+func metricTasks(wfs []recovery.Workflow) []metrics.Task {
+	var ts []metrics.Task
+	for _, w := range wfs {
+		for _, t := range w.Tasks {
+			ts = append(ts, metrics.Task{Workflow: w.Name, Task: t.Name})
+		}
+	}
+	return ts
 }
 
 // readiness answers /readyz from the node's status and failover grade.

@@ -25,8 +25,12 @@ const ns = "enginehealth"
 type Source struct {
 	// Nodes lists the node records (the API's database pool).
 	Nodes func(ctx context.Context) ([]nodes.Node, error)
-	// HoldsOpen counts the instances held for an operator.
-	HoldsOpen func(ctx context.Context) (int64, error)
+	// HoldsOpen counts the instances held for an operator, and how long
+	// the oldest has waited.
+	HoldsOpen func(ctx context.Context) (int64, time.Duration, error)
+	// Period of the check schedule (alerts compare the last success with
+	// it); 0: not exported.
+	Period time.Duration
 	// Status and Grade of this node, as its last heartbeat saw them.
 	Status, Grade func() string
 	// Master: whether this node acts as master, and its term.
@@ -37,7 +41,13 @@ type Source struct {
 	Disrupted func() bool
 	// Timeout of the scrape's database reads; default 2 s.
 	Timeout time.Duration
+	// Tasks: the configured workflow tasks, whose repair counters are
+	// exported from the start (at 0).
+	Tasks []Task
 }
+
+// Task names a configured workflow task.
+type Task struct{ Workflow, Task string }
 
 // Metrics of one daemon.
 type Metrics struct {
@@ -81,6 +91,11 @@ func New(src Source) *Metrics {
 	}
 	for _, g := range grades {
 		m.gradeChanges.WithLabelValues(g)
+	}
+	for _, t := range src.Tasks {
+		for _, a := range actions {
+			m.repaired.WithLabelValues(t.Workflow, t.Task, a)
+		}
 	}
 	m.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		m.passDuration, m.passes, m.claimsExpired, m.repaired, m.retries, m.gradeChanges, m.requests, newScrape(src))
@@ -136,13 +151,14 @@ func (m *Metrics) ObserveRequest(route string, code int) {
 var (
 	statuses = []string{nodes.StatusRecovering, nodes.StatusReady, nodes.StatusUnexpectedShutdown, nodes.StatusNotResponding}
 	grades   = []string{nodes.GradeNormal, nodes.GradeWarning, nodes.GradeError}
+	actions  = []string{"retried", "scheduled", "held", "failed"}
 )
 
 // scrape is the collector of the gauges read at scrape time.
 type scrape struct {
-	src                                                    Source
-	nodes, age, grade, dbUp, self, selfGrade, master, term *prometheus.Desc
-	disruption, lastSuccess, failures, holds               *prometheus.Desc
+	src                                                      Source
+	nodes, age, grade, dbUp, self, selfGrade, master, term   *prometheus.Desc
+	disruption, lastSuccess, failures, holds, oldest, period *prometheus.Desc
 }
 
 func newScrape(src Source) *scrape {
@@ -165,6 +181,8 @@ func newScrape(src Source) *scrape {
 		lastSuccess: d("check_last_success_age_seconds", "Seconds since this node's last successful check pass (as master); absent before the first."),
 		failures:    d("check_consecutive_failures", "Check passes failed in a row on this node."),
 		holds:       d("holds_open", "Instances held for an operator's decision."),
+		oldest:      d("holds_oldest_age_seconds", "Seconds the oldest open hold has waited; 0 when none."),
+		period:      d("check_period_seconds", "The period of the CheckEngineHealth schedule."),
 	}
 }
 
@@ -172,7 +190,7 @@ func newScrape(src Source) *scrape {
 // happens before the daemon's parts exist).
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
-		s.disruption, s.lastSuccess, s.failures, s.holds} {
+		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period} {
 		ch <- d
 	}
 }
@@ -207,8 +225,9 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if s.src.HoldsOpen != nil {
-		if n, err := s.src.HoldsOpen(ctx); err == nil {
+		if n, age, err := s.src.HoldsOpen(ctx); err == nil {
 			gauge(s.holds, float64(n))
+			gauge(s.oldest, age.Seconds())
 		}
 	}
 	if s.src.Status != nil {
@@ -230,6 +249,9 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 			term = 0
 		}
 		gauge(s.term, float64(term))
+	}
+	if s.src.Period > 0 {
+		gauge(s.period, s.src.Period.Seconds())
 	}
 	if s.src.Disrupted != nil {
 		gauge(s.disruption, b2f(s.src.Disrupted()))

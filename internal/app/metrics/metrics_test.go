@@ -25,12 +25,14 @@ func source(dbErr error) Source {
 				{Name: "n2", Status: nodes.StatusNotResponding, FailoverGrade: nodes.GradeError, SecondsSinceActive: 62},
 			}, dbErr
 		},
-		HoldsOpen: func(context.Context) (int64, error) { return 1, dbErr },
+		HoldsOpen: func(context.Context) (int64, time.Duration, error) { return 1, 90 * time.Minute, dbErr },
+		Period:    15 * time.Second,
 		Status:    func() string { return nodes.StatusReady },
 		Grade:     func() string { return nodes.GradeWarning },
 		Master:    func() (bool, int64) { return true, 7 },
 		Passes:    func() health.PassStats { return health.PassStats{LastSuccess: time.Now(), ConsecutiveFailures: 0} },
 		Disrupted: func() bool { return false },
+		Tasks:     []Task{{"orders", "reserve"}, {"orders", "ship"}},
 	}
 }
 
@@ -79,6 +81,8 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_master_term 7`,
 		`enginehealth_disruption_mode 0`,
 		`enginehealth_holds_open 1`,
+		`enginehealth_holds_oldest_age_seconds 5400`,
+		`enginehealth_check_period_seconds 15`,
 		`enginehealth_database_up 1`,
 		`enginehealth_check_consecutive_failures 0`,
 		`enginehealth_check_passes_total{result="ok"} 1`,
@@ -88,6 +92,7 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_claims_expired_total 3`,
 		`enginehealth_instances_repaired_total{action="retried",task="reserve",workflow="orders"} 2`,
 		`enginehealth_instances_repaired_total{action="held",task="reserve",workflow="orders"} 1`,
+		`enginehealth_instances_repaired_total{action="failed",task="ship",workflow="orders"} 0`,
 		`enginehealth_due_retries_total{outcome="retried"} 4`,
 		`enginehealth_grade_changes_total{grade="ERROR"} 1`,
 		`enginehealth_api_requests_total{code="200",route="GET /v1/nodes"} 1`,

@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/goccy/go-yaml"
+)
+
+// The shipped monitoring files, relative to this package.
+const (
+	alertsFile    = "../../../deploy/prometheus/alerts.yml"
+	dashboardFile = "../../../deploy/grafana/enginehealth.json"
+)
+
+type alertRule struct {
+	Alert string `yaml:"alert"`
+	Expr  string `yaml:"expr"`
+}
+
+func loadRules(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Groups []struct {
+			Rules []alertRule `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]string{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			rules[r.Alert] = r.Expr
+		}
+	}
+	return rules
+}
+
+// prometheus is a real Prometheus server scraping the given targets every
+// second.
+type prometheus struct {
+	addr string
+}
+
+func startPrometheus(t *testing.T, targets []string) prometheus {
+	t.Helper()
+	path, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("the prometheus server is needed (Debian package prometheus; .ci/run installs it)")
+	}
+	dir := t.TempDir()
+	rules, err := filepath.Abs(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [%q]\nscrape_configs:\n  - job_name: enginehealth\n    static_configs:\n      - targets: [\"%s\"]\n",
+		rules, strings.Join(targets, `", "`))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(path, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus output:\n%s", out.String())
+		}
+	})
+	p := prometheus{addr: addr}
+	eventually(t, 30*time.Second, "prometheus ready", func() (bool, error) {
+		resp, err := http.Get("http://" + addr + "/-/ready")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	})
+	return p
+}
+
+// firing reports whether expr returns any sample now.
+func (p prometheus) firing(expr string) (bool, error) {
+	resp, err := http.Get("http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return false, err
+	}
+	if r.Status != "success" {
+		return false, fmt.Errorf("query %q: %s", expr, r.Error)
+	}
+	return len(r.Data.Result) > 0, nil
+}
+
+// TestAlertRulesAreValid: promtool accepts the rules, and every metric the
+// rules and the dashboard name is one the daemon exports (checked against
+// the names in the metrics package's help, which the scrape test pins).
+func TestAlertRulesAreValid(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("promtool", "check", "rules", alertsFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules (Debian package prometheus; .ci/run installs it): %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "SUCCESS: 6 rules found") {
+		t.Fatalf("promtool: %s", out)
+	}
+	dash, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &d); err != nil || len(d.Panels) == 0 {
+		t.Fatalf("dashboard: %v", err)
+	}
+}
+
+// TestAlertRules: a real Prometheus scrapes real daemons; each alert's
+// expression is false on a healthy cluster and true once its condition
+// is brought about (the rules' `for` is Prometheus' business, not tested
+// here).
+func TestAlertRules(t *testing.T) {
+	t.Parallel()
+	rules := loadRules(t)
+	if len(rules) != 6 {
+		t.Fatalf("rules %v", rules)
+	}
+	c := newCluster(t)
+	cfg := func(name string) string {
+		return c.configWith(name, cfgOpts{Schedule: "@every 1s", Extra: demoengine.WorkflowsYAML(time.Minute)})
+	}
+	c.seed(cfg("seed"), 10)
+	a := c.start("node-a", cfg("node-a"))
+	na := c.waitRegistered(a, 30*time.Second)
+	waitNodeStatus(t, c, "node-a", nodes.StatusReady)
+	b := c.start("node-b", cfg("node-b"))
+	nb := c.waitRegistered(b, 30*time.Second)
+	waitNodeStatus(t, c, "node-b", nodes.StatusReady)
+	p := startPrometheus(t, []string{na.APIAddress, nb.APIAddress})
+
+	// Every metric the rules and the dashboard name is scraped.
+	names := regexp.MustCompile(`enginehealth_[a-z_]+`)
+	dash, _ := os.ReadFile(dashboardFile)
+	var all []string
+	for _, e := range rules {
+		all = append(all, names.FindAllString(e, -1)...)
+	}
+	all = append(all, names.FindAllString(string(dash), -1)...)
+	eventually(t, 30*time.Second, "every metric of the rules and the dashboard scraped", func() (bool, error) {
+		for _, n := range all {
+			n = strings.TrimSuffix(n, "_bucket")
+			if ok, err := p.firing(fmt.Sprintf(`count({__name__=~"%s(_bucket|_count)?"})`, n)); !ok {
+				return false, fmt.Errorf("%s not scraped (%v)", n, err)
+			}
+		}
+		return true, nil
+	})
+	expect := func(alert string, want bool) {
+		t.Helper()
+		eventually(t, 60*time.Second, fmt.Sprintf("%s firing=%v", alert, want), func() (bool, error) {
+			ok, err := p.firing(rules[alert])
+			return ok == want && err == nil, err
+		})
+	}
+	for a := range rules {
+		expect(a, false)
+	}
+
+	// A held instance waiting for 2 hours (its hold moved back in time).
+	c.db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, state, cause, left_in, since)
+		VALUES ('orders', '1', 'ship', 'held', 'interrupt', 'Shipping', now() - interval '2 hours')`)
+	expect("EnginehealthHoldsWaiting", true)
+	c.db.MustExec(`DELETE FROM enginehealth.attempts`)
+	expect("EnginehealthHoldsWaiting", false)
+
+	// A node in ERROR grade.
+	c.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade) VALUES ('node-b', 'ERROR')`)
+	expect("EnginehealthNodeErrorGrade", true)
+	c.db.MustExec(`DELETE FROM enginehealth.node_grades`)
+
+	// Check passes that fail: the workflow's table is gone.
+	c.db.MustExec(`ALTER TABLE demo.orders_claim RENAME TO orders_claim_gone`)
+	expect("EnginehealthCheckNotSucceeding", true)
+	c.db.MustExec(`ALTER TABLE demo.orders_claim_gone RENAME TO orders_claim`)
+	expect("EnginehealthCheckNotSucceeding", false)
+
+	// Most nodes look dead at once: three stale records of four.
+	for _, n := range []string{"x", "y", "z"} {
+		c.db.MustExec(`INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by, last_active)
+			VALUES ($1, gen_random_uuid(), $1, 'Ready', 'test', now() - interval '1 hour')`, n)
+	}
+	expect("EnginehealthDisruptionMode", true)
+	c.db.MustExec(`DELETE FROM enginehealth.nodes WHERE name IN ('x', 'y', 'z')`)
+	expect("EnginehealthDisruptionMode", false)
+
+	// node-b dies: it is marked Not responding.
+	b.signal(t, syscall.SIGKILL)
+	b.wait(t, 10*time.Second)
+	expect("EnginehealthNodeDown", true)
+
+	// The master stops: no node acts.
+	a.signal(t, syscall.SIGTERM)
+	a.wait(t, 10*time.Second)
+	expect("EnginehealthNoActingMaster", true)
+}
