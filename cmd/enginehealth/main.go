@@ -104,6 +104,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newHoldsCmd(),
 		newRetryCmd(),
 		newRetriesCmd(),
+		newWaitCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -210,6 +210,19 @@ func TestReadinessAndNodeAck(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("status of a node that is not ready: exit %d, want 1", code)
 	}
+	// An engine unit's ExecStartPre waits, and gives up with the reason.
+	_, errOut, code = cli(t, nil, "wait", "ready", "--timeout", "1500ms", "--api", n2.APIAddress)
+	if code != 1 || !strings.Contains(errOut, "after 1.5s, not ready: Unexpected shutdown") || !strings.Contains(errOut, "node ack") {
+		t.Fatalf("wait ready on an un-acknowledged node: exit %d: %s", code, errOut)
+	}
+	// One waiting through the ack returns once the node is Ready.
+	waited := make(chan int, 1)
+	var waitOut string
+	go func() {
+		var c int
+		waitOut, _, c = cli(t, nil, "wait", "ready", "--timeout", "60s", "--api", n2.APIAddress)
+		waited <- c
+	}()
 
 	// Without the token: refused, nothing changes.
 	_, errOut, code = cli(t, nil, "node", "ack", "node-a", "--api", n2.APIAddress)
@@ -248,6 +261,9 @@ func TestReadinessAndNodeAck(t *testing.T) {
 		r, err := cl.Ready(context.Background())
 		return err == nil && r.Ready, err
 	})
+	if c := <-waited; c != 0 || !strings.Contains(waitOut, "ready: Ready") {
+		t.Fatalf("wait ready through the ack: exit %d: %s", c, waitOut)
+	}
 	// A second ack: conflict, exit code 4 (refused).
 	_, errOut, code = cli(t, []string{"ENGINEHEALTH_TOKEN=" + token}, "node", "ack", "node-a", "--api", n2.APIAddress)
 	if code != 4 || !strings.Contains(errOut, "409") {
@@ -262,6 +278,10 @@ func TestReadinessAndNodeAck(t *testing.T) {
 	_, errOut, code = cli(t, []string{"ENGINEHEALTH_TOKEN=" + token}, "node", "ack", "node-a", "--api", n2.APIAddress)
 	if code != 3 || !strings.Contains(errOut, "no enginehealth daemon answered") {
 		t.Fatalf("ack without a daemon: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = cli(t, nil, "wait", "ready", "--timeout", "1s", "--api", n2.APIAddress)
+	if code != 3 || !strings.Contains(errOut, "no enginehealth daemon answered") {
+		t.Fatalf("wait ready without a daemon: exit %d: %s", code, errOut)
 	}
 }
 
