@@ -41,6 +41,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2)"; fi
+	@d=$$(mktemp -d); sed "s#/usr/local/bin/enginehealth#$$(command -v true)#" systemd/enginehealth.service > $$d/enginehealth.service; \
+		systemd-analyze security --offline=true $$d/enginehealth.service | tail -1; rm -rf $$d
 
 clean:
 	rm -rf bin

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -96,4 +98,35 @@ func TestEngineDropInVerifies(t *testing.T) {
 	if out := verify(); !strings.Contains(out, "BogusKey") {
 		t.Fatalf("systemd-analyze verify does not read the drop-ins: %q", out)
 	}
+}
+
+// TestUnitExposure: systemd-analyze security rates the sidecar's sandbox
+// at an overall exposure of at most 1.5 (0 is best, 10 worst).
+func TestUnitExposure(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatalf("systemd-analyze not found (Debian: apt-get install -y systemd): %v", err)
+	}
+	unit, err := os.ReadFile("enginehealth.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "enginehealth.service")
+	if err := os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/enginehealth"), []byte(self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "security", "--offline=true", path).CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for enginehealth.service: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	level, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil || level > 1.5 {
+		t.Fatalf("exposure %s, want at most 1.5\n%s", m[1], out)
+	}
+	t.Logf("exposure %.1f", level)
 }
