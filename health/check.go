@@ -89,10 +89,15 @@ func (c *Checker) Stats() PassStats {
 	return c.stats
 }
 
-// record counts a pass outcome. A pass refused because the office may not
-// act (suspended, ended) or cut by shutdown is not a failure of the work.
+// notAPass: a pass refused because the office may not act (suspended,
+// ended) or cut by shutdown is not a pass, nor a failure of the work.
+func notAPass(ctx context.Context, err error) bool {
+	return err != nil && (ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted))
+}
+
+// record counts a pass outcome (not one that is notAPass).
 func (c *Checker) record(ctx context.Context, err error) {
-	if err != nil && (ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted)) {
+	if notAPass(ctx, err) {
 		return
 	}
 	c.statsMu.Lock()
@@ -181,7 +186,7 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	defer c.mu.Unlock()
 	defer func() {
 		c.record(ctx, err)
-		if c.cfg.OnPass != nil && !(err != nil && (ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted))) {
+		if c.cfg.OnPass != nil && !notAPass(ctx, err) {
 			c.cfg.OnPass(res, err)
 		}
 	}()

@@ -379,8 +379,8 @@ func (g *grader) watch(locate Locate) error {
 				}
 				continue
 			}
-			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET watching = false, seen_claimant = $2 WHERE node = $1`, r.Node, seen)
-		case w.Left:
+			fallthrough
+		case w.Left: // the watch ends
 			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET watching = false, seen_claimant = $2 WHERE node = $1`, r.Node, seen)
 		case seen != r.Seen.String:
 			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET seen_claimant = $2 WHERE node = $1`, r.Node, seen)

@@ -126,11 +126,10 @@ type Whereabouts struct {
 // to task, read with q (the grading transaction): one probe of the
 // instance table's primary key and one of the claims table's.
 func (r *Repairer) Whereabouts(ctx context.Context, q sqlx.QueryerContext, workflow, task, id string) (Whereabouts, error) {
-	wi := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == workflow })
-	if wi < 0 {
-		return Whereabouts{Left: true}, nil
+	w, err := r.workflow(workflow)
+	if err != nil {
+		return Whereabouts{Left: true}, nil // no longer configured
 	}
-	w := r.cfg.Workflows[wi]
 	ti := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == task })
 	if ti < 0 {
 		return Whereabouts{Left: true}, nil
@@ -143,7 +142,7 @@ func (r *Repairer) Whereabouts(ctx context.Context, q sqlx.QueryerContext, workf
 			claims.Ident(n.NodeColumn), claims.Ident(n.Claims), claims.Ident(n.InstanceColumn), claims.Ident(w.IDColumn))
 	}
 	var state, node sql.NullString
-	err := q.QueryRowxContext(ctx, fmt.Sprintf(`SELECT i.%s::text, %s FROM %s i WHERE i.%s = $1`,
+	err = q.QueryRowxContext(ctx, fmt.Sprintf(`SELECT i.%s::text, %s FROM %s i WHERE i.%s = $1`,
 		claims.Ident(w.StatusColumn), claimant, claims.Ident(w.Table), claims.Ident(w.IDColumn)), id).Scan(&state, &node)
 	switch {
 	case errors.Is(err, sql.ErrNoRows), isBadInput(err):

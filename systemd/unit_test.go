@@ -11,14 +11,39 @@ import (
 	"testing"
 )
 
-// TestUnitVerifies runs systemd-analyze verify on the shipped unit, with
-// ExecStart pointed at an existing binary. verify only warns on unknown
-// keys, so any output fails the test.
-func TestUnitVerifies(t *testing.T) {
+// analyzer returns systemd-analyze's path.
+func analyzer(t *testing.T) string {
+	t.Helper()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Fatalf("systemd-analyze not found (Debian: apt-get install -y systemd): %v", err)
 	}
+	return analyze
+}
+
+// install writes unit text as dir/name with the daemon's path pointed at
+// an existing binary (this test's), and returns the file's path.
+func install(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.ReplaceAll(data, []byte("/usr/local/bin/enginehealth"), []byte(self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestUnitVerifies runs systemd-analyze verify on the shipped unit, with
+// ExecStart pointed at an existing binary. verify only warns on unknown
+// keys, so any output fails the test.
+func TestUnitVerifies(t *testing.T) {
+	analyze := analyzer(t)
 	unit, err := os.ReadFile("enginehealth.service")
 	if err != nil {
 		t.Fatal(err)
@@ -29,16 +54,7 @@ func TestUnitVerifies(t *testing.T) {
 			t.Errorf("unit lacks %s", want)
 		}
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "enginehealth.service")
-	unit = bytes.ReplaceAll(unit, []byte("/usr/local/bin/enginehealth"), []byte(self))
-	if err := os.WriteFile(path, unit, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := install(t, t.TempDir(), "enginehealth.service", unit)
 	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
@@ -49,10 +65,7 @@ func TestUnitVerifies(t *testing.T) {
 // systemd-analyze verify on an example engine unit beside the sidecar's,
 // and verify does read it (a bogus key in a second drop-in is reported).
 func TestEngineDropInVerifies(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Fatalf("systemd-analyze not found (Debian: apt-get install -y systemd): %v", err)
-	}
+	analyze := analyzer(t)
 	dropIn, err := os.ReadFile("engine-wait-enginehealth.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -63,27 +76,14 @@ func TestEngineDropInVerifies(t *testing.T) {
 			t.Errorf("drop-in lacks %s", want)
 		}
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	write := func(name string, data []byte) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), bytes.ReplaceAll(data, []byte("/usr/local/bin/enginehealth"), []byte(self)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	unit, err := os.ReadFile("enginehealth.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	write("enginehealth.service", unit)
-	write("my-engine.service", []byte("[Unit]\nDescription=an engine\n[Service]\nExecStart="+self+" -test.run=^$\n[Install]\nWantedBy=multi-user.target\n"))
-	write("my-engine.service.d/wait-enginehealth.conf", dropIn)
+	install(t, dir, "enginehealth.service", unit)
+	install(t, dir, "my-engine.service", []byte("[Unit]\nDescription=an engine\n[Service]\nExecStart=/usr/local/bin/enginehealth version\n[Install]\nWantedBy=multi-user.target\n"))
+	install(t, dir, "my-engine.service.d/wait-enginehealth.conf", dropIn)
 	verify := func() string {
 		out, err := exec.Command(analyze, "verify", filepath.Join(dir, "my-engine.service")).CombinedOutput()
 		if err != nil {
@@ -94,7 +94,7 @@ func TestEngineDropInVerifies(t *testing.T) {
 	if out := verify(); out != "" {
 		t.Fatalf("systemd-analyze verify: %s", out)
 	}
-	write("my-engine.service.d/zz-bogus.conf", []byte("[Service]\nBogusKey=1\n"))
+	install(t, dir, "my-engine.service.d/zz-bogus.conf", []byte("[Service]\nBogusKey=1\n"))
 	if out := verify(); !strings.Contains(out, "BogusKey") {
 		t.Fatalf("systemd-analyze verify does not read the drop-ins: %q", out)
 	}
@@ -103,22 +103,12 @@ func TestEngineDropInVerifies(t *testing.T) {
 // TestUnitExposure: systemd-analyze security rates the sidecar's sandbox
 // at an overall exposure of at most 1.5 (0 is best, 10 worst).
 func TestUnitExposure(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Fatalf("systemd-analyze not found (Debian: apt-get install -y systemd): %v", err)
-	}
+	analyze := analyzer(t)
 	unit, err := os.ReadFile("enginehealth.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "enginehealth.service")
-	if err := os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/enginehealth"), []byte(self)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := install(t, t.TempDir(), "enginehealth.service", unit)
 	out, err := exec.Command(analyze, "security", "--offline=true", path).CombinedOutput()
 	m := regexp.MustCompile(`Overall exposure level for enginehealth.service: ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {
