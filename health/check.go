@@ -44,6 +44,9 @@ type CheckConfig struct {
 	// Grades: how node failover grades are judged after each pass that is
 	// not in disruption mode; nil: the defaults.
 	Grades *nodes.GradeConfig
+	// Pauses is the pause switch, read at the start of every pass;
+	// default the one of schema enginehealth.
+	Pauses *Pauses
 	// OnPass, when set, is told of each pass that ran (metrics); passes
 	// refused because the office may not act, or cut by shutdown, are
 	// not passes.
@@ -126,6 +129,9 @@ func NewChecker(cfg CheckConfig) *Checker {
 	if cfg.MaxUnresponsiveFraction <= 0 {
 		cfg.MaxUnresponsiveFraction = DefaultMaxUnresponsiveFraction
 	}
+	if cfg.Pauses == nil {
+		cfg.Pauses = NewPauses(nil, "", cfg.Events)
+	}
 	if cfg.Grades == nil {
 		cfg.Grades = &nodes.GradeConfig{Window: nodes.DefaultGradeWindow, QuietPeriod: nodes.DefaultQuietPeriod,
 			MaxErrorFraction: nodes.DefaultMaxErrorFraction}
@@ -138,6 +144,15 @@ type CheckResult struct {
 	RunID int64 `json:"run_id"`
 	// Disruption: too many nodes looked dead at once; nothing was done.
 	Disruption bool `json:"disruption"`
+	// DisruptionReason says why the guard held (or would have held, when
+	// Forced).
+	DisruptionReason string `json:"disruption_reason,omitempty"`
+	// Forced: an operator's check --force ran this pass through a guard
+	// that would have held.
+	Forced bool `json:"forced,omitempty"`
+	// Paused, when set: the cluster is paused; the pass marked nodes and
+	// judged grades but repaired, expired and retried nothing.
+	Paused *Pause `json:"paused,omitempty"`
 	// Threshold used for staleness, widened after the master's own gap.
 	Threshold     time.Duration   `json:"threshold_ns"`
 	NotResponding []nodes.Change  `json:"not_responding"`
@@ -180,8 +195,25 @@ func (c *Checker) threshold() time.Duration {
 	return t
 }
 
+// Override is an operator's override of the disruption guard for one
+// pass (check --force).
+type Override struct {
+	Actor, Reason string
+}
+
 // RunOnce runs one pass under office o as a run with the given trigger.
 func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64) (res CheckResult, err error) {
+	return c.run(ctx, o, trigger, resumedFrom, nil)
+}
+
+// RunForced runs one manual pass that marks and repairs as if the
+// disruption guard were off, recorded as a guard_override event when the
+// guard would have held. It does not override a pause.
+func (c *Checker) RunForced(ctx context.Context, o *leader.Office, ov Override) (CheckResult, error) {
+	return c.run(ctx, o, recovery.TriggerManual, nil, &ov)
+}
+
+func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64, force *Override) (res CheckResult, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() {
@@ -199,12 +231,12 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	spec := recovery.RunSpec{Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom}
 	sweep := trigger == recovery.TriggerManual || c.lastSweep.IsZero() || c.now().Sub(c.lastSweep) >= c.cfg.SweepInterval
 	res.RunID, err = c.cfg.Recovery.InRun(ctx, o, spec, func(run int64) error {
-		return c.pass(ctx, o, run, wfs, resumedFrom != nil, sweep, &res)
+		return c.pass(ctx, o, run, wfs, resumedFrom != nil, sweep, force, &res)
 	})
 	run := res.RunID
 	res.Took = c.now().Sub(start)
 	switch {
-	case err != nil || res.Recovery.SkippedLocked:
+	case err != nil || res.Recovery.SkippedLocked || res.Paused != nil:
 		c.lastSweep = time.Time{} // something may be left: sweep next time
 	case res.Recovery.Sweep:
 		c.lastSweep = start
@@ -226,24 +258,41 @@ func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string,
 	return res, nil
 }
 
-func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed, sweep bool, res *CheckResult) error {
+func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed, sweep bool, force *Override, res *CheckResult) error {
 	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
-	// 1. Nodes, with the disruption guard.
+	// 1. Nodes, with the disruption guard; the pause switch.
 	err := c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		res.Paused = nil
+		p, err := c.cfg.Pauses.Read(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if p.Paused {
+			res.Paused = &p
+		}
 		stale, total, err := c.cfg.Nodes.Stale(ctx, tx, res.Threshold)
 		if err != nil {
 			return err
 		}
 		res.Stale = stale
 		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 {
-			res.Disruption = true
-			if !c.disrupted {
-				term := o.Term
-				reason := fmt.Sprintf("%d of %d nodes look unresponsive at once (at least %.0f%%): assuming this master is cut off; no node marked, no claim expired, nothing repaired until it passes",
-					len(stale), total, 100*c.cfg.MaxUnresponsiveFraction)
-				return c.events.Write(ctx, tx, audit.Event{Kind: audit.KindDisruption, Actor: m.Actor, Term: &term, RunID: &run, Reason: reason})
+			term := o.Term
+			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive at once (at least %.0f%%): assuming this master is cut off; no node marked, no claim expired, nothing repaired until it passes",
+				len(stale), total, 100*c.cfg.MaxUnresponsiveFraction)
+			if force != nil {
+				res.Forced = true
+				if err := c.events.Write(ctx, tx, audit.Event{Kind: audit.KindGuardOverride, Actor: force.Actor, Term: &term, RunID: &run,
+					Reason: fmt.Sprintf("disruption guard overridden for one pass: %s; %d of %d nodes looked unresponsive (%s)",
+						force.Reason, len(stale), total, strings.Join(stale, ", "))}); err != nil {
+					return err
+				}
+			} else {
+				res.Disruption = true
+				if !c.disrupted {
+					return c.events.Write(ctx, tx, audit.Event{Kind: audit.KindDisruption, Actor: m.Actor, Term: &term, RunID: &run, Reason: res.DisruptionReason})
+				}
+				return nil
 			}
-			return nil
 		}
 		if res.NotResponding, err = c.cfg.Nodes.MarkNotResponding(ctx, tx, stale, res.Threshold, m); err != nil {
 			return err
@@ -270,10 +319,37 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		c.disrupted = true
 		return nil
 	}
-	if c.disrupted {
+	switch {
+	case res.Forced:
+		c.log.WarnContext(ctx, "disruption guard overridden by an operator for one pass", "actor", force.Actor, "reason", force.Reason,
+			"stale", strings.Join(res.Stale, ","))
+		c.disrupted = false
+	case c.disrupted:
 		c.log.InfoContext(ctx, "left disruption mode")
 		c.disrupted = false
 	}
+	if res.Paused == nil {
+		if err := c.repair(ctx, o, run, wfs, resumed, sweep, res); err != nil {
+			return err
+		}
+	}
+	// 6. Failover grades, from the interruptions of this pass and the
+	// passes before (never in disruption mode: returned above).
+	locate := func(ctx context.Context, tx *leader.Tx, s nodes.Signature) (nodes.Whereabouts, error) {
+		w, err := c.cfg.Recovery.Whereabouts(ctx, tx, s.Workflow, s.Task, s.Instance)
+		return nodes.Whereabouts{Claimant: w.Claimant, State: w.State, Ended: w.Ended, Left: w.Left}, err
+	}
+	return c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		var err error
+		res.Grades, err = c.cfg.Nodes.Grade(ctx, tx, *c.cfg.Grades, m, locate)
+		return err
+	})
+}
+
+// repair runs steps 2 to 5 of a pass, the automatic repairs a pause
+// stops.
+func (c *Checker) repair(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed, sweep bool, res *CheckResult) error {
+	var err error
 	// 2 and 3. Claims, then interrupted instances.
 	if res.Recovery, err = c.cfg.Recovery.Repair(ctx, o, run, wfs, resumed, sweep); err != nil {
 		return err
@@ -283,21 +359,27 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		return err
 	}
 	// 5. Retries whose time has come.
-	if res.Retries, err = c.cfg.Recovery.Due(ctx, o, run); err != nil {
-		return err
-	}
-	// 6. Failover grades, from the interruptions of this pass and the
-	// passes before (never in disruption mode: returned above).
-	locate := func(ctx context.Context, tx *leader.Tx, s nodes.Signature) (nodes.Whereabouts, error) {
-		w, err := c.cfg.Recovery.Whereabouts(ctx, tx, s.Workflow, s.Task, s.Instance)
-		return nodes.Whereabouts{Claimant: w.Claimant, State: w.State, Ended: w.Ended, Left: w.Left}, err
-	}
-	err = c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+	res.Retries, err = c.cfg.Recovery.Due(ctx, o, run)
+	return err
+}
+
+// SetPause turns the pause switch in a fenced transaction of office o,
+// with an event. It waits for a running pass, so once it returns no pass
+// of this office repairs anything until Resume. ErrPaused, ErrNotPaused
+// when the switch is there already.
+func (c *Checker) SetPause(ctx context.Context, o *leader.Office, paused bool, actor, reason string) (Pause, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var p Pause
+	err := c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		var err error
-		res.Grades, err = c.cfg.Nodes.Grade(ctx, tx, *c.cfg.Grades, m, locate)
+		p, err = c.cfg.Pauses.set(ctx, tx, paused, actor, reason)
 		return err
 	})
-	return err
+	if err == nil && !paused {
+		c.lastSweep = time.Time{} // catch up: the next pass sweeps
+	}
+	return p, err
 }
 
 // Disrupted reports whether the last pass was in disruption mode.

@@ -263,7 +263,7 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 			<-resuming
 		}
 	}()
-	startupDone := false
+	startupDone, pauseLogged := false, false
 	var stopCron func()
 	defer func() {
 		if stopCron != nil {
@@ -293,14 +293,17 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 			inFlight = true
 			go func() { resuming <- m.resume(ctx, o, log) }()
 		}
+		paused := false
 		if !startupDone {
-			startupDone = m.startup(ctx, o, log)
+			startupDone, paused = m.startup(ctx, o, log, &pauseLogged)
 		}
 		if startupDone {
 			m.promote(ctx, o, log)
-			if stopCron == nil && m.cfg.Checker != nil && !m.cfg.Schedule.IsZero() {
-				stopCron = m.schedule(ctx, o, log)
-			}
+		}
+		// While start-up recovery waits for a resume, the check still
+		// marks nodes (and repairs nothing: paused).
+		if (startupDone || paused) && stopCron == nil && m.cfg.Checker != nil && !m.cfg.Schedule.IsZero() {
+			stopCron = m.schedule(ctx, o, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -404,27 +407,50 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 }
 
 // startup runs start-up recovery if the cluster is cold and reports whether
-// it is done (run or rightly skipped).
-func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger) bool {
+// it is done (run or rightly skipped), or waits because the cluster is
+// paused (nodes stay Recovering until a resume; logged once).
+func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger, pauseLogged *bool) (done, paused bool) {
 	live, err := m.cfg.Nodes.ActiveReady(ctx, o.Candidate.Name, m.notRespondingAfter())
 	if err != nil {
 		log.WarnContext(ctx, "start-up recovery: cannot tell whether the cluster is cold", tint.Err(err))
-		return false
+		return false, false
 	}
 	if len(live) > 0 {
 		log.InfoContext(ctx, "start-up recovery skipped: warm cluster, engines may be running",
 			"ready_nodes", strings.Join(live, ","))
-		return true
+		return true, false
+	}
+	if m.cfg.Checker != nil {
+		var p Pause
+		err := m.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			var err error
+			p, err = m.cfg.Checker.cfg.Pauses.Read(ctx, tx)
+			return err
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "start-up recovery: cannot read the pause switch", tint.Err(err))
+			}
+			return false, false
+		}
+		if p.Paused {
+			if !*pauseLogged {
+				log.WarnContext(ctx, "start-up recovery waits for a resume: the cluster is paused; nodes stay Recovering",
+					"paused_by", p.Actor, "reason", p.Reason)
+				*pauseLogged = true
+			}
+			return false, true
+		}
 	}
 	res, err := m.cfg.Recovery.Startup(ctx, o, nil)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.ErrorContext(ctx, "start-up recovery failed; retrying next tick", tint.Err(err))
 		}
-		return false
+		return false, false
 	}
 	log.InfoContext(ctx, "start-up recovery done", "run", res.RunID, "repaired", res.Done())
-	return true
+	return true, false
 }
 
 func (m *Master) promote(ctx context.Context, o *leader.Office, log *slog.Logger) {

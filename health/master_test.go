@@ -101,6 +101,12 @@ func states(t *testing.T, db *sqlx.DB, table, col string) map[string]int {
 // master's duties until the test ends.
 func lead(t *testing.T, b bundle, name string) {
 	t.Helper()
+	leadWith(t, b, name, Schedule{})
+}
+
+// leadWith is lead with a checker on sched (none when zero).
+func leadWith(t *testing.T, b bundle, name string, sched Schedule) {
+	t.Helper()
 	inc := uuid.NewString()
 	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
 		t.Fatal(err)
@@ -110,10 +116,14 @@ func lead(t *testing.T, b bundle, name string) {
 		t.Fatal(err)
 	}
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet})
+	var checker *Checker
+	if !sched.IsZero() {
+		checker = newChecker(b, CheckConfig{Recovery: rep, Interval: sched.Period()})
+	}
 	m := NewMaster(MasterConfig{
-		Fence: fence, Nodes: b.nodes,
-		Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}),
-		Tick:     50 * time.Millisecond, Log: quiet,
+		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: sched,
+		Tick: 50 * time.Millisecond, Log: quiet,
 	})
 	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
 		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})
@@ -200,6 +210,40 @@ func TestStartupRecoveryOnColdCluster(t *testing.T) {
 	}
 	if len(events) != 12 || len(perInstance) != 12 {
 		t.Fatalf("%d repair events for %d instances, want one each for 12", len(events), len(perInstance))
+	}
+}
+
+// TestStartupRecoveryWaitsWhilePaused: on a cold, paused cluster the
+// master checks (marking only) but defers start-up recovery, and nodes
+// stay Recovering, until a resume.
+func TestStartupRecoveryWaitsWhilePaused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.MustExec(`UPDATE enginehealth.pause SET paused = true, actor = 'op', reason = 'hands off'`)
+	sched, err := ParseSchedule("@every 1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leadWith(t, b, "a", sched)
+	testkit.Eventually(t, 15*time.Second, "two check passes while paused", func() (bool, error) {
+		var n int
+		err := b.db.Get(&n, `SELECT count(*) FROM enginehealth.runs WHERE kind = 'check' AND status = 'finished'`)
+		return n >= 2, err
+	})
+	if got := status(t, b, "a"); got != nodes.StatusRecovering {
+		t.Fatalf("node %s while start-up recovery waits, want Recovering", got)
+	}
+	if st := states(t, b.db, "report", "state"); st["Rendering"] != 5 || st["Publishing"] != 7 {
+		t.Fatalf("start-up recovery ran while paused: %v", st)
+	}
+	if inv := states(t, b.db, "invoice", "status"); inv["Sending"] != 4 {
+		t.Fatalf("a paused check repaired: %v", inv)
+	}
+	b.db.MustExec(`UPDATE enginehealth.pause SET paused = false`)
+	waitStatus(t, b, "a", nodes.StatusReady)
+	want := map[string]int{"Queued": 3 + 5, "PublishFailed": 7, "Published": 2}
+	if got := states(t, b.db, "report", "state"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("report states after resume %v, want %v", got, want)
 	}
 }
 

@@ -21,6 +21,8 @@ type Ops struct {
 	// repairer over the API's own pool, so operator reads never take a
 	// connection the master's work needs. Recovery when nil.
 	Reads *recovery.Repairer
+	// Pauses reads the pause switch (over the API's pool).
+	Pauses *Pauses
 }
 
 func (p *Ops) reads() *recovery.Repairer {
@@ -38,13 +40,50 @@ func (p *Ops) office() (*leader.Office, error) {
 	return o, nil
 }
 
+// CheckRequest asks for a manual CheckEngineHealth pass.
+type CheckRequest struct {
+	// Force runs the pass through the disruption guard (once), recorded
+	// with Actor and Reason (required with Force).
+	Force  bool
+	Actor  string
+	Reason string
+}
+
 // Check runs a CheckEngineHealth pass now (trigger manual).
-func (p *Ops) Check(ctx context.Context) (CheckResult, error) {
+func (p *Ops) Check(ctx context.Context, req CheckRequest) (CheckResult, error) {
 	o, err := p.office()
 	if err != nil {
 		return CheckResult{}, err
 	}
+	if req.Force {
+		return p.Checker.RunForced(ctx, o, Override{Actor: req.Actor, Reason: req.Reason})
+	}
 	return p.Checker.RunOnce(ctx, o, recovery.TriggerManual, nil)
+}
+
+// Pause stops automatic repair cluster-wide until Resume (see Pause);
+// ErrPaused when paused already.
+func (p *Ops) Pause(ctx context.Context, actor, reason string) (Pause, error) {
+	o, err := p.office()
+	if err != nil {
+		return Pause{}, err
+	}
+	return p.Checker.SetPause(ctx, o, true, actor, reason)
+}
+
+// Resume lets automatic repair go on; the next pass catches up.
+// ErrNotPaused when not paused.
+func (p *Ops) Resume(ctx context.Context, actor, reason string) (Pause, error) {
+	o, err := p.office()
+	if err != nil {
+		return Pause{}, err
+	}
+	return p.Checker.SetPause(ctx, o, false, actor, reason)
+}
+
+// PauseState reads the pause switch.
+func (p *Ops) PauseState(ctx context.Context) (Pause, error) {
+	return p.Pauses.Current(ctx)
 }
 
 // Recover runs a recovery run now (trigger manual) over scope.

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -37,13 +38,25 @@ func clientCmd[T any](c *cobra.Command, f *clientFlags, timeout time.Duration,
 			return err
 		}
 		if f.output == "json" {
-			return writeJSON(c.OutOrStdout(), v)
+			err = writeJSON(c.OutOrStdout(), v)
+		} else {
+			err = table(c.OutOrStdout(), v)
 		}
-		return table(c.OutOrStdout(), v)
+		if r, ok := any(v).(refuser); ok && err == nil {
+			err = r.refused()
+		}
+		return err
 	}
 	f.register(c)
 	return c
 }
+
+// refuser is an answer that may say the daemon did not do what was asked
+// (printed all the same; the command then exits 4).
+type refuser interface{ refused() error }
+
+// refusedError: the daemon answered but refused the operation (exit 4).
+type refusedError struct{ error }
 
 // safe escapes the control characters (and invalid UTF-8) of text that
 // came from the daemon, so that stored text cannot drive the operator's
@@ -133,22 +146,66 @@ when the grade is NORMAL already.`,
 	return c
 }
 
+// checkAnswer is the answer of check: a pass that the disruption guard
+// or a pause stopped is refused (exit 4) once printed.
+type checkAnswer struct{ health.CheckResult }
+
+func (a checkAnswer) refused() error {
+	switch {
+	case a.Disruption:
+		return refusedError{errors.New("the disruption guard holds: nothing was done (check --force --reason ... overrides it once)")}
+	case a.Paused != nil:
+		return refusedError{errors.New("the cluster is paused: nodes were marked, nothing was repaired (resume to repair)")}
+	}
+	return nil
+}
+
 func newCheckCmd() *cobra.Command {
 	var f clientFlags
-	c := &cobra.Command{Use: "check", Short: "Run a CheckEngineHealth pass on the master now", Args: noArgs}
-	return clientCmd(c, &f, longOp,
-		func(ctx context.Context, cl *api.Client, _ []string) (health.CheckResult, error) {
-			return cl.Check(ctx)
+	var req api.CheckRequest
+	c := &cobra.Command{
+		Use:   "check",
+		Short: "Run a CheckEngineHealth pass on the master now",
+		Long: `Run a CheckEngineHealth pass on the master now: mark stale nodes, expire
+claims, repair interrupted instances, apply on_failure policies and due
+retries, judge failover grades.
+
+When most nodes look dead at once the disruption guard holds and the pass
+does nothing (exit 4, with the reason). An operator who knows those nodes
+are really gone may run one pass through the guard with --force --reason;
+it is recorded as a guard_override event. A paused cluster marks nodes
+but repairs nothing (exit 4); resume it first.`,
+		Example: `  enginehealth check
+  enginehealth check --force --reason "rack 3 lost power; nodes n4-n9 are gone"`,
+		Args: noArgs,
+	}
+	c = clientCmd(c, &f, longOp,
+		func(ctx context.Context, cl *api.Client, _ []string) (checkAnswer, error) {
+			if req.Force && strings.TrimSpace(req.Reason) == "" {
+				return checkAnswer{}, usageError{errors.New("--force needs --reason: say why the nodes the guard counts are really gone")}
+			}
+			res, err := cl.Check(ctx, req)
+			return checkAnswer{res}, err
 		},
-		func(w io.Writer, res health.CheckResult) error {
+		func(w io.Writer, a checkAnswer) error {
+			res := a.CheckResult
 			fmt.Fprintf(w, "run %d (%s)\n", res.RunID, res.Took.Round(time.Millisecond))
 			if res.Disruption {
-				_, err := fmt.Fprintf(w, "disruption mode: %d nodes look unresponsive at once (%s); nothing was done\n",
-					len(res.Stale), safe(strings.Join(res.Stale, ",")))
+				_, err := fmt.Fprintf(w, "disruption guard holds: %s\nnodes that look unresponsive: %s\n",
+					safe(res.DisruptionReason), safe(strings.Join(res.Stale, ", ")))
 				return err
+			}
+			if res.Forced {
+				fmt.Fprintf(w, "disruption guard overridden for this pass (recorded): %s\n", safe(res.DisruptionReason))
+			}
+			if res.Paused != nil {
+				fmt.Fprintf(w, "%s\nnodes marked, nothing repaired, expired or retried\n", safe(res.Paused.String()))
 			}
 			for _, ch := range append(append(res.NotResponding, res.Revived...), res.Forgotten...) {
 				fmt.Fprintf(w, "node %s: %s -> %s\n", safe(ch.Name), safe(ch.From), safe(cmp.Or(ch.To, "(forgotten)")))
+			}
+			if res.Paused != nil {
+				return nil
 			}
 			fmt.Fprintf(w, "claims expired: %d\n", res.Recovery.ClaimsExpired)
 			if err := recoveryTable(w, res.Recovery.Tasks, false); err != nil {
@@ -163,6 +220,55 @@ func newCheckCmd() *cobra.Command {
 			_, err := fmt.Fprintf(w, "due retries: %d back to begin, %d cancelled\n", res.Retries.Retried, res.Retries.Cancelled)
 			return err
 		})
+	c.Flags().BoolVar(&req.Force, "force", false, "run this one pass through the disruption guard (needs --reason)")
+	c.Flags().StringVar(&req.Reason, "reason", "", "why the guard may be overridden; recorded in the guard_override event")
+	return c
+}
+
+// newPauseCmd builds pause (paused true) or resume.
+func newPauseCmd(paused bool) *cobra.Command {
+	var f clientFlags
+	var reason string
+	c := &cobra.Command{
+		Use:   "resume",
+		Short: "Let automatic repair go on (token required)",
+		Long: `Let the master repair, expire claims and retry again; its next pass sweeps
+for everything left while paused. Refused (exit code 4) when not paused.`,
+		Example: `  enginehealth resume --reason "migration done"`,
+		Args:    noArgs,
+	}
+	if paused {
+		c = &cobra.Command{
+			Use:   "pause --reason TEXT",
+			Short: "Stop automatic repair cluster-wide (token required)",
+			Long: `Stop automatic repair until resume: the master keeps heartbeats, status
+marking, grades and the audit trail, but repairs, expires claims and retries
+nothing, and start-up recovery waits. Manual recover, retry and hold
+decisions still work. The switch is stored in the database: a new master
+stays paused. It waits for a running pass to end. Refused (exit code 4)
+when paused already.`,
+			Example: `  enginehealth pause --reason "engine schema migration, back at 14:00"
+  enginehealth status`,
+			Args: noArgs,
+		}
+	}
+	c = clientCmd(c, &f, longOp,
+		func(ctx context.Context, cl *api.Client, _ []string) (health.Pause, error) {
+			if paused && strings.TrimSpace(reason) == "" {
+				return health.Pause{}, usageError{errors.New("--reason is required: say why automatic repair stops")}
+			}
+			return cl.Pause(ctx, paused, reason)
+		},
+		func(w io.Writer, p health.Pause) error {
+			if p.Paused {
+				_, err := fmt.Fprintf(w, "%s\n", safe(p.String()))
+				return err
+			}
+			_, err := fmt.Fprintf(w, "resumed by %s at %s: %s\n", safe(p.Actor), p.Since.UTC().Format(time.RFC3339), safe(p.Reason))
+			return err
+		})
+	c.Flags().StringVar(&reason, "reason", "", "recorded in the event and shown in status")
+	return c
 }
 
 func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {

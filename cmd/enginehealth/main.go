@@ -61,8 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cerr *configs.Error
 	var uerr usageError
 	var serr *api.StatusError
+	var rerr refusedError
 	switch {
-	case errors.As(err, &serr) && serr.Code == http.StatusConflict:
+	case errors.As(err, &serr) && serr.Code == http.StatusConflict, errors.As(err, &rerr):
 		return exitRefused
 	case errors.As(err, &cerr), errors.As(err, &uerr):
 		return exitUsage
@@ -98,6 +99,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newNodeCmd(),
 		newStatusCmd(),
 		newCheckCmd(),
+		newPauseCmd(true),
+		newPauseCmd(false),
 		newRecoverCmd(),
 		newRunsCmd(),
 		newEventsCmd(),

@@ -198,8 +198,14 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		Workflows: workflows, Log: log})
 	var checker *health.Checker
 	var master *health.Master
+	apiPauses := health.NewPauses(apiDB, cfg.Database.Schema, events)
 	mx := metrics.New(metrics.Source{
-		Nodes: apiStore.List, HoldsOpen: reads.HoldsOpen, Period: sched.Period(), Tasks: metricTasks(workflows),
+		Paused: func(ctx context.Context) (bool, error) {
+			p, err := apiPauses.Current(ctx)
+			return p.Paused, err
+		},
+		EventsWritten: func(ctx context.Context) (int64, error) { return events.LastID(ctx, apiDB) },
+		Nodes:         apiStore.List, HoldsOpen: reads.HoldsOpen, Period: sched.Period(), Tasks: metricTasks(workflows),
 		Status: hb.Status, Grade: hb.Grade,
 		Master: func() (bool, int64) {
 			st := master.Status()
@@ -215,6 +221,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		ForgetAfter:             cfg.Health.ForgetAfter,
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
 		Grades:                  new(cfg.Failover.Grades()),
+		Pauses:                  health.NewPauses(db, cfg.Database.Schema, events),
 		OnPass:                  mx.ObservePass,
 		Log:                     log,
 	})
@@ -236,8 +243,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
-			Token:    cfg.API.Token,
-			Ops:      &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads},
+			Token: cfg.API.Token,
+			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads,
+				Pauses: apiPauses},
 			Metrics:  mx.Handler(),
 			Requests: mx.ObserveRequest,
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {

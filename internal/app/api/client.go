@@ -154,9 +154,20 @@ func (c *Client) ResetGrade(ctx context.Context, name, reason string) (nodes.Gra
 }
 
 // Check runs a CheckEngineHealth pass on the master now.
-func (c *Client) Check(ctx context.Context) (health.CheckResult, error) {
+func (c *Client) Check(ctx context.Context, req CheckRequest) (health.CheckResult, error) {
 	var res health.CheckResult
-	return res, c.do(ctx, http.MethodPost, "/v1/check", struct{}{}, &res)
+	return res, c.do(ctx, http.MethodPost, "/v1/check", req, &res)
+}
+
+// Pause stops automatic repair cluster-wide (paused true) or lets it go
+// on.
+func (c *Client) Pause(ctx context.Context, paused bool, reason string) (health.Pause, error) {
+	var p health.Pause
+	path := "/v1/resume"
+	if paused {
+		path = "/v1/pause"
+	}
+	return p, c.do(ctx, http.MethodPost, path, AckRequest{Reason: reason}, &p)
 }
 
 // Recover runs (or, with DryRun, plans) a recovery run on the master.

@@ -89,11 +89,23 @@ func (s *store) Events(_ context.Context, p audit.ListParams) ([]audit.Event, er
 	return nil, s.call("events", p.Node)
 }
 
-func (s *store) Check(context.Context) (health.CheckResult, error) {
+func (s *store) Check(_ context.Context, req health.CheckRequest) (health.CheckResult, error) {
 	if s.slow != nil {
 		s.slow()
 	}
-	return health.CheckResult{RunID: 1}, s.call("check")
+	return health.CheckResult{RunID: 1, Forced: req.Force}, s.call("check", req.Reason)
+}
+
+func (s *store) Pause(_ context.Context, actor, reason string) (health.Pause, error) {
+	return health.Pause{Paused: true, Actor: actor, Reason: reason}, s.call("pause", reason)
+}
+
+func (s *store) Resume(_ context.Context, actor, reason string) (health.Pause, error) {
+	return health.Pause{Actor: actor, Reason: reason}, s.call("resume", reason)
+}
+
+func (s *store) PauseState(context.Context) (health.Pause, error) {
+	return health.Pause{}, s.call("pause state")
 }
 
 func (s *store) Recover(_ context.Context, sc recovery.Scope) (recovery.Result, error) {
@@ -198,6 +210,15 @@ func TestHostileInput(t *testing.T) {
 		{"form body", "POST", "/v1/nodes/n/ack", "application/x-www-form-urlencoded", `reason=x`, 415, "Content-Type application/json"},
 		{"check: unknown field", "POST", "/v1/check", json, `{"x":1}`, 400, `body: unknown field "x"`},
 		{"check: trailing data", "POST", "/v1/check", json, `{} {}`, 400, "body: unexpected data after the JSON value"},
+		{"check: force without reason", "POST", "/v1/check", json, `{"force":true}`, 400, "body.reason: required with force"},
+		{"check: force with blank reason", "POST", "/v1/check", json, `{"force":true,"reason":"  "}`, 400, "body.reason: required with force"},
+		{"check: force not a bool", "POST", "/v1/check", json, `{"force":"yes","reason":"x"}`, 400, "body.force: want true or false"},
+		{"check: escape in reason", "POST", "/v1/check", json, `{"force":true,"reason":"\u001b[2J"}`, 400, "body.reason"},
+		{"pause: no reason", "POST", "/v1/pause", json, `{}`, 400, "body.reason: required"},
+		{"pause: empty body", "POST", "/v1/pause", json, ``, 400, "body.reason: required"},
+		{"pause: NUL in reason", "POST", "/v1/pause", json, `{"reason":"a\u0000"}`, 400, "body.reason"},
+		{"pause: unknown field", "POST", "/v1/pause", json, `{"reason":"x","until":"1h"}`, 400, `body: unknown field "until"`},
+		{"resume: newline in reason", "POST", "/v1/resume", json, `{"reason":"a\nb"}`, 400, "body.reason"},
 		{"recovery: workflows not an array", "POST", "/v1/recovery", json, `{"workflows":"a"}`, 400, "body.workflows: want an array"},
 		{"recovery: dry_run not a bool", "POST", "/v1/recovery", json, `{"dry_run":1}`, 400, "body.dry_run: want true or false"},
 		{"recovery: unknown field", "POST", "/v1/recovery", json, `{"dry_run":true,"force":1}`, 400, `body: unknown field "force"`},
@@ -270,6 +291,9 @@ func TestHostileInput(t *testing.T) {
 		{"POST", "/v1/nodes/n/ack", `{"reason":"دیسک‌ها عوض شد 👩‍🔧"}`}, // zero-width (non-)joiners are text
 		{"POST", "/v1/nodes/n/ack", ""},
 		{"POST", "/v1/check", `{}`},
+		{"POST", "/v1/check", `{"force":true,"reason":"rack 3 is gone"}`},
+		{"POST", "/v1/pause", `{"reason":"schema migration"}`},
+		{"POST", "/v1/resume", ``},
 		{"POST", "/v1/recovery", ` {"workflows":["orders"],"dry_run":true} ` + "\n"},
 	} {
 		if rec := do(h, c.method, c.target, json, c.body); rec.Code != http.StatusOK {

@@ -231,7 +231,7 @@ func TestLongRoutesOutliveServerTimeouts(t *testing.T) {
 	s.slow = func() { <-time.After(3 * timeout) } // a run that takes a while
 	addr, _ := serve(t, h, slog.New(slog.NewTextHandler(io.Discard, nil)), ServerOptions{ReadTimeout: timeout, WriteTimeout: timeout})
 	cl := NewClient(addr, "tok")
-	res, err := cl.Check(t.Context())
+	res, err := cl.Check(t.Context(), CheckRequest{})
 	if err != nil || res.RunID != 1 {
 		t.Fatalf("POST /v1/check slower than the server's timeouts: %+v, %v", res, err)
 	}

@@ -60,7 +60,10 @@ type NodeAcker interface {
 // MasterOps are the operations that need master-ship; on a non-master
 // node they fail with health.ErrNotMaster and the request is forwarded.
 type MasterOps interface {
-	Check(ctx context.Context) (health.CheckResult, error)
+	Check(ctx context.Context, req health.CheckRequest) (health.CheckResult, error)
+	Pause(ctx context.Context, actor, reason string) (health.Pause, error)
+	Resume(ctx context.Context, actor, reason string) (health.Pause, error)
+	PauseState(ctx context.Context) (health.Pause, error)
 	Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error)
 	Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error)
 	Runs(ctx context.Context, limit int) ([]recovery.RunRow, error)
@@ -69,6 +72,14 @@ type MasterOps interface {
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
 	Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error)
 	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
+}
+
+// CheckRequest is the optional body of POST /v1/check.
+type CheckRequest struct {
+	// Force runs the pass through the disruption guard, once; Reason is
+	// then required and recorded in a guard_override event.
+	Force  bool   `json:"force"`
+	Reason string `json:"reason"`
 }
 
 // RecoveryRequest is the body of POST /v1/recovery.
@@ -164,6 +175,8 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", h.mutation(h.limited(h.resetGrade)))
 	mux.HandleFunc("POST /v1/check", h.mutation(h.check))
 	mux.HandleFunc("POST /v1/recovery", h.mutation(h.recovery))
+	mux.HandleFunc("POST /v1/pause", h.mutation(h.pause(true)))
+	mux.HandleFunc("POST /v1/resume", h.mutation(h.pause(false)))
 	mux.HandleFunc("POST /v1/holds/retry", h.mutation(h.decideHolds(recovery.DecideRetry)))
 	mux.HandleFunc("POST /v1/holds/fail", h.mutation(h.decideHolds(recovery.DecideFail)))
 	mux.HandleFunc("POST /v1/retry", h.mutation(h.retry))
@@ -248,12 +261,7 @@ func nodeDecision(w http.ResponseWriter, r *http.Request, defaultReason string) 
 		return "", "", false
 	}
 	var req AckRequest
-	if _, ok := decodeBody(w, r, &req); !ok {
-		return "", "", false
-	}
-	if p := textProblem(req.Reason, maxReason); p != "" {
-		writeProblem(w, http.StatusBadRequest, "body.reason: "+p,
-			fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters", maxReason))
+	if _, ok := decodeReasoned(w, r, &req, &req.Reason); !ok {
 		return "", "", false
 	}
 	return name, cmp.Or(req.Reason, defaultReason), true
@@ -352,22 +360,83 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
-func (h *handler) check(w http.ResponseWriter, r *http.Request) {
-	body, ok := decodeBody(w, r, &struct{}{})
+// decodeReasoned decodes the body into v, whose reason field is reason,
+// and checks the reason's text; false: the request was answered.
+func decodeReasoned(w http.ResponseWriter, r *http.Request, v any, reason *string) ([]byte, bool) {
+	body, ok := decodeBody(w, r, v)
 	if !ok {
+		return nil, false
+	}
+	if p := textProblem(*reason, maxReason); p != "" {
+		writeProblem(w, http.StatusBadRequest, "body.reason: "+p,
+			fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters", maxReason))
+		return nil, false
+	}
+	return body, true
+}
+
+func (h *handler) check(w http.ResponseWriter, r *http.Request) {
+	var req CheckRequest
+	body, ok := decodeReasoned(w, r, &req, &req.Reason)
+	if !ok {
+		return
+	}
+	if req.Force && strings.TrimSpace(req.Reason) == "" {
+		writeProblem(w, http.StatusBadRequest, "body.reason: required with force",
+			"say why the nodes the guard counts as cut off are really gone; it is recorded in a guard_override event")
 		return
 	}
 	h.extendDeadlines(w)
 	// A run, once started, completes even if the client goes away.
-	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()))
+	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()),
+		health.CheckRequest{Force: req.Force, Actor: h.cfg.Self + " (operator)", Reason: req.Reason})
 	switch {
 	case errors.Is(err, health.ErrNotMaster):
 		h.forward(w, r, body)
 	case err != nil:
 		h.internal(w, r, err)
 	default:
-		h.reqLog(r).InfoContext(r.Context(), "check run by an operator", "run", res.RunID, "took", res.Took.Round(time.Millisecond))
+		log := h.reqLog(r)
+		if res.Forced {
+			log.WarnContext(r.Context(), "disruption guard overridden by an operator", "run", res.RunID, "reason", req.Reason)
+		}
+		log.InfoContext(r.Context(), "check run by an operator", "run", res.RunID, "force", req.Force, "took", res.Took.Round(time.Millisecond))
 		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// pause: POST /v1/pause and /v1/resume, on the master (forwarded).
+func (h *handler) pause(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req AckRequest
+		body, ok := decodeReasoned(w, r, &req, &req.Reason)
+		if !ok {
+			return
+		}
+		op, what := h.cfg.Ops.Resume, "resumed"
+		if paused {
+			op, what = h.cfg.Ops.Pause, "paused"
+			if strings.TrimSpace(req.Reason) == "" {
+				writeProblem(w, http.StatusBadRequest, "body.reason: required", "say why automatic repair stops; it is shown in status until a resume")
+				return
+			}
+		}
+		h.extendDeadlines(w)
+		// It waits for a running pass; once begun it completes.
+		p, err := op(context.WithoutCancel(r.Context()), h.cfg.Self+" (operator)", cmp.Or(req.Reason, what+" by an operator"))
+		switch {
+		case errors.Is(err, health.ErrNotMaster):
+			h.forward(w, r, body)
+		case errors.Is(err, health.ErrPaused):
+			writeProblem(w, http.StatusConflict, "paused already", p.String())
+		case errors.Is(err, health.ErrNotPaused):
+			writeError(w, http.StatusConflict, "not paused")
+		case err != nil:
+			h.internal(w, r, err)
+		default:
+			h.reqLog(r).InfoContext(r.Context(), "automatic repair "+what+" by an operator", "actor", p.Actor, "reason", p.Reason)
+			writeJSON(w, http.StatusOK, p)
+		}
 	}
 }
 

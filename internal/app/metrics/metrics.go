@@ -39,6 +39,11 @@ type Source struct {
 	// last pass was in disruption mode.
 	Passes    func() health.PassStats
 	Disrupted func() bool
+	// Paused reads the cluster's pause switch.
+	Paused func(ctx context.Context) (bool, error)
+	// EventsWritten reads the id of the newest event (events ever
+	// written, cluster-wide).
+	EventsWritten func(ctx context.Context) (int64, error)
 	// Timeout of the scrape's database reads; default 2 s.
 	Timeout time.Duration
 	// Tasks: the configured workflow tasks, whose repair counters are
@@ -159,6 +164,7 @@ type scrape struct {
 	src                                                      Source
 	nodes, age, grade, dbUp, self, selfGrade, master, term   *prometheus.Desc
 	disruption, lastSuccess, failures, holds, oldest, period *prometheus.Desc
+	paused, events                                           *prometheus.Desc
 }
 
 func newScrape(src Source) *scrape {
@@ -183,6 +189,8 @@ func newScrape(src Source) *scrape {
 		holds:       d("holds_open", "Instances held for an operator's decision."),
 		oldest:      d("holds_oldest_age_seconds", "Seconds the oldest open hold has waited; 0 when none."),
 		period:      d("check_period_seconds", "The period of the CheckEngineHealth schedule."),
+		paused:      d("paused", "1 while the cluster is paused (no automatic repair, expiry or retry)."),
+		events:      d("events_written_total", "Events written to the audit trail, cluster-wide (the newest event id)."),
 	}
 }
 
@@ -190,7 +198,7 @@ func newScrape(src Source) *scrape {
 // happens before the daemon's parts exist).
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
-		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period} {
+		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.events} {
 		ch <- d
 	}
 }
@@ -228,6 +236,16 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		if n, age, err := s.src.HoldsOpen(ctx); err == nil {
 			gauge(s.holds, float64(n))
 			gauge(s.oldest, age.Seconds())
+		}
+	}
+	if s.src.Paused != nil {
+		if p, err := s.src.Paused(ctx); err == nil {
+			gauge(s.paused, b2f(p))
+		}
+	}
+	if s.src.EventsWritten != nil {
+		if n, err := s.src.EventsWritten(ctx); err == nil {
+			ch <- prometheus.MustNewConstMetric(s.events, prometheus.CounterValue, float64(n))
 		}
 	}
 	if s.src.Status != nil {

@@ -25,14 +25,16 @@ func source(dbErr error) Source {
 				{Name: "n2", Status: nodes.StatusNotResponding, FailoverGrade: nodes.GradeError, SecondsSinceActive: 62},
 			}, dbErr
 		},
-		HoldsOpen: func(context.Context) (int64, time.Duration, error) { return 1, 90 * time.Minute, dbErr },
-		Period:    15 * time.Second,
-		Status:    func() string { return nodes.StatusReady },
-		Grade:     func() string { return nodes.GradeWarning },
-		Master:    func() (bool, int64) { return true, 7 },
-		Passes:    func() health.PassStats { return health.PassStats{LastSuccess: time.Now(), ConsecutiveFailures: 0} },
-		Disrupted: func() bool { return false },
-		Tasks:     []Task{{"orders", "reserve"}, {"orders", "ship"}},
+		HoldsOpen:     func(context.Context) (int64, time.Duration, error) { return 1, 90 * time.Minute, dbErr },
+		Period:        15 * time.Second,
+		Status:        func() string { return nodes.StatusReady },
+		Grade:         func() string { return nodes.GradeWarning },
+		Master:        func() (bool, int64) { return true, 7 },
+		Passes:        func() health.PassStats { return health.PassStats{LastSuccess: time.Now(), ConsecutiveFailures: 0} },
+		Disrupted:     func() bool { return false },
+		Paused:        func(context.Context) (bool, error) { return true, dbErr },
+		EventsWritten: func(context.Context) (int64, error) { return 1234, dbErr },
+		Tasks:         []Task{{"orders", "reserve"}, {"orders", "ship"}},
 	}
 }
 
@@ -78,6 +80,8 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_self_status{status="Ready"} 1`,
 		`enginehealth_self_failover_grade{grade="WARNING"} 1`,
 		`enginehealth_is_master 1`,
+		`enginehealth_paused 1`,
+		`enginehealth_events_written_total 1234`,
 		`enginehealth_master_term 7`,
 		`enginehealth_disruption_mode 0`,
 		`enginehealth_holds_open 1`,

@@ -23,8 +23,15 @@ const (
 	KindNodeForgotten    = "node_forgotten"
 	// KindNodeGrade: a node's failover grade changed (or, capped by
 	// max_error_fraction, stayed WARNING for a new signature).
-	KindNodeGrade    = "node_grade"
-	KindDisruption   = "disruption"
+	KindNodeGrade  = "node_grade"
+	KindDisruption = "disruption"
+	// KindGuardOverride: an operator's check --force ran a pass the
+	// disruption guard would have stopped.
+	KindGuardOverride = "guard_override"
+	// KindPaused, KindResumed: an operator paused or resumed automatic
+	// repair.
+	KindPaused       = "paused"
+	KindResumed      = "resumed"
 	KindRepair       = "instance_repaired"
 	KindClaimExpired = "claim_expired"
 	// Retry policies (on_interrupt, on_failure).
@@ -88,6 +95,16 @@ func New(schema string) *Log {
 			VALUES (:kind, nullif(:actor, ''), :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
 		view: view,
 	}
+}
+
+// LastID returns the id of the newest event (0 when none): it only
+// grows, so it counts the events ever written.
+func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
+	var id int64
+	if err := sqlx.GetContext(ctx, q, &id, `SELECT coalesce(max(id), 0) FROM `+l.table); err != nil {
+		return 0, fmt.Errorf("read the last event id: %w", err)
+	}
+	return id, nil
 }
 
 // Columns gives an event column by column as SQL expressions (over the

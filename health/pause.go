@@ -1,0 +1,100 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Pause is the cluster's pause switch (one row of the pause table).
+// While paused the master keeps heartbeats, status marking, grades and
+// the audit trail, but makes no automatic repair, claim expiry, on_failure
+// decision or retry, and defers start-up recovery; an operator's recover,
+// retry and hold decisions still work.
+type Pause struct {
+	Paused bool `db:"paused" json:"paused"`
+	// Since: when it was paused (or resumed, when not paused).
+	Since time.Time `db:"changed_at" json:"since"`
+	// Actor and Reason of the last pause or resume.
+	Actor  string `db:"actor" json:"actor"`
+	Reason string `db:"reason" json:"reason"`
+	// Term of the master that recorded it.
+	Term *int64 `db:"term" json:"term,omitempty"`
+}
+
+// String says who paused, when and why ("" when not paused).
+func (p Pause) String() string {
+	if !p.Paused {
+		return ""
+	}
+	return fmt.Sprintf("paused by %s at %s: %s", p.Actor, p.Since.UTC().Format(time.RFC3339), p.Reason)
+}
+
+// Errors of Ops.Pause and Ops.Resume.
+var (
+	ErrPaused    = errors.New("health: paused already")
+	ErrNotPaused = errors.New("health: not paused")
+)
+
+// Pauses reads and writes the pause switch of one sidecar schema.
+type Pauses struct {
+	db     *sqlx.DB
+	table  string
+	events *audit.Log
+}
+
+// NewPauses returns the pause switch of schema ("" means enginehealth);
+// Current reads it through db.
+func NewPauses(db *sqlx.DB, schema string, events *audit.Log) *Pauses {
+	if schema == "" {
+		schema = "enginehealth"
+	}
+	return &Pauses{db: db, table: pq.QuoteIdentifier(schema) + ".pause", events: events}
+}
+
+// Current returns the pause switch as the database has it now.
+func (p *Pauses) Current(ctx context.Context) (Pause, error) {
+	return p.Read(ctx, p.db)
+}
+
+// Read returns the pause switch, read through q.
+func (p *Pauses) Read(ctx context.Context, q sqlx.QueryerContext) (Pause, error) {
+	var s Pause
+	if err := sqlx.GetContext(ctx, q, &s, `SELECT paused, changed_at, actor, reason, term FROM `+p.table); err != nil {
+		return Pause{}, fmt.Errorf("read pause: %w", err)
+	}
+	return s, nil
+}
+
+// set turns the switch to paused in the master's fenced tx, with an event;
+// ErrPaused or ErrNotPaused (wrapped with who and why) when it is there
+// already.
+func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, actor, reason string) (Pause, error) {
+	var cur Pause
+	if err := tx.GetContext(ctx, &cur, `SELECT paused, changed_at, actor, reason, term FROM `+p.table+` FOR UPDATE`); err != nil {
+		return Pause{}, fmt.Errorf("read pause: %w", err)
+	}
+	switch {
+	case paused && cur.Paused:
+		return cur, fmt.Errorf("%w: %s", ErrPaused, cur)
+	case !paused && !cur.Paused:
+		return cur, ErrNotPaused
+	}
+	var s Pause
+	if err := tx.GetContext(ctx, &s, `UPDATE `+p.table+` SET paused = $1, changed_at = now(), actor = $2, reason = $3, term = $4
+		RETURNING paused, changed_at, actor, reason, term`, paused, actor, reason, tx.Term); err != nil {
+		return Pause{}, fmt.Errorf("write pause: %w", err)
+	}
+	kind := audit.KindResumed
+	if paused {
+		kind = audit.KindPaused
+	}
+	term := tx.Term
+	return s, p.events.Write(ctx, tx, audit.Event{Kind: kind, Actor: actor, Term: &term, Reason: reason})
+}
