@@ -17,7 +17,9 @@ build:
 # detector (with a shorter stress run).
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 15m ./...
+	rm -rf test-output && mkdir -p test-output
+	$(GO) test -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output ./...
+	@find test-output -name status-page.png -printf "status page screenshot: %p\n"
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s ./configs
 	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
 

@@ -83,6 +83,9 @@ type PassStats struct {
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	// LastError of the last failed pass.
 	LastError string `json:"last_error,omitempty"`
+	// Disruption says why the last pass that succeeded did nothing: the
+	// disruption guard held ("" when it did not).
+	Disruption string `json:"disruption,omitempty"`
 }
 
 // Stats returns the pass statistics. It does not wait for a running pass.
@@ -99,7 +102,7 @@ func notAPass(ctx context.Context, err error) bool {
 }
 
 // record counts a pass outcome (not one that is notAPass).
-func (c *Checker) record(ctx context.Context, err error) {
+func (c *Checker) record(ctx context.Context, res CheckResult, err error) {
 	if notAPass(ctx, err) {
 		return
 	}
@@ -108,6 +111,10 @@ func (c *Checker) record(ctx context.Context, err error) {
 	if err == nil {
 		c.stats.LastSuccess = c.now()
 		c.stats.ConsecutiveFailures = 0
+		c.stats.Disruption = ""
+		if res.Disruption {
+			c.stats.Disruption = res.DisruptionReason
+		}
 		return
 	}
 	c.stats.LastFailure = c.now()
@@ -217,7 +224,7 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, res
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() {
-		c.record(ctx, err)
+		c.record(ctx, res, err)
 		if c.cfg.OnPass != nil && !notAPass(ctx, err) {
 			c.cfg.OnPass(res, err)
 		}

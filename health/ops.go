@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -133,6 +134,16 @@ func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.Retry
 // Instance returns what the sidecar knows of one instance.
 func (p *Ops) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
 	return p.reads().Instance(ctx, ref, limit)
+}
+
+// HoldsOpen counts the open holds and the oldest one's wait.
+func (p *Ops) HoldsOpen(ctx context.Context) (int64, time.Duration, error) {
+	return p.reads().HoldsOpen(ctx)
+}
+
+// Run returns one run with what it did per workflow task.
+func (p *Ops) Run(ctx context.Context, id int64) (recovery.RunDetail, error) {
+	return p.reads().Run(ctx, id)
 }
 
 // RetryStats returns the retry statistics by workflow and task.

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/enginehealth/enginehealth/leader"
+	"strings"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -94,6 +95,44 @@ func columnsOf(grades string) string {
 	coalesce(` + g("g.reason") + `, '') AS grade_reason,
 	status_changed_at, status_changed_by, status_reason,
 	extract(epoch FROM now() - last_active)::float8 AS seconds_since_active`
+}
+
+// noHeartbeat begins the reason of a node marked Not responding (then the
+// threshold, who marked it and in which term).
+const noHeartbeat = "no heartbeat for more than "
+
+// Why says in words why node n is where it is: how long it has been
+// silent and who marked it, what it waits for, and its failover grade
+// when not NORMAL. Empty for a Ready NORMAL node.
+func Why(n Node) string {
+	var why string
+	switch n.Status {
+	case StatusNotResponding:
+		why = fmt.Sprintf("no heartbeat for %.0f s", n.SecondsSinceActive)
+		if rest, ok := strings.CutPrefix(n.StatusReason, noHeartbeat); ok {
+			why += " > " + rest // "> 30s; marked by n2 in term 7"
+		} else if n.StatusReason != "" {
+			why += "; " + n.StatusReason
+		}
+	case StatusUnexpectedShutdown:
+		why = n.StatusReason + "; stays out of service until an operator runs: enginehealth node ack " + n.Name
+	case StatusRecovering:
+		why = "waiting for the master to finish recovery and bring it to Ready"
+		if n.StatusReason != "" {
+			why = n.StatusReason + "; " + why
+		}
+	}
+	if n.FailoverGrade != "" && n.FailoverGrade != GradeNormal {
+		g := "failover grade " + n.FailoverGrade
+		if n.GradeReason != "" {
+			g += ": " + n.GradeReason
+		}
+		if why != "" {
+			why += "; "
+		}
+		why += g
+	}
+	return why
 }
 
 // Store reads and writes node records of one sidecar schema.
@@ -449,7 +488,7 @@ func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, k
 // still in service and stale (re-checked in the UPDATE), with an event each.
 func (s *Store) MarkNotResponding(ctx context.Context, tx *leader.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
-	reason := fmt.Sprintf("no heartbeat for more than %s", threshold.Round(time.Millisecond))
+	reason := fmt.Sprintf("%s%s; marked by %s in term %d", noHeartbeat, threshold.Round(time.Millisecond), m.Actor, m.Term)
 	err := sqlx.SelectContext(ctx, tx, &cs,
 		`WITH old AS (SELECT name, status FROM `+s.table+` WHERE name = ANY($1) FOR UPDATE)
 		 UPDATE `+s.table+` AS n SET status = '`+StatusNotResponding+`', is_master = false,

@@ -2,13 +2,16 @@ package recovery
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/jmoiron/sqlx"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
 )
 
 // Run kinds.
@@ -140,6 +143,44 @@ func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, 
 			 WHERE id = $1 AND status = 'running'`, old.ID, note)
 		return err
 	})
+}
+
+// ErrNoRun: no run has the id asked for.
+var ErrNoRun = errors.New("recovery: no such run")
+
+// RunDetail is one run with what it did per workflow task.
+type RunDetail struct {
+	RunRow
+	// Took: from start to finish (to now while it runs).
+	Took time.Duration `json:"took_ns"`
+	// Counts: its events about workflow tasks, by workflow, task, kind
+	// and the state instances went to.
+	Counts []audit.Count `json:"counts"`
+}
+
+// Run returns run id with its counts; ErrNoRun when there is none.
+func (r *Repairer) Run(ctx context.Context, id int64) (RunDetail, error) {
+	var d RunDetail
+	var now time.Time
+	err := sqlx.GetContext(ctx, r.cfg.DB, &d.RunRow,
+		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
+		 FROM `+r.runs+` WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("%w: %d", ErrNoRun, id)
+	}
+	if err != nil {
+		return d, fmt.Errorf("read run %d: %w", id, err)
+	}
+	if err := sqlx.GetContext(ctx, r.cfg.DB, &now, `SELECT now()`); err != nil {
+		return d, fmt.Errorf("read the clock: %w", err)
+	}
+	end := now
+	if d.FinishedAt != nil {
+		end = *d.FinishedAt
+	}
+	d.Took = end.Sub(d.StartedAt)
+	d.Counts, err = r.cfg.Events.RunCounts(ctx, r.cfg.DB, id, d.StartedAt, end)
+	return d, err
 }
 
 // ListRuns returns the latest runs, newest first.

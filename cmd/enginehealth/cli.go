@@ -7,15 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/spf13/cobra"
 )
@@ -49,21 +53,31 @@ func (f *clientFlags) client() (*api.Client, error) {
 	return api.NewClient(addr, token), nil
 }
 
-// statusReport is the output of `enginehealth status`.
+// statusReport is the output of `enginehealth status`: the node's
+// liveness and the cluster's status (GET /v1/status); when the status
+// cannot be read (the database is down), this node's readiness and why
+// the status could not be read.
 type statusReport struct {
 	Health api.Health  `json:"health"`
-	Ready  api.Ready   `json:"ready"`
-	Leader *api.Leader `json:"leader"`
-	// LeaderError explains a missing leader.
-	LeaderError string `json:"leader_error,omitempty"`
+	Status *api.Status `json:"status"`
+	// Ready and StatusError: only when Status could not be read.
+	Ready       *api.Ready `json:"ready,omitempty"`
+	StatusError string     `json:"status_error,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
 	var f clientFlags
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Show this node's health, readiness and the master; exit 0 only when Ready",
-		Args:  noArgs,
+		Short: "Show the cluster on one screen; exit 0 only when this node is Ready",
+		Long: `Show this node (status, readiness, liveness checks), the acting master and
+its term, whether the cluster is paused or the disruption guard holds, the
+master's check passes, the nodes that are not Ready or not NORMAL and why,
+the last run and the holds waiting. Exit 0 only when this node is ready
+(1 otherwise, 3 when the daemon is unreachable).`,
+		Example: `  enginehealth status
+  enginehealth status --api 10.0.0.7:8642 -o json`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cl, err := f.client()
 			if err != nil {
@@ -75,43 +89,29 @@ func newStatusCmd() *cobra.Command {
 			if rep.Health, err = cl.Health(ctx); err != nil && !isStatus(err) {
 				return err
 			}
-			if rep.Ready, err = cl.Ready(ctx); err != nil && !isStatus(err) {
-				return err
-			}
-			if l, err := cl.Leader(ctx); err == nil {
-				rep.Leader = &l
-			} else if isStatus(err) {
-				rep.LeaderError = err.Error()
-			} else {
+			st, err := cl.Status(ctx)
+			switch {
+			case err == nil:
+				rep.Status = &st
+			case isStatus(err):
+				rep.StatusError = err.Error()
+				r, err := cl.Ready(ctx)
+				if err != nil && !isStatus(err) {
+					return err
+				}
+				rep.Ready = &r
+			default:
 				return err
 			}
 			if f.output == "json" {
-				if err := writeJSON(c.OutOrStdout(), rep); err != nil {
-					return err
-				}
+				err = writeJSON(c.OutOrStdout(), rep)
 			} else {
-				w := c.OutOrStdout()
-				fmt.Fprintf(w, "health   %s\n", safe(rep.Health.Status))
-				for name, res := range rep.Health.Checks {
-					fmt.Fprintf(w, "  %-7s %s\n", safe(name), safe(res))
-				}
-				fmt.Fprintf(w, "node     %s", safe(rep.Ready.Status))
-				if rep.Ready.Reason != "" {
-					fmt.Fprintf(w, " (%s)", safe(rep.Ready.Reason))
-				}
-				fmt.Fprintln(w)
-				if l := rep.Leader; l != nil {
-					fmt.Fprintf(w, "master   %s at %s, term %d, in office since %s\n", safe(l.Name), safe(l.APIAddress),
-						l.Term, l.Since.Format(time.RFC3339))
-					fmt.Fprintf(w, "checks   %s\n", safe(passSummary(l.Passes, time.Now())))
-					if l.Stuck != "" {
-						fmt.Fprintf(w, "  STUCK  %s\n", safe(l.Stuck))
-					}
-				} else {
-					fmt.Fprintf(w, "master   none acting: %s\n", safe(rep.LeaderError))
-				}
+				err = statusTable(c.OutOrStdout(), rep, time.Now())
 			}
-			if !rep.Ready.Ready {
+			if err != nil {
+				return err
+			}
+			if rep.Status != nil && !rep.Status.Node.Ready.Ready || rep.Ready != nil && !rep.Ready.Ready {
 				return errNotReady
 			}
 			return nil
@@ -119,6 +119,94 @@ func newStatusCmd() *cobra.Command {
 	}
 	f.register(c)
 	return c
+}
+
+// statusTable prints a status report on one screen.
+func statusTable(w io.Writer, rep statusReport, now time.Time) error {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-9s"+format+"\n", append([]any{label}, args...)...)
+	}
+	rd := rep.Ready
+	if rep.Status != nil {
+		rd = &rep.Status.Node.Ready
+	}
+	if rd != nil {
+		text := safe(rd.Status)
+		if rd.Grade != "" {
+			text += ", grade " + safe(rd.Grade)
+		}
+		if !rd.Ready {
+			text += ": not ready"
+			if rd.Reason != "" {
+				text += " (" + safe(rd.Reason) + ")"
+			}
+		}
+		line("node", "%s", text)
+	}
+	line("health", "%s", safe(rep.Health.Status))
+	for _, name := range slices.Sorted(maps.Keys(rep.Health.Checks)) {
+		if res := rep.Health.Checks[name]; res != "ok" {
+			line("", "%s: %s", safe(name), safe(res))
+		}
+	}
+	st := rep.Status
+	if st == nil {
+		line("cluster", "cannot be read: %s", safe(rep.StatusError))
+		return nil
+	}
+	if l := st.Master; l != nil {
+		line("master", "%s at %s, term %d, in office since %s", safe(l.Name), safe(l.APIAddress), l.Term, l.Since.Format(time.RFC3339))
+		line("checks", "%s", safe(passSummary(st.Checks, now)))
+		if l.Stuck != "" {
+			line("", "STUCK: %s", safe(l.Stuck))
+		}
+	} else {
+		line("master", "none acting: %s", safe(st.MasterError))
+	}
+	if st.Paused.Paused {
+		line("paused", "%s; no automatic repair until enginehealth resume", safe(st.Paused.String()))
+	}
+	if st.Disruption != "" {
+		line("guard", "HOLDS: %s", safe(st.Disruption))
+	}
+	var counts []string
+	for _, s := range []string{nodes.StatusReady, nodes.StatusRecovering, nodes.StatusNotResponding, nodes.StatusUnexpectedShutdown} {
+		if n := st.Nodes[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	line("nodes", "%s", cmp.Or(strings.Join(counts, ", "), "none registered"))
+	if len(st.NotReady) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, n := range st.NotReady {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s ago\t%s\n", safe(n.Name), safe(n.Status), safe(n.Grade),
+				(time.Duration(n.SecondsSinceActive) * time.Second).String(), safe(n.Why))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if r := st.LastRun; r != nil {
+		line("last run", "%d %s (%s, term %d) %s %s ago: %d claims expired, %d of %d instances repaired%s", r.ID, safe(r.Kind), safe(r.Trigger), r.Term,
+			safe(r.Status), now.Sub(r.StartedAt).Round(time.Second), r.ClaimsExpired, r.Done, r.Planned, safe(prefixed("; ", r.Error)))
+	} else {
+		line("last run", "none yet")
+	}
+	if st.Holds.Open > 0 {
+		line("holds", "%d waiting for an operator, the oldest for %s (enginehealth holds)", st.Holds.Open,
+			(time.Duration(st.Holds.OldestAgeSeconds) * time.Second).String())
+	} else {
+		line("holds", "none waiting")
+	}
+	return nil
+}
+
+// prefixed is p+s, or "" when s is empty.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }
 
 var errNotReady = errors.New("node not ready")

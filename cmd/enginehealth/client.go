@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -320,13 +321,33 @@ func newRecoverCmd() *cobra.Command {
 func newRunsCmd() *cobra.Command {
 	var f clientFlags
 	var limit int
-	c := clientCmd(&cobra.Command{Use: "runs", Short: "List the latest check and recovery runs", Args: noArgs}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, _ []string) ([]recovery.RunRow, error) {
+	c := clientCmd(&cobra.Command{
+		Use:   "runs [ID]",
+		Short: "List the latest check and recovery runs, or show one",
+		Long: `List the latest check and recovery runs, newest first; with an ID, show that
+run: what it did per workflow task (repairs, expiries, retries, holds, by the
+state instances went to), its duration and its error.`,
+		Example: `  enginehealth runs --limit 5
+  enginehealth runs 42
+  enginehealth runs 42 -o json`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+	}, &f, 30*time.Second,
+		func(ctx context.Context, cl *api.Client, args []string) (any, error) {
+			if len(args) == 1 {
+				id, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil || id <= 0 {
+					return nil, usageError{fmt.Errorf("run id %q: want a positive integer", args[0])}
+				}
+				return cl.Run(ctx, id)
+			}
 			return cl.Runs(ctx, limit)
 		},
-		func(w io.Writer, rs []recovery.RunRow) error {
+		func(w io.Writer, v any) error {
+			if d, ok := v.(recovery.RunDetail); ok {
+				return runTable(w, d)
+			}
 			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tCLAIMS EXPIRED\tINSTANCES PLANNED\tREPAIRED\tSTARTED\tNOTE", func(tw io.Writer) {
-				for _, r := range rs {
+				for _, r := range v.([]recovery.RunRow) {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, safe(r.Kind), safe(r.Trigger), r.Term, safe(r.Master), safe(r.Status),
 						r.ClaimsExpired, r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), safe(r.Error))
 				}
@@ -336,15 +357,48 @@ func newRunsCmd() *cobra.Command {
 	return c
 }
 
+// runTable prints one run and its counts per workflow task.
+func runTable(w io.Writer, d recovery.RunDetail) error {
+	fmt.Fprintf(w, "run %d: %s (%s) by %s in term %d, %s after %s\n", d.ID, safe(d.Kind), safe(d.Trigger), safe(d.Master), d.Term,
+		safe(d.Status), d.Took.Round(time.Millisecond))
+	fmt.Fprintf(w, "started %s", d.StartedAt.Format(time.RFC3339))
+	if d.FinishedAt != nil {
+		fmt.Fprintf(w, ", finished %s", d.FinishedAt.Format(time.RFC3339))
+	}
+	if d.ResumedFrom != nil {
+		fmt.Fprintf(w, ", resumes run %d", *d.ResumedFrom)
+	}
+	fmt.Fprintf(w, "\nclaims expired %d, instances planned %d, repaired %d\n", d.ClaimsExpired, d.Planned, d.Done)
+	if d.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", safe(d.Error))
+	}
+	if len(d.Counts) == 0 {
+		_, err := fmt.Fprintln(w, "no instance events")
+		return err
+	}
+	return tabs(w, "WORKFLOW\tTASK\tEVENT\tTO\tINSTANCES", func(tw io.Writer) {
+		for _, c := range d.Counts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", safe(c.Workflow), safe(c.Task), safe(c.Kind), safe(c.To), c.Count)
+		}
+	})
+}
+
 func newEventsCmd() *cobra.Command {
 	var f clientFlags
 	var p audit.ListParams
-	var instance string
+	var instance, since, until string
 	c := clientCmd(&cobra.Command{
 		Use:   "events",
 		Short: "List the audit trail (oldest first), or one instance's timeline (--instance)",
-		Example: "  enginehealth events --limit 50\n  enginehealth events --node n2\n" +
-			"  enginehealth events --instance orders/1042\n  enginehealth events --instance orders/1042 -o json",
+		Long: `List the audit trail, oldest first, filtered by node, workflow, kind, run and
+time (--since and --until take RFC 3339 times or a duration back from now,
+such as 1h). Pages of at most --limit events; page on with --after the last
+id shown. With --instance WORKFLOW/ID: that instance's state, claim,
+attempts and whole timeline.`,
+		Example: "  enginehealth events --limit 50\n  enginehealth events --node n2 --since 1h\n" +
+			"  enginehealth events --workflow orders --kind instance_repaired --since 2026-11-23T14:00:00Z\n" +
+			"  enginehealth events --run 42 -o json\n" +
+			"  enginehealth events --instance orders/1042",
 		Args: noArgs,
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, _ []string) (any, error) {
@@ -355,6 +409,14 @@ func newEventsCmd() *cobra.Command {
 				}
 				return cl.Instance(ctx, ref, p.Limit)
 			}
+			var err error
+			now := time.Now()
+			if p.Since, err = whenFlag("--since", since, now); err != nil {
+				return nil, err
+			}
+			if p.Until, err = whenFlag("--until", until, now); err != nil {
+				return nil, err
+			}
 			return allEvents(ctx, cl, p)
 		},
 		func(w io.Writer, v any) error {
@@ -363,11 +425,30 @@ func newEventsCmd() *cobra.Command {
 			}
 			return eventsTable(w, v.([]audit.Event))
 		})
-	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id")
+	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id (the cursor: the last id of the previous page)")
 	c.Flags().IntVar(&p.Limit, "limit", api.DefaultEventsLimit, fmt.Sprintf("how many events (at most %d; page on with --after)", api.MaxLimit))
 	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
+	c.Flags().StringVar(&p.Workflow, "workflow", "", "only events about this workflow")
+	c.Flags().StringVar(&p.Kind, "kind", "", "only events of this kind (e.g. instance_repaired, node_status, paused)")
+	c.Flags().Int64Var(&p.RunID, "run", 0, "only events of this run")
+	c.Flags().StringVar(&since, "since", "", "only events at or after this time (RFC 3339, or a duration back from now: 1h)")
+	c.Flags().StringVar(&until, "until", "", "only events before this time (RFC 3339, or a duration back from now)")
 	c.Flags().StringVar(&instance, "instance", "", "WORKFLOW/ID: the instance's state, claim, attempts and whole timeline")
 	return c
+}
+
+// whenFlag reads a time flag: RFC 3339, or a duration back from now.
+func whenFlag(name, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usageError{fmt.Errorf("%s %q: want an RFC 3339 time (2026-11-23T14:00:00Z) or a duration back from now (90m)", name, v)}
 }
 
 func opt(p *string) string {

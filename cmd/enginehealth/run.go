@@ -251,6 +251,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
 				return events.List(ctx, apiDB, p)
 			},
+			LastEventID: func(ctx context.Context) (int64, error) { return events.LastID(ctx, apiDB) },
 			Live: []api.Check{
 				{Name: "heartbeat", Check: hb.Live},
 				{Name: "master", Check: master.Stuck},

@@ -135,6 +135,18 @@ func (c *Client) Leader(ctx context.Context) (Leader, error) {
 	return l, c.get(ctx, "/v1/leader", &l)
 }
 
+// Status returns the cluster's status as this node sees it.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	return s, c.get(ctx, "/v1/status", &s)
+}
+
+// Run returns one run with what it did per workflow task.
+func (c *Client) Run(ctx context.Context, id int64) (recovery.RunDetail, error) {
+	var d recovery.RunDetail
+	return d, c.get(ctx, "/v1/runs/"+strconv.FormatInt(id, 10), &d)
+}
+
 // Ready returns the node's readiness; a 503 comes with a *StatusError.
 func (c *Client) Ready(ctx context.Context) (Ready, error) {
 	var r Ready
@@ -190,8 +202,18 @@ func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]audit.Event,
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
 	}
-	if p.Node != "" {
-		q.Set("node", p.Node)
+	for k, v := range map[string]string{"node": p.Node, "workflow": p.Workflow, "instance": p.Instance, "kind": p.Kind} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if p.RunID != 0 {
+		q.Set("run", strconv.FormatInt(p.RunID, 10))
+	}
+	for k, t := range map[string]time.Time{"since": p.Since, "until": p.Until} {
+		if !t.IsZero() {
+			q.Set(k, t.Format(time.RFC3339Nano))
+		}
 	}
 	return es, c.get(ctx, "/v1/events?"+q.Encode(), &es)
 }

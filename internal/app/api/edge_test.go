@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/enginehealth/enginehealth/health"
@@ -102,6 +103,17 @@ func (s *store) Pause(_ context.Context, actor, reason string) (health.Pause, er
 
 func (s *store) Resume(_ context.Context, actor, reason string) (health.Pause, error) {
 	return health.Pause{Actor: actor, Reason: reason}, s.call("resume", reason)
+}
+
+func (s *store) HoldsOpen(context.Context) (int64, time.Duration, error) {
+	return 0, 0, s.call("holds open")
+}
+
+func (s *store) Run(_ context.Context, id int64) (recovery.RunDetail, error) {
+	if id == 404 {
+		return recovery.RunDetail{}, recovery.ErrNoRun
+	}
+	return recovery.RunDetail{RunRow: recovery.RunRow{ID: id}}, s.call("run")
 }
 
 func (s *store) PauseState(context.Context) (health.Pause, error) {
@@ -241,6 +253,15 @@ func TestHostileInput(t *testing.T) {
 		{"retry: NUL in instance", "POST", "/v1/retry", json, `{"workflow":"w","instance":"1\u0000"}`, 400, "body.instance"},
 		{"retry: instance too long", "POST", "/v1/retry", json, `{"workflow":"w","instance":"` + strings.Repeat("1", 201) + `"}`, 400, "body.instance"},
 		{"retry: newline in reason", "POST", "/v1/retry", json, `{"workflow":"w","instance":"1","reason":"a\nb"}`, 400, "body.reason"},
+		{"run: not a number", "GET", "/v1/runs/x", "", "", 400, "path parameter id: not a positive integer"},
+		{"run: zero", "GET", "/v1/runs/0", "", "", 400, "path parameter id"},
+		{"run: overflow", "GET", "/v1/runs/99999999999999999999", "", "", 400, "path parameter id"},
+		{"events: bad since", "GET", "/v1/events?since=yesterday", "", "", 400, "query parameter since: want an RFC 3339 time"},
+		{"events: until before since", "GET", "/v1/events?since=2026-11-23T10:00:00Z&until=2026-11-23T09:00:00Z", "", "", 400, "until must be after since"},
+		{"events: NUL in kind", "GET", "/v1/events?kind=a%00", "", "", 400, "query parameter kind"},
+		{"events: escape in workflow", "GET", "/v1/events?workflow=%1b%5B2J", "", "", 400, "query parameter workflow"},
+		{"events: empty instance", "GET", "/v1/events?instance=", "", "", 400, "query parameter instance: empty"},
+		{"events: negative run", "GET", "/v1/events?run=-1", "", "", 400, "query parameter run"},
 		{"trailing slash: canonical, no such route", "GET", "/v1/nodes/", "", "", 404, "no such endpoint"},
 		{"dot-dot segment", "GET", "/v1/nodes/..", "", "", 400, "path: not in canonical form"},
 		{"empty segment", "GET", "//v1/nodes", "", "", 400, "path: not in canonical form"},
@@ -287,6 +308,8 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/v1/nodes/node-a", ""},
 		{"GET", "/v1/events?node=node-a.example_1&limit=10000", ""},
 		{"GET", "/v1/events?after=9223372036854775807", ""}, // ids are not capped like limit
+		{"GET", "/v1/events?workflow=orders&instance=1042&kind=instance_repaired&since=2026-11-23T10:00:00Z&until=2026-11-23T11:00:00.5%2B01:00&run=7", ""},
+		{"GET", "/v1/runs/7", ""},
 		{"POST", "/v1/nodes/n/ack", `{"reason":"checked the host, disk replaced: ok ✓"}`},
 		{"POST", "/v1/nodes/n/ack", `{"reason":"دیسک‌ها عوض شد 👩‍🔧"}`}, // zero-width (non-)joiners are text
 		{"POST", "/v1/nodes/n/ack", ""},

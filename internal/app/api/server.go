@@ -72,6 +72,8 @@ type MasterOps interface {
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
 	Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error)
 	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
+	HoldsOpen(ctx context.Context) (int64, time.Duration, error)
+	Run(ctx context.Context, id int64) (recovery.RunDetail, error)
 }
 
 // CheckRequest is the optional body of POST /v1/check.
@@ -132,8 +134,10 @@ type Config struct {
 	// Token enables mutations; empty turns them off.
 	Token string
 	Ops   MasterOps
-	// Events lists the audit trail.
-	Events func(ctx context.Context, p audit.ListParams) ([]audit.Event, error)
+	// Events lists the audit trail; LastEventID returns the newest
+	// event's id (the status page shows the events before it).
+	Events      func(ctx context.Context, p audit.ListParams) ([]audit.Event, error)
+	LastEventID func(ctx context.Context) (int64, error)
 	// Forward is the HTTP client used to reach the master.
 	Forward *http.Client
 	// Live checks decide GET /healthz.
@@ -184,6 +188,9 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", h.limited(h.instance))
 	mux.HandleFunc("GET /v1/retries/stats", h.limited(h.retryStats))
 	mux.HandleFunc("GET /v1/runs", h.limited(h.runs))
+	mux.HandleFunc("GET /v1/runs/{id}", h.limited(h.getRun))
+	mux.HandleFunc("GET /v1/status", h.withMaster(h.getStatus))
+	mux.HandleFunc("GET /{$}", h.withMaster(h.page))
 	mux.HandleFunc("GET /v1/events", h.limited(h.events))
 	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))
 	mux.HandleFunc("GET /v1/nodes/{name}", h.limited(h.getNode))
@@ -491,12 +498,15 @@ func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
-	limit, ok := intParam(w, r, "limit", DefaultEventsLimit)
-	if !ok {
+	p := audit.ListParams{MaxTextBytes: maxEventText}
+	var ok bool
+	if p.Limit, ok = intParam(w, r, "limit", DefaultEventsLimit); !ok {
 		return
 	}
-	after, ok := idParam(w, r, "after")
-	if !ok {
+	if p.AfterID, ok = idParam(w, r, "after"); !ok {
+		return
+	}
+	if p.RunID, ok = idParam(w, r, "run"); !ok {
 		return
 	}
 	node, given := queryValue(r, "node")
@@ -505,16 +515,54 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusBadRequest, "query parameter node: not a valid node name", nameDetail(err))
 			return
 		}
+		p.Node = node
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"workflow", &p.Workflow}, {"instance", &p.Instance}, {"kind", &p.Kind}} {
+		v, given := queryValue(r, f.name)
+		if !given {
+			continue
+		}
+		if pr := nameProblem(v, false); pr != "" {
+			writeProblem(w, http.StatusBadRequest, "query parameter "+f.name+": "+pr, "got "+quoteShort(v))
+			return
+		}
+		*f.dst = v
+	}
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &p.Since}, {"until", &p.Until}} {
+		v, given := queryValue(r, f.name)
+		if !given {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil || t.Year() < 1 || t.Year() > 9999 {
+			writeProblem(w, http.StatusBadRequest, "query parameter "+f.name+": want an RFC 3339 time such as 2026-11-23T14:00:00Z", "got "+quoteShort(v))
+			return
+		}
+		*f.dst = t
+	}
+	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
+		writeError(w, http.StatusBadRequest, "query parameters since and until: until must be after since")
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	es, err := h.cfg.Events(ctx, audit.ListParams{Node: node, AfterID: after, Limit: limit, MaxTextBytes: maxEventText})
+	es, err := h.cfg.Events(ctx, p)
 	if err != nil {
 		h.internal(w, r, err)
 		return
 	}
 	if es == nil {
 		es = []audit.Event{}
+	}
+	if len(es) > 0 {
+		// The cursor of the next page (also: the last id of this one).
+		w.Header().Set("X-Next-After", strconv.FormatInt(es[len(es)-1].ID, 10))
 	}
 	writeJSON(w, http.StatusOK, es)
 }
@@ -563,6 +611,17 @@ func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) 
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not a non-negative integer", "got "+quoteShort(v))
+		return 0, false
+	}
+	return n, true
+}
+
+// pathID reads a positive 64-bit id path parameter.
+func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	v := r.PathValue(name)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		writeProblem(w, http.StatusBadRequest, "path parameter "+name+": not a positive integer", "got "+quoteShort(v))
 		return 0, false
 	}
 	return n, true

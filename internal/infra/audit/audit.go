@@ -97,6 +97,30 @@ func New(schema string) *Log {
 	}
 }
 
+// Count is a number of events of one kind about one workflow task.
+type Count struct {
+	Workflow string `db:"workflow" json:"workflow"`
+	Task     string `db:"task" json:"task"`
+	Kind     string `db:"kind" json:"kind"`
+	// To: the state the instances went to, when the kind moves them.
+	To    string `db:"to_state" json:"to,omitempty"`
+	Count int64  `db:"count" json:"count"`
+}
+
+// RunCounts counts the events of run id about workflow tasks (repairs,
+// expiries, retries, holds) by workflow, task, kind and target state;
+// from and to bound their time (the run's start and end), so the BRIN
+// index on at finds them.
+func (l *Log) RunCounts(ctx context.Context, q sqlx.QueryerContext, id int64, from, to time.Time) ([]Count, error) {
+	cs := []Count{}
+	if err := sqlx.SelectContext(ctx, q, &cs, `SELECT workflow, coalesce(task, '') AS task, kind, coalesce(to_state, '') AS to_state, count(*) AS count
+		FROM `+l.table+` WHERE run_id = $1 AND at >= $2 AND at <= $3 AND workflow IS NOT NULL
+		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, id, from, to); err != nil {
+		return nil, fmt.Errorf("count the events of run %d: %w", id, err)
+	}
+	return cs, nil
+}
+
 // LastID returns the id of the newest event (0 when none): it only
 // grows, so it counts the events ever written.
 func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
@@ -162,6 +186,13 @@ type ListParams struct {
 	// Workflow and Instance, when set, keep the events about that
 	// workflow, and instance (the hash index on instance finds them).
 	Workflow, Instance string
+	// Kind, when set, keeps the events of that kind.
+	Kind string
+	// Since and Until, when set, keep the events at or after Since and
+	// before Until.
+	Since, Until time.Time
+	// RunID, when set, keeps the events of that run.
+	RunID int64
 	// AfterID keeps events with a larger id (for paging and tailing).
 	AfterID int64
 	// Limit of rows; default 100.
@@ -184,10 +215,22 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 	}
 	args := []any{p.AfterID, p.Limit, maxBytes}
 	where := []string{"id > $1"}
-	for _, f := range []struct{ col, v string }{{"node", p.Node}, {"workflow", p.Workflow}, {"instance", p.Instance}} {
-		if f.v != "" {
+	for _, f := range []struct {
+		cond string
+		v    any
+		set  bool
+	}{
+		{"node = $%d", p.Node, p.Node != ""},
+		{"workflow = $%d", p.Workflow, p.Workflow != ""},
+		{"instance = $%d", p.Instance, p.Instance != ""},
+		{"kind = $%d", p.Kind, p.Kind != ""},
+		{"run_id = $%d", p.RunID, p.RunID != 0},
+		{"at >= $%d", p.Since, !p.Since.IsZero()},
+		{"at < $%d", p.Until, !p.Until.IsZero()},
+	} {
+		if f.set {
 			args = append(args, f.v)
-			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
+			where = append(where, fmt.Sprintf(f.cond, len(args)))
 		}
 	}
 	q := `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason

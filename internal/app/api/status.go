@@ -1,0 +1,304 @@
+package api
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// Status is the body of GET /v1/status: what an operator asks first.
+type Status struct {
+	// Node: this node, as its readiness says.
+	Node SelfState `json:"node"`
+	// Master: the acting master (as GET /v1/leader), or null with
+	// MasterError saying why no node acts.
+	Master      *Leader `json:"master"`
+	MasterError string  `json:"master_error,omitempty"`
+	// Paused: the pause switch.
+	Paused health.Pause `json:"paused"`
+	// Disruption: why the master's last pass did nothing ("" when the
+	// guard does not hold).
+	Disruption string `json:"disruption,omitempty"`
+	// Checks: the acting master's check passes (last_success,
+	// consecutive_failures, last_error); zero without a master.
+	Checks health.PassStats `json:"checks"`
+	// Nodes counts node records by status; NotReady lists those not
+	// Ready or not NORMAL, with why.
+	Nodes    map[string]int `json:"nodes"`
+	NotReady []NodeState    `json:"not_ready"`
+	// LastRun: the newest run (null before the first).
+	LastRun *recovery.RunRow `json:"last_run"`
+	Holds   HoldsSummary     `json:"holds"`
+}
+
+// SelfState is the answering node's own state.
+type SelfState struct {
+	Name string `json:"name"`
+	Ready
+}
+
+// NodeState is a node record in short, with why it is where it is.
+type NodeState struct {
+	Name               string    `json:"name"`
+	Status             string    `json:"status"`
+	Grade              string    `json:"grade"`
+	IsMaster           bool      `json:"is_master"`
+	LastActive         time.Time `json:"last_active"`
+	SecondsSinceActive float64   `json:"seconds_since_active"`
+	Why                string    `json:"why,omitempty"`
+}
+
+// HoldsSummary counts the holds waiting for an operator.
+type HoldsSummary struct {
+	Open             int64   `json:"open"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+}
+
+func nodeState(n nodes.Node) NodeState {
+	return NodeState{Name: n.Name, Status: n.Status, Grade: n.FailoverGrade, IsMaster: n.IsMaster, LastActive: n.LastActive,
+		SecondsSinceActive: n.SecondsSinceActive, Why: nodes.Why(n)}
+}
+
+// master looks the acting master up (outside any database slot: the
+// lookup takes one briefly itself).
+func (h *handler) master(r *http.Request) (*Leader, string, error) {
+	l, err := h.acting(r)
+	var nm *noMaster
+	switch {
+	case errors.As(err, &nm):
+		return nil, strings.Join(nm.reasons, "; "), nil
+	case err != nil:
+		return nil, "", err
+	}
+	return &l, "", nil
+}
+
+// status reads what Status needs from the database (in a slot), runs
+// newest first included up to runs, and returns every node as well.
+func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (Status, []NodeState, []recovery.RunRow, error) {
+	st := Status{Node: SelfState{Name: h.cfg.Self, Ready: h.cfg.Ready()}, Master: l, MasterError: why,
+		Nodes: map[string]int{}, NotReady: []NodeState{}}
+	if l != nil {
+		st.Checks, st.Disruption = l.Passes, l.Passes.Disruption
+	}
+	ns, err := h.cfg.Nodes.List(ctx)
+	if err != nil {
+		return st, nil, nil, err
+	}
+	all := make([]NodeState, 0, len(ns))
+	for _, n := range ns {
+		s := nodeState(n)
+		all = append(all, s)
+		st.Nodes[n.Status]++
+		if n.Status != nodes.StatusReady || (n.FailoverGrade != "" && n.FailoverGrade != nodes.GradeNormal) {
+			st.NotReady = append(st.NotReady, s)
+		}
+	}
+	if st.Paused, err = h.cfg.Ops.PauseState(ctx); err != nil {
+		return st, all, nil, err
+	}
+	rs, err := h.cfg.Ops.Runs(ctx, max(runs, 1))
+	if err != nil {
+		return st, all, nil, err
+	}
+	if len(rs) > 0 {
+		st.LastRun = &rs[0]
+	}
+	n, oldest, err := h.cfg.Ops.HoldsOpen(ctx)
+	st.Holds = HoldsSummary{Open: n, OldestAgeSeconds: oldest.Seconds()}
+	return st, all, rs, err
+}
+
+// withMaster looks the acting master up, then runs next in a database
+// slot with it (nil, and why, when no node acts).
+func (h *handler) withMaster(next func(w http.ResponseWriter, r *http.Request, l *Leader, why string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		l, why, err := h.master(r)
+		if errors.Is(err, errBusy) {
+			h.busy(w, r)
+			return
+		}
+		if err != nil {
+			h.internal(w, r, err)
+			return
+		}
+		h.limited(func(w http.ResponseWriter, r *http.Request) { next(w, r, l, why) })(w, r)
+	}
+}
+
+// getStatus: GET /v1/status.
+func (h *handler) getStatus(w http.ResponseWriter, r *http.Request, l *Leader, why string) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	st, _, _, err := h.status(ctx, l, why, 1)
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// getRun: GET /v1/runs/{id}.
+func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	d, err := h.cfg.Ops.Run(ctx, id)
+	switch {
+	case errors.Is(err, recovery.ErrNoRun):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %d", id))
+	case err != nil:
+		h.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, d)
+	}
+}
+
+//go:embed status.html
+var pageHTML string
+
+// Page sizes of the status page.
+const (
+	pageRuns   = 10
+	pageHolds  = 20
+	pageEvents = 25
+	// pageRefresh: seconds between the page's reloads.
+	pageRefresh = 5
+)
+
+var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"ago":   func(t time.Time) string { return ago(time.Since(t).Seconds()) + " ago" },
+	"secs":  ago,
+	// class turns a status into a CSS class ("Not responding" →
+	// "Not-responding"); the template escapes it as an attribute.
+	"class": func(s string) string { return strings.ReplaceAll(s, " ", "-") },
+	"did":   runSummary,
+	"about": func(e audit.Event) string {
+		var parts []string
+		for _, p := range []*string{e.Node, e.Workflow, e.Instance, e.Task} {
+			if p != nil {
+				parts = append(parts, *p)
+			}
+		}
+		return strings.Join(parts, " ")
+	},
+	"change": func(e audit.Event) string {
+		from, to := "", ""
+		if e.FromState != nil {
+			from = *e.FromState
+		}
+		if e.ToState != nil {
+			to = *e.ToState
+		}
+		if from == "" && to == "" {
+			return ""
+		}
+		return from + " → " + to
+	},
+}).Parse(pageHTML))
+
+// ago says a number of seconds as a person reads it.
+func ago(s float64) string {
+	switch {
+	case s < 90:
+		return fmt.Sprintf("%.0f s", s)
+	case s < 90*60:
+		return fmt.Sprintf("%.0f min", s/60)
+	case s < 48*3600:
+		return fmt.Sprintf("%.1f h", s/3600)
+	}
+	return fmt.Sprintf("%.0f days", s/86400)
+}
+
+// runSummary says what a run did.
+func runSummary(r recovery.RunRow) string {
+	s := fmt.Sprintf("%d claims expired, %d of %d instances repaired", r.ClaimsExpired, r.Done, r.Planned)
+	if r.ResumedFrom != nil {
+		s += fmt.Sprintf(", resumes run %d", *r.ResumedFrom)
+	}
+	if r.Error != "" {
+		s += "; " + r.Error
+	}
+	return s
+}
+
+// pageData is what the status page shows.
+type pageData struct {
+	Self    string
+	Now     time.Time
+	Refresh int
+	Status  Status
+	// Banners: some banner is shown (the title says so).
+	Banners bool
+	// Error: the database could not be read; what is known is shown.
+	Error  string
+	Nodes  []NodeState
+	Runs   []recovery.RunRow
+	Holds  []recovery.Hold
+	Events []audit.Event
+}
+
+// page: GET /, the status page. Server-rendered, self-contained (no
+// script, no external asset: the Content-Security-Policy forbids both),
+// reloaded every few seconds; every stored text is escaped by
+// html/template.
+func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why string) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	d := pageData{Self: h.cfg.Self, Now: time.Now(), Refresh: pageRefresh}
+	code := http.StatusOK
+	err := func() error {
+		var err error
+		if d.Status, d.Nodes, d.Runs, err = h.status(ctx, l, why, pageRuns); err != nil {
+			return err
+		}
+		if d.Holds, err = h.cfg.Ops.Holds(ctx, "", pageHolds); err != nil {
+			return err
+		}
+		d.Events, err = h.recentEvents(ctx, pageEvents)
+		return err
+	}()
+	if err != nil {
+		// The person sees what could be read and that the rest could not.
+		h.reqLog(r).ErrorContext(r.Context(), "status page: read failed", "err", err.Error())
+		d.Error = "the database could not be read (the daemon logged the cause under request id " + w.Header().Get(requestIDHeader) + ")"
+		code = http.StatusServiceUnavailable
+	}
+	d.Banners = d.Error != "" || d.Status.Paused.Paused || d.Status.Disruption != "" || d.Status.Master == nil
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if err := pageTemplate.Execute(w, d); err != nil {
+		h.reqLog(r).ErrorContext(r.Context(), "status page: render", "err", err.Error())
+	}
+}
+
+// recentEvents returns the newest n events, oldest first.
+func (h *handler) recentEvents(ctx context.Context, n int) ([]audit.Event, error) {
+	if h.cfg.LastEventID == nil {
+		return nil, nil
+	}
+	last, err := h.cfg.LastEventID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return h.cfg.Events(ctx, audit.ListParams{AfterID: max(last-int64(n), 0), Limit: n, MaxTextBytes: maxEventText})
+}

@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// hostile is stored text the status surfaces must show escaped.
+const hostile = `<script>document.title="owned"</script><img src="http://198.51.100.7/x.png"> & "quotes"`
+
+// statusCluster is one daemon on a paused cold cluster (so it stays
+// Recovering) beside node records in every other status, one of them
+// ERROR, with a hold waiting, after a check the disruption guard stopped.
+type statusCluster struct {
+	c      *cluster
+	addr   string
+	recRun int64
+}
+
+func newStatusCluster(t *testing.T) statusCluster {
+	t.Helper()
+	c := newCluster(t)
+	cfg := c.configWith("node-a", cfgOpts{Schedule: "@every 1h", TokenEnv: "EH_TOKEN", Extra: demoengine.WorkflowsYAML(time.Minute)})
+	cfg = replaceOnce(t, cfg, "failed: ShipFailed\n", "failed: ShipFailed\n        on_interrupt: {strategy: hold}\n")
+	env := []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + c.dsn}
+	c.seed(cfg, 10, env...)
+	path := filepath.Join(c.dir, "migrate.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := cli(t, env, "migrate", "--config", path); code != 0 {
+		t.Fatalf("migrate: exit %d: %s%s", code, out, errOut)
+	}
+	c.db.MustExec(`UPDATE enginehealth.pause SET paused = true, actor = 'ops', reason = $1`, hostile)
+	node := func(name, status string, age time.Duration, by, reason string) {
+		c.db.MustExec(`INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, last_active, status_changed_by, status_reason, api_address)
+			VALUES ($1, gen_random_uuid(), $1, $2, now() - make_interval(secs => $3), $4, $5, '127.0.0.1:1')`,
+			name, status, age.Seconds(), by, reason)
+	}
+	node("ready-1", nodes.StatusReady, 2*time.Minute, "node-a", "recovery done by master") // stale too: the cluster is cold
+	for i := 1; i <= 4; i++ {
+		node(fmt.Sprintf("stale-%d", i), nodes.StatusReady, time.Minute, "node-a", "recovery done by master")
+	}
+	node("dead", nodes.StatusNotResponding, 62*time.Second, "node-a", "no heartbeat for more than 30s; marked by node-a in term 1")
+	node("crashed", nodes.StatusUnexpectedShutdown, 10*time.Minute, "crashed", "previous incarnation did not stop cleanly "+hostile)
+	c.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade, reason) VALUES ('dead', 'ERROR', $1)`, "interrupted twice "+hostile)
+
+	d := c.startEnv("node-a", cfg, "EH_TOKEN=tok")
+	n := c.waitRegistered(d, 30*time.Second)
+	c.waitTerm(t, 0, 30*time.Second)
+	tok := []string{"ENGINEHEALTH_TOKEN=tok"}
+	// A shipment left mid-task is held by a manual recover (which works
+	// while paused).
+	c.db.MustExec(`UPDATE demo.orders SET status = 'Shipping' WHERE id = 7`)
+	out, errOut, code := cli(t, tok, "recover", "-o", "json", "--api", n.APIAddress)
+	var rec api.RecoveryAnswer
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Result == nil {
+		t.Fatalf("recover: exit %d: %s%s", code, out, errOut)
+	}
+	// 5 of 7 nodes stale (Unexpected shutdown does not count): the guard holds.
+	out, _, code = cli(t, tok, "check", "--api", n.APIAddress)
+	if code != 4 || !strings.Contains(out, "disruption guard holds") {
+		t.Fatalf("check: exit %d:\n%s", code, out)
+	}
+	return statusCluster{c: c, addr: n.APIAddress, recRun: rec.Result.RunID}
+}
+
+// TestStatusEndpoints: GET /v1/status answers what an operator asks
+// first, `status` prints it on one screen, GET /v1/runs/{id} what a run
+// did, and GET /v1/events filters.
+func TestStatusEndpoints(t *testing.T) {
+	t.Parallel()
+	sc := newStatusCluster(t)
+	cl := api.NewClient(sc.addr, "")
+	ctx := context.Background()
+	st, err := cl.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Node.Name != "node-a" || st.Node.Ready.Ready || st.Node.Status != nodes.StatusRecovering {
+		t.Fatalf("node %+v, want node-a Recovering and not ready", st.Node)
+	}
+	if st.Master == nil || st.Master.Name != "node-a" || !st.Paused.Paused || st.Paused.Reason != hostile {
+		t.Fatalf("master %+v, paused %+v", st.Master, st.Paused)
+	}
+	if !strings.Contains(st.Disruption, "of 7 nodes look unresponsive") {
+		t.Fatalf("disruption %q", st.Disruption)
+	}
+	if st.Nodes[nodes.StatusReady] != 5 || st.Nodes[nodes.StatusNotResponding] != 1 || st.Nodes[nodes.StatusUnexpectedShutdown] != 1 || st.Nodes[nodes.StatusRecovering] != 1 {
+		t.Fatalf("node counts %v", st.Nodes)
+	}
+	why := map[string]api.NodeState{}
+	for _, n := range st.NotReady {
+		why[n.Name] = n
+	}
+	if d := why["dead"]; d.Grade != nodes.GradeError || !strings.HasPrefix(d.Why, "no heartbeat for ") ||
+		!strings.Contains(d.Why, " s > 30s; marked by node-a in term 1; failover grade ERROR: interrupted twice") {
+		t.Fatalf("dead: %+v", d)
+	}
+	if cr := why["crashed"]; !strings.Contains(cr.Why, "enginehealth node ack crashed") {
+		t.Fatalf("crashed: %+v", cr)
+	}
+	if _, ok := why["node-a"]; !ok || len(st.NotReady) != 3 {
+		t.Fatalf("not ready %+v, want node-a, dead and crashed", st.NotReady)
+	}
+	if st.Holds.Open != 1 || st.LastRun == nil || st.LastRun.Kind != recovery.KindCheck || st.Checks.LastSuccess.IsZero() {
+		t.Fatalf("holds %+v, last run %+v, checks %+v", st.Holds, st.LastRun, st.Checks)
+	}
+
+	out, errOut, code := cli(t, nil, "status", "--api", sc.addr)
+	for _, want := range []string{"node     Recovering, grade NORMAL: not ready", "master   node-a at ", "paused   paused by ops at ",
+		"guard    HOLDS: ", "nodes    5 Ready, 1 Recovering, 1 Not responding, 1 Unexpected shutdown", "  dead ", "holds    1 waiting",
+		"last run "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q", want)
+		}
+	}
+	if code != 1 || t.Failed() {
+		t.Fatalf("status: exit %d, want 1 (not ready)\n%s%s", code, out, errOut)
+	}
+
+	d, err := cl.Run(ctx, sc.recRun)
+	if err != nil || d.Kind != recovery.KindRecovery || d.Status != "finished" || len(d.Counts) != 1 ||
+		d.Counts[0] != (audit.Count{Workflow: "orders", Task: "ship", Kind: audit.KindHeld, Count: 1}) {
+		t.Fatalf("run %d: %+v %v", sc.recRun, d, err)
+	}
+	if _, err := cl.Run(ctx, 999999); !isCode(err, 404) {
+		t.Fatalf("unknown run: %v, want 404", err)
+	}
+	out, _, code = cli(t, nil, "runs", fmt.Sprint(sc.recRun), "--api", sc.addr)
+	if code != 0 || !strings.Contains(out, "instance_held") || !strings.Contains(out, "recovery (manual) by node-a") {
+		t.Fatalf("runs %d: exit %d\n%s", sc.recRun, code, out)
+	}
+
+	for _, f := range []struct {
+		p    audit.ListParams
+		want int
+	}{
+		{audit.ListParams{Kind: audit.KindHeld, Workflow: "orders"}, 1},
+		{audit.ListParams{Instance: "7", Workflow: "orders"}, 1},
+		{audit.ListParams{RunID: sc.recRun}, 1},
+		{audit.ListParams{Kind: audit.KindDisruption}, 1},
+		{audit.ListParams{Kind: audit.KindHeld, Since: time.Now().Add(time.Hour)}, 0},
+		{audit.ListParams{Kind: audit.KindHeld, Until: time.Now().Add(-time.Hour)}, 0},
+		{audit.ListParams{Kind: audit.KindHeld, Since: time.Now().Add(-time.Hour), Until: time.Now().Add(time.Hour)}, 1},
+	} {
+		es, err := cl.Events(ctx, f.p)
+		if err != nil || len(es) != f.want {
+			t.Errorf("events %+v: %d, %v; want %d", f.p, len(es), err, f.want)
+		}
+	}
+	out, _, code = cli(t, nil, "events", "--kind", "instance_held", "--since", "1h", "--api", sc.addr)
+	if code != 0 || strings.Count(out, "instance_held") != 1 {
+		t.Fatalf("events --kind --since: exit %d\n%s", code, out)
+	}
+}
+
+// TestStatusPage: GET / is one self-contained HTML page: every node row
+// with its status, grade and why, the paused and disruption banners, the
+// holds, runs and events, stored text escaped; loaded in a real headless
+// Chromium, which fetches nothing but the page, and screenshotted.
+func TestStatusPage(t *testing.T) {
+	t.Parallel()
+	sc := newStatusCluster(t)
+	resp, err := http.Get("http://" + sc.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("GET /: %d %v", resp.StatusCode, resp.Header)
+	}
+	if strings.Contains(page, "<script") || strings.Contains(page, "<img") || !strings.Contains(page, "&lt;script&gt;") {
+		t.Fatal("stored text is not escaped on the page")
+	}
+	if strings.Contains(page, "http://") || strings.Contains(page, "https://") {
+		// Only the escaped hostile text may name an address.
+		if strings.Count(page, "http://198.51.100.7") != strings.Count(page, "&lt;img") {
+			t.Fatal("the page names an external address outside escaped text")
+		}
+	}
+
+	browser := chromium(t)
+	ctx, cancel := context.WithTimeout(browser, 60*time.Second)
+	defer cancel()
+	var (
+		mu        sync.Mutex
+		foreign   []string
+		requested int
+	)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			defer mu.Unlock()
+			requested++
+			if u, err := url.Parse(e.Request.URL); err != nil || u.Host != sc.addr {
+				foreign = append(foreign, e.Request.URL)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.EmulateViewport(412, 915, chromedp.EmulateScale(2), chromedp.EmulateMobile), // a phone
+		chromedp.Navigate("http://"+sc.addr+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#nodes")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := must(chromedp.Run(ctx, chromedp.Title()))(t)
+	paused := must(chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#banner-paused"))))(t)
+	disruption := must(chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#banner-disruption"))))(t)
+	rows := must(chromedp.Run(ctx, chromedp.Evaluate[[]map[string]string](`[...document.querySelectorAll('#nodes tbody tr[data-node]')].map(r => ({
+			name: r.dataset.node, status: r.cells[1].innerText, grade: r.cells[2].innerText, why: r.querySelector('.why')?.innerText ?? ''}))`)))(t)
+	count := func(table string) int {
+		return must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#`+table+` tbody tr:not(:has(.none))').length`)))(t)
+	}
+	holds, runs, events := count("holds"), count("runs"), count("events")
+	// Wider than the phone's screen? Then the page scrolls sideways as a
+	// whole, and a phone is not served.
+	overflow := must(chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)))(t)
+	png := must(chromedp.Run(ctx, chromedp.FullScreenshot(100)))(t)
+	shot := filepath.Join(t.ArtifactDir(), "status-page.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+	if title == "owned" || !strings.HasPrefix(title, "⚠ enginehealth") {
+		t.Fatalf("title %q", title)
+	}
+	if !strings.Contains(paused, "by ops") || !strings.Contains(paused, `<script>document.title="owned"</script>`) {
+		t.Fatalf("paused banner %q: want the reason shown as text", paused)
+	}
+	if !strings.Contains(disruption, "of 7 nodes look unresponsive") {
+		t.Fatalf("disruption banner %q", disruption)
+	}
+	got := map[string]map[string]string{}
+	for _, r := range rows {
+		got[r["name"]] = r
+	}
+	for name, want := range map[string][2]string{
+		"node-a": {nodes.StatusRecovering, nodes.GradeNormal}, "ready-1": {nodes.StatusReady, nodes.GradeNormal},
+		"stale-3": {nodes.StatusReady, nodes.GradeNormal}, "dead": {nodes.StatusNotResponding, nodes.GradeError},
+		"crashed": {nodes.StatusUnexpectedShutdown, nodes.GradeNormal},
+	} {
+		if r := got[name]; r["status"] != want[0] || r["grade"] != want[1] {
+			t.Errorf("row %s: %v, want %v", name, r, want)
+		}
+	}
+	if len(rows) != 8 || !strings.Contains(got["dead"]["why"], "marked by node-a in term 1") || !strings.Contains(got["crashed"]["why"], "<b>") && !strings.Contains(got["crashed"]["why"], "<script>") {
+		t.Errorf("%d rows; dead: %v; crashed: %v", len(rows), got["dead"], got["crashed"])
+	}
+	if holds != 1 || runs < 2 || events < 3 {
+		t.Errorf("holds %d, runs %d, events %d rows", holds, runs, events)
+	}
+	if overflow {
+		t.Error("the page is wider than a phone's screen")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if requested == 0 || len(foreign) > 0 {
+		t.Errorf("%d requests, to elsewhere: %v", requested, foreign)
+	}
+}
+
+// must returns v, failing the test on err.
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// chromium returns a browser context of a headless Debian Chromium, its
+// own profile, no network but the page's.
+func chromium(t *testing.T) context.Context {
+	t.Helper()
+	exe := "/usr/bin/chromium"
+	if _, err := os.Stat(exe); err != nil {
+		t.Fatalf("the browser test needs Debian's chromium (apt-get install chromium; .ci/run installs it): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-features", "MediaRouter,OptimizationHints,Translate"),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	return ctx
+}
