@@ -407,6 +407,11 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 		if err != nil {
 			return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
+		if bc.done() > 0 {
+			// One line per batch, with the counts its events hold.
+			r.log.InfoContext(ctx, "repair batch", "run", run, "workflow", w.Name, "task", t.Name, "cause", string(c),
+				"retried", bc.retried, "scheduled", bc.waiting, "held", bc.held, "failed", bc.faild)
+		}
 		tr.Done += bc.done()
 		tr.Retried += bc.retried
 		tr.Scheduled += bc.waiting

@@ -1,8 +1,11 @@
 package recovery
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -119,9 +122,41 @@ func TestPlanThenRecover(t *testing.T) {
 	if st := states(t, db, `SELECT status AS s, count(*) AS n FROM app.orders GROUP BY 1`); st["Shipping"] != 7 {
 		t.Fatalf("the plan changed something: %v", st)
 	}
+	var logs bytes.Buffer
+	r.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
 	if err != nil || res.ClaimsExpired != 1 || res.Done() != 6 {
 		t.Fatalf("recover %+v %v", res, err)
+	}
+	// One info line per batch (of 2), with the counts by action.
+	var batches, failed int
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l struct {
+			Msg, Workflow, Task string
+			Failed, Retried     int
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Msg == "repair batch" {
+			batches++
+			failed += l.Failed
+			if l.Workflow != "orders" || l.Task != "ship" || l.Retried != 0 {
+				t.Fatalf("batch line %s", line)
+			}
+		}
+	}
+	if batches != 3 || failed != 6 {
+		t.Fatalf("%d batch lines counting %d failed, want 3 counting 6:\n%s", batches, failed, logs.String())
+	}
+	d, err := r.Run(ctx, res.RunID)
+	if err != nil || d.Status != "finished" || d.Took <= 0 || len(d.Counts) != 2 ||
+		d.Counts[0] != (audit.Count{Workflow: "orders", Kind: audit.KindClaimExpired, Count: 1}) ||
+		d.Counts[1] != (audit.Count{Workflow: "orders", Task: "ship", Kind: audit.KindRepair, To: "ShipFailed", Count: 6}) {
+		t.Fatalf("run detail %+v %v", d, err)
+	}
+	if _, err := r.Run(ctx, res.RunID+100); !errors.Is(err, ErrNoRun) {
+		t.Fatalf("unknown run: %v, want ErrNoRun", err)
 	}
 	if st := states(t, db, `SELECT status AS s, count(*) AS n FROM app.orders GROUP BY 1`); st["Shipping"] != 1 || st["ShipFailed"] != 6 {
 		t.Fatalf("after recovery: %v", st)
