@@ -189,7 +189,7 @@ but repairs nothing (exit 4); resume it first.`,
 			return checkAnswer{res}, err
 		},
 		func(w io.Writer, a checkAnswer) error {
-			res := a.CheckResult
+			res, force := a.CheckResult, req.Force
 			fmt.Fprintf(w, "run %d (%s)\n", res.RunID, res.Took.Round(time.Millisecond))
 			if res.Disruption {
 				_, err := fmt.Fprintf(w, "disruption guard holds: %s\nnodes that look unresponsive: %s\n",
@@ -198,6 +198,8 @@ but repairs nothing (exit 4); resume it first.`,
 			}
 			if res.Forced {
 				fmt.Fprintf(w, "disruption guard overridden for this pass (recorded): %s\n", safe(res.DisruptionReason))
+			} else if force {
+				fmt.Fprintln(w, "the disruption guard did not hold: --force changed nothing and nothing was recorded of it")
 			}
 			if res.Paused != nil {
 				fmt.Fprintf(w, "%s\nnodes marked, nothing repaired, expired or retried\n", safe(res.Paused.String()))
@@ -437,18 +439,20 @@ attempts and whole timeline.`,
 	return c
 }
 
-// whenFlag reads a time flag: RFC 3339, or a duration back from now.
-func whenFlag(name, v string, now time.Time) (time.Time, error) {
+// whenFlag reads a time flag: RFC 3339, or a duration back from now;
+// nil when not given.
+func whenFlag(name, v string, now time.Time) (*time.Time, error) {
 	if v == "" {
-		return time.Time{}, nil
+		return nil, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
+		return &t, nil
 	}
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return now.Add(-d), nil
+		t := now.Add(-d)
+		return &t, nil
 	}
-	return time.Time{}, usageError{fmt.Errorf("%s %q: want an RFC 3339 time (2026-11-23T14:00:00Z) or a duration back from now (90m)", name, v)}
+	return nil, usageError{fmt.Errorf("%s %q: want an RFC 3339 time (2026-11-23T14:00:00Z) or a duration back from now (90m)", name, v)}
 }
 
 func opt(p *string) string {

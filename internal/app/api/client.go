@@ -210,8 +210,8 @@ func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]audit.Event,
 	if p.RunID != 0 {
 		q.Set("run", strconv.FormatInt(p.RunID, 10))
 	}
-	for k, t := range map[string]time.Time{"since": p.Since, "until": p.Until} {
-		if !t.IsZero() {
+	for k, t := range map[string]*time.Time{"since": p.Since, "until": p.Until} {
+		if t != nil {
 			q.Set(k, t.Format(time.RFC3339Nano))
 		}
 	}

@@ -283,7 +283,7 @@ func (h *handler) resetGrade(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	c, err := h.cfg.Acker.ResetGrade(ctx, name, h.cfg.Self+" (operator)", reason)
+	c, err := h.cfg.Acker.ResetGrade(ctx, name, h.operator(r), reason)
 	switch {
 	case errors.Is(err, nodes.ErrNotFound):
 		writeError(w, http.StatusNotFound, "no node named "+name)
@@ -305,7 +305,7 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 	req := AckRequest{Reason: reason}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	n, err := h.cfg.Acker.Ack(ctx, name, h.cfg.Self+" (operator)", req.Reason)
+	n, err := h.cfg.Acker.Ack(ctx, name, h.operator(r), req.Reason)
 	switch {
 	case errors.Is(err, nodes.ErrNotFound):
 		writeError(w, http.StatusNotFound, "no node named "+name)
@@ -317,6 +317,18 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 		h.reqLog(r).InfoContext(ctx, "node acknowledged by operator", "subject", name, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, n)
 	}
+}
+
+// operator is the actor recorded for an operator's request: the node
+// that took it from the operator ("<node> (operator)"), which is the node
+// that forwarded it when it came through one (the token is shared, so no
+// person is named).
+func (h *handler) operator(r *http.Request) string {
+	by := r.Header.Get(forwardedHeader)
+	if by == "" || nodes.ValidName(by) != nil {
+		by = h.cfg.Self
+	}
+	return by + " (operator)"
 }
 
 // forwardedHeader marks a request a node forwarded to the master.
@@ -396,7 +408,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	h.extendDeadlines(w)
 	// A run, once started, completes even if the client goes away.
 	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()),
-		health.CheckRequest{Force: req.Force, Actor: h.cfg.Self + " (operator)", Reason: req.Reason})
+		health.CheckRequest{Force: req.Force, Actor: h.operator(r), Reason: req.Reason})
 	switch {
 	case errors.Is(err, health.ErrNotMaster):
 		h.forward(w, r, body)
@@ -430,7 +442,7 @@ func (h *handler) pause(paused bool) http.HandlerFunc {
 		}
 		h.extendDeadlines(w)
 		// It waits for a running pass; once begun it completes.
-		p, err := op(context.WithoutCancel(r.Context()), h.cfg.Self+" (operator)", cmp.Or(req.Reason, what+" by an operator"))
+		p, err := op(context.WithoutCancel(r.Context()), h.operator(r), cmp.Or(req.Reason, what+" by an operator"))
 		switch {
 		case errors.Is(err, health.ErrNotMaster):
 			h.forward(w, r, body)
@@ -509,6 +521,10 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	if p.RunID, ok = idParam(w, r, "run"); !ok {
 		return
 	}
+	if v, given := queryValue(r, "run"); given && p.RunID == 0 {
+		writeProblem(w, http.StatusBadRequest, "query parameter run: not a positive integer (runs count from 1)", "got "+quoteShort(v))
+		return
+	}
 	node, given := queryValue(r, "node")
 	if given {
 		if err := nodes.ValidName(node); err != nil {
@@ -533,7 +549,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, f := range []struct {
 		name string
-		dst  *time.Time
+		dst  **time.Time
 	}{{"since", &p.Since}, {"until", &p.Until}} {
 		v, given := queryValue(r, f.name)
 		if !given {
@@ -544,9 +560,10 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusBadRequest, "query parameter "+f.name+": want an RFC 3339 time such as 2026-11-23T14:00:00Z", "got "+quoteShort(v))
 			return
 		}
-		*f.dst = t
+		t = t.UTC() // PostgreSQL takes offsets up to ±15:59 only; RFC 3339 allows ±23:59
+		*f.dst = &t
 	}
-	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
+	if p.Since != nil && p.Until != nil && !p.Until.After(*p.Since) {
 		writeError(w, http.StatusBadRequest, "query parameters since and until: until must be after since")
 		return
 	}
@@ -620,8 +637,8 @@ func idParam(w http.ResponseWriter, r *http.Request, name string) (int64, bool) 
 func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
 	v := r.PathValue(name)
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		writeProblem(w, http.StatusBadRequest, "path parameter "+name+": not a positive integer", "got "+quoteShort(v))
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != v {
+		writeProblem(w, http.StatusBadRequest, "path parameter "+name+": not a positive integer in canonical form", "got "+quoteShort(v))
 		return 0, false
 	}
 	return n, true

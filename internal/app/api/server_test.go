@@ -40,25 +40,32 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 	cases := []struct {
 		name, method, path, auth, body string
 		code                           int
+		forwardedBy                    string
 	}{
-		{"no token", "POST", "/v1/nodes/n/ack", "", "", http.StatusUnauthorized},
-		{"wrong token", "POST", "/v1/nodes/n/ack", "Bearer nope", "", http.StatusUnauthorized},
-		{"not bearer", "POST", "/v1/nodes/n/ack", "Basic dG9rOg==", "", http.StatusUnauthorized},
-		{"bad body", "POST", "/v1/nodes/n/ack", "Bearer tok", "{reason", http.StatusBadRequest},
-		{"unknown node", "POST", "/v1/nodes/missing/ack", "Bearer tok", "", http.StatusNotFound},
-		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusNotFound},
-		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound},
-		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK},
-		{"reset-grade without token", "POST", "/v1/nodes/n/reset-grade", "", "", http.StatusUnauthorized},
-		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound},
-		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict},
-		{"reset-grade", "POST", "/v1/nodes/n/reset-grade", "Bearer tok", `{"reason":"disk replaced"}`, http.StatusOK},
+		{"no token", "POST", "/v1/nodes/n/ack", "", "", http.StatusUnauthorized, ""},
+		{"wrong token", "POST", "/v1/nodes/n/ack", "Bearer nope", "", http.StatusUnauthorized, ""},
+		{"not bearer", "POST", "/v1/nodes/n/ack", "Basic dG9rOg==", "", http.StatusUnauthorized, ""},
+		{"bad body", "POST", "/v1/nodes/n/ack", "Bearer tok", "{reason", http.StatusBadRequest, ""},
+		{"unknown node", "POST", "/v1/nodes/missing/ack", "Bearer tok", "", http.StatusNotFound, ""},
+		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusNotFound, ""},
+		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound, ""},
+		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
+		{"reset-grade without token", "POST", "/v1/nodes/n/reset-grade", "", "", http.StatusUnauthorized, ""},
+		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound, ""},
+		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict, ""},
+		{"reset-grade", "POST", "/v1/nodes/n/reset-grade", "Bearer tok", `{"reason":"disk replaced"}`, http.StatusOK, ""},
+		// The actor is the node that took the request from the operator.
+		{"forwarded ack", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"fwd"}`, http.StatusOK, "node-b"},
+		{"forwarded ack, lying header", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"lie"}`, http.StatusOK, "<b>x</b>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
 			if c.auth != "" {
 				req.Header.Set("Authorization", c.auth)
+			}
+			if c.forwardedBy != "" {
+				req.Header.Set(forwardedHeader, c.forwardedBy)
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
@@ -70,7 +77,8 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if len(a.calls) != 5 || a.calls[1] != "n|me (operator)|checked" || a.calls[4] != "reset n|me (operator)|disk replaced" {
+	if len(a.calls) != 7 || a.calls[1] != "n|me (operator)|checked" || a.calls[4] != "reset n|me (operator)|disk replaced" ||
+		a.calls[5] != "n|node-b (operator)|fwd" || a.calls[6] != "n|me (operator)|lie" {
 		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
 	}
 }

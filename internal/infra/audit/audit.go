@@ -121,6 +121,15 @@ func (l *Log) RunCounts(ctx context.Context, q sqlx.QueryerContext, id int64, fr
 	return cs, nil
 }
 
+// utc is *t in UTC (lib/pq sends a time's own offset, and PostgreSQL
+// takes offsets up to ±15:59 only), or nil.
+func utc(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC()
+}
+
 // LastID returns the id of the newest event (0 when none): it only
 // grows, so it counts the events ever written.
 func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
@@ -190,7 +199,7 @@ type ListParams struct {
 	Kind string
 	// Since and Until, when set, keep the events at or after Since and
 	// before Until.
-	Since, Until time.Time
+	Since, Until *time.Time
 	// RunID, when set, keeps the events of that run.
 	RunID int64
 	// AfterID keeps events with a larger id (for paging and tailing).
@@ -225,8 +234,8 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 		{"instance = $%d", p.Instance, p.Instance != ""},
 		{"kind = $%d", p.Kind, p.Kind != ""},
 		{"run_id = $%d", p.RunID, p.RunID != 0},
-		{"at >= $%d", p.Since, !p.Since.IsZero()},
-		{"at < $%d", p.Until, !p.Until.IsZero()},
+		{"at >= $%d", utc(p.Since), p.Since != nil},
+		{"at < $%d", utc(p.Until), p.Until != nil},
 	} {
 		if f.set {
 			args = append(args, f.v)

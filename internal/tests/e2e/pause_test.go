@@ -86,8 +86,8 @@ func TestPauseAcrossFailover(t *testing.T) {
 	}
 	out, errOut, code := cli(t, tok, "pause", "--reason", "engine schema migration", "-o", "json", "--api", addr)
 	var p health.Pause
-	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Actor != master+" (operator)" || p.Term == nil || *p.Term != term {
-		t.Fatalf("pause through %s: exit %d: %s%s; want it done by the master %s", other, code, out, errOut, master)
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Actor != other+" (operator)" || p.Term == nil || *p.Term != term {
+		t.Fatalf("pause through %s: exit %d: %s%s; want it done by the master %s in its term, by an operator at %s", other, code, out, errOut, master, other)
 	}
 	if _, errOut, code := cli(t, tok, "pause", "--reason", "again", "--api", addr); code != 4 || !strings.Contains(errOut, "engine schema migration") {
 		t.Fatalf("second pause: exit %d: %s", code, errOut)
@@ -99,7 +99,7 @@ func TestPauseAcrossFailover(t *testing.T) {
 	c.db.MustExec(`INSERT INTO demo.orders_claim VALUES (6, 'engine-x', 'tok6', now() - interval '1h', now() - interval '1m')`)
 	c.waitCheckPassAfter(t, time.Now())
 	out, _, code = cli(t, tok, "check", "--api", addr)
-	if code != 4 || !strings.Contains(out, "paused by "+master+" (operator)") || !strings.Contains(out, "nothing repaired") {
+	if code != 4 || !strings.Contains(out, "paused by "+other+" (operator)") || !strings.Contains(out, "nothing repaired") {
 		t.Fatalf("check while paused: exit %d:\n%s", code, out)
 	}
 

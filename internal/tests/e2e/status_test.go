@@ -150,6 +150,8 @@ func TestStatusEndpoints(t *testing.T) {
 		t.Fatalf("runs %d: exit %d\n%s", sc.recRun, code, out)
 	}
 
+	at := func(t time.Time) *time.Time { return &t }
+	year1 := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC) // Go's zero time: still a bound
 	for _, f := range []struct {
 		p    audit.ListParams
 		want int
@@ -158,9 +160,11 @@ func TestStatusEndpoints(t *testing.T) {
 		{audit.ListParams{Instance: "7", Workflow: "orders"}, 1},
 		{audit.ListParams{RunID: sc.recRun}, 1},
 		{audit.ListParams{Kind: audit.KindDisruption}, 1},
-		{audit.ListParams{Kind: audit.KindHeld, Since: time.Now().Add(time.Hour)}, 0},
-		{audit.ListParams{Kind: audit.KindHeld, Until: time.Now().Add(-time.Hour)}, 0},
-		{audit.ListParams{Kind: audit.KindHeld, Since: time.Now().Add(-time.Hour), Until: time.Now().Add(time.Hour)}, 1},
+		{audit.ListParams{Kind: audit.KindHeld, Since: at(time.Now().Add(time.Hour))}, 0},
+		{audit.ListParams{Kind: audit.KindHeld, Until: at(time.Now().Add(-time.Hour))}, 0},
+		{audit.ListParams{Kind: audit.KindHeld, Since: at(time.Now().Add(-time.Hour)), Until: at(time.Now().Add(time.Hour))}, 1},
+		{audit.ListParams{Kind: audit.KindHeld, Since: at(time.Now().Add(-time.Hour).In(time.FixedZone("", -(23*3600 + 59*60))))}, 1},
+		{audit.ListParams{Until: &year1}, 0},
 	} {
 		es, err := cl.Events(ctx, f.p)
 		if err != nil || len(es) != f.want {
