@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -108,11 +109,7 @@ func TestPauseWaitsForRunningPass(t *testing.T) {
 		_, err := c.SetPause(context.Background(), o, true, "op", "x")
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		t.Fatalf("pause returned while a pass held the lock: %v", err)
-	case <-time.After(200 * time.Millisecond): // a simulated running pass
-	}
+	testkit.Never(t, 200*time.Millisecond, "pause returned while a pass held the lock", func() bool { return len(done) > 0 })
 	if n := count(t, b, `SELECT count(*) FROM enginehealth.pause WHERE paused`); n != 0 {
 		t.Fatal("paused while a pass was running")
 	}
