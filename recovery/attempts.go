@@ -166,6 +166,13 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	if skipLocked {
 		lock = "FOR NO KEY UPDATE OF b SKIP LOCKED"
 	}
+	// The cursor: the last id picked (interrupted instances, in id
+	// order), or the last (updated, id) picked (failed ones).
+	last := `coalesce((SELECT max(p.id)::text FROM pick p), ''), ''`
+	if c == CauseFailure {
+		last = `coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
+			coalesce((SELECT max(p.upd)::text FROM pick p), '')`
+	}
 	sp := stepsOf(t, c, patterns)
 	retried, failed := audit.KindRepair, audit.KindRepair
 	if c == CauseFailure {
@@ -240,7 +247,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
 				stamp = coalesce(x.upd, a.stamp)
 			FROM done x
-			WHERE a.ctid = x.att
+			WHERE x.att IS NOT NULL AND a.ctid = x.att
 			  AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')
 			RETURNING 1
 		), ev AS (
@@ -252,11 +259,10 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
 			count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 			(SELECT count(*) FROM pick),
-			coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
-			coalesce((SELECT max(p.upd)::text FROM pick p), '')
+			%[22]s
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
-		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr)
+		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last)
 	at := cur.id
 	if c == CauseFailure {
 		at = cur.at

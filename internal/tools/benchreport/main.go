@@ -102,6 +102,8 @@ var rows = []row{
 	{"repair vs one bare UPDATE (batch 1000, for comparison)", "BenchmarkRepair/batch=1000", "ratio-vs-bare-update", fixed("—"), nil},
 	{"repair vs one bare UPDATE, without events (default batch)", "BenchmarkRepair/batch=10000", "ratio-without-events", fixed("—"), nil},
 	{"repair vs one bare UPDATE, strategy none: no attempts rows (default batch)", "BenchmarkRepair/batch=10000", "ratio-strategy-none", fixed("—"), nil},
+	{"floor of the data model: batched UPDATE alone, hand-written (default batch)", "BenchmarkRepair/batch=10000", "floor-batched-update-only", fixed("—"), nil},
+	{"floor of the data model: batched UPDATE + one attempts row + one event per row, hand-written", "BenchmarkRepair/batch=10000", "floor-attempts-row-and-event", fixed("—"), nil},
 	{"events table: heap bytes per event", "BenchmarkRepair/batch=10000", "events-heap-B/event", fixed("—"), nil},
 	{"events table: primary key bytes per event", "BenchmarkRepair/batch=10000", "events-pkey-B/event", fixed("—"), nil},
 	{"idle check pass, 10k rows", "BenchmarkCheckIdle", "idle-10k-ms", fixed("—"), nil},
