@@ -171,6 +171,8 @@ type CheckResult struct {
 	Failures []recovery.TaskResult `json:"failures"`
 	// Retries: the due retries of the pass.
 	Retries recovery.DueResult `json:"retries"`
+	// Settled: the retries whose outcome the pass found (tasks with any).
+	Settled []recovery.SettleCounts `json:"settled"`
 	// Grades: the failover grades the pass changed.
 	Grades []nodes.GradeChange `json:"grades"`
 	Stale  []string            `json:"stale,omitempty"`
@@ -252,11 +254,12 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, res
 		return res, err
 	}
 	if len(res.NotResponding)+len(res.Revived)+len(res.Forgotten) > 0 || res.Recovery.ClaimsExpired > 0 || res.Recovery.Done() > 0 ||
-		res.Retries.Retried+res.Retries.Cancelled > 0 || len(res.Grades) > 0 {
+		res.Retries.Retried+res.Retries.Cancelled > 0 || len(res.Settled) > 0 || len(res.Grades) > 0 {
 		c.log.InfoContext(ctx, "check pass", "run", run, "trigger", trigger,
 			"not_responding", changed(res.NotResponding), "revived", changed(res.Revived), "forgotten", changed(res.Forgotten),
 			"claims_expired", res.Recovery.ClaimsExpired, "repaired", res.Recovery.Done(),
-			"retried", res.Retries.Retried, "retries_cancelled", res.Retries.Cancelled, "grade_changes", len(res.Grades),
+			"retried", res.Retries.Retried, "retries_cancelled", res.Retries.Cancelled, "retries_settled", settled(res.Settled),
+			"grade_changes", len(res.Grades),
 			"took", res.Took.Round(time.Millisecond))
 	}
 	for _, g := range res.Grades {
@@ -340,6 +343,11 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 			return err
 		}
 	}
+	// 5b. How retries ended: bookkeeping that moves no instance, so a
+	// pause does not stop it.
+	if res.Settled, err = c.cfg.Recovery.Settle(ctx, o, run); err != nil {
+		return err
+	}
 	// 6. Failover grades, from the interruptions of this pass and the
 	// passes before (never in disruption mode: returned above).
 	locate := func(ctx context.Context, tx *leader.Tx, s nodes.Signature) (nodes.Whereabouts, error) {
@@ -405,4 +413,13 @@ func changed(cs []nodes.Change) string {
 		b.WriteString(c.Name)
 	}
 	return b.String()
+}
+
+// settled counts the retries a pass settled.
+func settled(sc []recovery.SettleCounts) int64 {
+	var n int64
+	for _, c := range sc {
+		n += c.Succeeded + c.Failed + c.Cancelled
+	}
+	return n
 }

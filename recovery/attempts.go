@@ -84,6 +84,8 @@ type batchCounts struct {
 	picked                        int
 	last                          cursor
 	retried, waiting, held, faild int64
+	// exhausted: of faild, those failed for good after max_attempts.
+	exhausted int64
 }
 
 func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.faild }
@@ -257,6 +259,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		)
 		SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
 			count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
+			count(*) FILTER (WHERE state = 'exhausted'),
 			count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 			(SELECT count(*) FROM pick),
 			%[22]s
@@ -273,7 +276,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		sp.capMS, sp.jitter, sp.max}
 	args = append(args, extra...)
 	var want, wrote int64
-	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at)
+	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}

@@ -121,7 +121,7 @@ func TestRetryWithDelaysThenExhausted(t *testing.T) {
 		db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
 	}
 	res := check()
-	if res.Tasks[0].Failed != 1 || statusOf(t, db, 1) != "ShipFailed" {
+	if res.Tasks[0].Failed != 1 || res.Tasks[0].Exhausted != 1 || statusOf(t, db, 1) != "ShipFailed" {
 		t.Fatalf("fourth interruption: %+v, status %s, want failed", res.Tasks[0], statusOf(t, db, 1))
 	}
 	a := attemptOf(t, db, "orders", "1", "ship")

@@ -120,6 +120,9 @@ type TaskResult struct {
 	Scheduled int64 `json:"scheduled"`
 	Held      int64 `json:"held"`
 	Failed    int64 `json:"failed"`
+	// Exhausted: of Failed, those failed for good after the policy's
+	// last retry.
+	Exhausted int64 `json:"exhausted"`
 }
 
 // Result of a run.
@@ -410,13 +413,14 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 		if bc.done() > 0 {
 			// One line per batch, with the counts its events hold.
 			r.log.InfoContext(ctx, "repair batch", "run", run, "workflow", w.Name, "task", t.Name, "cause", string(c),
-				"retried", bc.retried, "scheduled", bc.waiting, "held", bc.held, "failed", bc.faild)
+				"retried", bc.retried, "scheduled", bc.waiting, "held", bc.held, "failed", bc.faild, "exhausted", bc.exhausted)
 		}
 		tr.Done += bc.done()
 		tr.Retried += bc.retried
 		tr.Scheduled += bc.waiting
 		tr.Held += bc.held
 		tr.Failed += bc.faild
+		tr.Exhausted += bc.exhausted
 		if bc.picked > 0 {
 			cur.id, cur.at = bc.last.id, bc.last.at
 		}

@@ -23,8 +23,9 @@ type RetryStats struct {
 	Manual    int64 `db:"manual" json:"manual"`
 	// Waiting: retries scheduled and not yet due or run.
 	Waiting int64 `db:"waiting" json:"waiting"`
-	// Succeeded: instances whose last retry was followed by one of the
-	// task's end states (the instance is in one now).
+	// Succeeded: instances whose last retry succeeded (settled by the
+	// check: the instance reached one of the task's end states or went on
+	// past the task), or is in one of the end states now.
 	Succeeded int64 `db:"succeeded" json:"succeeded"`
 	// Exhausted: failed for good after max_attempts; Failed: failed for
 	// good otherwise (non_retryable, an operator's holds fail); HoldsOpen:
@@ -38,15 +39,15 @@ type RetryStats struct {
 }
 
 // RetryStats returns the retry statistics of every configured task that
-// has attempts rows, by workflow and task. Succeeded is read from the
-// instance tables (one primary-key probe per retried instance).
+// has attempts rows, by workflow and task. Succeeded counts the settled
+// retries and those in an end state since the last pass (one
+// primary-key probe per retried instance).
 func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 	out := []RetryStats{}
 	for _, w := range r.cfg.Workflows {
-		var idType string
-		if err := sqlx.GetContext(ctx, r.cfg.DB, &idType, `SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-			WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`, claims.Ident(w.Table), w.IDColumn); err != nil {
-			return nil, fmt.Errorf("id type of %s: %w", w.Name, err)
+		idType, err := r.idType(ctx, w)
+		if err != nil {
+			return nil, err
 		}
 		for _, t := range w.Tasks {
 			var s RetryStats
@@ -58,7 +59,7 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 					count(*) FILTER (WHERE a.state = 'exhausted') AS exhausted,
 					count(*) FILTER (WHERE a.state = 'failed') AS failed,
 					count(*) FILTER (WHERE a.state = 'held') AS held,
-					count(*) FILTER (WHERE a.state = 'retried' AND EXISTS (
+					count(*) FILTER (WHERE a.state = 'succeeded' OR a.state = 'retried' AND EXISTS (
 						SELECT 1 FROM %s AS t WHERE t.%s = a.instance::%s AND t.%s::text = ANY ($3::text[]))) AS succeeded
 				FROM %s AS a WHERE a.workflow = $1 AND a.task = $2`,
 				claims.Ident(w.Table), claims.Ident(w.IDColumn), idType, claims.Ident(w.StatusColumn), r.attempts),

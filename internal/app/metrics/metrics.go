@@ -62,6 +62,7 @@ type Metrics struct {
 	claimsExpired prometheus.Counter
 	repaired      *prometheus.CounterVec
 	retries       *prometheus.CounterVec
+	outcomes      *prometheus.CounterVec
 	gradeChanges  *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 }
@@ -83,6 +84,9 @@ func New(src Source) *Metrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "due_retries_total",
 			Help: "Due retries this node ran as master, by outcome (retried: back to begin; cancelled: the instance was moved by someone else)."},
 			[]string{"outcome"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "retries_total",
+			Help: "Retries by workflow, task and outcome, as this node saw them as master: scheduled (a policy decided a retry, at once or later), succeeded (the retried instance reached an end state or went on past the task), failed (the engine failed the retry and no on_failure policy decides), exhausted (failed for good after max_attempts)."},
+			[]string{"workflow", "task", "outcome"}),
 		gradeChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "grade_changes_total",
 			Help: "Failover grade changes this node made as master, by the grade a node went to."}, []string{"grade"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "api_requests_total",
@@ -101,9 +105,12 @@ func New(src Source) *Metrics {
 		for _, a := range actions {
 			m.repaired.WithLabelValues(t.Workflow, t.Task, a)
 		}
+		for _, o := range outcomes {
+			m.outcomes.WithLabelValues(t.Workflow, t.Task, o)
+		}
 	}
 	m.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
-		m.passDuration, m.passes, m.claimsExpired, m.repaired, m.retries, m.gradeChanges, m.requests, newScrape(src))
+		m.passDuration, m.passes, m.claimsExpired, m.repaired, m.retries, m.outcomes, m.gradeChanges, m.requests, newScrape(src))
 	return m
 }
 
@@ -133,11 +140,24 @@ func (m *Metrics) ObservePass(res health.CheckResult, err error) {
 				m.repaired.WithLabelValues(t.Workflow, t.Task, action).Add(float64(n))
 			}
 		}
+		m.add(m.outcomes, float64(t.Retried+t.Scheduled), t.Workflow, t.Task, "scheduled")
+		m.add(m.outcomes, float64(t.Exhausted), t.Workflow, t.Task, "exhausted")
+	}
+	for _, sc := range res.Settled {
+		m.add(m.outcomes, float64(sc.Succeeded), sc.Workflow, sc.Task, "succeeded")
+		m.add(m.outcomes, float64(sc.Failed), sc.Workflow, sc.Task, "failed")
 	}
 	m.retries.WithLabelValues("retried").Add(float64(res.Retries.Retried))
 	m.retries.WithLabelValues("cancelled").Add(float64(res.Retries.Cancelled))
 	for _, g := range res.Grades {
 		m.gradeChanges.WithLabelValues(g.To).Inc()
+	}
+}
+
+// add adds n (when positive) to the counter of labels.
+func (m *Metrics) add(c *prometheus.CounterVec, n float64, labels ...string) {
+	if n > 0 {
+		c.WithLabelValues(labels...).Add(n)
 	}
 }
 
@@ -157,6 +177,7 @@ var (
 	statuses = []string{nodes.StatusRecovering, nodes.StatusReady, nodes.StatusUnexpectedShutdown, nodes.StatusNotResponding}
 	grades   = []string{nodes.GradeNormal, nodes.GradeWarning, nodes.GradeError}
 	actions  = []string{"retried", "scheduled", "held", "failed"}
+	outcomes = []string{"scheduled", "succeeded", "failed", "exhausted"}
 )
 
 // scrape is the collector of the gauges read at scrape time.

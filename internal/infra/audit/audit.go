@@ -41,6 +41,11 @@ const (
 	KindRetryCancelled = "retry_cancelled"
 	KindHoldDecided    = "hold_decided"
 	KindManualRetry    = "manual_retry"
+	// KindRetrySucceeded, KindRetryFailed: how a retry ended, as the
+	// check found it (the instance reached an end state or went on past
+	// the task; the engine failed it).
+	KindRetrySucceeded = "retry_succeeded"
+	KindRetryFailed    = "retry_failed"
 	// KindFailed: an instance an engine failed stays failed for good
 	// (its on_failure policy is exhausted, or its error non-retryable).
 	KindFailed = "instance_failed"
