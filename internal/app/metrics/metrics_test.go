@@ -58,8 +58,9 @@ func TestMetricsLint(t *testing.T) {
 func TestMetricsScrape(t *testing.T) {
 	m := New(source(nil))
 	m.ObservePass(health.CheckResult{Took: 20 * time.Millisecond,
-		Recovery: recovery.Result{ClaimsExpired: 3, Tasks: []recovery.TaskResult{{Workflow: "orders", Task: "reserve", Retried: 2, Held: 1}}},
+		Recovery: recovery.Result{ClaimsExpired: 3, Tasks: []recovery.TaskResult{{Workflow: "orders", Task: "reserve", Retried: 2, Scheduled: 3, Held: 1, Failed: 2, Exhausted: 2}}},
 		Retries:  recovery.DueResult{Retried: 4, Cancelled: 1},
+		Settled:  []recovery.SettleCounts{{Workflow: "orders", Task: "reserve", Succeeded: 5, Failed: 1, Cancelled: 7}},
 		Grades:   []nodes.GradeChange{{Name: "n2", From: nodes.GradeWarning, To: nodes.GradeError}}}, nil)
 	m.ObservePass(health.CheckResult{Disruption: true}, nil)
 	m.ObservePass(health.CheckResult{}, errors.New("database down"))
@@ -98,6 +99,11 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_instances_repaired_total{action="held",task="reserve",workflow="orders"} 1`,
 		`enginehealth_instances_repaired_total{action="failed",task="ship",workflow="orders"} 0`,
 		`enginehealth_due_retries_total{outcome="retried"} 4`,
+		`enginehealth_retries_total{outcome="scheduled",task="reserve",workflow="orders"} 5`,
+		`enginehealth_retries_total{outcome="exhausted",task="reserve",workflow="orders"} 2`,
+		`enginehealth_retries_total{outcome="succeeded",task="reserve",workflow="orders"} 5`,
+		`enginehealth_retries_total{outcome="failed",task="reserve",workflow="orders"} 1`,
+		`enginehealth_retries_total{outcome="succeeded",task="ship",workflow="orders"} 0`,
 		`enginehealth_grade_changes_total{grade="ERROR"} 1`,
 		`enginehealth_api_requests_total{code="200",route="GET /v1/nodes"} 1`,
 		`enginehealth_api_requests_total{code="400",route="refused"} 1`,
