@@ -106,7 +106,7 @@ the last run and the holds waiting. Exit 0 only when this node is ready
 			if f.output == "json" {
 				err = writeJSON(c.OutOrStdout(), rep)
 			} else {
-				err = statusTable(c.OutOrStdout(), rep, time.Now())
+				err = statusTable(c.OutOrStdout(), rep, clock())
 			}
 			if err != nil {
 				return err
@@ -235,13 +235,19 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newConfigCmd() *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Configuration commands"}
+	c := group("config", "Configuration commands")
 	var path string
 	var withDB bool
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Validate a configuration file and print a summary (touches no database unless --database)",
-		Args:  noArgs,
+		Long: `Validate a configuration file: exit 0 and print what it configures (and
+what each retry policy will do, retry after retry), or exit 2 with what is
+wrong. With --database, also check that every workflow table and column
+exists.`,
+		Example: `  enginehealth config check -c /etc/enginehealth/enginehealth.yaml
+  enginehealth config check -c enginehealth.yaml --database`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, err := configs.Load(path)
 			if err != nil {
@@ -328,9 +334,10 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 func newMigrateCmd() *cobra.Command {
 	var path string
 	c := &cobra.Command{
-		Use:   "migrate",
-		Short: "Apply the sidecar's schema migrations (the daemon also does at start)",
-		Args:  noArgs,
+		Use:     "migrate",
+		Short:   "Apply the sidecar's schema migrations (the daemon also does at start)",
+		Example: "  enginehealth migrate -c /etc/enginehealth/enginehealth.yaml",
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, err := configs.Load(path)
 			if err != nil {
@@ -361,9 +368,10 @@ func newMigrateCmd() *cobra.Command {
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  noArgs,
+		Use:     "version",
+		Short:   "Print the version",
+		Example: "  enginehealth version",
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			fmt.Fprintf(c.OutOrStdout(), "enginehealth %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -65,16 +66,29 @@ type refusedError struct{ error }
 // outside -o json goes through it.
 func safe(s string) string { return api.TerminalSafe(s) }
 
+// tabs prints a table: the header, then the rows, in aligned columns,
+// without the blanks that pad an empty last cell.
 func tabs(w io.Writer, header string, rows func(tw io.Writer)) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	rows(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(buf.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newNodesCmd() *cobra.Command {
 	var f clientFlags
-	c := &cobra.Command{Use: "nodes [NAME]", Short: "List the engine nodes (or show one)", Args: usageArgs(cobra.MaximumNArgs(1))}
+	c := &cobra.Command{Use: "nodes [NAME]", Short: "List the engine nodes (or show one, with its grade's cause)",
+		Example: "  enginehealth nodes\n  enginehealth nodes n2\n  enginehealth nodes -o json",
+		Args:    usageArgs(cobra.MaximumNArgs(1))}
 	return clientCmd(c, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, args []string) (any, error) {
 			if len(args) == 1 {
@@ -107,13 +121,17 @@ func newNodesCmd() *cobra.Command {
 }
 
 func newNodeCmd() *cobra.Command {
-	c := &cobra.Command{Use: "node", Short: "Act on one node"}
+	c := group("node", "Act on one node")
 	var f clientFlags
 	var reason string
 	ack := clientCmd(&cobra.Command{
 		Use:   "ack NAME",
 		Short: "Acknowledge a node's unexpected shutdown: it becomes Ready",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Long: `Acknowledge that a node in Unexpected shutdown was looked at: it becomes
+Ready (and its engine may start), with a node_ack event naming the reason.
+Refused (exit code 4) when the node is not in Unexpected shutdown.`,
+		Example: `  enginehealth node ack n2 --reason "kernel panic, host replaced"`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, args []string) (nodes.Node, error) {
 			return cl.Ack(ctx, args[0], reason)
@@ -297,7 +315,13 @@ func newRecoverCmd() *cobra.Command {
 	c := clientCmd(&cobra.Command{
 		Use:   "recover",
 		Short: "Expire claims and repair interrupted instances now (through the master)",
-		Args:  noArgs,
+		Long: `Run a recovery on the master now: delete expired claims, then decide every
+unclaimed instance left in an interim state by its task's on_interrupt
+policy. With --dry-run, print what would be done, changing nothing.`,
+		Example: `  enginehealth recover --dry-run
+  enginehealth recover --workflow orders
+  enginehealth recover -o json`,
+		Args: noArgs,
 	}, &f, longOp,
 		func(ctx context.Context, cl *api.Client, _ []string) (api.RecoveryAnswer, error) {
 			return cl.Recover(ctx, req)
@@ -412,7 +436,7 @@ attempts and whole timeline.`,
 				return cl.Instance(ctx, ref, p.Limit)
 			}
 			var err error
-			now := time.Now()
+			now := clock()
 			if p.Since, err = whenFlag("--since", since, now); err != nil {
 				return nil, err
 			}

@@ -138,7 +138,7 @@ retry, not against max_attempts.`,
 }
 
 func newRetriesCmd() *cobra.Command {
-	c := &cobra.Command{Use: "retries", Short: "Retry policies' figures"}
+	c := group("retries", "Retry policies' figures")
 	var f clientFlags
 	stats := clientCmd(&cobra.Command{
 		Use:     "stats",

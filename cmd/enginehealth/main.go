@@ -3,8 +3,10 @@
 // daemon's HTTP API.
 //
 // Exit codes: 0 success; 1 failure; 2 invalid configuration or usage;
-// 3 no daemon reachable; 4 refused by the daemon (409: the instance's
-// state does not allow it now).
+// 3 no daemon reachable; 4 refused by the daemon: a conflict (409: the
+// state does not allow it now), a mutation no master could take (503:
+// not the master and none acting, the election changing, busy), a check
+// the disruption guard or a pause stopped.
 package main
 
 import (
@@ -17,11 +19,16 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/spf13/cobra"
 )
+
+// clock is the time the commands measure ages and "1h ago" from (a test
+// fixes it).
+var clock = time.Now
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -63,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var serr *api.StatusError
 	var rerr refusedError
 	switch {
-	case errors.As(err, &serr) && serr.Code == http.StatusConflict, errors.As(err, &rerr):
+	case errors.As(err, &serr) && refusal(serr), errors.As(err, &rerr):
 		return exitRefused
 	case errors.As(err, &cerr), errors.As(err, &uerr):
 		return exitUsage
@@ -72,6 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		return exitFailure
 	}
+}
+
+// refusal: the daemon answered but would not do it now (exit 4): a
+// conflict, or a mutation that found no master to do it or a busy daemon.
+// A 503 to a read is a failure (exit 1): e.g. the database is down.
+func refusal(e *api.StatusError) bool {
+	return e.Code == http.StatusConflict || e.Code == http.StatusServiceUnavailable && e.Method != http.MethodGet
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -111,6 +125,13 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(),
 	)
 	return root
+}
+
+// group is a command that only holds subcommands: alone it prints its
+// help; a word that names none of them is a usage error (exit 2).
+func group(use, short string) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: unknownCommand,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() }}
 }
 
 // configFlag registers the --config flag.

@@ -37,7 +37,13 @@ func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon",
-		Args:  noArgs,
+		Long: `Run the daemon: register this node, heartbeat it, take part in the master
+election and, as master, run start-up recovery and the CheckEngineHealth
+pass on its schedule; serve the HTTP API. Logs go to stderr (log.format
+text or json). SIGTERM or SIGINT stops it cleanly (a second one at once).`,
+		Example: `  enginehealth run --config /etc/enginehealth/enginehealth.yaml
+  ExecStart=/usr/local/bin/enginehealth run --config /etc/enginehealth/enginehealth.yaml`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, err := configs.Load(path)
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 const waitPoll = 500 * time.Millisecond
 
 func newWaitCmd() *cobra.Command {
-	c := &cobra.Command{Use: "wait", Short: "Wait for a condition of this node (for scripts and systemd units)"}
+	c := group("wait", "Wait for a condition of this node (for scripts and systemd units)")
 	var f clientFlags
 	var timeout time.Duration
 	ready := &cobra.Command{

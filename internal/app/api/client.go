@@ -47,6 +47,9 @@ func (c *Client) url(path string) string {
 // StatusError is a non-2xx answer of the daemon.
 type StatusError struct {
 	Code int
+	// Method of the request (a 503 to a mutation is a refusal: no master
+	// to do it, or the daemon is busy).
+	Method string
 	// Msg and Detail are the answer's error and detail, as sent.
 	Msg    string
 	Detail string
@@ -109,7 +112,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if eb.RequestID == "" {
 			eb.RequestID = resp.Header.Get(requestIDHeader)
 		}
-		return &StatusError{Code: resp.StatusCode, Msg: eb.Error, Detail: eb.Detail, RequestID: eb.RequestID}
+		return &StatusError{Code: resp.StatusCode, Method: method, Msg: eb.Error, Detail: eb.Detail, RequestID: eb.RequestID}
 	}
 	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("decode answer of %s%s: %w", c.Addr, path, err)

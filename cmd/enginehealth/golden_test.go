@@ -1,0 +1,309 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/spf13/cobra"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the CLI's output")
+
+// t0 is the fixture's "now": ages and "ago" are measured from it.
+var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time   { return t0.Add(d) }
+func atp(d time.Duration) *time.Time { t := at(d); return &t }
+func i64(n int64) *int64             { return &n }
+func str(s string) *string           { return &s }
+
+// fixtureDaemon answers every read route with the records of a small
+// cluster in trouble: a node Not responding, one in Unexpected shutdown,
+// a node in grade ERROR, a paused master, a run, holds, a timeline. The
+// records are the real API types, encoded as the daemon encodes them.
+func fixtureDaemon(t *testing.T) string {
+	t.Helper()
+	ns := []nodes.Node{
+		{Name: "n1", Incarnation: "n1-7f3a", Hostname: "eng-1", Status: nodes.StatusReady, IsMaster: true, LastActive: at(-time.Second),
+			ActiveSince: at(-72 * time.Hour), Version: "v1.4.0", APIAddress: "10.0.0.1:8642", FailoverGrade: nodes.GradeNormal,
+			StatusChangedAt: at(-72 * time.Hour), StatusChangedBy: "n1", StatusReason: "start-up recovery done", SecondsSinceActive: 1.2},
+		{Name: "n2", Incarnation: "n2-01bc", Hostname: "eng-2", Status: nodes.StatusNotResponding, LastActive: at(-62 * time.Second),
+			ActiveSince: at(-48 * time.Hour), Version: "v1.4.0", APIAddress: "10.0.0.2:8642", FailoverGrade: nodes.GradeError,
+			GradeChangedAt: atp(-20 * time.Minute), GradeSignature: "orders/reserve/51",
+			GradeReason:     "second interruption within failover.window 1h0m0s with a different signature",
+			StatusChangedAt: at(-30 * time.Second), StatusChangedBy: "n1",
+			StatusReason: "no heartbeat for 62s > not_responding_after 30s, marked by n1 in term 7", SecondsSinceActive: 62.4},
+		{Name: "n3", Incarnation: "n3-99d0", PreviousIncarnation: str("n3-5e21"), Hostname: "eng-3", Status: nodes.StatusUnexpectedShutdown,
+			LastActive: at(-3 * time.Second), ActiveSince: at(-10 * time.Minute), Version: "v1.3.2", APIAddress: "10.0.0.3:8642",
+			FailoverGrade: nodes.GradeWarning, GradeChangedAt: atp(-11 * time.Minute), GradeSignature: "orders/ship/77",
+			GradeReason:     "the claim of n3 on orders/ship/77 expired and the instance was repaired",
+			StatusChangedAt: at(-10 * time.Minute), StatusChangedBy: "n3",
+			StatusReason: "restarted without a clean shutdown (incarnation n3-5e21 was not deregistered)", SecondsSinceActive: 3},
+	}
+	run := recovery.RunRow{ID: 42, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", ClaimsExpired: 2,
+		Planned: 3, Done: 3, Status: "done", StartedAt: at(-14 * time.Second), FinishedAt: atp(-14*time.Second + 38*time.Millisecond)}
+	failed := recovery.RunRow{ID: 41, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "failed",
+		StartedAt: at(-29 * time.Second), FinishedAt: atp(-24 * time.Second), Error: "check: statement timeout (database 10.0.0.9:5432)"}
+	es := []audit.Event{
+		{ID: 1001, At: at(-30 * time.Second), Kind: audit.KindNodeStatus, Actor: "n1", Term: i64(7), Node: str("n2"),
+			FromState: str(nodes.StatusReady), ToState: str(nodes.StatusNotResponding),
+			Reason: "no heartbeat for 62s > not_responding_after 30s"},
+		{ID: 1002, At: at(-14 * time.Second), Kind: audit.KindClaimExpired, Actor: "n1", Term: i64(7), RunID: i64(42), Node: str("n2"),
+			Workflow: str("orders"), Instance: str("51"), Task: str("reserve"), Reason: "claim token 8c1e expired at 2026-11-24T09:59:40Z"},
+		{ID: 1003, At: at(-14 * time.Second), Kind: audit.KindRetryScheduled, Actor: "n1", Term: i64(7), RunID: i64(42), Node: str("n2"),
+			Workflow: str("orders"), Instance: str("51"), Task: str("reserve"), FromState: str("Reserving"), ToState: str("Reserving"),
+			Attempt: new(2), Reason: "interrupted: retry 2 of 3 in 1m0s"},
+	}
+	pause := health.Pause{Paused: true, Since: at(-5 * time.Minute), Actor: "n1 (operator)", Reason: "engine schema migration, back at 14:00", Term: i64(7)}
+	st := api.Status{
+		Node: api.SelfState{Name: "n1", Ready: api.Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal}},
+		Master: &api.Leader{Name: "n1", Incarnation: "n1-7f3a", APIAddress: "10.0.0.1:8642", Term: 7, Since: at(-72 * time.Hour),
+			TrustedUntil: at(4 * time.Second), Passes: health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second)},
+			AnsweredBy: "n1"},
+		Paused: pause,
+		Checks: health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second)},
+		Nodes:  map[string]int{nodes.StatusReady: 1, nodes.StatusNotResponding: 1, nodes.StatusUnexpectedShutdown: 1},
+		NotReady: []api.NodeState{
+			{Name: "n2", Status: nodes.StatusNotResponding, Grade: nodes.GradeError, LastActive: at(-62 * time.Second), SecondsSinceActive: 62.4,
+				Why: "no heartbeat for 62 s > not_responding_after 30 s, marked by n1 in term 7"},
+			{Name: "n3", Status: nodes.StatusUnexpectedShutdown, Grade: nodes.GradeWarning, LastActive: at(-3 * time.Second), SecondsSinceActive: 3,
+				Why: "restarted without a clean shutdown: enginehealth node ack n3 once looked at"},
+		},
+		LastRun: &run,
+		Holds:   api.HoldsSummary{Open: 2, OldestAgeSeconds: 5400},
+	}
+	holds := []recovery.Hold{
+		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),
+			Attempts: 1, LastNode: str("n2"), Nodes: []string{"n2"}, LastError: str("carrier API: 503 Service Unavailable"),
+			Reason: "interrupted: held for an operator"},
+		{Workflow: "orders", Instance: "1043", Task: "ship", State: "ShipFailed", Cause: recovery.CauseFailure, Since: at(-40 * time.Minute),
+			Attempts: 2, Manual: 1, Nodes: []string{}, Reason: "failed by the engine: held for an operator"},
+	}
+	one, two := 1, 2
+	iv := recovery.InstanceView{Workflow: "orders", Instance: "51", State: str("Reserving"),
+		Claim: &claims.ClaimRow{Node: "n2", Token: "8c1e", ClaimedAt: at(-50 * time.Second), ExpiresAt: at(-20 * time.Second), Expired: true},
+		Attempts: []recovery.AttemptView{{Task: "reserve", AttemptCount: 2, State: "waiting", InRetry: true, Cause: recovery.CauseInterrupt,
+			LeftIn: "Reserving", Since: at(-14 * time.Second), LastAttemptTime: atp(-80 * time.Second), NextAttemptTime: atp(46 * time.Second),
+			LastNode: str("n2"), Nodes: []string{"n3", "n2"}, LastReason: "interrupted: retry 2 of 3 in 1m0s"}},
+		Events: []audit.Event{
+			{ID: 900, At: at(-11 * time.Minute), Kind: audit.KindRetried, Actor: "n1", Term: i64(7), Node: str("n3"), Workflow: str("orders"),
+				Instance: str("51"), Task: str("reserve"), FromState: str("Reserving"), ToState: str("Created"), Attempt: &one,
+				Reason: "interrupted: retry 1 of 3 at once"},
+			es[2],
+		},
+	}
+	iv.Events[1].Attempt = &two
+	stats := []recovery.RetryStats{
+		{Workflow: "orders", Task: "reserve", Instances: 40, Retried: 52, Scheduled: 55, Manual: 1, Waiting: 3, Succeeded: 30,
+			Exhausted: 2, Failed: 1, HoldsOpen: 0, SuccessRate: new(30.0 / 33)},
+		{Workflow: "orders", Task: "ship", Instances: 2, Retried: 1, Scheduled: 1, HoldsOpen: 2},
+	}
+	detail := recovery.RunDetail{RunRow: run, Took: 38 * time.Millisecond, Counts: []audit.Count{
+		{Workflow: "orders", Task: "reserve", Kind: audit.KindClaimExpired, Count: 2},
+		{Workflow: "orders", Task: "reserve", Kind: audit.KindRetryScheduled, To: "Reserving", Count: 2},
+		{Workflow: "orders", Task: "ship", Kind: audit.KindRepair, To: "ShipFailed", Count: 1},
+	}}
+
+	mux := http.NewServeMux()
+	answer := func(v any) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(v)
+		}
+	}
+	mux.HandleFunc("GET /healthz", answer(api.Health{Status: "ok", Checks: map[string]string{"heartbeat": "ok", "master": "ok"}}))
+	mux.HandleFunc("GET /v1/status", answer(st))
+	mux.HandleFunc("GET /v1/nodes", answer(ns))
+	mux.HandleFunc("GET /v1/nodes/n2", answer(ns[1]))
+	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		page := []audit.Event{}
+		for _, e := range es {
+			if e.ID > after {
+				page = append(page, e)
+			}
+		}
+		answer(page)(w, r)
+	})
+	mux.HandleFunc("GET /v1/instances/orders/51", answer(iv))
+	mux.HandleFunc("GET /v1/holds", answer(holds))
+	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{run, failed}))
+	mux.HandleFunc("GET /v1/runs/42", answer(detail))
+	mux.HandleFunc("GET /v1/retries/stats", answer(stats))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestGoldenOutput: the table and JSON output of every listing command,
+// byte for byte (go test ./cmd/enginehealth -run Golden -update rewrites
+// testdata/golden after a deliberate change). The JSON files pin the
+// field names scripts read.
+func TestGoldenOutput(t *testing.T) {
+	clock = func() time.Time { return t0 }
+	t.Cleanup(func() { clock = time.Now })
+	addr := fixtureDaemon(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"status", []string{"status"}, exitOK},
+		{"nodes", []string{"nodes"}, exitOK},
+		{"node", []string{"nodes", "n2"}, exitOK},
+		{"events", []string{"events"}, exitOK},
+		{"timeline", []string{"events", "--instance", "orders/51"}, exitOK},
+		{"holds", []string{"holds"}, exitOK},
+		{"runs", []string{"runs"}, exitOK},
+		{"run", []string{"runs", "42"}, exitOK},
+		{"retries", []string{"retries", "stats"}, exitOK},
+	} {
+		for _, format := range []string{"table", "json"} {
+			t.Run(tc.name+"/"+format, func(t *testing.T) {
+				out, errOut, code := runCLI(t, append(tc.args, "--api", addr, "-o", format)...)
+				if code != tc.code {
+					t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut)
+				}
+				ext := ".txt"
+				if format == "json" {
+					ext = ".json"
+					if !json.Valid([]byte(out)) {
+						t.Fatalf("not JSON:\n%s", out)
+					}
+				}
+				golden(t, filepath.Join("testdata", "golden", tc.name+ext), out)
+			})
+		}
+	}
+}
+
+// golden compares got with the file (or rewrites it with -update).
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update after a deliberate change):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestExitCodes: 0 ok, 1 the operation failed, 2 usage or configuration,
+// 3 no daemon, 4 refused (a conflict, a mutation no master could take,
+// a check the guard stopped).
+func TestExitCodes(t *testing.T) {
+	problem := func(code int, msg string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: msg, Detail: "detail", RequestID: "r9"})
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/pause", problem(http.StatusServiceUnavailable, "not the master, and no acting master to forward to"))
+	mux.HandleFunc("POST /v1/resume", problem(http.StatusConflict, "not paused"))
+	mux.HandleFunc("POST /v1/retry", problem(http.StatusUnauthorized, "a bearer token is required"))
+	mux.HandleFunc("POST /v1/nodes/{name}/ack", problem(http.StatusForbidden, "mutations are off: no api.token configured"))
+	mux.HandleFunc("GET /v1/nodes", problem(http.StatusServiceUnavailable, "database unavailable"))
+	mux.HandleFunc("GET /v1/runs", problem(http.StatusBadRequest, "query parameter limit: want 1..10000"))
+	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(health.CheckResult{RunID: 5, Disruption: true, DisruptionReason: "3 of 4 nodes look unresponsive"})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	// An address nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		say  string
+	}{
+		{[]string{"version"}, exitOK, ""},
+		{[]string{"pause", "--reason", "x"}, exitRefused, "no acting master"},
+		{[]string{"resume"}, exitRefused, "not paused"},
+		{[]string{"check"}, exitRefused, "disruption guard holds"},
+		{[]string{"nodes"}, exitFailure, "database unavailable"},
+		{[]string{"retry", "orders", "1"}, exitFailure, "401"},
+		{[]string{"node", "ack", "n2"}, exitFailure, "403"},
+		{[]string{"runs"}, exitFailure, "query parameter limit"},
+		{[]string{"runs", "x"}, exitUsage, "positive integer"},
+		{[]string{"nodes", "-o", "yaml"}, exitUsage, "want table or json"},
+		{[]string{"nodes", "--no-such-flag"}, exitUsage, "unknown flag"},
+		{[]string{"node", "bogus"}, exitUsage, `unknown command "bogus"`},
+		{[]string{"config", "check", "-c", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, "missing.yaml"},
+	} {
+		args := tc.args
+		if tc.code != exitUsage && tc.args[0] != "version" {
+			args = append(args, "--api", srv.URL)
+		}
+		_, errOut, code := runCLI(t, args...)
+		if code != tc.code || !strings.Contains(errOut, tc.say) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", tc.args, code, errOut, tc.code, tc.say)
+		}
+	}
+	_, errOut, code := runCLI(t, "nodes", "--api", dead)
+	if code != exitUnreachable {
+		t.Errorf("nodes at %s: exit %d (%s), want %d", dead, code, errOut, exitUnreachable)
+	}
+}
+
+// TestEveryCommandHasAnExample: --help of every command a person runs
+// shows at least one example, and says something beyond its name.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if !c.Runnable() || c.Name() == "help" || c.Name() == "completion" || c.Parent() != nil && c.Parent().Name() == "completion" {
+			return
+		}
+		if c.HasSubCommands() && c.Example == "" {
+			// A group (config, node, wait, retries): its help lists the
+			// subcommands, each with examples.
+			return
+		}
+		if !strings.Contains(c.Example, "enginehealth "+strings.TrimPrefix(c.CommandPath(), "enginehealth ")) {
+			t.Errorf("%s: no example that runs it:\n%s", c.CommandPath(), c.Example)
+		}
+		if c.Short == "" {
+			t.Errorf("%s: no short description", c.CommandPath())
+		}
+	}
+	root := newRoot(&strings.Builder{}, &strings.Builder{})
+	root.InitDefaultCompletionCmd()
+	walk(root)
+}
