@@ -262,9 +262,7 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, res
 			"grade_changes", len(res.Grades),
 			"took", res.Took.Round(time.Millisecond))
 	}
-	for _, g := range res.Grades {
-		c.log.InfoContext(ctx, "failover grade changed", "run", run, "subject", g.Name, "from", g.From, "to", g.To, "reason", g.Reason)
-	}
+	// Status and grade changes are logged with their events (audit.Log).
 	return res, nil
 }
 

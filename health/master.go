@@ -31,7 +31,6 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/jmoiron/sqlx"
 	"github.com/lmittmann/tint"
 	"github.com/robfig/cron/v3"
 )
@@ -240,7 +239,7 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		clear := func(tx *sqlx.Tx) (bool, error) {
+		clear := func(tx *pgdb.Tx) (bool, error) {
 			return m.cfg.Nodes.ClearMaster(sctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 		}
 		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clear); err != nil {

@@ -65,7 +65,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) err
 		return err
 	}
 	c := o.Candidate
-	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
+	return pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
 		res, err := f.raiseTerm(ctx, tx, o)
 		if err != nil {
 			return fmt.Errorf("raise term: %w", err)
@@ -106,7 +106,7 @@ const staleHolder = 2 * time.Second
 // the UPDATE waits, the transactions that block it and have been idle for
 // staleHolder are terminated: their uncommitted writes, of an older term,
 // are rolled back, which is what the fence promises anyway.
-func (f *Fence) raiseTerm(ctx context.Context, tx *sqlx.Tx, o *Office) (sql.Result, error) {
+func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (sql.Result, error) {
 	var pid int
 	if err := tx.GetContext(ctx, &pid, `SELECT pg_backend_pid()`); err != nil {
 		return nil, err
@@ -153,9 +153,9 @@ func (f *Fence) SetLogger(log *slog.Logger) { f.log = log.With("component", "fen
 // did; it reports whether anything changed) and, if it changed anything,
 // writes an event, in one transaction. It is best effort: a newer
 // master's TakeOffice undoes it anyway.
-func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, clear func(tx *sqlx.Tx) (bool, error)) error {
+func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, clear func(tx *pgdb.Tx) (bool, error)) error {
 	c := o.Candidate
-	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
+	return pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
 		changed, err := clear(tx)
 		if err != nil || !changed {
 			return err
@@ -174,7 +174,7 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *Tx) error) erro
 	if err := o.Trusted(); err != nil {
 		return err
 	}
-	return pgdb.InTx(ctx, f.db, func(tx *sqlx.Tx) error {
+	return pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
 		var term int64
 		if err := tx.GetContext(ctx, &term, `SELECT term FROM `+f.terms+` FOR SHARE`); err != nil {
 			return fmt.Errorf("check term: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -17,12 +18,16 @@ import (
 // Tx is a sqlx.ExtContext; it has no Commit or Rollback: the fence ends
 // it when the function it was given returns.
 type Tx struct {
-	tx *sqlx.Tx
+	tx *pgdb.Tx
 	// Term of the office that holds the fence.
 	Term int64
 }
 
 var _ sqlx.ExtContext = (*Tx)(nil)
+
+// AfterCommit runs fn once the transaction has committed (never when it
+// rolls back).
+func (t *Tx) AfterCommit(fn func()) { t.tx.AfterCommit(fn) }
 
 // DriverName implements sqlx.ExtContext.
 func (t *Tx) DriverName() string { return t.tx.DriverName() }

@@ -417,7 +417,7 @@ var ErrGradeNormal = errors.New("nodes: grade is " + GradeNormal + " already")
 // grade (it shut down cleanly while WARNING or ERROR).
 func (s *Store) ResetGrade(ctx context.Context, name, actor, reason string) (GradeChange, error) {
 	var c GradeChange
-	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var r gradeRow
 		err := sqlx.GetContext(ctx, tx, &r, `SELECT `+gradeCols+` FROM `+s.grades+` WHERE node = $1 FOR UPDATE`, name)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -174,7 +174,7 @@ type Registration struct {
 // same transaction.
 func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 	var n Node
-	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var prev struct {
 			Status      string `db:"status"`
 			Incarnation string `db:"incarnation"`
@@ -299,7 +299,7 @@ var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdo
 // Unexpected shutdown.
 func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, error) {
 	var n Node
-	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var status string
 		err := sqlx.GetContext(ctx, tx, &status, `SELECT status FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -339,7 +339,7 @@ var ErrAwaitingAck = errors.New("nodes: record kept, awaiting an operator ack")
 // node and take office without the ack the operator owes.
 func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string) error {
 	kept := false
-	err := pgdb.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var status string
 		err := sqlx.GetContext(ctx, tx, &status,
 			`SELECT status FROM `+s.table+` WHERE name = $1 AND incarnation = $2 FOR UPDATE`, name, incarnation)

@@ -323,7 +323,7 @@ func TestMasterFlag(t *testing.T) {
 		}
 		return names
 	}
-	inTx := func(fn func(tx *sqlx.Tx) error) {
+	inTx := func(fn func(tx *pgdb.Tx) error) {
 		t.Helper()
 		if err := pgdb.InTx(ctx, b.db, fn); err != nil {
 			t.Fatal(err)
@@ -337,7 +337,7 @@ func TestMasterFlag(t *testing.T) {
 		if want {
 			r = c
 		}
-		inTx(func(tx *sqlx.Tx) error {
+		inTx(func(tx *pgdb.Tx) error {
 			changed, err := s.ClearMaster(ctx, tx, r.Name, r.Incarnation)
 			if err == nil && changed != want {
 				t.Errorf("ClearMaster(%s) changed %v, want %v", r.Name, changed, want)

@@ -2,8 +2,10 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -103,6 +105,7 @@ func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.fa
 // one event each, and counts them in the run.
 func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked bool) (batchCounts, error) {
 	var bc batchCounts
+	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	from := t.Interim
 	if c == CauseFailure {
 		from = t.Failed
@@ -262,10 +265,11 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			count(*) FILTER (WHERE state = 'exhausted'),
 			count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 			(SELECT count(*) FROM pick),
-			%[22]s
+			%[22]s, %[23]s
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
-		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last)
+		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last,
+		debugSQL(debug))
 	at := cur.id
 	if c == CauseFailure {
 		at = cur.at
@@ -276,14 +280,54 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		sp.capMS, sp.jitter, sp.max}
 	args = append(args, extra...)
 	var want, wrote int64
-	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at)
+	var each []byte
+	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
 	if want != wrote {
 		return bc, fmt.Errorf("repair batch: %w: %d attempts rows changed while the batch ran", ErrConflict, want-wrote)
 	}
+	if debug && len(each) > 0 {
+		var is []repairedInstance
+		if err := json.Unmarshal(each, &is); err != nil {
+			return bc, fmt.Errorf("repair batch: read its instances: %w", err)
+		}
+		tx.AfterCommit(func() {
+			for _, i := range is {
+				r.log.LogAttrs(ctx, slog.LevelDebug, "instance repaired", slog.Int64("run", run), slog.String("workflow", w.Name),
+					slog.String("task", t.Name), slog.String("cause", string(c)), slog.String("instance", i.Instance),
+					slog.String("action", actionName[i.Kind]), slog.String("from_state", from), slog.String("to_state", i.To),
+					slog.String("node", i.Node), slog.Int("attempt", i.Attempt), slog.String("reason", i.Reason))
+			}
+		})
+	}
 	return bc, nil
+}
+
+// repairedInstance is what a repair batch did to one instance, read only
+// for the debug log (debugSQL).
+type repairedInstance struct {
+	Instance string `json:"instance"`
+	Kind     string `json:"kind"`
+	To       string `json:"to"`
+	Node     string `json:"node"`
+	Attempt  int    `json:"attempt"`
+	Reason   string `json:"reason"`
+}
+
+// actionName of a decision kind, as the repair counts and metrics name it.
+var actionName = map[string]string{"retry": "retried", "wait": "scheduled", "hold": "held", "fail": "failed"}
+
+// debugSQL is the last column of a repair batch: with debug on, what it
+// did to each instance, as a JSON array (repairedInstance); otherwise
+// nothing is built.
+func debugSQL(debug bool) string {
+	if !debug {
+		return "NULL::json"
+	}
+	return `json_agg(json_build_object('instance', sid, 'kind', kind, 'to', to_state, 'node', coalesce(node, ''),
+		'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid)`
 }
 
 // attribution of a repair batch: on, its events name the node whose claim

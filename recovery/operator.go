@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -212,18 +213,19 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 				w, t := r.task(k.w, k.t)
 				m := parkedMove{w: w, t: t, left: k.left, parked: AttemptHeld, kind: audit.KindHoldDecided,
 					cancelKind: audit.KindHoldDecided, cancelled: "hold cancelled", actor: d.Actor, term: tx.Term}
-				why := d.Reason
+				why := "hold released by an operator: " + d.Reason
 				if d.Action == DecideRetry {
 					m.to, m.done, m.manual = t.Begin, AttemptRetried, true
-					m.reason = pq.QuoteLiteral("hold released by an operator: " + why)
 				} else {
 					m.to, m.done = t.Failed, AttemptFailed
-					m.reason = pq.QuoteLiteral("hold failed by an operator: " + why)
+					why = "hold failed by an operator: " + d.Reason
 				}
+				m.reason = pq.QuoteLiteral(why)
 				moved, gone, err := r.moveParked(ctx, tx, m, groups[k])
 				if err != nil {
 					return err
 				}
+				r.logDecision(ctx, tx, d, k.w, k.t, k.left, m.to, why, moved, groups[k], gone)
 				res.Decided += moved
 				for _, c := range gone {
 					res.Cancelled = append(res.Cancelled, HoldOutcome{Ref: Ref{k.w, c.instance}, Task: k.t, Reason: c.reason})
@@ -245,6 +247,34 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 	}
 	slices.SortFunc(res.NotHeld, func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
 	return res, nil
+}
+
+// logDecision logs, once tx commits, an operator's decision on a group of
+// holds: one info line with the fields of its hold_decided events and the
+// counts, and one debug line per instance.
+func (r *Repairer) logDecision(ctx context.Context, tx *leader.Tx, d HoldDecision, workflow, task, left, to, why string, moved int64, ids []string, gone []parkedCancel) {
+	tx.AfterCommit(func() {
+		r.log.LogAttrs(ctx, slog.LevelInfo, "holds decided", slog.String("kind", audit.KindHoldDecided), slog.String("actor", d.Actor),
+			slog.Int64("term", tx.Term), slog.String("workflow", workflow), slog.String("task", task), slog.String("decision", d.Action),
+			slog.String("from_state", left), slog.String("to_state", to), slog.Int64("moved", moved), slog.Int("cancelled", len(gone)),
+			slog.String("reason", why))
+		if !r.log.Enabled(ctx, slog.LevelDebug) {
+			return
+		}
+		cancelled := map[string]string{}
+		for _, g := range gone {
+			cancelled[g.instance] = g.reason
+		}
+		for _, id := range ids {
+			state, reason := to, why
+			if w, ok := cancelled[id]; ok {
+				state, reason = "", w
+			}
+			r.log.LogAttrs(ctx, slog.LevelDebug, "hold decided", slog.String("kind", audit.KindHoldDecided), slog.String("actor", d.Actor),
+				slog.Int64("term", tx.Term), slog.String("workflow", workflow), slog.String("instance", id), slog.String("task", task),
+				slog.String("from_state", left), slog.String("to_state", state), slog.String("reason", reason))
+		}
+	})
 }
 
 // ManualRetry is an operator's request to retry one instance now.

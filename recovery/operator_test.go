@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -60,12 +61,27 @@ func TestHoldDecisions(t *testing.T) {
 		t.Fatalf("events of orders/1: %q", es)
 	}
 
-	// Someone moves instance 3 meanwhile; fail all the rest.
+	// Someone moves instance 3 meanwhile; fail all the rest. The
+	// decision is logged: at info with its events' fields and counts, at
+	// debug per instance.
 	f.db.MustExec(`UPDATE app.orders SET status = 'Cancelled' WHERE id = 3`)
+	var logs strings.Builder
+	f.r.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideFail, All: true, Workflow: "orders", Actor: "ops", Reason: "gave up"})
 	if err != nil || res.Decided != 1 || len(res.Cancelled) != 1 || res.Cancelled[0].Instance != "3" ||
 		!strings.Contains(res.Cancelled[0].Reason, "hold cancelled: instance moved to Cancelled by someone else") {
 		t.Fatalf("holds fail --all: %+v, %v", res, err)
+	}
+	for _, want := range []string{
+		`level=INFO msg="holds decided" kind=hold_decided actor=ops term=`,
+		` workflow=orders task=ship decision=fail from_state=Shipping to_state=ShipFailed moved=1 cancelled=1 reason="hold failed by an operator: gave up"`,
+		`level=DEBUG msg="hold decided" kind=hold_decided actor=ops term=`,
+		` instance=4 task=ship from_state=Shipping to_state=ShipFailed reason="hold failed by an operator: gave up"`,
+		` instance=3 task=ship from_state=Shipping to_state="" reason="hold cancelled: instance moved to Cancelled by someone else"`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
 	}
 	if s := statusOf(t, f.db, 4); s != "ShipFailed" {
 		t.Fatalf("failed hold in %s", s)

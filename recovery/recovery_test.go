@@ -123,31 +123,48 @@ func TestPlanThenRecover(t *testing.T) {
 		t.Fatalf("the plan changed something: %v", st)
 	}
 	var logs bytes.Buffer
-	r.log = slog.New(slog.NewJSONHandler(&logs, nil))
+	r.log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
 	if err != nil || res.ClaimsExpired != 1 || res.Done() != 6 {
 		t.Fatalf("recover %+v %v", res, err)
 	}
-	// One info line per batch (of 2), with the counts by action.
+	// One info line per batch (of 2), with the counts by action; one
+	// debug line per instance, with its event's fields.
 	var batches, failed int
+	each, nodes := map[string]bool{}, 0
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var l struct {
-			Msg, Workflow, Task string
-			Failed, Retried     int
+			Level, Msg, Workflow, Task, Instance, Action, Node string
+			From                                               string `json:"from_state"`
+			To                                                 string `json:"to_state"`
+			Failed, Retried                                    int
 		}
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatal(err)
 		}
-		if l.Msg == "repair batch" {
+		switch l.Msg {
+		case "repair batch":
 			batches++
 			failed += l.Failed
-			if l.Workflow != "orders" || l.Task != "ship" || l.Retried != 0 {
+			if l.Level != "INFO" || l.Workflow != "orders" || l.Task != "ship" || l.Retried != 0 {
 				t.Fatalf("batch line %s", line)
+			}
+		case "instance repaired":
+			if l.Level != "DEBUG" || l.Workflow != "orders" || l.Task != "ship" || l.Action != "failed" || l.From != "Shipping" ||
+				l.To != "ShipFailed" || l.Instance == "" || each[l.Instance] {
+				t.Fatalf("instance line %s", line)
+			}
+			each[l.Instance] = true
+			if l.Node != "" {
+				nodes++
 			}
 		}
 	}
 	if batches != 3 || failed != 6 {
 		t.Fatalf("%d batch lines counting %d failed, want 3 counting 6:\n%s", batches, failed, logs.String())
+	}
+	if len(each) != 6 || nodes != 1 {
+		t.Fatalf("%d instance lines (%d naming a node), want 6 (1):\n%s", len(each), nodes, logs.String())
 	}
 	d, err := r.Run(ctx, res.RunID)
 	if err != nil || d.Status != "finished" || d.Took <= 0 || len(d.Counts) != 2 ||

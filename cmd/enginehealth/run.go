@@ -135,6 +135,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 
 	// One event log, shared by every writer of the events table.
 	events := audit.New(cfg.Database.Schema)
+	events.SetLogger(log.With("component", "audit"))
 	store := nodes.NewStore(db, cfg.Database.Schema, events)
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
 		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == nodes.UnexpectedShutdownRecover}

@@ -6,6 +6,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -88,7 +89,16 @@ type Log struct {
 	table  string
 	insert string
 	view   string
+	// log, when set, gets one info line per event written through Write
+	// once its transaction has committed.
+	log *slog.Logger
 }
+
+// SetLogger makes Write log each event it writes, at info, with the
+// event's fields, once the transaction commits: node status and grade
+// changes, operator actions, master changes. (Instance events written
+// in bulk by InsertSelect are logged by their batch.)
+func (l *Log) SetLogger(log *slog.Logger) { l.log = log }
 
 // New returns the event log of the sidecar schema.
 func New(schema string) *Log {
@@ -183,11 +193,47 @@ func (l *Log) LatestExpiryNode(workflow, instance string) string {
 
 // Write inserts e with the database clock as its time. Pass the transaction
 // of the change e records.
+//
+// With a logger (SetLogger), the event is logged once tx commits, when tx
+// can say so (a pgdb.Tx or a fenced leader.Tx); otherwise at once.
 func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 	if _, err := sqlx.NamedExecContext(ctx, tx, l.insert, e); err != nil {
 		return fmt.Errorf("write %s event: %w", e.Kind, err)
 	}
+	if l.log == nil {
+		return nil
+	}
+	logIt := func() { l.log.LogAttrs(ctx, slog.LevelInfo, "event", e.LogAttrs()...) }
+	if c, ok := tx.(interface{ AfterCommit(func()) }); ok {
+		c.AfterCommit(logIt)
+	} else {
+		logIt()
+	}
 	return nil
+}
+
+// LogAttrs are the event's fields as log attributes, named as in its JSON
+// (the fields it does not have are left out; its time is the log line's).
+func (e Event) LogAttrs() []slog.Attr {
+	as := []slog.Attr{slog.String("kind", e.Kind), slog.String("actor", e.Actor)}
+	if e.Term != nil {
+		as = append(as, slog.Int64("term", *e.Term))
+	}
+	if e.RunID != nil {
+		as = append(as, slog.Int64("run_id", *e.RunID))
+	}
+	for _, f := range []struct {
+		key string
+		v   *string
+	}{{"node", e.Node}, {"workflow", e.Workflow}, {"instance", e.Instance}, {"task", e.Task}, {"from_state", e.FromState}, {"to_state", e.ToState}} {
+		if f.v != nil {
+			as = append(as, slog.String(f.key, *f.v))
+		}
+	}
+	if e.Attempt != nil {
+		as = append(as, slog.Int("attempt", *e.Attempt))
+	}
+	return append(as, slog.String("reason", e.Reason))
 }
 
 // DefaultListLimit of List.

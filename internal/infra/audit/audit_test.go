@@ -2,8 +2,10 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +36,7 @@ func setup(t *testing.T) (*Log, bundle) {
 // write writes e in a transaction of its own.
 func write(t *testing.T, l *Log, b bundle, e Event) {
 	t.Helper()
-	if err := pgdb.InTx(context.Background(), b.db, func(tx *sqlx.Tx) error { return l.Write(context.Background(), tx, e) }); err != nil {
+	if err := pgdb.InTx(context.Background(), b.db, func(tx *pgdb.Tx) error { return l.Write(context.Background(), tx, e) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,7 +129,7 @@ func TestWriteIsPartOfTheCallersTransaction(t *testing.T) {
 	t.Parallel()
 	l, b := setup(t)
 	undone := errors.New("undone")
-	err := pgdb.InTx(context.Background(), b.db, func(tx *sqlx.Tx) error {
+	err := pgdb.InTx(context.Background(), b.db, func(tx *pgdb.Tx) error {
 		if err := l.Write(context.Background(), tx, Event{Kind: KindNodeAck, Actor: "op", Node: Str("a")}); err != nil {
 			return err
 		}
@@ -294,5 +296,50 @@ func TestInsertSelect(t *testing.T) {
 	var node string
 	if err := b.db.Get(&node, `SELECT `+l.LatestExpiryNode("'orders'", "'7'")); err != nil || node != "b" {
 		t.Fatalf("latest expiry node %q (%v), want b", node, err)
+	}
+}
+
+// TestWriteLogsAfterCommit: with a logger, an event is logged at info
+// with its fields once its transaction commits, and never when it rolls
+// back (a log line says what happened).
+func TestWriteLogsAfterCommit(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	var buf strings.Builder
+	l.SetLogger(slog.New(slog.NewJSONHandler(&buf, nil)))
+	term := int64(7)
+	e := Event{Kind: KindNodeStatus, Actor: "n1", Term: &term, Node: Str("n2"), FromState: Str("Ready"), ToState: Str("Not responding"),
+		Reason: "no heartbeat for 62s"}
+
+	errRollback := errors.New("rolled back")
+	err := pgdb.InTx(context.Background(), b.db, func(tx *pgdb.Tx) error {
+		if err := l.Write(context.Background(), tx, e); err != nil {
+			return err
+		}
+		if buf.Len() > 0 {
+			t.Errorf("logged before the commit: %s", buf.String())
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) || buf.Len() > 0 {
+		t.Fatalf("rolled back (%v): logged %q", err, buf.String())
+	}
+
+	write(t, l, b, e)
+	var line map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatalf("%v: %q", err, buf.String())
+	}
+	want := map[string]any{"level": "INFO", "msg": "event", "kind": KindNodeStatus, "actor": "n1", "term": 7.0, "node": "n2",
+		"from_state": "Ready", "to_state": "Not responding", "reason": "no heartbeat for 62s"}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("%s = %v, want %v (line %s)", k, line[k], v, buf.String())
+		}
+	}
+	for _, k := range []string{"workflow", "instance", "task", "attempt", "run_id"} {
+		if _, ok := line[k]; ok {
+			t.Errorf("%s logged though the event has none: %s", k, buf.String())
+		}
 	}
 }

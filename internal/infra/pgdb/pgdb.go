@@ -135,19 +135,35 @@ func (c *deadlineConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
+// Tx is a transaction of InTx: a *sqlx.Tx that can run functions once it
+// has committed.
+type Tx struct {
+	*sqlx.Tx
+	committed []func()
+}
+
+// AfterCommit runs fn once the transaction has committed, in the order
+// given; never when it rolls back or its commit fails. (What fn reports,
+// such as a log line, is then true.)
+func (t *Tx) AfterCommit(fn func()) { t.committed = append(t.committed, fn) }
+
 // InTx runs fn in a transaction: committed when fn returns nil, rolled back
 // otherwise.
-func InTx(ctx context.Context, db *sqlx.DB, fn func(*sqlx.Tx) error) error {
-	tx, err := db.BeginTxx(ctx, nil)
+func InTx(ctx context.Context, db *sqlx.DB, fn func(*Tx) error) error {
+	sx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	tx := &Tx{Tx: sx}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	for _, f := range tx.committed {
+		f()
 	}
 	return nil
 }

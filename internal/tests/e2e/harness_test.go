@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -243,6 +244,25 @@ func (d *daemon) warnings() string {
 }
 
 // wait returns the exit code, failing the test after timeout.
+// logged reports whether the daemon logged an info line msg with every
+// field given (its log is JSON).
+func (d *daemon) logged(msg string, fields map[string]any) bool {
+	for _, line := range strings.Split(d.stderr.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil || l["msg"] != msg || l["level"] != "INFO" {
+			continue
+		}
+		ok := true
+		for k, v := range fields {
+			ok = ok && l[k] == v
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *daemon) wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	select {

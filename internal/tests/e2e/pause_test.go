@@ -141,6 +141,22 @@ func TestPauseAcrossFailover(t *testing.T) {
 		es[1].Kind != audit.KindResumed || *es[1].Term != next.Term {
 		t.Fatalf("pause events %+v", es)
 	}
+
+	// Operator actions and status changes are in the masters' logs, at
+	// info, with their events' fields.
+	for _, want := range []struct {
+		d      *daemon
+		fields map[string]any
+	}{
+		{ds[master], map[string]any{"kind": audit.KindPaused, "actor": other + " (operator)", "term": float64(term), "reason": "engine schema migration"}},
+		{ds[next.Node], map[string]any{"kind": audit.KindNodeStatus, "node": master, "from_state": nodes.StatusReady,
+			"to_state": nodes.StatusNotResponding, "term": float64(next.Term)}},
+		{ds[next.Node], map[string]any{"kind": audit.KindResumed, "actor": next.Node + " (operator)", "reason": "migration done"}},
+	} {
+		if !want.d.logged("event", want.fields) {
+			t.Errorf("%s logged no event line with %v:\n%s", want.d.name, want.fields, want.d.stderr.String())
+		}
+	}
 }
 
 // TestCheckForceOverridesGuard: with two of three nodes dead the guard
