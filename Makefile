@@ -6,14 +6,14 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test bench demo lint clean
+.PHONY: build test bench demo faults lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/enginehealth ./cmd/demo-engine
 
 # The whole suite: unit tests, real PostgreSQL and etcd, real processes;
-# a short fuzzing run of the configuration loader (its seed corpus runs
-# with the suite); then the concurrent packages again under the race
+# short fuzzing runs of the configuration loader, the HTTP handler's
+# decoders and the claims API (their seed corpora run with the suite); then the concurrent packages again under the race
 # detector (with a shorter stress run).
 test:
 	$(GO) vet ./...
@@ -21,7 +21,23 @@ test:
 	$(GO) test -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output ./...
 	@find test-output -name status-page.png -printf "status page screenshot: %p\n"
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s ./configs
+	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 15s -fuzzminimizetime 1s -parallel 1 ./internal/app/api
+	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 15s -fuzzminimizetime 1s -parallel 1 ./claims
 	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
+
+# The fault-injection suite at length: a real cluster (3 etcd member
+# processes, PostgreSQL, 3 sidecars behind TCP proxies, 3 demo engines
+# under load) and FAULTS faults on the seeded schedule SEED, then the
+# invariant checker; the report ends with "faults injected: N" and
+# "violations: N" (kept in test-output/). make test runs a 40-fault
+# version.
+FAULTS ?= 300
+SEED   ?= 1
+faults:
+	rm -rf test-output/faults && mkdir -p test-output/faults
+	set -o pipefail; EH_FAULTS=$(FAULTS) EH_FAULT_SEED=$(SEED) $(GO) test -count=1 -timeout 90m -run '^TestFaults$$' -v \
+		-artifacts -outputdir $(CURDIR)/test-output/faults ./internal/tests/e2e | grep -v '^\s*{"time"' | sed -n '/fault run:/,/violations:/p'
+	@find test-output/faults -name faults-report.txt -printf "report: %p\n"
 
 # Every Go benchmark, once each; domain figures are reported with
 # b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,

@@ -300,6 +300,22 @@ func (s *Server) ping() error {
 	return db.PingContext(ctx)
 }
 
+// Freeze stops the postmaster (SIGSTOP), as a hung host would: sessions
+// already open go on, new connections are not answered. Thaw resumes it.
+func (s *Server) Freeze() error { return s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen postmaster (SIGCONT).
+func (s *Server) Thaw() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return errors.New("pgtest: server not running")
+	}
+	return s.proc.cmd.Process.Signal(sig)
+}
+
 // Stop shuts the server down (fast shutdown; immediate after 10s). Resume
 // starts it again.
 func (s *Server) Stop() {

@@ -1,0 +1,250 @@
+package e2e
+
+// The fault suite's checker: triggers record every move of an instance,
+// every claim taken or ended and every event with its transaction (in one
+// sequence, in the order the statements ran); after the run, queries
+// over that record, the events, runs, attempts and node records check the
+// invariants. It reads only the database: what the sidecar did, not what
+// it says it did.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lib/pq"
+)
+
+// recorderSQL installs the record: faults.moves (each change of an
+// order's status: by whom, in which transaction, whether a live claim was
+// visible), faults.claim_ops (each claim inserted or deleted) and
+// faults.event_tx (each event's transaction).
+const recorderSQL = `
+CREATE SCHEMA faults;
+CREATE SEQUENCE faults.seq;
+CREATE TABLE faults.moves (
+	seq bigint NOT NULL DEFAULT nextval('faults.seq'), tx bigint NOT NULL, at timestamptz NOT NULL, app text NOT NULL,
+	instance bigint NOT NULL, from_state text NOT NULL, to_state text NOT NULL, live_claims int NOT NULL);
+CREATE TABLE faults.claim_ops (
+	seq bigint NOT NULL DEFAULT nextval('faults.seq'), tx bigint NOT NULL, app text NOT NULL, op text NOT NULL,
+	instance bigint NOT NULL, token text NOT NULL, node text NOT NULL);
+CREATE TABLE faults.event_tx (seq bigint NOT NULL DEFAULT nextval('faults.seq'), event_id bigint NOT NULL, tx bigint NOT NULL);
+CREATE FUNCTION faults.on_move() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO faults.moves (tx, at, app, instance, from_state, to_state, live_claims)
+	VALUES (txid_current(), clock_timestamp(), current_setting('application_name'), NEW.id, OLD.status, NEW.status,
+		(SELECT count(*) FROM demo.orders_claim c WHERE c.instance_id = NEW.id AND c.expires_at > now()));
+	RETURN NULL;
+END $$;
+CREATE TRIGGER faults_move AFTER UPDATE OF status ON demo.orders
+	FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION faults.on_move();
+CREATE FUNCTION faults.on_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		INSERT INTO faults.claim_ops (tx, app, op, instance, token, node)
+		VALUES (txid_current(), current_setting('application_name'), 'insert', NEW.instance_id, NEW.token, NEW.node);
+	ELSE
+		INSERT INTO faults.claim_ops (tx, app, op, instance, token, node)
+		VALUES (txid_current(), current_setting('application_name'), 'delete', OLD.instance_id, OLD.token, OLD.node);
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER faults_claim AFTER INSERT OR DELETE ON demo.orders_claim FOR EACH ROW EXECUTE FUNCTION faults.on_claim();
+CREATE FUNCTION faults.on_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO faults.event_tx (event_id, tx) VALUES (NEW.id, txid_current());
+	RETURN NULL;
+END $$;
+CREATE TRIGGER faults_event AFTER INSERT ON enginehealth.events FOR EACH ROW EXECUTE FUNCTION faults.on_event();
+`
+
+func installRecorder(t *testing.T, c *cluster) {
+	t.Helper()
+	if _, err := c.db.Exec(recorderSQL); err != nil {
+		t.Fatalf("install the fault recorder: %v", err)
+	}
+}
+
+// checkResult is one invariant's verdict.
+type checkResult struct {
+	name       string
+	checked    int
+	violations []string
+}
+
+func (c checkResult) summary() string {
+	if len(c.violations) > 0 {
+		return fmt.Sprintf("%d of %d VIOLATE", len(c.violations), c.checked)
+	}
+	return fmt.Sprintf("ok (%d checked)", c.checked)
+}
+
+// termedEvents are the events with the term of the master that wrote
+// them: their own, or their run's (instance events name their run).
+// master_lost is left out: stepping down is not fenced (a deposed master
+// may record it after its successor took office).
+const termedEvents = `(SELECT e.id, e.kind, e.actor, coalesce(e.term, r.term) AS term FROM enginehealth.events e
+	LEFT JOIN enginehealth.runs r ON r.id = e.run_id WHERE coalesce(e.term, r.term) IS NOT NULL AND e.kind <> 'master_lost') AS te`
+
+// sidecarApp matches the sessions of the sidecars.
+const sidecarApp = `app LIKE 'enginehealth/%'`
+
+// check runs every invariant over the record.
+func (r *faultRun) check() []checkResult {
+	var begins, interims, tasks []string
+	var maxes []int64
+	for _, ft := range faultTaskList {
+		tasks = append(tasks, ft.name)
+		begins = append(begins, ft.begin)
+		interims = append(interims, ft.interim)
+		maxes = append(maxes, int64(ft.maxAttempts))
+	}
+	cs := []struct {
+		name  string
+		count string // how many things were checked
+		bad   string // one row (text) per violation
+		args  []any
+	}{
+		{
+			"terms never go back (events in commit order)",
+			`SELECT count(*) FROM ` + termedEvents,
+			`SELECT format('event %s (%s by %s) has term %s after term %s', id, kind, actor, term, before) FROM (
+				SELECT id, kind, actor, term, max(term) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+				FROM ` + termedEvents + `) x WHERE term < before`, nil,
+		},
+		{
+			"one master per term",
+			`SELECT count(*) FROM enginehealth.events WHERE kind = 'master_elected'`,
+			`SELECT format('term %s taken by %s', term, string_agg(DISTINCT actor, ', ')) FROM enginehealth.events
+				WHERE kind = 'master_elected' GROUP BY term HAVING count(DISTINCT actor) > 1`, nil,
+		},
+		{
+			"sidecar moves are fenced by one term",
+			`SELECT count(DISTINCT tx) FROM faults.moves WHERE ` + sidecarApp,
+			`SELECT format('transaction %s moved instances with events of terms %s', m.tx, coalesce(string_agg(DISTINCT coalesce(e.term, r.term)::text, ', '), 'none'))
+				FROM faults.moves m JOIN faults.event_tx x ON x.tx = m.tx JOIN enginehealth.events e ON e.id = x.event_id
+				LEFT JOIN enginehealth.runs r ON r.id = e.run_id
+				WHERE m.` + sidecarApp + ` GROUP BY m.tx HAVING count(DISTINCT coalesce(e.term, r.term)) > 1 OR bool_or(coalesce(e.term, r.term) IS NULL)`, nil,
+		},
+		{
+			"no instance under a live claim was repaired",
+			`SELECT count(*) FROM faults.moves WHERE ` + sidecarApp,
+			`SELECT format('instance %s moved %s -> %s by %s under %s live claim(s)', instance, from_state, to_state, app, live_claims)
+				FROM faults.moves WHERE ` + sidecarApp + ` AND live_claims > 0`, nil,
+		},
+		{
+			"no repair overwritten by an engine's late write",
+			`SELECT count(*) FROM faults.moves WHERE app LIKE 'engine/%' AND from_state = ANY ($1)`,
+			// An engine's finish (interim -> end) ends claim K in its
+			// transaction; the instance's move before it must be the
+			// claim's own (the transaction that inserted K).
+			`SELECT format('instance %s finished %s -> %s by %s with claim %s, but its last move before was %s -> %s by %s', f.instance,
+					f.from_state, f.to_state, f.app, d.token, p.from_state, p.to_state, p.app)
+				FROM faults.moves f
+				JOIN faults.claim_ops d ON d.tx = f.tx AND d.op = 'delete' AND d.instance = f.instance
+				JOIN LATERAL (SELECT * FROM faults.moves p WHERE p.instance = f.instance AND p.seq < f.seq ORDER BY p.seq DESC LIMIT 1) p ON true
+				WHERE f.app LIKE 'engine/%' AND f.from_state = ANY ($1)
+				  AND NOT EXISTS (SELECT 1 FROM faults.claim_ops i WHERE i.tx = p.tx AND i.op = 'insert' AND i.token = d.token)`,
+			[]any{pq.Array(interims)},
+		},
+		{
+			"every sidecar change has exactly one event",
+			`SELECT count(*) FROM faults.moves WHERE ` + sidecarApp,
+			`SELECT format('instance %s moved %s -> %s by %s with %s events', m.instance, m.from_state, m.to_state, m.app, count(e.id))
+				FROM faults.moves m LEFT JOIN (faults.event_tx x JOIN enginehealth.events e ON e.id = x.event_id)
+					ON x.tx = m.tx AND e.instance = m.instance::text AND e.to_state = m.to_state
+				WHERE m.` + sidecarApp + ` GROUP BY m.seq, m.instance, m.from_state, m.to_state, m.app HAVING count(e.id) <> 1`, nil,
+		},
+		{
+			"every instance event that moves has its move",
+			`SELECT count(*) FROM enginehealth.events WHERE instance IS NOT NULL AND to_state IS NOT NULL AND to_state <> from_state AND kind <> 'node_grade'`,
+			`SELECT format('event %s (%s) says %s moved %s -> %s, but it moved %s times in its transaction', e.id, e.kind, e.instance,
+					e.from_state, e.to_state, (SELECT count(*) FROM faults.moves m WHERE m.tx = x.tx AND m.instance::text = e.instance AND m.to_state = e.to_state))
+				FROM enginehealth.events e JOIN faults.event_tx x ON x.event_id = e.id
+				WHERE e.instance IS NOT NULL AND e.to_state IS NOT NULL AND e.to_state <> e.from_state AND e.kind <> 'node_grade'
+				  AND (SELECT count(*) FROM faults.moves m WHERE m.tx = x.tx AND m.instance::text = e.instance AND m.to_state = e.to_state) <> 1`, nil,
+		},
+		{
+			"every run finished (by its master or a later one)",
+			`SELECT count(*) FROM enginehealth.runs`,
+			`SELECT format('run %s (%s, term %s) still %s', id, kind, term, status) FROM enginehealth.runs r
+				WHERE status = 'running' AND EXISTS (SELECT 1 FROM enginehealth.runs l WHERE l.term > r.term AND l.status = 'finished')`, nil,
+		},
+		{
+			"retries numbered 1, 2, … with none counted twice or skipped, none beyond max_attempts",
+			`SELECT count(*) FROM enginehealth.attempts`,
+			`WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(task, begin_state, max_attempts)),
+			 made AS (
+				SELECT e.instance, e.task, array_agg(e.attempt ORDER BY e.id) AS seq
+				FROM enginehealth.events e JOIN t ON t.task = e.task
+				WHERE e.workflow = 'orders' AND (e.kind = 'instance_retried' OR e.kind = 'instance_repaired' AND e.to_state = t.begin_state)
+				GROUP BY 1, 2)
+			 SELECT format('orders/%s %s: retries numbered %s, attempts row %s (max %s)', a.instance, a.task, coalesce(m.seq::text, '{}'), a.attempt, t.max_attempts)
+				FROM enginehealth.attempts a JOIN t ON t.task = a.task LEFT JOIN made m ON m.instance = a.instance AND m.task = a.task
+				WHERE coalesce(m.seq, '{}') <> coalesce((SELECT array_agg(g ORDER BY g) FROM generate_series(1, a.attempt) g), '{}')
+				   OR a.attempt > t.max_attempts`,
+			[]any{pq.Array(tasks), pq.Array(begins), pq.Array(maxes)},
+		},
+		{
+			"a held instance moves only by an operator's decision",
+			`SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_held'`,
+			// Moves after the hold and before the first decision that
+			// followed it, other than the decision's own.
+			`SELECT format('held orders/%s (%s) moved %s -> %s by %s before a decision', h.instance, h.task, m.from_state, m.to_state, m.app)
+				FROM enginehealth.events h JOIN faults.event_tx hx ON hx.event_id = h.id
+				LEFT JOIN LATERAL (SELECT dx.seq, dx.tx FROM enginehealth.events d JOIN faults.event_tx dx ON dx.event_id = d.id
+					WHERE d.instance = h.instance AND d.id > h.id AND d.kind IN ('hold_decided', 'manual_retry') ORDER BY d.id LIMIT 1) d ON true
+				JOIN faults.moves m ON m.instance::text = h.instance AND m.seq > hx.seq
+				WHERE h.kind = 'instance_held' AND (d.seq IS NULL OR m.seq < d.seq AND m.tx <> d.tx)`, nil,
+		},
+		{
+			"decisions on holds are made by operators",
+			`SELECT count(*) FROM enginehealth.events WHERE kind IN ('hold_decided', 'manual_retry')`,
+			`SELECT format('event %s (%s) by %s', id, kind, actor) FROM enginehealth.events
+				WHERE kind IN ('hold_decided', 'manual_retry') AND actor NOT LIKE '% (operator)'`, nil,
+		},
+		{
+			"a node leaves Unexpected shutdown only by an ack",
+			`SELECT count(*) FROM enginehealth.events WHERE from_state = 'Unexpected shutdown'`,
+			`SELECT format('event %s (%s by %s): %s %s -> %s', id, kind, actor, node, from_state, to_state) FROM enginehealth.events
+				WHERE from_state = 'Unexpected shutdown' AND to_state IS NOT NULL AND to_state <> from_state AND kind <> 'node_ack'`, nil,
+		},
+		{
+			"the disruption guard: no pass marks most nodes",
+			`SELECT count(DISTINCT run_id) FROM enginehealth.events WHERE kind = 'node_status' AND to_state = 'Not responding'`,
+			`SELECT format('run %s marked %s nodes Not responding: %s', run_id, count(*), string_agg(node, ', ')) FROM enginehealth.events
+				WHERE kind = 'node_status' AND to_state = 'Not responding' GROUP BY run_id HAVING count(*) > floor(0.55 * $1)`,
+			[]any{len(r.sidecars)},
+		},
+		{
+			"no instance left interim and unclaimed after the final pass",
+			`SELECT count(*) FROM demo.orders`,
+			`SELECT format('orders/%s left in %s, unclaimed and not parked', o.id, o.status) FROM demo.orders o
+				WHERE o.status = ANY ($1)
+				  AND NOT EXISTS (SELECT 1 FROM demo.orders_claim c WHERE c.instance_id = o.id AND c.expires_at > now())
+				  AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.workflow = 'orders' AND a.instance = o.id::text
+					AND a.state IN ('waiting', 'held'))`,
+			[]any{pq.Array(interims)},
+		},
+	}
+	var out []checkResult
+	for _, c := range cs {
+		res := checkResult{name: c.name}
+		if err := r.c.db.Get(&res.checked, c.count, c.args[:min(len(c.args), strings.Count(c.count, "$"))]...); err != nil {
+			r.t.Fatalf("check %q: count: %v", c.name, err)
+		}
+		var bad []string
+		if err := r.c.db.Select(&bad, c.bad, c.args...); err != nil {
+			r.t.Fatalf("check %q: %v", c.name, err)
+		}
+		for i, b := range bad {
+			if i == 20 {
+				res.violations = append(res.violations, fmt.Sprintf("%s: … and %d more", c.name, len(bad)-20))
+				break
+			}
+			res.violations = append(res.violations, c.name+": "+b)
+		}
+		out = append(out, res)
+	}
+	return out
+}

@@ -1,0 +1,797 @@
+package e2e
+
+// The fault-injection suite: a real cluster on one machine (a 3-member
+// etcd cluster of separate processes, its own PostgreSQL server, three
+// `enginehealth run` processes behind TCP proxies, three demo engines under
+// load with retry policies of every delay kind, holds and poison
+// instances), faults injected on a seeded random schedule, and a checker of
+// the invariants over what the database recorded (checker_test.go).
+//
+// go test ./internal/tests/e2e -run TestFaults            the short run (in make test)
+// EH_FAULTS=300 EH_FAULT_SEED=7 go test … -run TestFaults  make faults
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/nodes"
+)
+
+// faultTasks are the fault run's workflow: four tasks on demo.orders
+// with every delay kind, holds and on_failure retries.
+const faultTasks = `workflows:
+  - name: orders
+    table: demo.orders
+    id_column: id
+    status_column: status
+    error_column: last_error
+    updated_column: updated_at
+    claimable: true
+    claims: {table: demo.orders_claim}
+    tasks:
+      - name: reserve
+        begin: Created
+        interim: Reserving
+        end: Reserved
+        failed: ReserveFailed
+        atomic_internal: true
+        claim_timeout: 2s
+      - name: ship
+        begin: Reserved
+        interim: Shipping
+        end: Shipped
+        failed: ShipFailed
+        claim_timeout: 2s
+        on_interrupt: {strategy: retry, max_attempts: 3, backoff: {kind: exponential, base: 500ms, max_delay: 5s}}
+        on_failure: {strategy: retry, max_attempts: 2, backoff: {kind: fibonacci, base: 500ms}}
+      - name: bill
+        begin: Shipped
+        interim: Billing
+        end: Billed
+        failed: BillFailed
+        claim_timeout: 2s
+        on_interrupt: {strategy: retry, max_attempts: 3, backoff: {kind: linear, base: 300ms}}
+        on_failure: {strategy: retry, max_attempts: 2, backoff: {kind: randomized_exponential, base: 300ms}}
+      - name: deliver
+        begin: Billed
+        interim: Delivering
+        end: Delivered
+        failed: DeliverFailed
+        claim_timeout: 2s
+        on_interrupt: {strategy: hold}
+        on_failure: {strategy: retry, backoff: {kind: schedule, schedule: [500ms, 1s]}}
+`
+
+// faultTask is what the checker knows of a task.
+type faultTask struct {
+	name, begin, interim, failed string
+	ends                         []string
+	// maxAttempts: the most retries either policy allows.
+	maxAttempts int
+}
+
+var faultTaskList = []faultTask{
+	{"reserve", "Created", "Reserving", "ReserveFailed", []string{"Reserved"}, 10},
+	{"ship", "Reserved", "Shipping", "ShipFailed", []string{"Shipped"}, 3},
+	{"bill", "Shipped", "Billing", "BillFailed", []string{"Billed"}, 3},
+	{"deliver", "Billed", "Delivering", "DeliverFailed", []string{"Delivered"}, 2},
+}
+
+// poisonIDs crash every engine that claims them.
+const poisonIDs = "7,8"
+
+// faultSidecars is how many sidecars the run has.
+const faultSidecars = 3
+
+// sidecar is one enginehealth node of the fault run: its process (the
+// current incarnation) and the proxies between it and etcd and
+// PostgreSQL.
+type sidecar struct {
+	name   string
+	listen string // its API address, kept across restarts
+	etcd   []*faultproxy.Proxy
+	db     *faultproxy.Proxy
+
+	mu sync.Mutex
+	d  *daemon
+	// signalled: the test signalled or stopped this incarnation, so its
+	// exit is expected; frozen: SIGSTOPped.
+	signalled, frozen bool
+}
+
+// engine is one demo-engine process, restarted whenever it exits (as a
+// supervisor would): a database fault ends it.
+type engine struct {
+	name     string
+	mu       sync.Mutex
+	d        *daemon
+	down     bool // killed or stopped by the test, not to be restarted yet
+	restarts int
+}
+
+// faultRun is one run of the suite.
+type faultRun struct {
+	t      *testing.T
+	c      *cluster
+	pg     *pgtest.Server
+	etcd   *etcdtest.Cluster
+	rnd    *rand.Rand
+	seed   uint64
+	cfgDir string
+
+	sidecars []*sidecar
+	engines  []*engine
+
+	mu         sync.Mutex
+	violations []string
+	// injected counts faults by kind; recovery: per kind, the times to
+	// an acting master and to repair.
+	injected map[string]int
+	toMaster map[string][]time.Duration
+	toRepair map[string][]time.Duration
+	opCodes  map[string]int // operator request → exit code counts
+	stop     chan struct{}
+	stopped  chan struct{}
+}
+
+func (r *faultRun) violation(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+// TestFaults injects faults on a seeded schedule into a real cluster
+// under load, then checks every invariant over the record (checker).
+func TestFaults(t *testing.T) {
+	n := 40
+	if v := os.Getenv("EH_FAULTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			t.Fatalf("EH_FAULTS=%q: want a positive number of faults", v)
+		}
+	}
+	seed := uint64(1)
+	if v := os.Getenv("EH_FAULT_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("EH_FAULT_SEED=%q: %v", v, err)
+		}
+	}
+	r := startFaultRun(t, seed)
+	start := time.Now()
+	for i := range n {
+		kind := r.pick()
+		t.Logf("fault %d/%d: %s", i+1, n, kind)
+		r.inject(kind)
+	}
+	injecting := time.Since(start)
+	r.healAll()
+	r.finalPass()
+	close(r.stop)
+	<-r.stopped
+	checks := r.check()
+	r.report(n, injecting, checks)
+}
+
+func startFaultRun(t *testing.T, seed uint64) *faultRun {
+	pgs, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pgs.Close)
+	c := newClusterOn(t, pgs.NewDatabase(t))
+	r := &faultRun{t: t, c: c, pg: pgs, etcd: startEtcdCluster(t), seed: seed, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
+		opCodes: map[string]int{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+
+	base := func(name string, eps []string, listen string) string {
+		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: "@every 1s", TokenEnv: "EH_TOKEN", Listen: listen,
+			Heartbeat: 300 * time.Millisecond, Extra: faultTasks})
+	}
+	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
+	migrate := filepath.Join(c.dir, "migrate.yaml")
+	if err := os.WriteFile(migrate, []byte(base("migrate", r.etcd.Endpoints(), "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := cli(t, []string{"ENGINEHEALTH_DSN=" + c.dsn, "EH_TOKEN=tok"}, "migrate", "--config", migrate); code != 0 {
+		t.Fatalf("migrate: exit %d: %s%s", code, out, errOut)
+	}
+	installRecorder(t, c)
+
+	for i := range faultSidecars {
+		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i)}
+		port, err := pgtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.listen = fmt.Sprintf("127.0.0.1:%d", port)
+		var eps []string
+		for _, m := range r.etcd.Members {
+			p := faultproxy.New(t, m.Endpoint())
+			s.etcd = append(s.etcd, p)
+			eps = append(eps, p.Addr)
+		}
+		s.db = faultproxy.New(t, fmt.Sprintf("127.0.0.1:%d", pgs.Port))
+		if err := os.WriteFile(filepath.Join(c.dir, s.name+".cfg"), []byte(base(s.name, eps, s.listen)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r.sidecars = append(r.sidecars, s)
+		r.startSidecar(s)
+	}
+	for _, s := range r.sidecars {
+		waitNodeStatus(t, c, s.name, nodes.StatusReady)
+	}
+	for _, s := range r.sidecars {
+		e := &engine{name: s.name}
+		r.engines = append(r.engines, e)
+		r.startEngine(e)
+	}
+	go r.supervise()
+	go r.feed()
+	return r
+}
+
+// feed keeps the engines under load: 5 new orders a second (their
+// capacity is about 10), until the run stops.
+func (r *faultRun) feed() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+			// Errors are the faults' (PostgreSQL down): the next tick
+			// feeds again.
+			_, _ = r.c.db.Exec(`INSERT INTO demo.orders (status) SELECT 'Created' FROM generate_series(1, 5)`)
+		}
+	}
+}
+
+// sidecarDSN is the DSN a sidecar uses: through its proxy.
+func (r *faultRun) sidecarDSN(s *sidecar) string {
+	return strings.Replace(r.c.dsn, fmt.Sprintf("127.0.0.1:%d", r.pg.Port), s.db.Addr, 1)
+}
+
+func (r *faultRun) startSidecar(s *sidecar) {
+	cfg, err := os.ReadFile(filepath.Join(r.cfgDir, s.name+".cfg"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	d := r.c.startProcess(s.name, string(cfg), []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + r.sidecarDSN(s)}, bin, "run")
+	s.mu.Lock()
+	s.d, s.signalled, s.frozen = d, false, false
+	s.mu.Unlock()
+}
+
+func (r *faultRun) startEngine(e *engine) {
+	cfg := r.c.configWith(e.name, cfgOpts{Extra: faultTasks})
+	dsn := r.c.dsn + "&application_name=engine/" + e.name
+	d := r.c.startProcess("engine-"+e.name, cfg, []string{"ENGINEHEALTH_DSN=" + dsn}, engineBin,
+		"run", "--node", e.name, "--workers", "2", "--task-duration", "150ms", "--failure-rate", "0.1", "--poison", poisonIDs)
+	e.mu.Lock()
+	e.d, e.down = d, false
+	e.mu.Unlock()
+}
+
+// supervise restarts engines that exited (a database fault ends them),
+// and records a sidecar that exited without being signalled.
+func (r *faultRun) supervise() {
+	defer close(r.stopped)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		for _, e := range r.engines {
+			e.mu.Lock()
+			exited := !e.down && !e.d.running()
+			if exited {
+				e.restarts++
+				if out := e.d.stderr.String(); strings.Contains(out, "left the interim state under a live claim") {
+					r.violation("engine %s: an instance left its interim state under the engine's live claim: %s", e.name, lastLine(out))
+				}
+			}
+			e.mu.Unlock()
+			if exited {
+				r.startEngine(e)
+			}
+		}
+		for _, s := range r.sidecars {
+			s.mu.Lock()
+			exited := !s.signalled && !s.d.running()
+			s.mu.Unlock()
+			if exited {
+				r.violation("sidecar %s exited on its own (%v): %s", s.name, s.d.err, lastLine(s.d.stderr.String()))
+				r.startSidecar(s)
+			}
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// faultKinds, with their weights in the schedule.
+var faultKinds = []struct {
+	name   string
+	weight int
+}{
+	{"kill-master", 3}, {"kill-sidecar", 2}, {"term-master", 2}, {"term-sidecar", 1}, {"stop-master", 2}, {"stop-sidecar", 1},
+	{"kill-engine", 3}, {"stop-engine", 2},
+	{"etcd-stop-leader", 2}, {"etcd-stop-follower", 1}, {"etcd-kill-leader", 1}, {"etcd-kill-follower", 1}, {"etcd-quorum-loss", 1},
+	{"cut-master-etcd", 2}, {"cut-sidecar-etcd", 1}, {"cut-master-db", 2}, {"cut-sidecar-db", 1}, {"cut-most-db", 1},
+	{"pg-restart", 1}, {"pg-stop", 1},
+	{"operator-storm", 3},
+}
+
+// pick draws the next fault kind from the seeded schedule.
+func (r *faultRun) pick() string {
+	total := 0
+	for _, k := range faultKinds {
+		total += k.weight
+	}
+	n := r.rnd.IntN(total)
+	for _, k := range faultKinds {
+		if n < k.weight {
+			return k.name
+		}
+		n -= k.weight
+	}
+	panic("unreachable")
+}
+
+// hold is how long a fault lasts: between lo and hi, from the schedule.
+func (r *faultRun) hold(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.rnd.Int64N(int64(hi-lo)+1))
+}
+
+// pause waits d (a fault's duration, not a condition).
+func pause(d time.Duration) { <-time.After(d) }
+
+// master returns the sidecar acting as master (nil when none answers).
+func (r *faultRun) master() *sidecar {
+	hc := &http.Client{Timeout: 500 * time.Millisecond}
+	for _, s := range r.sidecars {
+		resp, err := hc.Get("http://" + s.listen + "/v1/leader?local=true")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return s
+		}
+	}
+	return nil
+}
+
+// target is the sidecar a fault of kind hits: the master m for a
+// "-master" kind, else another one.
+func (r *faultRun) target(kind string, m *sidecar) *sidecar {
+	if strings.Contains(kind, "master") {
+		return m
+	}
+	return r.other(m)
+}
+
+// other returns a sidecar other than s, from the schedule.
+func (r *faultRun) other(s *sidecar) *sidecar {
+	for {
+		o := r.sidecars[r.rnd.IntN(len(r.sidecars))]
+		if o != s {
+			return o
+		}
+	}
+}
+
+// inject applies one fault, holds it, heals it, and measures the time to
+// an acting master and to repair.
+func (r *faultRun) inject(kind string) {
+	t := r.t
+	m := r.master()
+	if m == nil {
+		m = r.sidecars[r.rnd.IntN(len(r.sidecars))]
+	}
+	// healed: when the fault ended (the signal, for a kill or a
+	// SIGTERM); recovery times are measured from it.
+	healed := time.Now()
+	switch kind {
+	case "kill-master", "kill-sidecar":
+		s := r.target(kind, m)
+		old := r.incarnation(s)
+		r.signal(s, syscall.SIGKILL)
+		<-s.d.done
+		pause(r.hold(200*time.Millisecond, 2*time.Second))
+		r.startSidecar(s)
+		r.ack(s, old)
+	case "term-master", "term-sidecar":
+		s := r.target(kind, m)
+		old := r.incarnation(s)
+		r.signal(s, syscall.SIGTERM)
+		select {
+		case <-s.d.done:
+			if code := s.d.cmd.ProcessState.ExitCode(); code != 0 {
+				r.violation("%s exited %d on SIGTERM: %s", s.name, code, lastLine(s.d.stderr.String()))
+			}
+		case <-time.After(30 * time.Second):
+			r.violation("%s still running 30s after SIGTERM", s.name)
+			r.signal(s, syscall.SIGKILL)
+			<-s.d.done
+		}
+		r.startSidecar(s)
+		r.ack(s, old)
+	case "stop-master", "stop-sidecar":
+		s := r.target(kind, m)
+		r.freeze(s, true)
+		pause(r.hold(500*time.Millisecond, 5*time.Second))
+		r.freeze(s, false)
+		healed = time.Now()
+	case "kill-engine", "stop-engine":
+		e := r.engines[r.rnd.IntN(len(r.engines))]
+		e.mu.Lock()
+		e.down = true
+		sig := syscall.SIGKILL
+		if kind == "stop-engine" {
+			sig = syscall.SIGSTOP
+		}
+		_ = e.d.cmd.Process.Signal(sig)
+		e.mu.Unlock()
+		// A stopped engine is held past its claims' timeout (2 s).
+		pause(r.hold(time.Second, 4*time.Second))
+		if kind == "stop-engine" {
+			e.mu.Lock()
+			_ = e.d.cmd.Process.Signal(syscall.SIGCONT)
+			e.down = false
+			e.mu.Unlock()
+		} else {
+			<-e.d.done
+			r.startEngine(e)
+		}
+		healed = time.Now()
+	case "etcd-stop-leader", "etcd-stop-follower", "etcd-kill-leader", "etcd-kill-follower":
+		mem := r.etcdMember(strings.HasSuffix(kind, "leader"))
+		if strings.Contains(kind, "stop") {
+			r.check1(mem.Freeze())
+			pause(r.hold(500*time.Millisecond, 4*time.Second))
+			r.check1(mem.Thaw())
+		} else {
+			r.check1(mem.Kill())
+			pause(r.hold(500*time.Millisecond, 3*time.Second))
+			r.check1(mem.Restart())
+		}
+		healed = time.Now()
+	case "etcd-quorum-loss":
+		a := r.etcdMember(true)
+		b := r.etcdMember(false)
+		for b == a {
+			b = r.etcd.Members[r.rnd.IntN(len(r.etcd.Members))]
+		}
+		r.check1(a.Freeze())
+		r.check1(b.Freeze())
+		pause(r.hold(time.Second, 4*time.Second))
+		r.check1(a.Thaw())
+		r.check1(b.Thaw())
+		healed = time.Now()
+	case "cut-master-etcd", "cut-sidecar-etcd":
+		s := r.target(kind, m)
+		for _, p := range s.etcd {
+			r.check1(p.Blackhole())
+		}
+		pause(r.hold(500*time.Millisecond, 5*time.Second))
+		for _, p := range s.etcd {
+			r.check1(p.Restore())
+		}
+		healed = time.Now()
+	case "cut-master-db", "cut-sidecar-db":
+		s := r.target(kind, m)
+		r.check1(s.db.Blackhole())
+		pause(r.hold(500*time.Millisecond, 4*time.Second))
+		r.check1(s.db.Restore())
+		healed = time.Now()
+	case "cut-most-db":
+		// Every node but the master stops heartbeating at once: the
+		// disruption guard must hold (checked per run).
+		var cut []*sidecar
+		for _, s := range r.sidecars {
+			if s != m {
+				r.check1(s.db.Blackhole())
+				cut = append(cut, s)
+			}
+		}
+		pause(r.hold(2*time.Second, 4*time.Second))
+		for _, s := range cut {
+			r.check1(s.db.Restore())
+		}
+		healed = time.Now()
+	case "pg-restart":
+		r.pg.Stop()
+		pause(r.hold(200*time.Millisecond, 2*time.Second))
+		r.check1(r.pg.Resume())
+		healed = time.Now()
+	case "pg-stop":
+		r.check1(r.pg.Freeze())
+		pause(r.hold(500*time.Millisecond, 3*time.Second))
+		r.check1(r.pg.Thaw())
+		healed = time.Now()
+	case "operator-storm":
+		r.operatorStorm()
+		healed = time.Now()
+	default:
+		t.Fatalf("unknown fault %q", kind)
+	}
+	r.mu.Lock()
+	r.injected[kind]++
+	r.mu.Unlock()
+	r.measure(kind, healed)
+}
+
+func (r *faultRun) check1(err error) {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *faultRun) signal(s *sidecar, sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signalled = true
+	_ = s.d.cmd.Process.Signal(sig)
+}
+
+func (r *faultRun) freeze(s *sidecar, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sig := syscall.SIGCONT
+	if on {
+		sig = syscall.SIGSTOP
+	}
+	s.frozen = on
+	_ = s.d.cmd.Process.Signal(sig)
+}
+
+// etcdMember returns the raft leader, or a follower, from the schedule.
+func (r *faultRun) etcdMember(leader bool) *etcdtest.Member {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := r.etcd.Leader(ctx)
+	if err != nil {
+		// No leader right now: any member.
+		return r.etcd.Members[r.rnd.IntN(len(r.etcd.Members))]
+	}
+	if leader {
+		return l
+	}
+	var fs []*etcdtest.Member
+	for _, m := range r.etcd.Members {
+		if m != l {
+			fs = append(fs, m)
+		}
+	}
+	return fs[r.rnd.IntN(len(fs))]
+}
+
+// ack acknowledges a restarted sidecar's unexpected shutdown (a SIGTERM
+// leaves none), sending the same ack to two nodes at once: one does it,
+// the other is refused (or finds nothing to do).
+func (r *faultRun) ack(s *sidecar, old string) {
+	eventually(r.t, 60*time.Second, s.name+" registered again", func() (bool, error) {
+		n, err := r.c.node(s.name)
+		return err == nil && n.Incarnation != old, nil
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := r.c.node(s.name)
+		if err == nil && n.Status != nodes.StatusUnexpectedShutdown {
+			return
+		}
+		if err == nil {
+			var wg sync.WaitGroup
+			for _, to := range []*sidecar{s, r.other(s)} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r.op("node ack", "node", "ack", s.name, "--reason", "fault run", "--api", to.listen)
+				}()
+			}
+			wg.Wait()
+		}
+		pause(200 * time.Millisecond)
+	}
+	r.violation("%s still in %s 60s after its restart and acks", s.name, nodes.StatusUnexpectedShutdown)
+}
+
+// incarnation returns the sidecar's recorded incarnation ("" when none).
+func (r *faultRun) incarnation(s *sidecar) string {
+	n, err := r.c.node(s.name)
+	if err != nil {
+		return ""
+	}
+	return n.Incarnation
+}
+
+// op runs one operator command and counts its exit code.
+func (r *faultRun) op(what string, args ...string) int {
+	_, _, code := cli(r.t, []string{"ENGINEHEALTH_TOKEN=tok"}, args...)
+	r.mu.Lock()
+	r.opCodes[fmt.Sprintf("%s → %d", what, code)]++
+	r.mu.Unlock()
+	return code
+}
+
+// operatorStorm sends duplicated operator requests to different nodes at
+// once: recover, holds retry, a manual retry of a failed instance, pause
+// then resume.
+func (r *faultRun) operatorStorm() {
+	var failed []string
+	_ = r.c.db.Select(&failed, `SELECT id::text FROM demo.orders WHERE status IN ('ShipFailed', 'BillFailed') ORDER BY random() LIMIT 1`)
+	a := r.sidecars[r.rnd.IntN(len(r.sidecars))]
+	b := r.other(a)
+	var wg sync.WaitGroup
+	run := func(what string, args ...string) {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.op(what, args...) }()
+	}
+	for _, s := range []*sidecar{a, b} {
+		run("recover", "recover", "--api", s.listen)
+		run("holds retry", "holds", "retry", "--all", "--reason", "storm", "--api", s.listen)
+		if len(failed) == 1 {
+			run("retry", "retry", "orders", failed[0], "--reason", "storm", "--api", s.listen)
+		}
+		run("pause", "pause", "--reason", "storm", "--api", s.listen)
+	}
+	wg.Wait()
+	for _, s := range []*sidecar{a, b} {
+		run("resume", "resume", "--reason", "storm over", "--api", s.listen)
+	}
+	wg.Wait()
+}
+
+// stuck counts the instances interim and unclaimed (or under an expired
+// claim) that no policy parked: what the master should repair.
+func (r *faultRun) stuck() (int, error) {
+	var n int
+	err := r.c.db.Get(&n, `SELECT count(*) FROM demo.orders o
+		WHERE o.status IN ('Reserving', 'Shipping', 'Billing', 'Delivering')
+		  AND NOT EXISTS (SELECT 1 FROM demo.orders_claim c WHERE c.instance_id = o.id AND c.expires_at > now())
+		  AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.workflow = 'orders' AND a.instance = o.id::text
+			AND a.state IN ('waiting', 'held'))`)
+	return n, err
+}
+
+// measure records, after a fault healed, the time from its start to an
+// acting master and to nothing left to repair (each within 60 s).
+func (r *faultRun) measure(kind string, start time.Time) {
+	var master, repaired time.Duration
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && (master == 0 || repaired == 0) {
+		if master == 0 && r.master() != nil {
+			master = time.Since(start)
+		}
+		if n, err := r.stuck(); repaired == 0 && err == nil && n == 0 {
+			repaired = time.Since(start)
+		}
+		pause(50 * time.Millisecond)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if master == 0 {
+		r.violations = append(r.violations, fmt.Sprintf("after %s: no acting master within 60 s", kind))
+	} else {
+		r.toMaster[kind] = append(r.toMaster[kind], master)
+	}
+	if repaired == 0 {
+		r.violations = append(r.violations, fmt.Sprintf("after %s: instances left to repair 60 s on", kind))
+	} else {
+		r.toRepair[kind] = append(r.toRepair[kind], repaired)
+	}
+}
+
+// healAll ends every fault and makes every node Ready.
+func (r *faultRun) healAll() {
+	for _, s := range r.sidecars {
+		for _, p := range s.etcd {
+			_ = p.Restore()
+		}
+		_ = s.db.Restore()
+		if s.frozen {
+			r.freeze(s, false)
+		}
+	}
+	for _, s := range r.sidecars {
+		waitNodeStatus(r.t, r.c, s.name, nodes.StatusReady)
+	}
+	if _, errOut, code := cli(r.t, []string{"ENGINEHEALTH_TOKEN=tok"}, "resume", "--reason", "faults over", "--api", r.sidecars[0].listen); code != 0 && code != 4 {
+		r.t.Fatalf("resume: exit %d: %s", code, errOut)
+	}
+}
+
+// finalPass waits until a check pass that began after the faults ended
+// has finished and nothing is left to repair.
+func (r *faultRun) finalPass() {
+	after := time.Now()
+	eventually(r.t, 60*time.Second, "a check pass after the faults", func() (bool, error) {
+		var n int
+		err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.runs WHERE kind = 'check' AND status = 'finished' AND started_at > $1`, after)
+		return n > 0, err
+	})
+	eventually(r.t, 60*time.Second, "nothing left to repair", func() (bool, error) {
+		n, err := r.stuck()
+		return n == 0, err
+	})
+}
+
+// report prints what was injected, checked and violated, and the times
+// to recover per fault kind, ending with the two plain lines; it fails
+// the test on any violation.
+func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members\n", r.seed, n, took.Round(time.Second), len(r.sidecars))
+	kinds := slices.Sorted(maps.Keys(r.injected))
+	fmt.Fprintf(&b, "recovery times from the end of each fault (a kill: the signal) to an acting master, and to nothing left to repair:\n")
+	fmt.Fprintf(&b, "%-20s %6s %22s %22s\n", "fault", "count", "to master p50/p99", "to repair p50/p99")
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "%-20s %6d %22s %22s\n", k, r.injected[k], percentiles(r.toMaster[k]), percentiles(r.toRepair[k]))
+	}
+	restarts := 0
+	for _, e := range r.engines {
+		restarts += e.restarts
+	}
+	fmt.Fprintf(&b, "engine restarts after exits (database faults): %d\n", restarts)
+	ops := slices.Sorted(maps.Keys(r.opCodes))
+	for _, o := range ops {
+		fmt.Fprintf(&b, "operator %s: %d\n", o, r.opCodes[o])
+	}
+	violations := slices.Clone(r.violations)
+	for _, c := range checks {
+		fmt.Fprintf(&b, "check %-40s %s\n", c.name, cmp.Or(c.summary(), "ok"))
+		violations = append(violations, c.violations...)
+	}
+	for _, v := range violations {
+		fmt.Fprintf(&b, "VIOLATION %s\n", v)
+	}
+	total := 0
+	for _, k := range r.injected {
+		total += k
+	}
+	fmt.Fprintf(&b, "faults injected: %d\nviolations: %d\n", total, len(violations))
+	r.t.Log("\n" + b.String())
+	if dir := r.t.ArtifactDir(); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "faults-report.txt"), []byte(b.String()), 0o644)
+	}
+	if len(violations) > 0 {
+		r.t.Errorf("%d violations (seed %d replays the schedule: EH_FAULT_SEED=%d)", len(violations), r.seed, r.seed)
+	}
+}
+
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "—"
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	p := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("%s / %s", p(0.5).Round(10*time.Millisecond), p(0.99).Round(10*time.Millisecond))
+}
