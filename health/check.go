@@ -285,10 +285,11 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		res.Stale = stale
 		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 {
 			term := o.Term
-			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive at once (at least %.0f%%): assuming this master is cut off; no node marked, no claim expired, nothing repaired until it passes",
-				len(stale), total, 100*c.cfg.MaxUnresponsiveFraction)
+			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive at once (%s; at least %.0f%%): assuming this master is cut off",
+				len(stale), total, strings.Join(stale, ", "), 100*c.cfg.MaxUnresponsiveFraction)
 			if force != nil {
 				res.Forced = true
+				res.DisruptionReason += "; overridden for this pass by an operator"
 				if err := c.events.Write(ctx, tx, audit.Event{Kind: audit.KindGuardOverride, Actor: force.Actor, Term: &term, RunID: &run,
 					Reason: fmt.Sprintf("disruption guard overridden for one pass: %s; %d of %d nodes looked unresponsive (%s)",
 						force.Reason, len(stale), total, strings.Join(stale, ", "))}); err != nil {
@@ -296,6 +297,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 				}
 			} else {
 				res.Disruption = true
+				res.DisruptionReason += "; no node marked, no claim expired, nothing repaired until it passes"
 				if !c.disrupted {
 					return c.events.Write(ctx, tx, audit.Event{Kind: audit.KindDisruption, Actor: m.Actor, Term: &term, RunID: &run, Reason: res.DisruptionReason})
 				}

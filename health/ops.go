@@ -106,6 +106,11 @@ func (p *Ops) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
 	return p.reads().ListRuns(ctx, limit)
 }
 
+// ActedRuns lists the latest runs that did something (recovery.ActedRuns).
+func (p *Ops) ActedRuns(ctx context.Context, limit int) ([]recovery.RunRow, error) {
+	return p.reads().ActedRuns(ctx, limit)
+}
+
 // Holds lists open holds (of workflow, when set).
 func (p *Ops) Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error) {
 	return p.reads().Holds(ctx, workflow, limit)

@@ -295,10 +295,9 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		}
 		tx.AfterCommit(func() {
 			for _, i := range is {
-				r.log.LogAttrs(ctx, slog.LevelDebug, "instance repaired", slog.Int64("run", run), slog.String("workflow", w.Name),
-					slog.String("task", t.Name), slog.String("cause", string(c)), slog.String("instance", i.Instance),
-					slog.String("action", actionName[i.Kind]), slog.String("from_state", from), slog.String("to_state", i.To),
-					slog.String("node", i.Node), slog.Int("attempt", i.Attempt), slog.String("reason", i.Reason))
+				r.log.LogAttrs(ctx, slog.LevelDebug, "instance repaired", slog.Int64("run", run), slog.String("cause", string(c)),
+					slog.String("action", actionName[i.Kind]), slog.Group("event", "workflow", w.Name, "instance", i.Instance,
+						"task", t.Name, "from_state", from, "to_state", i.To, "node", i.Node, "attempt", i.Attempt, "reason", i.Reason))
 			}
 		})
 	}

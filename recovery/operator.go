@@ -254,10 +254,9 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 // counts, and one debug line per instance.
 func (r *Repairer) logDecision(ctx context.Context, tx *leader.Tx, d HoldDecision, workflow, task, left, to, why string, moved int64, ids []string, gone []parkedCancel) {
 	tx.AfterCommit(func() {
-		r.log.LogAttrs(ctx, slog.LevelInfo, "holds decided", slog.String("kind", audit.KindHoldDecided), slog.String("actor", d.Actor),
-			slog.Int64("term", tx.Term), slog.String("workflow", workflow), slog.String("task", task), slog.String("decision", d.Action),
-			slog.String("from_state", left), slog.String("to_state", to), slog.Int64("moved", moved), slog.Int("cancelled", len(gone)),
-			slog.String("reason", why))
+		r.log.LogAttrs(ctx, slog.LevelInfo, "holds decided", slog.String("decision", d.Action), slog.Int64("moved", moved),
+			slog.Int("cancelled", len(gone)), slog.Group("event", "kind", audit.KindHoldDecided, "actor", d.Actor, "term", tx.Term,
+				"workflow", workflow, "task", task, "from_state", left, "to_state", to, "reason", why))
 		if !r.log.Enabled(ctx, slog.LevelDebug) {
 			return
 		}
@@ -270,9 +269,8 @@ func (r *Repairer) logDecision(ctx context.Context, tx *leader.Tx, d HoldDecisio
 			if w, ok := cancelled[id]; ok {
 				state, reason = "", w
 			}
-			r.log.LogAttrs(ctx, slog.LevelDebug, "hold decided", slog.String("kind", audit.KindHoldDecided), slog.String("actor", d.Actor),
-				slog.Int64("term", tx.Term), slog.String("workflow", workflow), slog.String("instance", id), slog.String("task", task),
-				slog.String("from_state", left), slog.String("to_state", state), slog.String("reason", reason))
+			r.log.LogAttrs(ctx, slog.LevelDebug, "hold decided", slog.Group("event", "kind", audit.KindHoldDecided, "actor", d.Actor,
+				"term", tx.Term, "workflow", workflow, "instance", id, "task", task, "from_state", left, "to_state", state, "reason", reason))
 		}
 	})
 }

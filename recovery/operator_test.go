@@ -73,11 +73,11 @@ func TestHoldDecisions(t *testing.T) {
 		t.Fatalf("holds fail --all: %+v, %v", res, err)
 	}
 	for _, want := range []string{
-		`level=INFO msg="holds decided" kind=hold_decided actor=ops term=`,
-		` workflow=orders task=ship decision=fail from_state=Shipping to_state=ShipFailed moved=1 cancelled=1 reason="hold failed by an operator: gave up"`,
-		`level=DEBUG msg="hold decided" kind=hold_decided actor=ops term=`,
-		` instance=4 task=ship from_state=Shipping to_state=ShipFailed reason="hold failed by an operator: gave up"`,
-		` instance=3 task=ship from_state=Shipping to_state="" reason="hold cancelled: instance moved to Cancelled by someone else"`,
+		`level=INFO msg="holds decided" decision=fail moved=1 cancelled=1 event.kind=hold_decided event.actor=ops event.term=`,
+		` event.workflow=orders event.task=ship event.from_state=Shipping event.to_state=ShipFailed event.reason="hold failed by an operator: gave up"`,
+		`level=DEBUG msg="hold decided" event.kind=hold_decided event.actor=ops event.term=`,
+		` event.instance=4 event.task=ship event.from_state=Shipping event.to_state=ShipFailed event.reason="hold failed by an operator: gave up"`,
+		` event.instance=3 event.task=ship event.from_state=Shipping event.to_state="" event.reason="hold cancelled: instance moved to Cancelled by someone else"`,
 	} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())

@@ -134,10 +134,13 @@ func TestPlanThenRecover(t *testing.T) {
 	each, nodes := map[string]bool{}, 0
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var l struct {
-			Level, Msg, Workflow, Task, Instance, Action, Node string
-			From                                               string `json:"from_state"`
-			To                                                 string `json:"to_state"`
-			Failed, Retried                                    int
+			Level, Msg, Workflow, Task, Action string
+			Failed, Retried                    int
+			Event                              struct {
+				Workflow, Task, Instance, Node string
+				From                           string `json:"from_state"`
+				To                             string `json:"to_state"`
+			}
 		}
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatal(err)
@@ -150,12 +153,13 @@ func TestPlanThenRecover(t *testing.T) {
 				t.Fatalf("batch line %s", line)
 			}
 		case "instance repaired":
-			if l.Level != "DEBUG" || l.Workflow != "orders" || l.Task != "ship" || l.Action != "failed" || l.From != "Shipping" ||
-				l.To != "ShipFailed" || l.Instance == "" || each[l.Instance] {
+			e := l.Event
+			if l.Level != "DEBUG" || e.Workflow != "orders" || e.Task != "ship" || l.Action != "failed" || e.From != "Shipping" ||
+				e.To != "ShipFailed" || e.Instance == "" || each[e.Instance] {
 				t.Fatalf("instance line %s", line)
 			}
-			each[l.Instance] = true
-			if l.Node != "" {
+			each[e.Instance] = true
+			if e.Node != "" {
 				nodes++
 			}
 		}

@@ -185,10 +185,21 @@ func (r *Repairer) Run(ctx context.Context, id int64) (RunDetail, error) {
 
 // ListRuns returns the latest runs, newest first.
 func (r *Repairer) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
+	return r.listRuns(ctx, limit, "TRUE")
+}
+
+// ActedRuns lists the latest runs that did something or did not finish
+// well, newest first: claims expired, instances planned, an error, a run
+// not finished, or a manual one (idle passes are left out).
+func (r *Repairer) ActedRuns(ctx context.Context, limit int) ([]RunRow, error) {
+	return r.listRuns(ctx, limit, `(claims_expired > 0 OR planned > 0 OR done > 0 OR error <> '' OR status <> 'finished' OR trigger <> 'schedule')`)
+}
+
+func (r *Repairer) listRuns(ctx context.Context, limit int, where string) ([]RunRow, error) {
 	rows := []RunRow{}
 	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows,
 		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
-		 FROM `+r.runs+` ORDER BY id DESC LIMIT $1`, limit)
+		 FROM `+r.runs+` WHERE `+where+` ORDER BY id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

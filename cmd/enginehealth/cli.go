@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -37,11 +38,21 @@ func (f *clientFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the API token for mutations (default: the token itself from $ENGINEHEALTH_TOKEN)")
 }
 
+// registerAPI registers --api alone (a command that prints no listing
+// and sends no mutation).
+func (f *clientFlags) registerAPI(c *cobra.Command) {
+	f.output = "table"
+	c.Flags().StringVar(&f.addr, "api", "", "daemon API address (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
+}
+
 func (f *clientFlags) client() (*api.Client, error) {
 	if f.output != "table" && f.output != "json" {
 		return nil, usageError{fmt.Errorf("--output %q: want table or json", f.output)}
 	}
 	addr := cmp.Or(f.addr, os.Getenv("ENGINEHEALTH_API"), configs.DefaultListen)
+	if err := validAddr(addr); err != nil {
+		return nil, usageError{err}
+	}
 	token := os.Getenv("ENGINEHEALTH_TOKEN")
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
@@ -51,6 +62,20 @@ func (f *clientFlags) client() (*api.Client, error) {
 		token = strings.TrimSpace(string(b))
 	}
 	return api.NewClient(addr, token), nil
+}
+
+// validAddr checks a daemon address: host:port, or an http(s) base URL.
+func validAddr(addr string) error {
+	raw := addr
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Port() == "" || (u.Scheme != "http" && u.Scheme != "https") ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// URL with a port", addr)
+	}
+	return nil
 }
 
 // statusReport is the output of `enginehealth status`: the node's
@@ -74,7 +99,8 @@ func newStatusCmd() *cobra.Command {
 its term, whether the cluster is paused or the disruption guard holds, the
 master's check passes, the nodes that are not Ready or not NORMAL and why,
 the last run and the holds waiting. Exit 0 only when this node is ready
-(1 otherwise, 3 when the daemon is unreachable).`,
+and healthy and the cluster's status could be read (1 otherwise, 3 when
+the daemon is unreachable).`,
 		Example: `  enginehealth status
   enginehealth status --api 10.0.0.7:8642 -o json`,
 		Args: noArgs,
@@ -111,7 +137,7 @@ the last run and the holds waiting. Exit 0 only when this node is ready
 			if err != nil {
 				return err
 			}
-			if rep.Status != nil && !rep.Status.Node.Ready.Ready || rep.Ready != nil && !rep.Ready.Ready {
+			if rep.Status == nil || !rep.Status.Node.Ready.Ready || rep.Health.Status != "ok" {
 				return errNotReady
 			}
 			return nil
@@ -187,10 +213,12 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 		}
 	}
 	if r := st.LastRun; r != nil {
-		line("last run", "%d %s (%s, term %d) %s %s ago: %d claims expired, %d of %d instances repaired%s", r.ID, safe(r.Kind), safe(r.Trigger), r.Term,
-			safe(r.Status), now.Sub(r.StartedAt).Round(time.Second), r.ClaimsExpired, r.Done, r.Planned, safe(prefixed("; ", r.Error)))
+		line("last run", "%s", runLine(*r, now))
 	} else {
 		line("last run", "none yet")
+	}
+	if r := st.LastActed; r != nil && (st.LastRun == nil || r.ID != st.LastRun.ID) {
+		line("last act", "%s", runLine(*r, now))
 	}
 	if st.Holds.Open > 0 {
 		line("holds", "%d waiting for an operator, the oldest for %s (enginehealth holds)", st.Holds.Open,
@@ -199,6 +227,12 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 		line("holds", "none waiting")
 	}
 	return nil
+}
+
+// runLine says what a run did, on one line.
+func runLine(r recovery.RunRow, now time.Time) string {
+	return fmt.Sprintf("%d %s (%s, term %d) %s %s ago: %d claims expired, %d of %d instances repaired%s", r.ID, safe(r.Kind), safe(r.Trigger), r.Term,
+		safe(r.Status), now.Sub(r.StartedAt).Round(time.Second), r.ClaimsExpired, r.Done, r.Planned, safe(prefixed("; ", r.Error)))
 }
 
 // prefixed is p+s, or "" when s is empty.

@@ -41,8 +41,8 @@ func clientCmd[T any](c *cobra.Command, f *clientFlags, timeout time.Duration,
 		}
 		if f.output == "json" {
 			err = writeJSON(c.OutOrStdout(), v)
-		} else {
-			err = table(c.OutOrStdout(), v)
+		} else if err = table(c.OutOrStdout(), v); err == nil && cl.DoneBy != "" {
+			_, err = fmt.Fprintf(c.OutOrStdout(), "done by %s\n", safe(cl.DoneBy))
 		}
 		if r, ok := any(v).(refuser); ok && err == nil {
 			err = r.refused()
@@ -126,10 +126,12 @@ func newNodeCmd() *cobra.Command {
 	var reason string
 	ack := clientCmd(&cobra.Command{
 		Use:   "ack NAME",
-		Short: "Acknowledge a node's unexpected shutdown: it becomes Ready",
-		Long: `Acknowledge that a node in Unexpected shutdown was looked at: it becomes
-Ready (and its engine may start), with a node_ack event naming the reason.
-Refused (exit code 4) when the node is not in Unexpected shutdown.`,
+		Short: "Acknowledge a node's unexpected shutdown: it goes to Recovering, then Ready (token required)",
+		Long: `Acknowledge that a node in Unexpected shutdown was looked at: it goes to
+Recovering, with a node_ack event naming the reason, and the master makes
+it Ready after start-up recovery (then its engine may start: wait ready).
+Needs the API token. Refused (exit code 4) when the node is not in
+Unexpected shutdown.`,
 		Example: `  enginehealth node ack n2 --reason "kernel panic, host replaced"`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 	}, &f, 30*time.Second,
@@ -429,7 +431,7 @@ attempts and whole timeline.`,
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, _ []string) (any, error) {
 			if instance != "" {
-				ref, err := parseRef(instance, "")
+				ref, err := parseRef(instance, p.Workflow)
 				if err != nil {
 					return nil, err
 				}
@@ -459,7 +461,7 @@ attempts and whole timeline.`,
 	c.Flags().Int64Var(&p.RunID, "run", 0, "only events of this run")
 	c.Flags().StringVar(&since, "since", "", "only events at or after this time (RFC 3339, or a duration back from now: 1h)")
 	c.Flags().StringVar(&until, "until", "", "only events before this time (RFC 3339, or a duration back from now)")
-	c.Flags().StringVar(&instance, "instance", "", "WORKFLOW/ID: the instance's state, claim, attempts and whole timeline")
+	c.Flags().StringVar(&instance, "instance", "", "WORKFLOW/ID (or ID with --workflow): the instance's state, claim, attempts and whole timeline")
 	return c
 }
 

@@ -57,6 +57,8 @@ func fixtureDaemon(t *testing.T) string {
 	}
 	run := recovery.RunRow{ID: 42, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", ClaimsExpired: 2,
 		Planned: 3, Done: 3, Status: "done", StartedAt: at(-14 * time.Second), FinishedAt: atp(-14*time.Second + 38*time.Millisecond)}
+	idle := recovery.RunRow{ID: 43, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "finished",
+		StartedAt: at(-2 * time.Second), FinishedAt: atp(-2*time.Second + 5*time.Millisecond)}
 	failed := recovery.RunRow{ID: 41, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "failed",
 		StartedAt: at(-29 * time.Second), FinishedAt: atp(-24 * time.Second), Error: "check: statement timeout (database 10.0.0.9:5432)"}
 	es := []audit.Event{
@@ -84,8 +86,9 @@ func fixtureDaemon(t *testing.T) string {
 			{Name: "n3", Status: nodes.StatusUnexpectedShutdown, Grade: nodes.GradeWarning, LastActive: at(-3 * time.Second), SecondsSinceActive: 3,
 				Why: "restarted without a clean shutdown: enginehealth node ack n3 once looked at"},
 		},
-		LastRun: &run,
-		Holds:   api.HoldsSummary{Open: 2, OldestAgeSeconds: 5400},
+		LastRun:   &idle,
+		LastActed: &run,
+		Holds:     api.HoldsSummary{Open: 2, OldestAgeSeconds: 5400},
 	}
 	holds := []recovery.Hold{
 		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),
@@ -168,6 +171,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"node", []string{"nodes", "n2"}, exitOK},
 		{"events", []string{"events"}, exitOK},
 		{"timeline", []string{"events", "--instance", "orders/51"}, exitOK},
+		{"timeline", []string{"events", "--instance", "51", "--workflow", "orders"}, exitOK},
 		{"holds", []string{"holds"}, exitOK},
 		{"runs", []string{"runs"}, exitOK},
 		{"run", []string{"runs", "42"}, exitOK},
@@ -235,8 +239,19 @@ func TestExitCodes(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(health.CheckResult{RunID: 5, Disruption: true, DisruptionReason: "3 of 4 nodes look unresponsive"})
 	})
+	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(api.NodeHeader, "node-c")
+		_ = json.NewEncoder(w).Encode(nodes.GradeChange{Name: r.PathValue("name"), From: nodes.GradeError, To: nodes.GradeNormal})
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+
+	// A mutation says which node did it (the master it was forwarded to).
+	if out, errOut, code := runCLI(t, "node", "reset-grade", "n2", "--api", srv.URL); code != exitOK ||
+		out != "node n2: failover grade ERROR -> NORMAL\ndone by node-c\n" {
+		t.Errorf("reset-grade: exit %d: %q %s", code, out, errOut)
+	}
 
 	// An address nothing listens on.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -264,6 +279,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nodes", "--no-such-flag"}, exitUsage, "unknown flag"},
 		{[]string{"node", "bogus"}, exitUsage, `unknown command "bogus"`},
 		{[]string{"config", "check", "-c", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, "missing.yaml"},
+		{[]string{"status", "--api", "not an addr"}, exitUsage, "want host:port"},
+		{[]string{"wait", "ready", "-o", "json"}, exitUsage, "unknown shorthand flag"},
 	} {
 		args := tc.args
 		if tc.code != exitUsage && tc.args[0] != "version" {

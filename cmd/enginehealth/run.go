@@ -207,9 +207,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	var master *health.Master
 	apiPauses := health.NewPauses(apiDB, cfg.Database.Schema, events)
 	mx := metrics.New(metrics.Source{
-		Paused: func(ctx context.Context) (bool, error) {
+		Paused: func(ctx context.Context) (bool, time.Time, error) {
 			p, err := apiPauses.Current(ctx)
-			return p.Paused, err
+			return p.Paused, p.Since, err
 		},
 		EventsWritten: func(ctx context.Context) (int64, error) { return events.LastID(ctx, apiDB) },
 		Nodes:         apiStore.List, HoldsOpen: reads.HoldsOpen, Period: sched.Period(), Tasks: metricTasks(workflows),

@@ -28,7 +28,7 @@ when no daemon ever answered. An engine unit runs it as ExecStartPre
 (systemd/engine-wait-enginehealth.conf), so an engine never starts on a node
 that is not ready.`,
 		Example: `  enginehealth wait ready --timeout 10m
-  ExecStartPre=/usr/local/bin/enginehealth wait ready --timeout 10min`,
+  ExecStartPre=/usr/local/bin/enginehealth wait ready --timeout 10m`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cl, err := f.client()
@@ -69,14 +69,27 @@ that is not ready.`,
 					if errors.Is(last, api.ErrUnreachable) {
 						return fmt.Errorf("%s: %w", when, last)
 					}
-					return fmt.Errorf("%s, %s", when, safe(last.Error()))
+					return fmt.Errorf("%s, %s%s", when, safe(last.Error()), pausedNote(cl))
 				case <-tick.C:
 				}
 			}
 		},
 	}
 	ready.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: wait until interrupted)")
-	f.register(ready)
+	f.registerAPI(ready)
 	c.AddCommand(ready)
 	return c
+}
+
+// pausedNote says, when the cluster is paused, that this is what holds a
+// node back (start-up recovery waits for resume); "" otherwise or when
+// the status cannot be read.
+func pausedNote(cl *api.Client) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cl.Status(ctx)
+	if err != nil || !st.Paused.Paused {
+		return ""
+	}
+	return "; the cluster is " + safe(st.Paused.String()) + ": start-up recovery and repairs wait for enginehealth resume"
 }

@@ -29,6 +29,9 @@ type Client struct {
 	// Token for mutations.
 	Token string
 	HTTP  *http.Client
+	// DoneBy: the node that did the last mutation (NodeHeader), when the
+	// daemon said.
+	DoneBy string
 }
 
 // NewClient returns a client of the daemon at addr.
@@ -98,6 +101,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Addr, err)
 	}
 	defer resp.Body.Close()
+	if method != http.MethodGet {
+		c.DoneBy = resp.Header.Get(NodeHeader)
+	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("read answer of %s: %w", c.Addr, err)

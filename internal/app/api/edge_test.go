@@ -132,6 +132,10 @@ func (s *store) Runs(context.Context, int) ([]recovery.RunRow, error) {
 	return nil, s.call("runs")
 }
 
+func (s *store) ActedRuns(ctx context.Context, n int) ([]recovery.RunRow, error) {
+	return s.Runs(ctx, n)
+}
+
 func (s *store) Holds(_ context.Context, wf string, _ int) ([]recovery.Hold, error) {
 	return nil, s.call("holds", wf)
 }
@@ -198,6 +202,13 @@ func TestHostileInput(t *testing.T) {
 		{"node name starting with a dot", "GET", "/v1/nodes/.x", "", "", 400, "path parameter name"},
 		{"invalid UTF-8 in ?node=", "GET", "/v1/events?node=%ff", "", "", 400, "query parameter node"},
 		{"NUL in ?node=", "GET", "/v1/events?node=%00", "", "", 400, "query parameter node"},
+		{"misspelt parameter", "GET", "/v1/events?Limit=5", "", "", 400, `query parameter "Limit": unknown`},
+		{"unknown parameter", "GET", "/v1/nodes?foo=bar", "", "", 400, `query parameter "foo": unknown`},
+		{"parameter of a mutation", "POST", "/v1/pause?force=1", json, `{"reason":"x"}`, 400, `query parameter "force": unknown`},
+		{"unknown event kind", "GET", "/v1/events?kind=nosuchkind", "", "", 400, "query parameter kind: not an event kind"},
+		{"two kinds in one", "GET", "/v1/events?kind=paused,resumed", "", "", 400, "query parameter kind"},
+		{"limit 0", "GET", "/v1/events?limit=0", "", "", 400, "query parameter limit: not an integer from 1 to 10000"},
+		{"runs limit 0", "GET", "/v1/runs?limit=0", "", "", 400, "query parameter limit"},
 		{"newline in ?node=", "GET", "/v1/events?node=a%0Ab", "", "", 400, "query parameter node"},
 		{"limit above the cap", "GET", "/v1/events?limit=10001", "", "", 400, "query parameter limit"},
 		{"negative after", "GET", "/v1/events?after=-1", "", "", 400, "query parameter after"},

@@ -32,6 +32,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,7 @@ type MasterOps interface {
 	Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error)
 	Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error)
 	Runs(ctx context.Context, limit int) ([]recovery.RunRow, error)
+	ActedRuns(ctx context.Context, limit int) ([]recovery.RunRow, error)
 	Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error)
 	DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error)
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
@@ -174,26 +176,28 @@ func NewHandler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
-	mux.HandleFunc("GET /v1/leader", h.leader)
-	mux.HandleFunc("POST /v1/nodes/{name}/ack", h.mutation(h.limited(h.ackNode)))
-	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", h.mutation(h.limited(h.resetGrade)))
-	mux.HandleFunc("POST /v1/check", h.mutation(h.check))
-	mux.HandleFunc("POST /v1/recovery", h.mutation(h.recovery))
-	mux.HandleFunc("POST /v1/pause", h.mutation(h.pause(true)))
-	mux.HandleFunc("POST /v1/resume", h.mutation(h.pause(false)))
-	mux.HandleFunc("POST /v1/holds/retry", h.mutation(h.decideHolds(recovery.DecideRetry)))
-	mux.HandleFunc("POST /v1/holds/fail", h.mutation(h.decideHolds(recovery.DecideFail)))
-	mux.HandleFunc("POST /v1/retry", h.mutation(h.retry))
-	mux.HandleFunc("GET /v1/holds", h.limited(h.listHolds))
-	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", h.limited(h.instance))
-	mux.HandleFunc("GET /v1/retries/stats", h.limited(h.retryStats))
-	mux.HandleFunc("GET /v1/runs", h.limited(h.runs))
-	mux.HandleFunc("GET /v1/runs/{id}", h.limited(h.getRun))
-	mux.HandleFunc("GET /v1/status", h.withMaster(h.getStatus))
-	mux.HandleFunc("GET /{$}", h.withMaster(h.page))
-	mux.HandleFunc("GET /v1/events", h.limited(h.events))
-	mux.HandleFunc("GET /v1/nodes", h.limited(h.listNodes))
-	mux.HandleFunc("GET /v1/nodes/{name}", h.limited(h.getNode))
+	// Each /v1 route and the page name the query parameters they take:
+	// any other (a typo such as ?Limit= or ?nod=) is a 400, not ignored.
+	mux.HandleFunc("GET /v1/leader", only(h.leader, "local"))
+	mux.HandleFunc("POST /v1/nodes/{name}/ack", only(h.mutation(h.limited(h.ackNode))))
+	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", only(h.mutation(h.limited(h.resetGrade))))
+	mux.HandleFunc("POST /v1/check", only(h.mutation(h.check)))
+	mux.HandleFunc("POST /v1/recovery", only(h.mutation(h.recovery)))
+	mux.HandleFunc("POST /v1/pause", only(h.mutation(h.pause(true))))
+	mux.HandleFunc("POST /v1/resume", only(h.mutation(h.pause(false))))
+	mux.HandleFunc("POST /v1/holds/retry", only(h.mutation(h.decideHolds(recovery.DecideRetry))))
+	mux.HandleFunc("POST /v1/holds/fail", only(h.mutation(h.decideHolds(recovery.DecideFail))))
+	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.retry)))
+	mux.HandleFunc("GET /v1/holds", only(h.limited(h.listHolds), "workflow", "limit"))
+	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.limited(h.instance), "limit"))
+	mux.HandleFunc("GET /v1/retries/stats", only(h.limited(h.retryStats)))
+	mux.HandleFunc("GET /v1/runs", only(h.limited(h.runs), "limit"))
+	mux.HandleFunc("GET /v1/runs/{id}", only(h.limited(h.getRun)))
+	mux.HandleFunc("GET /v1/status", only(h.withMaster(h.getStatus)))
+	mux.HandleFunc("GET /{$}", only(h.withMaster(h.page)))
+	mux.HandleFunc("GET /v1/events", only(h.limited(h.events), "after", "limit", "node", "workflow", "instance", "kind", "run", "since", "until"))
+	mux.HandleFunc("GET /v1/nodes", only(h.limited(h.listNodes)))
+	mux.HandleFunc("GET /v1/nodes/{name}", only(h.limited(h.getNode)))
 	if cfg.Metrics != nil {
 		mux.HandleFunc("GET /metrics", h.limited(cfg.Metrics.ServeHTTP))
 	}
@@ -251,6 +255,8 @@ func (h *handler) mutation(next http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
+		// The node that does it: this one, unless forward says otherwise.
+		w.Header().Set(NodeHeader, h.cfg.Self)
 		next(w, r)
 	}
 }
@@ -334,6 +340,10 @@ func (h *handler) operator(r *http.Request) string {
 // forwardedHeader marks a request a node forwarded to the master.
 const forwardedHeader = "X-Enginehealth-Forwarded-By"
 
+// NodeHeader names, in the answer to a mutation, the node that did it:
+// the node asked, or the master it forwarded the request to.
+const NodeHeader = "X-Enginehealth-Node"
+
 // forward sends a master-only request to the master and relays its answer.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	if by := r.Header.Get(forwardedHeader); by != "" {
@@ -375,6 +385,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Enginehealth-Master", l.Name)
+	w.Header().Set(NodeHeader, l.Name)
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 }
@@ -547,6 +558,10 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		*f.dst = v
 	}
+	if p.Kind != "" && !slices.Contains(eventKinds, p.Kind) {
+		writeProblem(w, http.StatusBadRequest, "query parameter kind: not an event kind", "got "+quoteShort(p.Kind)+"; kinds: "+strings.Join(eventKinds, ", "))
+		return
+	}
 	for _, f := range []struct {
 		name string
 		dst  **time.Time
@@ -584,6 +599,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, es)
 }
 
+// eventKinds are the kinds of events the sidecar writes.
+var eventKinds = append([]string{leader.KindMasterElected, leader.KindMasterLost}, audit.Kinds...)
+
 // maxEventText bounds the text of the events in one answer (256 KiB; its
 // JSON is at most about six times that, when every character needs an
 // escape): a page may end before limit, and the client pages on with
@@ -605,15 +623,33 @@ const (
 	MaxLimit           = maxIntParam
 )
 
-// intParam reads a non-negative integer query parameter (at most 10000).
+// only answers 400 to a request with a query parameter the route does
+// not take, naming it and those it takes.
+func only(next http.HandlerFunc, names ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for k := range r.URL.Query() {
+			if !slices.Contains(names, k) {
+				takes := "this route takes none"
+				if len(names) > 0 {
+					takes = "this route takes " + strings.Join(names, ", ")
+				}
+				writeProblem(w, http.StatusBadRequest, "query parameter "+quoteShort(k)+": unknown", takes)
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+// intParam reads a positive integer query parameter (at most 10000).
 func intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {
 	v, given := queryValue(r, name)
 	if !given {
 		return def, true
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > maxIntParam {
-		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not an integer from 0 to "+strconv.Itoa(maxIntParam), "got "+quoteShort(v))
+	if err != nil || n < 1 || n > maxIntParam {
+		writeProblem(w, http.StatusBadRequest, "query parameter "+name+": not an integer from 1 to "+strconv.Itoa(maxIntParam), "got "+quoteShort(v))
 		return 0, false
 	}
 	return n, true

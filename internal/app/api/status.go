@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -36,9 +37,13 @@ type Status struct {
 	// Ready or not NORMAL, with why.
 	Nodes    map[string]int `json:"nodes"`
 	NotReady []NodeState    `json:"not_ready"`
-	// LastRun: the newest run (null before the first).
-	LastRun *recovery.RunRow `json:"last_run"`
-	Holds   HoldsSummary     `json:"holds"`
+	// LastRun: the newest run (null before the first); LastActed: the
+	// newest that did something (expired claims, repaired, failed, or
+	// was asked for by an operator), which LastRun often is not: most
+	// passes find nothing to do.
+	LastRun   *recovery.RunRow `json:"last_run"`
+	LastActed *recovery.RunRow `json:"last_acted"`
+	Holds     HoldsSummary     `json:"holds"`
 }
 
 // SelfState is the answering node's own state.
@@ -107,12 +112,19 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 	if st.Paused, err = h.cfg.Ops.PauseState(ctx); err != nil {
 		return st, all, nil, err
 	}
-	rs, err := h.cfg.Ops.Runs(ctx, max(runs, 1))
+	last, err := h.cfg.Ops.Runs(ctx, 1)
+	if err != nil {
+		return st, all, nil, err
+	}
+	if len(last) > 0 {
+		st.LastRun = &last[0]
+	}
+	rs, err := h.cfg.Ops.ActedRuns(ctx, max(runs, 1))
 	if err != nil {
 		return st, all, nil, err
 	}
 	if len(rs) > 0 {
-		st.LastRun = &rs[0]
+		st.LastActed = &rs[0]
 	}
 	n, oldest, err := h.cfg.Ops.HoldsOpen(ctx)
 	st.Holds = HoldsSummary{Open: n, OldestAgeSeconds: oldest.Seconds()}
@@ -286,8 +298,37 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why st
 	hdr.Set("Referrer-Policy", "no-referrer")
 	hdr.Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
+	// html/template escapes markup; stored text may also hold control,
+	// invisible or reordering characters (an engine's error text): shown
+	// as escapes, as the CLI shows them.
+	terminalSafe(reflect.ValueOf(&d).Elem())
 	if err := pageTemplate.Execute(w, d); err != nil {
 		h.reqLog(r).ErrorContext(r.Context(), "status page: render", "err", err.Error())
+	}
+}
+
+// terminalSafe replaces, in place, every string reachable from v through
+// exported struct fields, pointers and slices with TerminalSafe's.
+func terminalSafe(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(TerminalSafe(v.String()))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			terminalSafe(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			terminalSafe(v.Index(i))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				terminalSafe(v.Field(i))
+			}
+		}
 	}
 }
 

@@ -8,8 +8,10 @@ package metrics
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
@@ -39,8 +41,9 @@ type Source struct {
 	// last pass was in disruption mode.
 	Passes    func() health.PassStats
 	Disrupted func() bool
-	// Paused reads the cluster's pause switch.
-	Paused func(ctx context.Context) (bool, error)
+	// Paused reads the cluster's pause switch, and since when it is
+	// paused.
+	Paused func(ctx context.Context) (bool, time.Time, error)
 	// EventsWritten reads the id of the newest event (events ever
 	// written, cluster-wide).
 	EventsWritten func(ctx context.Context) (int64, error)
@@ -185,7 +188,33 @@ type scrape struct {
 	src                                                      Source
 	nodes, age, grade, dbUp, self, selfGrade, master, term   *prometheus.Desc
 	disruption, lastSuccess, failures, holds, oldest, period *prometheus.Desc
-	paused, events                                           *prometheus.Desc
+	paused, pausedFor, events, readAge                       *prometheus.Desc
+
+	// mu guards last: the database's values as the last scrape that
+	// could read them saw them. A scrape that cannot read the database
+	// (database_up 0) exports them for up to staleFor, their ages moved
+	// on, so that a short outage does not cut every registry series and
+	// restart the alerts' "for" clocks.
+	mu   sync.Mutex
+	last dbValues
+}
+
+// staleFor bounds how long a scrape exports the last values read.
+const staleFor = 10 * time.Minute
+
+// dbValues are the scrape's database reads; ok: each was read.
+type dbValues struct {
+	at          time.Time
+	nodes       []nodes.Node
+	nodesOK     bool
+	holds       int64
+	oldest      time.Duration
+	holdsOK     bool
+	paused      bool
+	pausedSince time.Time
+	pausedOK    bool
+	events      int64
+	eventsOK    bool
 }
 
 func newScrape(src Source) *scrape {
@@ -211,15 +240,52 @@ func newScrape(src Source) *scrape {
 		oldest:      d("holds_oldest_age_seconds", "Seconds the oldest open hold has waited; 0 when none."),
 		period:      d("check_period_seconds", "The period of the CheckEngineHealth schedule."),
 		paused:      d("paused", "1 while the cluster is paused (no automatic repair, expiry or retry)."),
+		pausedFor:   d("paused_seconds", "Seconds the cluster has been paused; 0 when it is not."),
 		events:      d("events_written_total", "Events written to the audit trail, cluster-wide (the newest event id)."),
+		readAge:     d("database_read_age_seconds", "Seconds since the registry, holds and pause values exported were read: 0 when this scrape read them, more while the database cannot be read (they are exported for up to 10 min)."),
 	}
+}
+
+// read reads the database's values; when the node registry cannot be
+// read (up false) it returns the last values read instead, if they are
+// younger than staleFor.
+func (s *scrape) read(ctx context.Context) (dbValues, bool) {
+	v := dbValues{at: time.Now()}
+	var err error
+	up := true
+	if s.src.Nodes != nil {
+		v.nodes, err = s.src.Nodes(ctx)
+		v.nodesOK, up = err == nil, err == nil
+	}
+	if s.src.HoldsOpen != nil && up {
+		v.holds, v.oldest, err = s.src.HoldsOpen(ctx)
+		v.holdsOK = err == nil
+	}
+	if s.src.Paused != nil && up {
+		v.paused, v.pausedSince, err = s.src.Paused(ctx)
+		v.pausedOK = err == nil
+	}
+	if s.src.EventsWritten != nil && up {
+		v.events, err = s.src.EventsWritten(ctx)
+		v.eventsOK = err == nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if up {
+		s.last = v
+		return v, true
+	}
+	if !s.last.at.IsZero() && time.Since(s.last.at) < staleFor {
+		return s.last, false
+	}
+	return dbValues{}, false
 }
 
 // Describe sends the descriptions without reading anything (registration
 // happens before the daemon's parts exist).
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
-		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.events} {
+		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge} {
 		ch <- d
 	}
 }
@@ -236,38 +302,49 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.src.Timeout)
 	defer cancel()
+	v, up := s.read(ctx)
 	if s.src.Nodes != nil {
-		ns, err := s.src.Nodes(ctx)
-		gauge(s.dbUp, b2f(err == nil))
-		if err == nil {
-			count := map[string]int{}
-			for _, n := range ns {
-				count[n.Status]++
-				gauge(s.age, n.SecondsSinceActive, n.Name)
-				for _, g := range grades {
-					gauge(s.grade, b2f(n.FailoverGrade == g), n.Name, g)
-				}
+		gauge(s.dbUp, b2f(up))
+	}
+	// stale: what the ages read then have grown by (0 when read now).
+	var stale time.Duration
+	if !up && !v.at.IsZero() {
+		stale = time.Since(v.at)
+	}
+	if !v.at.IsZero() {
+		gauge(s.readAge, stale.Seconds())
+	}
+	if v.nodesOK {
+		count := map[string]int{}
+		for _, n := range v.nodes {
+			count[n.Status]++
+			gauge(s.age, n.SecondsSinceActive+stale.Seconds(), n.Name)
+			for _, g := range grades {
+				gauge(s.grade, b2f(n.FailoverGrade == g), n.Name, g)
 			}
-			for _, st := range statuses {
-				gauge(s.nodes, float64(count[st]), st)
-			}
+		}
+		for _, st := range statuses {
+			gauge(s.nodes, float64(count[st]), st)
 		}
 	}
-	if s.src.HoldsOpen != nil {
-		if n, age, err := s.src.HoldsOpen(ctx); err == nil {
-			gauge(s.holds, float64(n))
-			gauge(s.oldest, age.Seconds())
+	if v.holdsOK {
+		gauge(s.holds, float64(v.holds))
+		oldest := v.oldest
+		if v.holds > 0 {
+			oldest += stale
 		}
+		gauge(s.oldest, oldest.Seconds())
 	}
-	if s.src.Paused != nil {
-		if p, err := s.src.Paused(ctx); err == nil {
-			gauge(s.paused, b2f(p))
+	if v.pausedOK {
+		gauge(s.paused, b2f(v.paused))
+		since := 0.0
+		if v.paused && !v.pausedSince.IsZero() {
+			since = math.Round(time.Since(v.pausedSince).Seconds())
 		}
+		gauge(s.pausedFor, since)
 	}
-	if s.src.EventsWritten != nil {
-		if n, err := s.src.EventsWritten(ctx); err == nil {
-			ch <- prometheus.MustNewConstMetric(s.events, prometheus.CounterValue, float64(n))
-		}
+	if v.eventsOK {
+		ch <- prometheus.MustNewConstMetric(s.events, prometheus.CounterValue, float64(v.events))
 	}
 	if s.src.Status != nil {
 		st := s.src.Status()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,22 +19,28 @@ import (
 // source is a daemon's state as the scrape sees it: two nodes, this one
 // the master and WARNING, one hold.
 func source(dbErr error) Source {
+	return sourceWith(func() error { return dbErr })
+}
+
+// sourceWith is source with the database's answer decided at each read.
+func sourceWith(db func() error) Source {
+	pausedAt := time.Now().Add(-45 * time.Minute)
 	return Source{
 		Nodes: func(context.Context) ([]nodes.Node, error) {
 			return []nodes.Node{
 				{Name: "n1", Status: nodes.StatusReady, FailoverGrade: nodes.GradeWarning, SecondsSinceActive: 0.5},
 				{Name: "n2", Status: nodes.StatusNotResponding, FailoverGrade: nodes.GradeError, SecondsSinceActive: 62},
-			}, dbErr
+			}, db()
 		},
-		HoldsOpen:     func(context.Context) (int64, time.Duration, error) { return 1, 90 * time.Minute, dbErr },
+		HoldsOpen:     func(context.Context) (int64, time.Duration, error) { return 1, 90 * time.Minute, db() },
 		Period:        15 * time.Second,
 		Status:        func() string { return nodes.StatusReady },
 		Grade:         func() string { return nodes.GradeWarning },
 		Master:        func() (bool, int64) { return true, 7 },
 		Passes:        func() health.PassStats { return health.PassStats{LastSuccess: time.Now(), ConsecutiveFailures: 0} },
 		Disrupted:     func() bool { return false },
-		Paused:        func(context.Context) (bool, error) { return true, dbErr },
-		EventsWritten: func(context.Context) (int64, error) { return 1234, dbErr },
+		Paused:        func(context.Context) (bool, time.Time, error) { return true, pausedAt, db() },
+		EventsWritten: func(context.Context) (int64, error) { return 1234, db() },
 		Tasks:         []Task{{"orders", "reserve"}, {"orders", "ship"}},
 	}
 }
@@ -82,6 +89,7 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_self_failover_grade{grade="WARNING"} 1`,
 		`enginehealth_is_master 1`,
 		`enginehealth_paused 1`,
+		`enginehealth_paused_seconds 2700`,
 		`enginehealth_events_written_total 1234`,
 		`enginehealth_master_term 7`,
 		`enginehealth_disruption_mode 0`,
@@ -117,12 +125,49 @@ func TestMetricsScrape(t *testing.T) {
 		}
 	}
 
-	// The database unreachable: the scrape still answers, and says so.
+	// The database unreachable from the start: the scrape still answers,
+	// and says so.
 	m = New(source(errors.New("no database")))
 	rec = httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ = io.ReadAll(rec.Body)
 	if rec.Code != 200 || !strings.Contains(string(body), "enginehealth_database_up 0\n") || strings.Contains(string(body), "enginehealth_nodes{") {
 		t.Fatalf("scrape without a database: %d\n%s", rec.Code, body)
+	}
+}
+
+// TestMetricsSurviveDatabaseBlip: once read, the registry, holds and
+// pause values are exported through an outage (database_up 0, with how
+// old they are), so that alerts' "for" clocks do not restart.
+func TestMetricsSurviveDatabaseBlip(t *testing.T) {
+	var down atomic.Bool
+	m := New(sourceWith(func() error {
+		if down.Load() {
+			return errors.New("no database")
+		}
+		return nil
+	}))
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	if body := scrape(); !strings.Contains(body, "enginehealth_database_up 1\n") || !strings.Contains(body, "enginehealth_database_read_age_seconds 0") {
+		t.Fatalf("first scrape:\n%s", body)
+	}
+	down.Store(true)
+	body := scrape()
+	for _, want := range []string{
+		"enginehealth_database_up 0\n",
+		`enginehealth_nodes{status="Not responding"} 1`,
+		`enginehealth_node_failover_grade{grade="ERROR",node="n2"} 1`,
+		"enginehealth_holds_open 1\n",
+		"enginehealth_paused 1\n",
+		"enginehealth_paused_seconds 2700",
+		"enginehealth_database_read_age_seconds ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape during the outage lacks %q:\n%s", want, body)
+		}
 	}
 }

@@ -52,6 +52,12 @@ const (
 	KindFailed = "instance_failed"
 )
 
+// Kinds are the event kinds this package names (the leader package names
+// master_elected and master_lost).
+var Kinds = []string{KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, KindNodeAck, KindNodeForgotten, KindNodeGrade,
+	KindDisruption, KindGuardOverride, KindPaused, KindResumed, KindRepair, KindClaimExpired, KindRetryScheduled, KindHeld,
+	KindRetried, KindRetryCancelled, KindHoldDecided, KindManualRetry, KindRetrySucceeded, KindRetryFailed, KindFailed}
+
 // Event is one row of the events table. Optional fields are pointers or
 // empty strings stored as NULL; an event of a run may leave Actor empty
 // and Term nil (the event_log view reads them from the run).
@@ -203,7 +209,9 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 	if l.log == nil {
 		return nil
 	}
-	logIt := func() { l.log.LogAttrs(ctx, slog.LevelInfo, "event", e.LogAttrs()...) }
+	logIt := func() {
+		l.log.LogAttrs(ctx, slog.LevelInfo, "event", slog.Attr{Key: "event", Value: slog.GroupValue(e.LogAttrs()...)})
+	}
 	if c, ok := tx.(interface{ AfterCommit(func()) }); ok {
 		c.AfterCommit(logIt)
 	} else {
@@ -214,6 +222,7 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 
 // LogAttrs are the event's fields as log attributes, named as in its JSON
 // (the fields it does not have are left out; its time is the log line's).
+// Write logs them in a group "event", apart from the line's own node.
 func (e Event) LogAttrs() []slog.Attr {
 	as := []slog.Attr{slog.String("kind", e.Kind), slog.String("actor", e.Actor)}
 	if e.Term != nil {

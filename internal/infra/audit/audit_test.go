@@ -326,11 +326,18 @@ func TestWriteLogsAfterCommit(t *testing.T) {
 	}
 
 	write(t, l, b, e)
-	var line map[string]any
-	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+	var top struct {
+		Level, Msg string
+		Event      map[string]any
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &top); err != nil {
 		t.Fatalf("%v: %q", err, buf.String())
 	}
-	want := map[string]any{"level": "INFO", "msg": "event", "kind": KindNodeStatus, "actor": "n1", "term": 7.0, "node": "n2",
+	if top.Level != "INFO" || top.Msg != "event" {
+		t.Errorf("line %s", buf.String())
+	}
+	line := top.Event
+	want := map[string]any{"kind": KindNodeStatus, "actor": "n1", "term": 7.0, "node": "n2",
 		"from_state": "Ready", "to_state": "Not responding", "reason": "no heartbeat for 62s"}
 	for k, v := range want {
 		if line[k] != v {

@@ -140,7 +140,7 @@ func TestAlertRulesAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules (Debian package prometheus; .ci/run installs it): %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "SUCCESS: 6 rules found") {
+	if !strings.Contains(string(out), "SUCCESS: 7 rules found") {
 		t.Fatalf("promtool: %s", out)
 	}
 	dash, err := os.ReadFile(dashboardFile)
@@ -166,7 +166,7 @@ func TestAlertRulesAreValid(t *testing.T) {
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	rules := loadRules(t)
-	if len(rules) != 6 {
+	if len(rules) != 7 {
 		t.Fatalf("rules %v", rules)
 	}
 	c := newCluster(t)
@@ -216,6 +216,12 @@ func TestAlertRules(t *testing.T) {
 	expect("EnginehealthHoldsWaiting", true)
 	c.db.MustExec(`DELETE FROM enginehealth.attempts`)
 	expect("EnginehealthHoldsWaiting", false)
+
+	// Paused for two hours.
+	c.db.MustExec(`UPDATE enginehealth.pause SET paused = true, actor = 'ops', reason = 'migration', changed_at = now() - interval '2 hours'`)
+	expect("EnginehealthPausedTooLong", true)
+	c.db.MustExec(`UPDATE enginehealth.pause SET paused = false, changed_at = now()`)
+	expect("EnginehealthPausedTooLong", false)
 
 	// A node in ERROR grade.
 	c.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade) VALUES ('node-b', 'ERROR')`)

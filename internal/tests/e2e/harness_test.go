@@ -252,17 +252,20 @@ func (d *daemon) warnings() string {
 }
 
 // wait returns the exit code, failing the test after timeout.
-// logged reports whether the daemon logged an info line msg with every
-// field given (its log is JSON).
+// logged reports whether the daemon logged an info line msg whose event
+// (the group "event") has every field given (its log is JSON).
 func (d *daemon) logged(msg string, fields map[string]any) bool {
 	for _, line := range strings.Split(d.stderr.String(), "\n") {
-		var l map[string]any
-		if json.Unmarshal([]byte(line), &l) != nil || l["msg"] != msg || l["level"] != "INFO" {
+		var l struct {
+			Level, Msg string
+			Event      map[string]any
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != msg || l.Level != "INFO" {
 			continue
 		}
 		ok := true
 		for k, v := range fields {
-			ok = ok && l[k] == v
+			ok = ok && l.Event[k] == v
 		}
 		if ok {
 			return true

@@ -99,7 +99,8 @@ func TestPauseAcrossFailover(t *testing.T) {
 	c.db.MustExec(`INSERT INTO demo.orders_claim VALUES (6, 'engine-x', 'tok6', now() - interval '1h', now() - interval '1m')`)
 	c.waitCheckPassAfter(t, time.Now())
 	out, _, code = cli(t, tok, "check", "--api", addr)
-	if code != 4 || !strings.Contains(out, "paused by "+other+" (operator)") || !strings.Contains(out, "nothing repaired") {
+	if code != 4 || !strings.Contains(out, "paused by "+other+" (operator)") || !strings.Contains(out, "nothing repaired") ||
+		!strings.Contains(out, "done by "+master+"\n") {
 		t.Fatalf("check while paused: exit %d:\n%s", code, out)
 	}
 

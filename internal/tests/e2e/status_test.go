@@ -26,6 +26,10 @@ import (
 // hostile is stored text the status surfaces must show escaped.
 const hostile = `<script>document.title="owned"</script><img src="http://198.51.100.7/x.png"> & "quotes"`
 
+// reorder is stored text that would clear a terminal and reorder or
+// forge what a page shows, if shown raw.
+const reorder = "\x1b[2J\u202eX\nFAKE ROW"
+
 // statusCluster is one daemon on a paused cold cluster (so it stays
 // Recovering) beside node records in every other status, one of them
 // ERROR, with a hold waiting, after a check the disruption guard stopped.
@@ -60,7 +64,7 @@ func newStatusCluster(t *testing.T) statusCluster {
 		node(fmt.Sprintf("stale-%d", i), nodes.StatusReady, time.Minute, "node-a", "recovery done by master")
 	}
 	node("dead", nodes.StatusNotResponding, 62*time.Second, "node-a", "no heartbeat for more than 30s; marked by node-a in term 1")
-	node("crashed", nodes.StatusUnexpectedShutdown, 10*time.Minute, "crashed", "previous incarnation did not stop cleanly "+hostile)
+	node("crashed", nodes.StatusUnexpectedShutdown, 10*time.Minute, "crashed", "previous incarnation did not stop cleanly "+hostile+reorder)
 	c.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade, reason) VALUES ('dead', 'ERROR', $1)`, "interrupted twice "+hostile)
 
 	d := c.startEnv("node-a", cfg, "EH_TOKEN=tok")
@@ -197,6 +201,9 @@ func TestStatusPage(t *testing.T) {
 	}
 	if strings.Contains(page, "<script") || strings.Contains(page, "<img") || !strings.Contains(page, "&lt;script&gt;") {
 		t.Fatal("stored text is not escaped on the page")
+	}
+	if strings.ContainsAny(page, "\x1b\u202e") || !strings.Contains(page, `\x1b[2J\u202eX\nFAKE ROW`) {
+		t.Fatal("control and reordering characters of stored text are not shown escaped on the page")
 	}
 	if strings.Contains(page, "http://") || strings.Contains(page, "https://") {
 		// Only the escaped hostile text may name an address.
