@@ -20,7 +20,7 @@ test:
 	rm -rf test-output && mkdir -p test-output
 	$(GO) test -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output ./...
 	@find test-output -name status-page.png -printf "status page screenshot: %p\n"
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s ./configs
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s -fuzzminimizetime 1s -parallel 1 ./configs
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 15s -fuzzminimizetime 1s -parallel 1 ./internal/app/api
 	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 15s -fuzzminimizetime 1s -parallel 1 ./claims
 	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine

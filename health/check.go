@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -283,7 +284,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 			return err
 		}
 		res.Stale = stale
-		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 {
+		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 && !faultinject.Off(faultinject.Guard) {
 			term := o.Term
 			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive at once (%s; at least %.0f%%): assuming this master is cut off",
 				len(stale), total, strings.Join(stale, ", "), 100*c.cfg.MaxUnresponsiveFraction)

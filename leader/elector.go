@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/lmittmann/tint"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -115,7 +116,7 @@ func (o *Office) Trusted() error {
 	if err := o.ctx.Err(); err != nil {
 		return fmt.Errorf("%w: term %d ended: %v", ErrNotTrusted, o.Term, context.Cause(o.ctx))
 	}
-	if err := o.trusted(); err != nil {
+	if err := o.trusted(); err != nil && !faultinject.Off(faultinject.Fencing) {
 		return fmt.Errorf("%w: term %d: %v", ErrNotTrusted, o.Term, err)
 	}
 	return nil
@@ -548,6 +549,10 @@ func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, l *
 		case <-ctx.Done():
 			return
 		case <-l.lost:
+			if faultinject.Off(faultinject.Fencing) {
+				<-ctx.Done() // a master never told it was deposed
+				return
+			}
 			cancel(l.err())
 			return
 		case <-t.C:
@@ -555,7 +560,7 @@ func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, l *
 		gctx, gcancel := context.WithTimeout(ctx, e.t.attempt)
 		resp, err := e.cfg.Client.Get(gctx, c.key)
 		gcancel()
-		if err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != c.rev) {
+		if err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != c.rev) && !faultinject.Off(faultinject.Fencing) {
 			cancel(ErrKeyDeleted)
 			return
 		}

@@ -27,6 +27,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/leader"
 	"strings"
 	"time"
@@ -270,10 +271,14 @@ func (s *Store) ActiveReady(ctx context.Context, self string, within time.Durati
 // each, inside the caller's (fenced) transaction, and returns their names.
 func (s *Store) PromoteRecovering(ctx context.Context, tx *leader.Tx, actor string, term int64, reason string) ([]string, error) {
 	names := []string{}
+	which := `status = '` + StatusRecovering + `'`
+	if faultinject.Off(faultinject.Ack) {
+		which = `status IN ('` + StatusRecovering + `', '` + StatusUnexpectedShutdown + `')`
+	}
 	err := sqlx.SelectContext(ctx, tx, &names,
 		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
 			status_changed_by = $1, status_reason = $2
-		 WHERE status = '`+StatusRecovering+`' RETURNING name`, actor, reason)
+		 WHERE `+which+` RETURNING name`, actor, reason)
 	if err != nil {
 		return nil, fmt.Errorf("promote recovering nodes: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/lib/pq"
 )
@@ -112,7 +113,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	}
 	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
 	pred, predB := "TRUE", "TRUE"
-	if tbl != nil {
+	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
 		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
 	}
 	// Parameters $1–$18 are fixed (args below); the optional ones are

@@ -29,6 +29,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
@@ -278,7 +279,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 		}
 		for _, t := range w.Tasks {
 			unclaimed := "TRUE"
-			if tbl != nil {
+			if tbl != nil && !faultinject.Off(faultinject.Predicate) {
 				unclaimed = tbl.Unclaimed("t")
 			}
 			planned, err := r.count(ctx, w, t, unclaimed, expired)

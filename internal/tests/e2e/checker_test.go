@@ -113,6 +113,13 @@ func (r *faultRun) check() []checkResult {
 				FROM ` + termedEvents + `) x WHERE term < before`, nil,
 		},
 		{
+			"terms never go back (runs in commit order)",
+			`SELECT count(*) FROM enginehealth.runs`,
+			`SELECT format('run %s (%s by %s) has term %s after term %s', id, kind, master, term, before) FROM (
+				SELECT id, kind, master, term, max(term) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+				FROM enginehealth.runs) x WHERE term < before`, nil,
+		},
+		{
 			"one master per term",
 			`SELECT count(*) FROM enginehealth.events WHERE kind = 'master_elected'`,
 			`SELECT format('term %s taken by %s', term, string_agg(DISTINCT actor, ', ')) FROM enginehealth.events
@@ -204,10 +211,17 @@ func (r *faultRun) check() []checkResult {
 				WHERE kind IN ('hold_decided', 'manual_retry') AND actor NOT LIKE '% (operator)'`, nil,
 		},
 		{
+			// By the sequence of each node's status events, not by what
+			// an event says it came from.
 			"a node leaves Unexpected shutdown only by an ack",
-			`SELECT count(*) FROM enginehealth.events WHERE from_state = 'Unexpected shutdown'`,
-			`SELECT format('event %s (%s by %s): %s %s -> %s', id, kind, actor, node, from_state, to_state) FROM enginehealth.events
-				WHERE from_state = 'Unexpected shutdown' AND to_state IS NOT NULL AND to_state <> from_state AND kind <> 'node_ack'`, nil,
+			`SELECT count(*) FROM enginehealth.events WHERE to_state = 'Unexpected shutdown' AND kind IN ('node_status', 'node_registered')`,
+			`SELECT format('node %s went to Unexpected shutdown (event %s); the next change, event %s (%s by %s), took it to %s', u.node, u.id,
+					n.id, n.kind, n.actor, coalesce(n.to_state, '(deleted)'))
+				FROM enginehealth.events u
+				JOIN LATERAL (SELECT * FROM enginehealth.events n WHERE n.node = u.node AND n.id > u.id
+					AND n.kind IN ('node_status', 'node_ack', 'node_forgotten', 'node_deregistered', 'node_registered') ORDER BY n.id LIMIT 1) n ON true
+				WHERE u.to_state = 'Unexpected shutdown' AND u.kind IN ('node_status', 'node_registered')
+				  AND n.kind <> 'node_ack' AND n.to_state IS DISTINCT FROM 'Unexpected shutdown'`, nil,
 		},
 		{
 			"the disruption guard: no pass marks most nodes",

@@ -149,6 +149,7 @@ type faultRun struct {
 	opCodes  map[string]int // operator request → exit code counts
 	stop     chan struct{}
 	stopped  chan struct{}
+	opts     faultOpts
 }
 
 func (r *faultRun) violation(format string, args ...any) {
@@ -190,7 +191,21 @@ func TestFaults(t *testing.T) {
 	r.report(n, injecting, checks)
 }
 
-func startFaultRun(t *testing.T, seed uint64) *faultRun {
+// faultOpts vary a fault run: the biting tests run an unsafe build with
+// a mechanism turned off, and choose when passes run.
+type faultOpts struct {
+	// bin: the sidecar binary (default the one under test); unsafe: its
+	// EH_UNSAFE.
+	bin, unsafe string
+	// schedule of the check (default @every 1s).
+	schedule string
+}
+
+func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
+	var o faultOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	pgs, err := pgtest.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -199,10 +214,10 @@ func startFaultRun(t *testing.T, seed uint64) *faultRun {
 	c := newClusterOn(t, pgs.NewDatabase(t))
 	r := &faultRun{t: t, c: c, pg: pgs, etcd: startEtcdCluster(t), seed: seed, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
-		opCodes: map[string]int{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+		opCodes: map[string]int{}, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
 
 	base := func(name string, eps []string, listen string) string {
-		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: "@every 1s", TokenEnv: "EH_TOKEN", Listen: listen,
+		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: cmp.Or(o.schedule, "@every 1s"), TokenEnv: "EH_TOKEN", Listen: listen,
 			Heartbeat: 300 * time.Millisecond, Extra: faultTasks})
 	}
 	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
@@ -275,7 +290,8 @@ func (r *faultRun) startSidecar(s *sidecar) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	d := r.c.startProcess(s.name, string(cfg), []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + r.sidecarDSN(s)}, bin, "run")
+	d := r.c.startProcess(s.name, string(cfg), []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + r.sidecarDSN(s), "EH_UNSAFE=" + r.opts.unsafe},
+		cmp.Or(r.opts.bin, bin), "run")
 	s.mu.Lock()
 	s.d, s.signalled, s.frozen = d, false, false
 	s.mu.Unlock()

@@ -1,0 +1,29 @@
+// Package faultinject lets the fault suite turn one safety mechanism off
+// at a time, to show that its checker catches what the mechanism
+// prevents. Only a binary built with the tag faultinject reads EH_UNSAFE
+// (a comma-separated list of mechanisms) and says so on stderr at start;
+// in every other build Off is a constant false and the code it guards is
+// compiled away.
+package faultinject
+
+// Mechanism names a safety mechanism.
+type Mechanism string
+
+const (
+	// Fencing: the master's term check in every fenced transaction, its
+	// trust window, and its stepping down when its lease is lost.
+	Fencing Mechanism = "fencing"
+	// Predicate: "unclaimed" re-asserted when picking and moving
+	// interrupted instances.
+	Predicate Mechanism = "predicate"
+	// Guard: the disruption guard.
+	Guard Mechanism = "guard"
+	// AttemptGuard: attempts rows updated only if their count is the one
+	// read.
+	AttemptGuard Mechanism = "attempts"
+	// Ack: only an operator's ack takes a node out of Unexpected shutdown.
+	Ack Mechanism = "ack"
+)
+
+// Mechanisms lists every mechanism.
+var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack}
