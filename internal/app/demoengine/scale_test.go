@@ -32,7 +32,8 @@ const scaleRows = 10_000_000
 // side: the heartbeat write load PostgreSQL takes (commits/s) and the
 // heartbeats' p99 latency, the check pass time (best of 10, with the
 // heartbeats running), GET /v1/nodes p99 through the API handler, and the
-// pass that marks the dead nodes (10 of 1,000; 1 of 10). pass-ratio =
+// slowest of the passes (every second) that mark the dead nodes (10 of
+// 1,000; 1 of 10). pass-ratio =
 // pass at 1,000 / pass at 10; goal ≤ 2.
 func BenchmarkScale(b *testing.B) {
 	sidecar, _ := benchDB(b, scaleRows, "Shipped")
@@ -157,16 +158,29 @@ func BenchmarkScale(b *testing.B) {
 		for i := range kill {
 			dead[i].Store(true)
 		}
-		pause(notRespondingAfter + nodes.DefaultHeartbeatInterval/2)
-		start := time.Now()
-		res, err := checker.RunOnce(ctx, office, recovery.TriggerPeriodic, nil)
-		if err != nil {
-			b.Fatal(err)
+		// Passes every second, as the master's schedule (a master that
+		// did not pass for a while widens the threshold by its gap).
+		// The dead nodes' last beats are spread over the heartbeat
+		// interval: one or a few passes mark them; markPass is the
+		// slowest of those.
+		deadline := time.Now().Add(notRespondingAfter + 30*time.Second)
+		for f.marked < kill && time.Now().Before(deadline) {
+			pause(time.Second)
+			start := time.Now()
+			res, err := checker.RunOnce(ctx, office, recovery.TriggerPeriodic, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Disruption {
+				b.Fatalf("%d nodes, %d dead: disruption mode", n, kill)
+			}
+			if len(res.NotResponding) > 0 {
+				f.marked += len(res.NotResponding)
+				f.markPass = max(f.markPass, time.Since(start).Seconds()*1000)
+			}
 		}
-		f.markPass = time.Since(start).Seconds() * 1000
-		f.marked = len(res.NotResponding)
-		if f.marked != kill || res.Disruption {
-			b.Fatalf("%d nodes, %d dead: the pass marked %d (disruption %v)", n, kill, f.marked, res.Disruption)
+		if f.marked != kill {
+			b.Fatalf("%d nodes, %d dead: %d marked", n, kill, f.marked)
 		}
 		return f
 	}
