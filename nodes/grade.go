@@ -196,8 +196,9 @@ func (g *grader) set(r gradeRow, to, rule string, sig *Signature, reason string,
 		return err
 	}
 	node, from := r.Node, r.Grade
-	// An event of the run: its master and term are the run's.
-	e := audit.Event{Kind: audit.KindNodeGrade, RunID: &g.m.RunID, Node: &node,
+	// An event of the run: its master and term are the run's (stored
+	// there; given here for its log line).
+	e := audit.Event{Kind: audit.KindNodeGrade, RunActor: g.m.Actor, RunTerm: &g.m.Term, RunID: &g.m.RunID, Node: &node,
 		FromState: &from, ToState: &to, Workflow: wf, Task: task, Instance: inst, Reason: reason}
 	if err := g.s.events.Write(g.ctx, g.tx, e); err != nil {
 		return err

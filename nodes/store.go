@@ -493,7 +493,7 @@ func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, k
 // still in service and stale (re-checked in the UPDATE), with an event each.
 func (s *Store) MarkNotResponding(ctx context.Context, tx *leader.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
-	reason := fmt.Sprintf("%s%s; marked by %s in term %d", noHeartbeat, threshold.Round(time.Millisecond), m.Actor, m.Term)
+	reason := fmt.Sprintf("%s%s; marked by %s in term %d", noHeartbeat, threshold.Round(100*time.Millisecond), m.Actor, m.Term)
 	err := sqlx.SelectContext(ctx, tx, &cs,
 		`WITH old AS (SELECT name, status FROM `+s.table+` WHERE name = ANY($1) FOR UPDATE)
 		 UPDATE `+s.table+` AS n SET status = '`+StatusNotResponding+`', is_master = false,

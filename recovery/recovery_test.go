@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -322,5 +323,36 @@ func TestKeyShareLockDoesNotStopRepair(t *testing.T) {
 	left := states(t, db, `SELECT id::text AS s, 1 AS n FROM app.orders WHERE status = 'Shipping'`)
 	if len(left) != 3 || left["2"] != 1 || left["3"] != 1 || left["7"] != 1 {
 		t.Fatalf("left in Shipping: %v, want 2 (claimed), 3 (locked) and 7 (being claimed)", left)
+	}
+}
+
+// TestActedRuns: the runs that did something, newest first; idle
+// periodic passes are left out.
+func TestActedRuns(t *testing.T) {
+	r, db, _ := setup(t)
+	var ids []int64
+	for _, q := range []string{
+		`INSERT INTO enginehealth.runs (term, master, trigger, status, claims_expired) VALUES (1, 'm', 'periodic', 'finished', 2) RETURNING id`,
+		`INSERT INTO enginehealth.runs (term, master, trigger, status) VALUES (1, 'm', 'periodic', 'finished') RETURNING id`,
+		`INSERT INTO enginehealth.runs (term, master, trigger, status) VALUES (1, 'm', 'manual', 'finished') RETURNING id`,
+		`INSERT INTO enginehealth.runs (term, master, trigger, status, error) VALUES (1, 'm', 'periodic', 'failed', 'boom') RETURNING id`,
+		`INSERT INTO enginehealth.runs (term, master, trigger, status) VALUES (1, 'm', 'periodic', 'finished') RETURNING id`,
+	} {
+		var id int64
+		if err := db.Get(&id, q); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rs, err := r.ActedRuns(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, row := range rs {
+		got = append(got, row.ID)
+	}
+	if want := []int64{ids[3], ids[2], ids[0]}; !slices.Equal(got, want) {
+		t.Fatalf("acted runs %v, want %v (all: %v)", got, want, ids)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Run kinds.
@@ -192,7 +193,8 @@ func (r *Repairer) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
 // well, newest first: claims expired, instances planned, an error, a run
 // not finished, or a manual one (idle passes are left out).
 func (r *Repairer) ActedRuns(ctx context.Context, limit int) ([]RunRow, error) {
-	return r.listRuns(ctx, limit, `(claims_expired > 0 OR planned > 0 OR done > 0 OR error <> '' OR status <> 'finished' OR trigger <> 'schedule')`)
+	return r.listRuns(ctx, limit, `(claims_expired > 0 OR planned > 0 OR done > 0 OR error <> '' OR status <> 'finished' OR trigger <> `+
+		pq.QuoteLiteral(TriggerPeriodic)+`)`)
 }
 
 func (r *Repairer) listRuns(ctx context.Context, limit int, where string) ([]RunRow, error) {

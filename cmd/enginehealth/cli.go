@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,9 +72,17 @@ func validAddr(addr string) error {
 		raw = "http://" + raw
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Port() == "" || (u.Scheme != "http" && u.Scheme != "https") ||
+	var port int
+	if err == nil {
+		port, err = strconv.Atoi(u.Port())
+	}
+	if err != nil || u.Hostname() == "" || port < 1 || port > 65535 || (u.Scheme != "http" && u.Scheme != "https") ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// URL with a port", addr)
+		shown := addr
+		if i := strings.LastIndex(shown, "@"); i >= 0 {
+			shown = "…@" + shown[i+1:] // never echo credentials
+		}
+		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// URL with a port from 1 to 65535, without credentials", shown)
 	}
 	return nil
 }
@@ -114,6 +123,9 @@ the daemon is unreachable).`,
 			var rep statusReport
 			if rep.Health, err = cl.Health(ctx); err != nil && !isStatus(err) {
 				return err
+			}
+			if rep.Health.Status == "" {
+				return fmt.Errorf("%w at %s: the answer of /healthz is not an enginehealth daemon's", api.ErrUnreachable, cl.Addr)
 			}
 			st, err := cl.Status(ctx)
 			switch {

@@ -205,6 +205,9 @@ but repairs nothing (exit 4); resume it first.`,
 			if req.Force && strings.TrimSpace(req.Reason) == "" {
 				return checkAnswer{}, usageError{errors.New("--force needs --reason: say why the nodes the guard counts are really gone")}
 			}
+			if !req.Force && req.Reason != "" {
+				return checkAnswer{}, usageError{errors.New("--reason goes with --force (it is recorded in the guard_override event); without --force there is nothing to record")}
+			}
 			res, err := cl.Check(ctx, req)
 			return checkAnswer{res}, err
 		},
@@ -368,6 +371,9 @@ state instances went to), its duration and its error.`,
 				}
 				return cl.Run(ctx, id)
 			}
+			if err := checkLimit(limit); err != nil {
+				return nil, err
+			}
 			return cl.Runs(ctx, limit)
 		},
 		func(w io.Writer, v any) error {
@@ -415,7 +421,8 @@ func newEventsCmd() *cobra.Command {
 	var f clientFlags
 	var p audit.ListParams
 	var instance, since, until string
-	c := clientCmd(&cobra.Command{
+	var c *cobra.Command
+	c = clientCmd(&cobra.Command{
 		Use:   "events",
 		Short: "List the audit trail (oldest first), or one instance's timeline (--instance)",
 		Long: `List the audit trail, oldest first, filtered by node, workflow, kind, run and
@@ -430,10 +437,25 @@ attempts and whole timeline.`,
 		Args: noArgs,
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, _ []string) (any, error) {
+			if err := checkLimit(p.Limit); err != nil {
+				return nil, err
+			}
+			if c.Flags().Changed("run") && p.RunID <= 0 {
+				return nil, usageError{fmt.Errorf("--run %d: want a positive run id (runs count from 1)", p.RunID)}
+			}
 			if instance != "" {
+				// The timeline is whole: a filter would be silently ignored.
+				for _, name := range []string{"after", "node", "kind", "run", "since", "until"} {
+					if c.Flags().Changed(name) {
+						return nil, usageError{fmt.Errorf("--instance shows the instance's whole timeline: it takes no --%s", name)}
+					}
+				}
 				ref, err := parseRef(instance, p.Workflow)
 				if err != nil {
 					return nil, err
+				}
+				if p.Workflow != "" && ref.Workflow != p.Workflow {
+					return nil, usageError{fmt.Errorf("--instance %s and --workflow %s name different workflows", instance, p.Workflow)}
 				}
 				return cl.Instance(ctx, ref, p.Limit)
 			}
@@ -463,6 +485,14 @@ attempts and whole timeline.`,
 	c.Flags().StringVar(&until, "until", "", "only events before this time (RFC 3339, or a duration back from now)")
 	c.Flags().StringVar(&instance, "instance", "", "WORKFLOW/ID (or ID with --workflow): the instance's state, claim, attempts and whole timeline")
 	return c
+}
+
+// checkLimit refuses a --limit the daemon would refuse, as a usage error.
+func checkLimit(n int) error {
+	if n < 1 || n > api.MaxLimit {
+		return usageError{fmt.Errorf("--limit %d: want 1 to %d", n, api.MaxLimit)}
+	}
+	return nil
 }
 
 // whenFlag reads a time flag: RFC 3339, or a duration back from now;

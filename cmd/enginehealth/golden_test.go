@@ -229,7 +229,11 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/pause", problem(http.StatusServiceUnavailable, "not the master, and no acting master to forward to"))
+	mux.HandleFunc("POST /v1/pause", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(api.RefusedHeader, "no-master")
+		problem(http.StatusServiceUnavailable, "not the master, and no acting master to forward to")(w, r)
+	})
+	mux.HandleFunc("POST /v1/holds/retry", problem(http.StatusServiceUnavailable, "internal error"))
 	mux.HandleFunc("POST /v1/resume", problem(http.StatusConflict, "not paused"))
 	mux.HandleFunc("POST /v1/retry", problem(http.StatusUnauthorized, "a bearer token is required"))
 	mux.HandleFunc("POST /v1/nodes/{name}/ack", problem(http.StatusForbidden, "mutations are off: no api.token configured"))
@@ -270,6 +274,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"pause", "--reason", "x"}, exitRefused, "no acting master"},
 		{[]string{"resume"}, exitRefused, "not paused"},
 		{[]string{"check"}, exitRefused, "disruption guard holds"},
+		{[]string{"holds", "retry", "--all"}, exitFailure, "internal error"},
 		{[]string{"nodes"}, exitFailure, "database unavailable"},
 		{[]string{"retry", "orders", "1"}, exitFailure, "401"},
 		{[]string{"node", "ack", "n2"}, exitFailure, "403"},
@@ -281,6 +286,14 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"config", "check", "-c", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, "missing.yaml"},
 		{[]string{"status", "--api", "not an addr"}, exitUsage, "want host:port"},
 		{[]string{"wait", "ready", "-o", "json"}, exitUsage, "unknown shorthand flag"},
+		{[]string{"status", "--api", "127.0.0.1:99999"}, exitUsage, "port from 1 to 65535"},
+		{[]string{"status", "--api", "http://u:hunter2@127.0.0.1:1"}, exitUsage, "…@127.0.0.1:1"},
+		{[]string{"events", "--limit", "0"}, exitUsage, "--limit 0: want 1 to 10000"},
+		{[]string{"holds", "--limit", "10001"}, exitUsage, "--limit 10001"},
+		{[]string{"events", "--run", "0"}, exitUsage, "--run 0"},
+		{[]string{"events", "--instance", "orders/1", "--kind", "paused"}, exitUsage, "it takes no --kind"},
+		{[]string{"events", "--instance", "orders/1", "--workflow", "reports"}, exitUsage, "different workflows"},
+		{[]string{"check", "--reason", "x"}, exitUsage, "--reason goes with --force"},
 	} {
 		args := tc.args
 		if tc.code != exitUsage && tc.args[0] != "version" {

@@ -38,6 +38,9 @@ operator decides with "holds retry" (back to begin) or "holds fail".`,
 		Args:    noArgs,
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, _ []string) ([]recovery.Hold, error) {
+			if err := checkLimit(limit); err != nil {
+				return nil, err
+			}
 			return cl.Holds(ctx, workflow, limit)
 		},
 		func(w io.Writer, hs []recovery.Hold) error {

@@ -82,10 +82,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // refusal: the daemon answered but would not do it now (exit 4): a
-// conflict, or a mutation that found no master to do it or a busy daemon.
-// A 503 to a read is a failure (exit 1): e.g. the database is down.
+// conflict, or a mutation that found no master to do it or a busy daemon
+// (a 503 the daemon marks as a refusal). Any other error answer is a
+// failure (exit 1): e.g. the database is down.
 func refusal(e *api.StatusError) bool {
-	return e.Code == http.StatusConflict || e.Code == http.StatusServiceUnavailable && e.Method != http.MethodGet
+	return e.Code == http.StatusConflict || e.Code == http.StatusServiceUnavailable && e.Refused && e.Method != http.MethodGet
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

@@ -218,7 +218,17 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			st := master.Status()
 			return st.Acting, st.Term
 		},
-		Passes:    func() health.PassStats { return checker.Stats() },
+		Passes: func() health.PassStats {
+			// Counted from taking office: a success of an earlier office
+			// says nothing of this one (the alert on the last success's
+			// age would fire at once on a node that led before).
+			st := master.Status()
+			p := st.Passes
+			if st.InOffice && p.LastSuccess.Before(st.Since) {
+				p.LastSuccess = st.Since
+			}
+			return p
+		},
 		Disrupted: func() bool { return checker.Disrupted() },
 	})
 	checker = health.NewChecker(health.CheckConfig{

@@ -58,6 +58,9 @@ type StatusError struct {
 	Detail string
 	// RequestID names the request in the daemon's log.
 	RequestID string
+	// Refused: the daemon refused rather than failed (RefusedHeader:
+	// no master could take it, or busy).
+	Refused bool
 }
 
 // Error is safe to print on a terminal: the daemon's text is escaped
@@ -118,7 +121,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if eb.RequestID == "" {
 			eb.RequestID = resp.Header.Get(requestIDHeader)
 		}
-		return &StatusError{Code: resp.StatusCode, Method: method, Msg: eb.Error, Detail: eb.Detail, RequestID: eb.RequestID}
+		return &StatusError{Code: resp.StatusCode, Method: method, Msg: eb.Error, Detail: eb.Detail, RequestID: eb.RequestID,
+			Refused: resp.Header.Get(RefusedHeader) != ""}
 	}
 	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("decode answer of %s%s: %w", c.Addr, path, err)

@@ -476,3 +476,28 @@ func TestClientShowsRequestID(t *testing.T) {
 		t.Fatalf("error text %q", msg)
 	}
 }
+
+// notMaster is the store of a node that is not the master.
+type notMaster struct{ *store }
+
+func (notMaster) Pause(context.Context, string, string) (health.Pause, error) {
+	return health.Pause{}, health.ErrNotMaster
+}
+
+// TestRefusalIsMarked: a mutation no master can take is a 503 marked as
+// a refusal (the CLI exits 4: try later); a database failure is a 503
+// without the mark (exit 1).
+func TestRefusalIsMarked(t *testing.T) {
+	s := &store{}
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: notMaster{s}, Events: s.Events,
+		Local: func() (Leader, error) { return Leader{}, errors.New("not in office") },
+		Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rec := do(h, "POST", "/v1/pause", "application/json", `{"reason":"x"}`)
+	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "no-master" || !strings.Contains(rec.Body.String(), "no acting master") {
+		t.Fatalf("pause on a lone non-master: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	rec = do(h, "POST", "/v1/resume", "application/json", `{"reason":"db-down"}`)
+	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "" {
+		t.Fatalf("resume with the database down: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}

@@ -123,6 +123,7 @@ func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
 			"slots", cap(h.slots.ch), "answer_bytes", answerBytes)
 	}
 	w.Header().Set("Retry-After", "1")
+	w.Header().Set(RefusedHeader, "busy")
 	writeProblem(w, http.StatusServiceUnavailable, "busy: too many requests are using the database or being answered",
 		strconv.Itoa(cap(h.slots.ch))+" database requests and "+strconv.Itoa(answerBytes>>20)+" MiB of answers at a time; try again")
 }

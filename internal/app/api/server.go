@@ -249,8 +249,9 @@ func (h *handler) mutation(next http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "mutations are off: no API token is configured (api.token_file or api.token_env)")
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+		// The scheme is case-insensitive (RFC 7235); the token is not.
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="enginehealth"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
@@ -340,6 +341,12 @@ func (h *handler) operator(r *http.Request) string {
 // forwardedHeader marks a request a node forwarded to the master.
 const forwardedHeader = "X-Enginehealth-Forwarded-By"
 
+// RefusedHeader marks a 503 that refuses rather than fails: no master
+// could take the request (none acts, the election is changing) or the
+// daemon is busy; try again later. Other 503s are failures (the database
+// or etcd did not answer).
+const RefusedHeader = "X-Enginehealth-Refused"
+
 // NodeHeader names, in the answer to a mutation, the node that did it:
 // the node asked, or the master it forwarded the request to.
 const NodeHeader = "X-Enginehealth-Node"
@@ -347,6 +354,7 @@ const NodeHeader = "X-Enginehealth-Node"
 // forward sends a master-only request to the master and relays its answer.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	if by := r.Header.Get(forwardedHeader); by != "" {
+		w.Header().Set(RefusedHeader, "no-master")
 		writeError(w, http.StatusServiceUnavailable, "forwarded by "+by+" but this node is not the master either: the election is changing, retry")
 		return
 	}
@@ -357,6 +365,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	if errors.As(err, &nm) {
+		w.Header().Set(RefusedHeader, "no-master")
 		writeProblem(w, http.StatusServiceUnavailable, "not the master, and no acting master to forward to", strings.Join(nm.reasons, "; "))
 		return
 	}
@@ -365,6 +374,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	if l.AnsweredBy == h.cfg.Self {
+		w.Header().Set(RefusedHeader, "no-master")
 		writeError(w, http.StatusServiceUnavailable, "this node just took office: retry")
 		return
 	}
@@ -386,6 +396,9 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Enginehealth-Master", l.Name)
 	w.Header().Set(NodeHeader, l.Name)
+	if v := resp.Header.Get(RefusedHeader); v != "" {
+		w.Header().Set(RefusedHeader, v)
+	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 }

@@ -50,6 +50,8 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusNotFound, ""},
 		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound, ""},
 		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
+		{"scheme in lower case (RFC 7235)", "POST", "/v1/nodes/n/ack", "bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
+		{"token in another case", "POST", "/v1/nodes/n/ack", "Bearer TOK", "", http.StatusUnauthorized, ""},
 		{"reset-grade without token", "POST", "/v1/nodes/n/reset-grade", "", "", http.StatusUnauthorized, ""},
 		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound, ""},
 		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict, ""},
@@ -77,8 +79,8 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if len(a.calls) != 7 || a.calls[1] != "n|me (operator)|checked" || a.calls[4] != "reset n|me (operator)|disk replaced" ||
-		a.calls[5] != "n|node-b (operator)|fwd" || a.calls[6] != "n|me (operator)|lie" {
+	if len(a.calls) != 8 || a.calls[1] != "n|me (operator)|checked" || a.calls[2] != "n|me (operator)|checked" ||
+		a.calls[5] != "reset n|me (operator)|disk replaced" || a.calls[6] != "n|node-b (operator)|fwd" || a.calls[7] != "n|me (operator)|lie" {
 		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
 	}
 }

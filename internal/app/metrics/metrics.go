@@ -234,7 +234,7 @@ func newScrape(src Source) *scrape {
 		master:      d("is_master", "1 while this node acts as master."),
 		term:        d("master_term", "The term of this node's office while it acts as master, else 0."),
 		disruption:  d("disruption_mode", "1 while this master's last pass found most nodes unresponsive and did nothing."),
-		lastSuccess: d("check_last_success_age_seconds", "Seconds since this node's last successful check pass (as master); absent before the first."),
+		lastSuccess: d("check_last_success_age_seconds", "Seconds since this node's last successful check pass as master, or since it took office if none succeeded since; absent before the first office."),
 		failures:    d("check_consecutive_failures", "Check passes failed in a row on this node."),
 		holds:       d("holds_open", "Instances held for an operator's decision."),
 		oldest:      d("holds_oldest_age_seconds", "Seconds the oldest open hold has waited; 0 when none."),

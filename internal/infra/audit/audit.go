@@ -4,6 +4,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -76,6 +77,12 @@ type Event struct {
 	ToState   *string   `db:"to_state" json:"to_state,omitempty"`
 	Attempt   *int      `db:"attempt" json:"attempt,omitempty"`
 	Reason    string    `db:"reason" json:"reason"`
+	// RunActor and RunTerm: the master and term of the event's run, when
+	// the writer knows them; never stored (the run has them, and
+	// event_log reads them back), only logged when Actor and Term are
+	// not set.
+	RunActor string `db:"-" json:"-"`
+	RunTerm  *int64 `db:"-" json:"-"`
 }
 
 // Str returns a pointer to s, or nil when s is empty: the NULL of an
@@ -224,9 +231,9 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 // (the fields it does not have are left out; its time is the log line's).
 // Write logs them in a group "event", apart from the line's own node.
 func (e Event) LogAttrs() []slog.Attr {
-	as := []slog.Attr{slog.String("kind", e.Kind), slog.String("actor", e.Actor)}
-	if e.Term != nil {
-		as = append(as, slog.Int64("term", *e.Term))
+	as := []slog.Attr{slog.String("kind", e.Kind), slog.String("actor", cmp.Or(e.Actor, e.RunActor))}
+	if t := cmp.Or(e.Term, e.RunTerm); t != nil {
+		as = append(as, slog.Int64("term", *t))
 	}
 	if e.RunID != nil {
 		as = append(as, slog.Int64("run_id", *e.RunID))

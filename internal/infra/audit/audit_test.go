@@ -349,4 +349,23 @@ func TestWriteLogsAfterCommit(t *testing.T) {
 			t.Errorf("%s logged though the event has none: %s", k, buf.String())
 		}
 	}
+
+	// An event of a run is stored without its master and term (the run
+	// has them) but logged with them.
+	var run int64
+	if err := b.db.Get(&run, `INSERT INTO enginehealth.runs (term, master, trigger) VALUES (9, 'node-m', 'periodic') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	term9 := int64(9)
+	write(t, l, b, Event{Kind: KindNodeGrade, RunID: &run, RunActor: "node-m", RunTerm: &term9, Node: Str("n2"),
+		FromState: Str("NORMAL"), ToState: Str("WARNING"), Reason: "claim expired"})
+	top.Event = nil
+	if err := json.Unmarshal([]byte(buf.String()), &top); err != nil || top.Event["actor"] != "node-m" || top.Event["term"] != 9.0 {
+		t.Fatalf("run event's line %s (%v)", buf.String(), err)
+	}
+	var stored int
+	if err := b.db.Get(&stored, `SELECT count(*) FROM enginehealth.events WHERE run_id = $1 AND actor IS NULL AND term IS NULL`, run); err != nil || stored != 1 {
+		t.Fatalf("run event stored with its master or term: %d (%v)", stored, err)
+	}
 }
