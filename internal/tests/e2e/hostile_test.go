@@ -128,8 +128,9 @@ func TestHostileRequests(t *testing.T) {
 	if code != 0 || strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `\x1b[2J\nowned`) {
 		t.Errorf("events: exit %d: %s\n%q", code, errOut, out)
 	}
+	// A limit the daemon would refuse is a usage error before asking it.
 	_, errOut, code = cli(t, nil, "events", "--limit", "10001", "--api", addr)
-	if code != 1 || !strings.Contains(errOut, "query parameter limit") || !strings.Contains(errOut, "request id") {
+	if code != 2 || !strings.Contains(errOut, "--limit 10001: want 1 to 10000") {
 		t.Errorf("events --limit 10001: exit %d: %s", code, errOut)
 	}
 
