@@ -16,6 +16,7 @@ import (
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -115,8 +116,15 @@ func BenchmarkScale(b *testing.B) {
 			}
 			return c
 		}
+		// A measurement window or the master's pass cadence, not a wait
+		// for a condition.
 		pause := func(d time.Duration) { <-time.After(d) }
-		pause(nodes.DefaultHeartbeatInterval) // every node beat once
+		started := time.Now()
+		testkit.Eventually(b, 3*nodes.DefaultHeartbeatInterval, "every node beat once", func() (bool, error) {
+			var beat int
+			err := sidecar.Get(&beat, `SELECT count(*) FROM enginehealth.nodes WHERE last_active >= $1`, started)
+			return beat == n, err
+		})
 		// The first pass of an office sweeps; measure warm ones.
 		if _, err := checker.RunOnce(ctx, office, recovery.TriggerPeriodic, nil); err != nil {
 			b.Fatal(err)

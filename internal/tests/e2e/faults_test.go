@@ -689,11 +689,7 @@ func (r *faultRun) operatorStorm() {
 // claim) that no policy parked: what the master should repair.
 func (r *faultRun) stuck() (int, error) {
 	var n int
-	err := r.c.db.Get(&n, `SELECT count(*) FROM demo.orders o
-		WHERE o.status IN ('Reserving', 'Shipping', 'Billing', 'Delivering')
-		  AND NOT EXISTS (SELECT 1 FROM demo.orders_claim c WHERE c.instance_id = o.id AND c.expires_at > now())
-		  AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.workflow = 'orders' AND a.instance = o.id::text
-			AND a.state IN ('waiting', 'held'))`)
+	err := r.c.db.Get(&n, `SELECT count(*) `+stuckOrders)
 	return n, err
 }
 
