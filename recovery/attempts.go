@@ -179,6 +179,21 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		last = `coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
 			coalesce((SELECT max(p.upd)::text FROM pick p), '')`
 	}
+	// The attempt-number guard: an attempts row read by the pick is
+	// updated only if its count and state are still the ones read (by
+	// tuple id: any change since makes it not found), and a row is
+	// inserted only if none exists (the primary key); either failing
+	// fails the batch. A faultinject build can turn it off: rows are then
+	// written by key, over whatever changed (and widen the window between
+	// the statement's snapshot and its writes, so that two masters with
+	// fencing off race).
+	guarded, window, onConflict := "a.ctid = x.att AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')", "", ""
+	if faultinject.Off(faultinject.AttemptGuard) {
+		guarded, onConflict = "a.workflow = $1 AND a.instance = x.sid AND a.task = $2", " ON CONFLICT DO NOTHING"
+	}
+	if faultinject.Off(faultinject.RaceWindow) {
+		window = " CROSS JOIN pg_sleep(0.8)"
+	}
 	sp := stepsOf(t, c, patterns)
 	retried, failed := audit.KindRepair, audit.KindRepair
 	if c == CauseFailure {
@@ -193,8 +208,8 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		ev = "SELECT 1"
 	}
 	q := fmt.Sprintf(`WITH s AS MATERIALIZED (
-			SELECT * FROM unnest($7::bool[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::float8[], $15::float8[])
-				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+			SELECT s.* FROM unnest($7::bool[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::float8[], $15::float8[])
+				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)%[24]s
 		), pick AS MATERIALIZED (
 			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS prev, coalesce(a.nodes, '{}') AS nodes,
 				%[6]s AS node, %[7]s AS match, %[16]s AS err, %[18]s AS upd
@@ -242,7 +257,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 				CASE WHEN x.kind = 'retry' THEN now() END,
 				CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 				x.node, x.nodes, x.reason, x.err, x.upd
-			FROM done x WHERE x.state <> '' AND x.att IS NULL
+			FROM done x WHERE x.state <> '' AND x.att IS NULL%[26]s
 			RETURNING 1
 		), upd AS (
 			-- The row read by the pick, by tuple id: if it changed since,
@@ -253,8 +268,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
 				stamp = coalesce(x.upd, a.stamp)
 			FROM done x
-			WHERE x.att IS NOT NULL AND a.ctid = x.att
-			  AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')
+			WHERE x.att IS NOT NULL AND %[25]s
 			RETURNING 1
 		), ev AS (
 			%[14]s
@@ -270,7 +284,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
 		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last,
-		debugSQL(debug))
+		debugSQL(debug), window, guarded, onConflict)
 	at := cur.id
 	if c == CauseFailure {
 		at = cur.at
@@ -286,7 +300,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
-	if want != wrote {
+	if want != wrote && !faultinject.Off(faultinject.AttemptGuard) {
 		return bc, fmt.Errorf("repair batch: %w: %d attempts rows changed while the batch ran", ErrConflict, want-wrote)
 	}
 	if debug && len(each) > 0 {
@@ -539,6 +553,12 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 	case m.to != t.Begin:
 		attempt, evAttempt = "x.attempt", "x.attempt"
 	}
+	// The attempt-number guard (see policyBatch): a row changes only in
+	// the state and with the count read.
+	guarded := "a.state = $7 AND a.attempt = x.attempt"
+	if faultinject.Off(faultinject.AttemptGuard) {
+		guarded = "TRUE"
+	}
 	ev := r.cfg.Events.InsertSelect(audit.Columns{
 		Kind:  "CASE WHEN x.ok THEN $10 ELSE $11 END",
 		Actor: "nullif($12::text, '')", Term: "nullif($13::bigint, 0)",
@@ -569,7 +589,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 				last_attempt_at = CASE WHEN x.ok AND $6 = $16 THEN now() ELSE a.last_attempt_at END,
 				next_attempt_at = NULL, since = now(), last_reason = x.reason
 			FROM res x
-			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = x.id AND a.state = $7 AND a.attempt = x.attempt
+			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = x.id AND %[12]s
 			RETURNING 1
 		), ev AS (
 			%[7]s
@@ -578,7 +598,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 		)
 		SELECT count(*) FILTER (WHERE ok), coalesce(array_agg(id ORDER BY id) FILTER (WHERE NOT ok), '{}'),
 			coalesce(array_agg(reason ORDER BY id) FILTER (WHERE NOT ok), '{}'), (SELECT count(*) FROM att) FROM res`,
-		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual)
+		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual, guarded)
 	var wrote int64
 	var gone, why pq.StringArray
 	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(ids), w.Name, t.Name, m.left, m.to, m.parked, m.done,
@@ -586,7 +606,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
 	}
-	if n := moved + int64(len(gone)); wrote != n {
+	if n := moved + int64(len(gone)); wrote != n && !faultinject.Off(faultinject.AttemptGuard) {
 		return 0, nil, fmt.Errorf("%s.%s: %w: %d attempts rows changed", w.Name, t.Name, ErrConflict, n-wrote)
 	}
 	for i := range gone {

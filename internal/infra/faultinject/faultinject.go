@@ -23,7 +23,11 @@ const (
 	AttemptGuard Mechanism = "attempts"
 	// Ack: only an operator's ack takes a node out of Unexpected shutdown.
 	Ack Mechanism = "ack"
+	// RaceWindow is no safety mechanism but a test aid: turned "off", a
+	// repair batch waits 0.8 s between its snapshot and its writes, so
+	// that two masters (fencing off) race on the same attempts rows.
+	RaceWindow Mechanism = "window"
 )
 
 // Mechanisms lists every mechanism.
-var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack}
+var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack, RaceWindow}

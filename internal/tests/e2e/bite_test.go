@@ -41,8 +41,9 @@ func unsafeBinary(t *testing.T) string {
 // TestCheckerBites turns each safety mechanism off in turn, on a real
 // cluster (the fault suite's), brings about what it prevents, and checks
 // that the checker reports it: the invariants are not vacuous. The
-// attempt-number guard has no biting test yet: with a single master
-// nothing races an attempts row between its read and its write.
+// attempt-number guard is the second line behind fencing (one master
+// runs one pass at a time, so nothing else writes an attempts row between
+// a batch's read and its write): its test turns fencing off too.
 func TestCheckerBites(t *testing.T) {
 	for _, tc := range []struct {
 		unsafe, check string
@@ -107,19 +108,18 @@ func TestCheckerBites(t *testing.T) {
 			// office and both act, the old one under its old term.
 			unsafe: "fencing", check: "terms never go back (runs in commit order)",
 			scenario: func(r *faultRun) {
-				m := r.waitMaster()
-				for _, p := range m.etcd {
-					r.check1(p.Blackhole())
-				}
-				eventually(r.t, 60*time.Second, "another master in office", func() (bool, error) {
-					var n int
-					err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.leader_term WHERE node <> $1`, m.name)
-					return n == 1, err
-				})
+				restore := r.secondMaster()
 				pause(5 * time.Second) // both act
-				for _, p := range m.etcd {
-					r.check1(p.Restore())
-				}
+				restore()
+			},
+		},
+		{
+			// Two masters (fencing off) decide on the same interrupted
+			// instances, and both masters' batches park them, each over
+			// the other's decision.
+			unsafe: "fencing,window,attempts", check: parkedOnce,
+			scenario: func(r *faultRun) {
+				r.twoMastersRace(func() (bool, error) { return r.violated(parkedOnce) })
 			},
 		},
 	} {
@@ -156,4 +156,70 @@ func (r *faultRun) waitMaster() *sidecar {
 		return m != nil, nil
 	})
 	return m
+}
+
+// parkedOnce is the invariant the attempt-number guard keeps.
+const parkedOnce = "an instance is parked (retry scheduled, held) once at a time"
+
+// twoMastersRace makes a second master (fencing off: both act) and kills
+// engines under load until done: instances of the
+// tasks that wait or hold are interrupted, and both masters' batches
+// (their window between snapshot and write widened) decide on them.
+func (r *faultRun) twoMastersRace(done func() (bool, error)) {
+	restore := r.secondMaster()
+	eventually(r.t, 4*time.Minute, "the masters' race", func() (bool, error) {
+		r.inject("kill-engine")
+		return done()
+	})
+	restore()
+}
+
+// secondMaster cuts the master from etcd and waits until another node
+// took office; with fencing off, the first is never told and acts on.
+// restore reconnects it.
+func (r *faultRun) secondMaster() (restore func()) {
+	m := r.waitMaster()
+	for _, p := range m.etcd {
+		r.check1(p.Blackhole())
+	}
+	eventually(r.t, 60*time.Second, "another master in office", func() (bool, error) {
+		var n int
+		err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.leader_term WHERE node <> $1`, m.name)
+		return n == 1, err
+	})
+	return func() {
+		for _, p := range m.etcd {
+			r.check1(p.Restore())
+		}
+	}
+}
+
+// TestAttemptGuardHolds is TestCheckerBites' attempts case with the guard
+// on: the same two masters race on the same attempts rows, and the guard
+// fails the batch that lost (nothing of it written), so no instance is
+// parked twice.
+func TestAttemptGuardHolds(t *testing.T) {
+	r := startFaultRun(t, 1, faultOpts{bin: unsafeBinary(t), unsafe: "fencing,window"})
+	lost := func() bool {
+		for _, s := range r.sidecars {
+			s.mu.Lock()
+			out := s.d.stderr.String()
+			s.mu.Unlock()
+			if strings.Contains(out, "attempts rows changed while the batch ran") || strings.Contains(out, "attempts_pkey") {
+				return true
+			}
+		}
+		return false
+	}
+	r.twoMastersRace(func() (bool, error) { return lost(), nil })
+	close(r.stop)
+	<-r.stopped
+	for _, c := range r.check() {
+		if c.name == parkedOnce {
+			if len(c.violations) > 0 || c.checked == 0 {
+				t.Errorf("with the guard on: %s %v", c.summary(), c.violations)
+			}
+			t.Logf("with the guard on, %q: %s", c.name, c.summary())
+		}
+	}
 }

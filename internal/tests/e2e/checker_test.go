@@ -124,6 +124,38 @@ func (r *faultRun) check() []checkResult {
 	if _, err := db.Exec(`ANALYZE faults.moves, faults.claim_ops, faults.event_tx, enginehealth.events, enginehealth.runs, enginehealth.attempts`); err != nil {
 		r.t.Fatal(err)
 	}
+	var out []checkResult
+	for _, c := range r.invariants() {
+		res := checkResult{name: c.name}
+		if err := db.Get(&res.checked, c.count); err != nil {
+			r.t.Fatalf("check %q: count: %v", c.name, err)
+		}
+		var bad []string
+		if err := db.Select(&bad, c.bad, c.args...); err != nil {
+			r.t.Fatalf("check %q: %v", c.name, err)
+		}
+		for i, b := range bad {
+			if i == 20 {
+				res.violations = append(res.violations, fmt.Sprintf("%s: … and %d more", c.name, len(bad)-20))
+				break
+			}
+			res.violations = append(res.violations, c.name+": "+b)
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// invariant is one check of the record.
+type invariant struct {
+	name  string
+	count string // how many things were checked
+	bad   string // one row (text) per violation
+	args  []any
+}
+
+// invariants lists every check of the record.
+func (r *faultRun) invariants() []invariant {
 	var begins, interims, tasks []string
 	var maxes []int64
 	for _, ft := range faultTaskList {
@@ -132,12 +164,7 @@ func (r *faultRun) check() []checkResult {
 		interims = append(interims, ft.interim)
 		maxes = append(maxes, int64(ft.maxAttempts))
 	}
-	cs := []struct {
-		name  string
-		count string // how many things were checked
-		bad   string // one row (text) per violation
-		args  []any
-	}{
+	return []invariant{
 		{
 			"terms never go back (events in commit order)",
 			`SELECT count(*) FROM ` + termedEvents,
@@ -226,6 +253,22 @@ func (r *faultRun) check() []checkResult {
 			[]any{pq.Array(tasks), pq.Array(begins), pq.Array(maxes)},
 		},
 		{
+			// A waiting retry ends (it runs, is cancelled, or an operator
+			// replaces it) and a hold ends (an operator decides) before
+			// the instance is parked again: two decisions made on the
+			// same attempts row count the same retry twice.
+			"an instance is parked (retry scheduled, held) once at a time",
+			`SELECT count(*) FROM enginehealth.events WHERE kind IN ('retry_scheduled', 'instance_held')`,
+			`SELECT format('orders/%s %s: %s (event %s, attempt %s) while %s (event %s, attempt %s) had not ended', e.instance, e.task,
+					e.kind, e.id, e.attempt, p.kind, p.id, p.attempt)
+				FROM enginehealth.events e
+				JOIN LATERAL (SELECT p.id, p.kind, p.attempt FROM enginehealth.events p
+					WHERE p.instance = e.instance AND p.workflow = e.workflow AND p.task = e.task AND p.id < e.id
+					  AND p.kind IN ('retry_scheduled', 'instance_held', 'instance_retried', 'retry_cancelled', 'manual_retry', 'hold_decided')
+					ORDER BY p.id DESC LIMIT 1) p ON true
+				WHERE e.workflow = 'orders' AND e.kind IN ('retry_scheduled', 'instance_held') AND p.kind IN ('retry_scheduled', 'instance_held')`, nil,
+		},
+		{
 			"a held instance moves only by an operator's decision",
 			`SELECT count(*) FROM enginehealth.events WHERE kind = 'instance_held'`,
 			// Moves after the hold and before the first decision that
@@ -269,24 +312,17 @@ func (r *faultRun) check() []checkResult {
 			`SELECT format('orders/%s left in %s, unclaimed and not parked', o.id, o.status) ` + stuckOrders, nil,
 		},
 	}
-	var out []checkResult
-	for _, c := range cs {
-		res := checkResult{name: c.name}
-		if err := db.Get(&res.checked, c.count); err != nil {
-			r.t.Fatalf("check %q: count: %v", c.name, err)
+}
+
+// violated reports whether the invariant named violates already, on the
+// record so far (a biting scenario runs until it does).
+func (r *faultRun) violated(name string) (bool, error) {
+	for _, c := range r.invariants() {
+		if c.name == name {
+			var bad []string
+			err := r.c.db.Select(&bad, c.bad, c.args...)
+			return len(bad) > 0, err
 		}
-		var bad []string
-		if err := db.Select(&bad, c.bad, c.args...); err != nil {
-			r.t.Fatalf("check %q: %v", c.name, err)
-		}
-		for i, b := range bad {
-			if i == 20 {
-				res.violations = append(res.violations, fmt.Sprintf("%s: … and %d more", c.name, len(bad)-20))
-				break
-			}
-			res.violations = append(res.violations, c.name+": "+b)
-		}
-		out = append(out, res)
 	}
-	return out
+	return false, fmt.Errorf("no invariant %q", name)
 }
