@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/rs/zerolog"
 )
 
@@ -18,6 +20,9 @@ type Proxy struct {
 	// Addr is where clients connect, host:port.
 	Addr string
 	p    *toxiproxy.Proxy
+	// sent counts the writes (chunks read) clients sent through the
+	// proxy.
+	sent atomic.Int64
 }
 
 // New starts a proxy to upstream, stopped when the test ends.
@@ -25,11 +30,50 @@ func New(tb testing.TB, upstream string) *Proxy {
 	tb.Helper()
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	p := toxiproxy.NewProxy(srv, "proxy-"+strings.ReplaceAll(tb.Name(), "/", "_"), "127.0.0.1:0", upstream)
+	fp := &Proxy{p: p}
+	// The counter goes first in the upstream chain, before any
+	// connection exists: it sees every byte a client sends.
+	w, err := p.Toxics.AddToxicJson(strings.NewReader(`{"name": "count", "type": "` + counterType + `", "stream": "upstream"}`))
+	if err != nil {
+		tb.Fatalf("faultproxy: %v", err)
+	}
+	w.Toxic.(*counter).n = &fp.sent
 	if err := p.Start(); err != nil {
 		tb.Fatalf("faultproxy: %v", err)
 	}
 	tb.Cleanup(p.Stop)
-	return &Proxy{Addr: p.Listen, p: p}
+	fp.Addr = p.Listen
+	return fp
+}
+
+// Sent returns how many writes clients have sent through the proxy (the
+// chunks it read; also while it is cut: they are counted, then dropped).
+// A gRPC client sends about one per message.
+func (p *Proxy) Sent() int64 { return p.sent.Load() }
+
+const counterType = "faultproxy_count"
+
+func init() { toxics.Register(counterType, new(counter)) }
+
+// counter is a toxic that passes everything on and counts its chunks.
+type counter struct{ n *atomic.Int64 }
+
+func (c *counter) Pipe(stub *toxics.ToxicStub) {
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case ch := <-stub.Input:
+			if ch == nil {
+				stub.Close()
+				return
+			}
+			if c.n != nil {
+				c.n.Add(1)
+			}
+			stub.Output <- ch
+		}
+	}
 }
 
 const blackhole = "blackhole"

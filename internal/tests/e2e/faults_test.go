@@ -358,6 +358,7 @@ var faultKinds = []struct {
 	{"kill-master", 3}, {"kill-sidecar", 2}, {"term-master", 2}, {"term-sidecar", 1}, {"stop-master", 2}, {"stop-sidecar", 1},
 	{"kill-engine", 3}, {"stop-engine", 2},
 	{"etcd-stop-leader", 2}, {"etcd-stop-follower", 1}, {"etcd-kill-leader", 1}, {"etcd-kill-follower", 1}, {"etcd-quorum-loss", 1},
+	{"etcd-stop-masters-member", 2}, {"etcd-kill-masters-member", 1},
 	{"cut-master-etcd", 2}, {"cut-sidecar-etcd", 1}, {"cut-master-db", 2}, {"cut-sidecar-db", 1}, {"cut-most-db", 1},
 	{"pg-restart", 1}, {"pg-stop", 1},
 	{"operator-storm", 3},
@@ -486,8 +487,13 @@ func (r *faultRun) inject(kind string) {
 			r.startEngine(e)
 		}
 		healed = time.Now()
-	case "etcd-stop-leader", "etcd-stop-follower", "etcd-kill-leader", "etcd-kill-follower":
-		mem := r.etcdMember(strings.HasSuffix(kind, "leader"))
+	case "etcd-stop-leader", "etcd-stop-follower", "etcd-kill-leader", "etcd-kill-follower", "etcd-stop-masters-member", "etcd-kill-masters-member":
+		var mem *etcdtest.Member
+		if strings.HasSuffix(kind, "masters-member") {
+			mem = r.mastersMember(r.master())
+		} else {
+			mem = r.etcdMember(strings.HasSuffix(kind, "leader"))
+		}
 		if strings.Contains(kind, "stop") {
 			r.check1(mem.Freeze())
 			pause(r.hold(500*time.Millisecond, 4*time.Second))
@@ -607,6 +613,39 @@ func (r *faultRun) etcdMember(leader bool) *etcdtest.Member {
 		}
 	}
 	return fs[r.rnd.IntN(len(fs))]
+}
+
+// mastersMember returns the etcd member the master m is talking to: the
+// one its latest request went to (seen on m's proxy to it), so that the
+// fault lands on a request in flight. The sidecar has no fixed member:
+// its client spreads requests over all of them (round robin; the lease is
+// kept alive by single requests, not a stream), so this is the member it
+// talks to at the moment of the fault. Any member when there is no
+// master, or when m sends nothing for 3 s.
+func (r *faultRun) mastersMember(m *sidecar) *etcdtest.Member {
+	if m == nil {
+		return r.etcd.Members[r.rnd.IntN(len(r.etcd.Members))]
+	}
+	before := make([]int64, len(m.etcd))
+	for i, p := range m.etcd {
+		before[i] = p.Sent()
+	}
+	var mem *etcdtest.Member
+	for deadline := time.Now().Add(3 * time.Second); mem == nil && time.Now().Before(deadline); {
+		for i, p := range m.etcd {
+			if p.Sent() != before[i] {
+				mem = r.etcd.Members[i] // the proxies are in member order
+				break
+			}
+		}
+		pause(2 * time.Millisecond)
+	}
+	if mem == nil {
+		r.t.Logf("%s sent nothing to etcd for 3 s: any member", m.name)
+		return r.etcd.Members[r.rnd.IntN(len(r.etcd.Members))]
+	}
+	r.t.Logf("%s is talking to %s", m.name, mem.Name)
+	return mem
 }
 
 // ack acknowledges a restarted sidecar's unexpected shutdown (a SIGTERM

@@ -43,7 +43,8 @@ var (
 // a toxic is removed from a link whose connection the other side has
 // closed, its noop toxic's goroutine stays blocked on a send for good.
 func TestMain(m *testing.M) {
-	testkit.Main(m, testMain, goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"))
+	testkit.Main(m, testMain, goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
+		goleak.IgnoreTopFunction("github.com/enginehealth/enginehealth/internal/testkit/faultproxy.(*counter).Pipe"))
 }
 
 func testMain(m *testing.M) int {
