@@ -168,7 +168,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		}
 		// READY=1 when the node is ready as /readyz says: Ready, and not
 		// ERROR with failover.error_not_ready (sent again after a reset).
-		rd := readiness(status, grade, cfg.Failover.ErrorNotReady)
+		rd := readiness(status, grade, cfg.Failover.ErrorNotReady, nil) // just after a beat
 		if rd.Ready {
 			notify.Ready()
 		}
@@ -255,7 +255,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Self:  name,
 			Nodes: apiStore,
 			Acker: apiStore,
-			Ready: func() api.Ready { return readiness(hb.Status(), hb.Grade(), cfg.Failover.ErrorNotReady) },
+			Ready: func() api.Ready { return readiness(hb.Status(), hb.Grade(), cfg.Failover.ErrorNotReady, hb.Live()) },
 			Local: func() (api.Leader, error) { return actingSelf(self, master.Status()) },
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
@@ -382,9 +382,17 @@ func metricTasks(wfs []recovery.Workflow) []metrics.Task {
 	return ts
 }
 
-// readiness answers /readyz from the node's status and failover grade.
-func readiness(status, grade string, errorNotReady bool) api.Ready {
+// readiness answers /readyz from the node's status and failover grade as
+// its last successful heartbeat saw them, and from the heartbeat itself
+// (live: Heartbeater.Live's answer): a node whose heartbeats fail, such as
+// one cut from PostgreSQL, is not ready, whatever its record said, since
+// the master marks it Not responding and repairs its work once its record
+// is stale.
+func readiness(status, grade string, errorNotReady bool, live error) api.Ready {
 	ready, reason := nodes.Readiness(status, grade, errorNotReady)
+	if ready && live != nil {
+		ready, reason = false, "heartbeat failing: "+live.Error()
+	}
 	return api.Ready{Ready: ready, Status: status, Grade: grade, Reason: reason}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -330,4 +333,44 @@ func TestHostileConfigFiles(t *testing.T) {
 	if !strings.Contains(out, "warning    etcd.trust_margin") || !strings.Contains(out, "warning    etcd.endpoints") {
 		t.Fatalf("config check does not warn about the trust window or the single endpoint:\n%s", out)
 	}
+}
+
+// TestReadyzFollowsTheHeartbeat: a Ready node whose heartbeats fail (its
+// path to PostgreSQL cut, the connections left hanging) answers /readyz
+// 503 saying why, while /healthz says unhealthy; once a beat succeeds
+// again it is ready again.
+func TestReadyzFollowsTheHeartbeat(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	u, err := url.Parse(c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := faultproxy.New(t, u.Host)
+	u.Host = p.Addr
+	d := c.startEnv("node-a", c.config("node-a", ""), "ENGINEHEALTH_DSN="+u.String())
+	n := c.waitRegistered(d, 30*time.Second)
+	cl := api.NewClient(n.APIAddress, "")
+	ctx := context.Background()
+	ready := func(want bool) func() (bool, error) {
+		return func() (bool, error) {
+			r, err := cl.Ready(ctx)
+			if err != nil && !isCode(err, http.StatusServiceUnavailable) {
+				return false, err
+			}
+			return r.Ready == want && (want || strings.Contains(r.Reason, "heartbeat failing")) && r.Status == nodes.StatusReady, nil
+		}
+	}
+	eventually(t, 30*time.Second, "ready", ready(true))
+	if err := p.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "not ready: heartbeat failing", ready(false))
+	if h, err := cl.Health(ctx); err == nil || h.Status == "ok" {
+		t.Fatalf("/healthz with the heartbeat failing: %+v %v", h, err)
+	}
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "ready again", ready(true))
 }
