@@ -112,7 +112,7 @@ func TestFlagHelp(t *testing.T) {
 // with a suggestion; no word at all prints the help.
 func TestUnknownCommandIsUsage(t *testing.T) {
 	_, errOut, code := runCLI(t, "nodez")
-	if code != exitUsage || !strings.Contains(errOut, `unknown command "nodez"`) || !strings.Contains(errOut, "did you mean nodes") {
+	if code != exitUsage || !strings.Contains(errOut, `unknown command "nodez"`) || !strings.Contains(errOut, "did you mean node or nodes?") {
 		t.Fatalf("exit %d, stderr %q; want exit %d naming the command and a suggestion", code, errOut, exitUsage)
 	}
 	out, _, code := runCLI(t)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -87,37 +89,91 @@ func tabs(w io.Writer, header string, rows func(tw io.Writer)) error {
 func newNodesCmd() *cobra.Command {
 	var f clientFlags
 	c := &cobra.Command{Use: "nodes [NAME]", Short: "List the engine nodes (or show one, with its grade's cause)",
+		Long: `List the engine nodes as the registry records them. MASTER marks the node that
+acts as master now (asked of the cluster, GET /v1/leader); while none acts
+(an etcd outage, an election), "(*)" marks the node that took office last,
+as its record says, and a line below says why none acts.`,
 		Example: "  enginehealth nodes\n  enginehealth nodes n2\n  enginehealth nodes -o json",
 		Args:    usageArgs(cobra.MaximumNArgs(1))}
 	return clientCmd(c, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, args []string) (any, error) {
+		func(ctx context.Context, cl *api.Client, args []string) (nodeList, error) {
+			var l nodeList
 			if len(args) == 1 {
-				return cl.Node(ctx, args[0])
+				n, err := cl.Node(ctx, args[0])
+				l.nodes, l.one = []nodes.Node{n}, true
+				if err != nil {
+					return l, err
+				}
+			} else {
+				ns, err := cl.Nodes(ctx)
+				if err != nil {
+					return l, err
+				}
+				l.nodes = ns
 			}
-			return cl.Nodes(ctx)
+			// Who acts: known (an answer), none (the daemon says no node
+			// acts), or unknown (any other error): then the records'
+			// is_master is shown as it is.
+			m, err := cl.Leader(ctx)
+			var se *api.StatusError
+			switch {
+			case err == nil:
+				l.acting = m.Name
+			case errors.As(err, &se) && se.Code == http.StatusServiceUnavailable && se.Msg == api.ErrNoActingMaster.Error():
+				l.none = cmp.Or(se.Detail, se.Msg)
+			default:
+				l.unknown = true
+			}
+			return l, nil
 		},
-		func(w io.Writer, v any) error {
-			ns, ok := v.([]nodes.Node)
-			if !ok {
-				ns = []nodes.Node{v.(nodes.Node)}
-			}
+		func(w io.Writer, l nodeList) error {
+			took := false
 			err := tabs(w, "NAME\tSTATUS\tMASTER\tLAST ACTIVE\tGRADE\tVERSION\tAPI\tREASON", func(tw io.Writer) {
-				for _, n := range ns {
+				for _, n := range l.nodes {
 					master := ""
-					if n.IsMaster {
+					switch {
+					case l.unknown && n.IsMaster, l.acting != "" && n.Name == l.acting:
 						master = "*"
+					case l.none != "" && n.IsMaster:
+						master, took = "(*)", true
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", safe(n.Name), safe(n.Status), master,
 						n.SecondsSinceActive, safe(n.FailoverGrade), safe(n.Version), safe(n.APIAddress), safe(n.StatusReason))
 				}
 			})
-			if len(ns) == 1 && ns[0].GradeChangedAt != nil && err == nil {
-				n := ns[0]
+			if err == nil && l.none != "" && (!l.one || took) {
+				line := "\nno node acts as master: " + safe(l.none)
+				if took {
+					line += "; (*) took office last"
+				}
+				_, err = fmt.Fprintln(w, line)
+			}
+			if l.one && l.nodes[0].GradeChangedAt != nil && err == nil {
+				n := l.nodes[0]
 				_, err = fmt.Fprintf(w, "\ngrade %s since %s (%s): %s\n", safe(n.FailoverGrade),
 					n.GradeChangedAt.UTC().Format(time.RFC3339), safe(cmp.Or(n.GradeSignature, "no signature")), safe(n.GradeReason))
 			}
 			return err
 		})
+}
+
+// nodeList is what nodes shows: the records (one, for nodes NAME) and
+// who acts as master now, since a record's is_master only says who took
+// office last. -o json prints the records alone, as the API answers them.
+type nodeList struct {
+	nodes []nodes.Node
+	one   bool
+	// acting: the acting master's name; none, when no node acts, why;
+	// unknown: the daemon did not say (the records' is_master is shown).
+	acting, none string
+	unknown      bool
+}
+
+func (l nodeList) MarshalJSON() ([]byte, error) {
+	if l.one {
+		return json.Marshal(l.nodes[0])
+	}
+	return json.Marshal(l.nodes)
 }
 
 func newNodeCmd() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -133,6 +134,7 @@ func fixtureDaemon(t *testing.T) string {
 	mux.HandleFunc("GET /v1/status", answer(st))
 	mux.HandleFunc("GET /v1/nodes", answer(ns))
 	mux.HandleFunc("GET /v1/nodes/n2", answer(ns[1]))
+	mux.HandleFunc("GET /v1/leader", answer(api.Leader{Name: "n1", Term: 7}))
 	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 		page := []audit.Event{}
@@ -294,9 +296,14 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "--instance", "orders/1", "--kind", "paused"}, exitUsage, "it takes no --kind"},
 		{[]string{"events", "--instance", "orders/1", "--workflow", "reports"}, exitUsage, "different workflows"},
 		{[]string{"check", "--reason", "x"}, exitUsage, "--reason goes with --force"},
+		{[]string{"help", "nodes"}, exitOK, ""},
+		{[]string{"help", "bogus"}, exitUsage, `no help topic "bogus"`},
+		{[]string{"help", "config", "bogus"}, exitUsage, `no help topic "config bogus"`},
+		{[]string{"completion", "fish"}, exitOK, ""},
+		{[]string{"completion", "bogus"}, exitUsage, `unknown command "bogus"`},
 	} {
 		args := tc.args
-		if tc.code != exitUsage && tc.args[0] != "version" {
+		if tc.code != exitUsage && !slices.Contains([]string{"version", "help", "completion"}, tc.args[0]) {
 			args = append(args, "--api", srv.URL)
 		}
 		_, errOut, code := runCLI(t, args...)
@@ -336,4 +343,52 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 	root := newRoot(&strings.Builder{}, &strings.Builder{})
 	root.InitDefaultCompletionCmd()
 	walk(root)
+}
+
+// TestNodesMarksTheActingMaster: MASTER marks the node that acts (GET
+// /v1/leader), not the record that says who took office last; while no
+// node acts that record is "(*)", with a line saying why; a daemon that
+// does not say leaves the records' mark.
+func TestNodesMarksTheActingMaster(t *testing.T) {
+	ns := []nodes.Node{{Name: "n1", Status: nodes.StatusReady, IsMaster: true}, {Name: "n2", Status: nodes.StatusReady}}
+	for _, tc := range []struct {
+		name   string
+		leader http.HandlerFunc
+		want   []string
+	}{
+		{"another acts", func(w http.ResponseWriter, _ *http.Request) {
+			_ = json.NewEncoder(w).Encode(api.Leader{Name: "n2", Term: 8})
+		}, []string{"n1    Ready           0.0s", "n2    Ready   *"}},
+		{"none acts", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrNoActingMaster.Error(), Detail: "n1: etcd unreachable"})
+		}, []string{"n1    Ready   (*)", "no node acts as master: n1: etcd unreachable; (*) took office last"}},
+		{"not said", http.NotFound, []string{"n1    Ready   *"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(ns) })
+			mux.HandleFunc("GET /v1/leader", tc.leader)
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			out, errOut, code := runCLI(t, "nodes", "--api", srv.URL)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+			if tc.name == "another acts" && strings.Contains(out, "n1    Ready   *") {
+				t.Errorf("the record's mark shown beside the acting master:\n%s", out)
+			}
+			out, _, _ = runCLI(t, "nodes", "--api", srv.URL, "-o", "json")
+			var got []nodes.Node
+			if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 || !got[0].IsMaster {
+				t.Errorf("-o json: the records as the API answers them: %v\n%s", err, out)
+			}
+		})
+	}
 }

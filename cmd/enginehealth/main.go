@@ -125,6 +125,27 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newWaitCmd(),
 		newVersionCmd(),
 	)
+	// cobra's help and completion commands print help and exit 0 for a
+	// topic or shell they do not know: a usage error here, as for any
+	// other command.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			show := c.Run
+			c.Run, c.RunE = nil, func(c *cobra.Command, args []string) error {
+				if _, rest, err := c.Root().Find(args); err != nil || len(rest) > 0 {
+					return usageError{fmt.Errorf("no help topic %q (see %s --help)", strings.Join(args, " "), c.Root().Name())}
+				}
+				show(c, args)
+				return nil
+			}
+		case "completion":
+			c.Args = unknownCommand
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+	}
 	return root
 }
 

@@ -201,10 +201,33 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		mux.HandleFunc("GET /metrics", h.limited(cfg.Metrics.ServeHTTP))
 	}
+	// Anything else: 405 with Allow when the path is a route's under
+	// another method, else 404.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+quoteShort(r.URL.Path))
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: use %s",
+				quoteShort(r.Method), quoteShort(r.URL.Path), strings.Join(allow, " or ")))
+			return
+		}
+		writeError(w, http.StatusNotFound, "no such endpoint: "+quoteShort(r.Method)+" "+quoteShort(r.URL.Path))
 	})
 	return h.edge(mux)
+}
+
+// allowed lists the methods whose routes in mux take r's path (GET
+// with HEAD); none when only the catch-all "/" does.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if _, pattern := mux.Handler(&http.Request{Method: m, URL: r.URL, Host: r.Host}); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	return allow
 }
 
 type handler struct {

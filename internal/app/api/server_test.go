@@ -47,7 +47,9 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 		{"not bearer", "POST", "/v1/nodes/n/ack", "Basic dG9rOg==", "", http.StatusUnauthorized, ""},
 		{"bad body", "POST", "/v1/nodes/n/ack", "Bearer tok", "{reason", http.StatusBadRequest, ""},
 		{"unknown node", "POST", "/v1/nodes/missing/ack", "Bearer tok", "", http.StatusNotFound, ""},
-		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusNotFound, ""},
+		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusMethodNotAllowed, ""},
+		{"wrong method on a read", "POST", "/v1/nodes", "Bearer tok", "", http.StatusMethodNotAllowed, ""},
+		{"unknown method", "BREW", "/readyz", "", "", http.StatusMethodNotAllowed, ""},
 		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound, ""},
 		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
 		{"scheme in lower case (RFC 7235)", "POST", "/v1/nodes/n/ack", "bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
@@ -94,5 +96,30 @@ func TestMutationsOffWithoutToken(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusForbidden || len(a.calls) != 0 {
 		t.Fatalf("%d, calls %v", rec.Code, a.calls)
+	}
+}
+
+// TestWrongMethod: a route's path under a method it does not take is a
+// 405 that names the methods it takes (Allow); an unknown path is a 404
+// whatever the method.
+func TestWrongMethod(t *testing.T) {
+	h := NewHandler(Config{Self: "me", Acker: &acker{}, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, c := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"GET", "/v1/nodes/n/ack", http.StatusMethodNotAllowed, "POST"},
+		{"DELETE", "/v1/nodes/n", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"POST", "/readyz", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"PUT", "/", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"DELETE", "/v2/nodes", http.StatusNotFound, ""},
+		{"GET", "/v1/nodes/n/ack/x", http.StatusNotFound, ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.code || rec.Header().Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d, Allow %q; want %d, Allow %q: %s", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.code, c.allow, rec.Body)
+		}
 	}
 }
