@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -85,6 +86,12 @@ type Repairer struct {
 	noEvents bool
 	// lockWait, when set, replaces the constant (tests).
 	lockWait time.Duration
+	// unended: runs of this process whose end could not be written (the
+	// database failed then), ended again before the next run begins, as
+	// long as their term holds office; a later master closes them
+	// otherwise (Unfinished).
+	mu      sync.Mutex
+	unended []unendedRun
 }
 
 // New returns a repairer.

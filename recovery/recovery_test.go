@@ -223,6 +223,34 @@ func TestInRunFailure(t *testing.T) {
 	}
 }
 
+// TestUnendedRunIsEndedByTheNextRun: when a run's end cannot be written
+// (here its table is gone for a moment), the master ends it, as its work
+// went, before its next run begins: it is not left running until another
+// master takes office.
+func TestUnendedRunIsEndedByTheNextRun(t *testing.T) {
+	r, db, o := setup(t)
+	ctx := context.Background()
+	first, err := r.InRun(ctx, o, RunSpec{Kind: KindCheck, Trigger: TriggerManual}, func(int64) error {
+		_, err := db.Exec(`ALTER TABLE enginehealth.runs RENAME TO runs_away`)
+		return err
+	})
+	if err == nil || first == 0 {
+		t.Fatalf("InRun with its table gone: run %d, %v", first, err)
+	}
+	db.MustExec(`ALTER TABLE enginehealth.runs_away RENAME TO runs`)
+	if rows, err := r.ListRuns(ctx, 1); err != nil || len(rows) != 1 || rows[0].Status != "running" {
+		t.Fatalf("before the next run: %+v %v", rows, err)
+	}
+	second, err := r.InRun(ctx, o, RunSpec{Kind: KindCheck, Trigger: TriggerManual}, func(int64) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := r.ListRuns(ctx, 2)
+	if err != nil || len(rows) != 2 || rows[0].ID != second || rows[1].ID != first || rows[1].Status != "finished" || rows[0].Status != "finished" {
+		t.Fatalf("runs %+v %v: want both finished", rows, err)
+	}
+}
+
 // TestLockedRowIsSkipped: a row someone holds locked does not stall a
 // repair. The batch that meets it waits a moment, is done again skipping
 // locked rows (all-or-nothing: nothing is moved or recorded twice), and

@@ -69,15 +69,52 @@ func (r RunRow) ScopeOf() (Scope, error) {
 // returns the run's id (0 when the row could not be written) and work's
 // error, or the error of ending the run.
 func (r *Repairer) InRun(ctx context.Context, o *leader.Office, spec RunSpec, work func(run int64) error) (int64, error) {
+	r.endUnended(ctx, o)
 	run, err := r.beginRun(ctx, o, spec)
 	if err != nil {
 		return 0, err
 	}
 	err = work(run)
-	if ferr := r.endRun(ctx, o, run, err); err == nil {
-		err = ferr
+	if ferr := r.endRun(ctx, o, run, err); ferr != nil {
+		r.mu.Lock()
+		r.unended = append(r.unended, unendedRun{id: run, term: o.Term, err: err})
+		r.mu.Unlock()
+		if err == nil {
+			err = ferr
+		}
 	}
 	return run, err
+}
+
+// unendedRun is a run whose end could not be written, with its term and
+// the error its work ended with.
+type unendedRun struct {
+	id, term int64
+	err      error
+}
+
+// endUnended ends the runs whose end could not be written, those of o's
+// term (the others are a later master's to close as interrupted). A
+// failure leaves them for the next run.
+func (r *Repairer) endUnended(ctx context.Context, o *leader.Office) {
+	r.mu.Lock()
+	pending := r.unended
+	r.unended = nil
+	r.mu.Unlock()
+	var left []unendedRun
+	for _, u := range pending {
+		if u.term != o.Term {
+			continue
+		}
+		if err := r.endRun(ctx, o, u.id, u.err); err != nil {
+			left = append(left, u)
+		}
+	}
+	if len(left) > 0 {
+		r.mu.Lock()
+		r.unended = append(left, r.unended...)
+		r.mu.Unlock()
+	}
 }
 
 // beginRun writes a run row, fenced, and returns its id.
