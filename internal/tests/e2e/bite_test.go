@@ -66,7 +66,7 @@ func TestCheckerBites(t *testing.T) {
 			// Every node but the master is cut from PostgreSQL; once both
 			// are stale, one manual pass (no periodic pass runs) marks
 			// them both: the guard would have held.
-			unsafe: "guard", check: "the disruption guard: no pass marks most nodes", opts: faultOpts{schedule: "@every 1h"},
+			unsafe: "guard", check: "the disruption guard: most nodes never marked Not responding", opts: faultOpts{schedule: "@every 1h"},
 			scenario: func(r *faultRun) {
 				m := r.waitMaster()
 				for _, s := range r.sidecars {
@@ -197,19 +197,20 @@ func (r *faultRun) secondMaster() (restore func()) {
 // TestAttemptGuardHolds is TestCheckerBites' attempts case with the guard
 // on: the same two masters race on the same attempts rows, and the guard
 // fails the batch that lost (nothing of it written), so no instance is
-// parked twice.
+// parked twice; it races until three batches lost.
 func TestAttemptGuardHolds(t *testing.T) {
 	r := startFaultRun(t, 1, faultOpts{bin: unsafeBinary(t), unsafe: "fencing,window"})
+	// As long as the biting test races, at least: until three batches
+	// lost to the guard.
 	lost := func() bool {
+		n := 0
 		for _, s := range r.sidecars {
 			s.mu.Lock()
 			out := s.d.stderr.String()
 			s.mu.Unlock()
-			if strings.Contains(out, "attempts rows changed while the batch ran") || strings.Contains(out, "attempts_pkey") {
-				return true
-			}
+			n += strings.Count(out, "attempts rows changed while the batch ran") + strings.Count(out, "attempts_pkey")
 		}
-		return false
+		return n >= 3
 	}
 	r.twoMastersRace(func() (bool, error) { return lost(), nil })
 	close(r.stop)

@@ -24,9 +24,13 @@ import (
 const recorderSQL = `
 CREATE SCHEMA faults;
 CREATE SEQUENCE faults.seq;
+-- A sidecar's move also records whether its transaction holds the term
+-- row (the fence's SELECT … FOR SHARE takes a RowShareLock on the table)
+-- and the term recorded there.
 CREATE TABLE faults.moves (
 	seq bigint NOT NULL DEFAULT nextval('faults.seq'), tx bigint NOT NULL, at timestamptz NOT NULL, app text NOT NULL,
-	instance bigint NOT NULL, from_state text NOT NULL, to_state text NOT NULL, live_claims int NOT NULL);
+	instance bigint NOT NULL, from_state text NOT NULL, to_state text NOT NULL, live_claims int NOT NULL,
+	fenced boolean, term bigint);
 CREATE TABLE faults.claim_ops (
 	seq bigint NOT NULL DEFAULT nextval('faults.seq'), tx bigint NOT NULL, app text NOT NULL, op text NOT NULL,
 	instance bigint NOT NULL, token text NOT NULL, node text NOT NULL);
@@ -39,9 +43,13 @@ CREATE INDEX ON faults.event_tx (tx);
 CREATE INDEX ON faults.event_tx (event_id);
 CREATE FUNCTION faults.on_move() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	INSERT INTO faults.moves (tx, at, app, instance, from_state, to_state, live_claims)
+	INSERT INTO faults.moves (tx, at, app, instance, from_state, to_state, live_claims, fenced, term)
 	VALUES (txid_current(), clock_timestamp(), current_setting('application_name'), NEW.id, OLD.status, NEW.status,
-		(SELECT count(*) FROM demo.orders_claim c WHERE c.instance_id = NEW.id AND c.expires_at > now()));
+		(SELECT count(*) FROM demo.orders_claim c WHERE c.instance_id = NEW.id AND c.expires_at > now()),
+		CASE WHEN current_setting('application_name') LIKE 'enginehealth/%' THEN EXISTS (SELECT 1 FROM pg_locks l
+			WHERE l.locktype = 'relation' AND l.relation = 'enginehealth.leader_term'::regclass AND l.pid = pg_backend_pid()
+			  AND l.mode = 'RowShareLock' AND l.granted) END,
+		CASE WHEN current_setting('application_name') LIKE 'enginehealth/%' THEN (SELECT term FROM enginehealth.leader_term) END);
 	RETURN NULL;
 END $$;
 CREATE TRIGGER faults_move AFTER UPDATE OF status ON demo.orders
@@ -64,6 +72,21 @@ BEGIN
 	RETURN NULL;
 END $$;
 CREATE TRIGGER faults_event AFTER INSERT ON enginehealth.events FOR EACH ROW EXECUTE FUNCTION faults.on_event();
+-- Node records: each one created (from_status NULL), each status change
+-- and each deletion (to_status NULL).
+CREATE TABLE faults.node_moves (seq bigint NOT NULL DEFAULT nextval('faults.seq'), tx bigint NOT NULL, app text NOT NULL,
+	name text NOT NULL, from_status text, to_status text);
+CREATE INDEX ON faults.node_moves (name, seq);
+CREATE FUNCTION faults.on_node() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO faults.node_moves (tx, app, name, from_status, to_status)
+	VALUES (txid_current(), current_setting('application_name'), CASE WHEN TG_OP = 'INSERT' THEN NEW.name ELSE OLD.name END,
+		CASE WHEN TG_OP <> 'INSERT' THEN OLD.status END, CASE WHEN TG_OP <> 'DELETE' THEN NEW.status END);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER faults_node_status AFTER UPDATE OF status ON enginehealth.nodes
+	FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION faults.on_node();
+CREATE TRIGGER faults_node_rows AFTER INSERT OR DELETE ON enginehealth.nodes FOR EACH ROW EXECUTE FUNCTION faults.on_node();
 `
 
 func installRecorder(t *testing.T, c *cluster) {
@@ -75,14 +98,16 @@ func installRecorder(t *testing.T, c *cluster) {
 
 // checkResult is one invariant's verdict.
 type checkResult struct {
-	name       string
-	checked    int
+	name    string
+	checked int
+	// found: how many violate; violations: the first 20 of them.
+	found      int
 	violations []string
 }
 
 func (c checkResult) summary() string {
-	if len(c.violations) > 0 {
-		return fmt.Sprintf("%d of %d VIOLATE", len(c.violations), c.checked)
+	if c.found > 0 {
+		return fmt.Sprintf("%d of %d VIOLATE", c.found, c.checked)
 	}
 	return fmt.Sprintf("ok (%d checked)", c.checked)
 }
@@ -134,6 +159,7 @@ func (r *faultRun) check() []checkResult {
 		if err := db.Select(&bad, c.bad, c.args...); err != nil {
 			r.t.Fatalf("check %q: %v", c.name, err)
 		}
+		res.found = len(bad)
 		for i, b := range bad {
 			if i == 20 {
 				res.violations = append(res.violations, fmt.Sprintf("%s: … and %d more", c.name, len(bad)-20))
@@ -186,12 +212,21 @@ func (r *faultRun) invariants() []invariant {
 				WHERE kind = 'master_elected' GROUP BY term HAVING count(DISTINCT actor) > 1`, nil,
 		},
 		{
-			"sidecar moves are fenced by one term",
-			`SELECT count(DISTINCT tx) FROM faults.moves WHERE ` + sidecarApp,
-			`SELECT format('transaction %s moved instances with events of terms %s', m.tx, coalesce(string_agg(DISTINCT coalesce(e.term, r.term)::text, ', '), 'none'))
-				FROM faults.moves m JOIN faults.event_tx x ON x.tx = m.tx JOIN enginehealth.events e ON e.id = x.event_id
-				LEFT JOIN enginehealth.runs r ON r.id = e.run_id
-				WHERE m.` + sidecarApp + ` GROUP BY m.tx HAVING count(DISTINCT coalesce(e.term, r.term)) > 1 OR bool_or(coalesce(e.term, r.term) IS NULL)`, nil,
+			// Each sidecar move is made in a transaction that holds the
+			// term row (the fence) and whose events carry the term
+			// recorded there: a deposed master's write cannot commit.
+			"sidecar moves are fenced by the recorded term",
+			`SELECT count(*) FROM faults.moves WHERE ` + sidecarApp,
+			`SELECT format('transaction %s moved instances %s: %s', m.tx, m.instances,
+					CASE WHEN NOT m.fenced THEN 'without holding the term row'
+					ELSE format('under recorded term %s with events of terms %s', m.term, coalesce(e.terms, 'none')) END)
+				FROM (SELECT tx, bool_and(fenced) AS fenced, min(term) AS term, string_agg(DISTINCT instance::text, ', ') AS instances
+					FROM faults.moves WHERE ` + sidecarApp + ` GROUP BY tx) m
+				LEFT JOIN LATERAL (SELECT string_agg(DISTINCT coalesce(e.term, r.term)::text, ', ') AS terms,
+						bool_and(coalesce(e.term, r.term) IS NOT DISTINCT FROM m.term) AS same
+					FROM faults.event_tx x JOIN enginehealth.events e ON e.id = x.event_id LEFT JOIN enginehealth.runs r ON r.id = e.run_id
+					WHERE x.tx = m.tx) e ON true
+				WHERE NOT m.fenced OR e.same IS NOT TRUE`, nil,
 		},
 		{
 			"no instance under a live claim was repaired",
@@ -200,18 +235,30 @@ func (r *faultRun) invariants() []invariant {
 				FROM faults.moves WHERE ` + sidecarApp + ` AND live_claims > 0`, nil,
 		},
 		{
-			"no repair overwritten by an engine's late write",
-			`SELECT count(*) FROM faults.moves WHERE app LIKE 'engine/%' AND from_state IN ` + interimList,
-			// An engine's finish (interim -> end) ends claim K in its
-			// transaction; the instance's move before it must be the
-			// claim's own (the transaction that inserted K).
-			`SELECT format('instance %s finished %s -> %s by %s with claim %s, but its last move before was %s -> %s by %s', f.instance,
-					f.from_state, f.to_state, f.app, d.token, p.from_state, p.to_state, p.app)
+			// The claim protocol, over every move an engine made: a move
+			// into an interim state takes a claim of the engine's own in
+			// its transaction; any other move ends one, taken by the
+			// instance's previous move (nothing moved it between: no
+			// repair, no other engine). A late write (after its claim
+			// expired and the instance was repaired), a move without a
+			// claim or under another's claim all fail this.
+			"no repair overwritten by an engine's late write (engines move only under their own claims)",
+			`SELECT count(*) FROM faults.moves WHERE app LIKE 'engine/%'`,
+			`SELECT format('instance %s moved %s -> %s by %s: %s', f.instance, f.from_state, f.to_state, f.app, f.why) FROM (
+				SELECT f.*, CASE
+					WHEN f.to_state = ANY ($1) THEN CASE WHEN NOT EXISTS (SELECT 1 FROM faults.claim_ops i
+						WHERE i.tx = f.tx AND i.op = 'insert' AND i.instance = f.instance AND i.node = substr(f.app, 8))
+						THEN 'no claim of its own taken in its transaction' END
+					WHEN d.token IS NULL THEN 'no claim of its own ended in its transaction'
+					WHEN p.seq IS NULL OR NOT EXISTS (SELECT 1 FROM faults.claim_ops i WHERE i.tx = p.tx AND i.op = 'insert' AND i.token = d.token)
+						THEN format('it ended claim %s, but the move before was %s -> %s by %s', d.token, p.from_state, p.to_state, p.app)
+					END AS why
 				FROM faults.moves f
-				JOIN faults.claim_ops d ON d.tx = f.tx AND d.op = 'delete' AND d.instance = f.instance
-				JOIN LATERAL (SELECT * FROM faults.moves p WHERE p.instance = f.instance AND p.seq < f.seq ORDER BY p.seq DESC LIMIT 1) p ON true
-				WHERE f.app LIKE 'engine/%' AND f.from_state = ANY ($1)
-				  AND NOT EXISTS (SELECT 1 FROM faults.claim_ops i WHERE i.tx = p.tx AND i.op = 'insert' AND i.token = d.token)`,
+				LEFT JOIN LATERAL (SELECT d.token FROM faults.claim_ops d WHERE d.tx = f.tx AND d.op = 'delete' AND d.instance = f.instance
+					AND d.node = substr(f.app, 8) LIMIT 1) d ON true
+				LEFT JOIN LATERAL (SELECT * FROM faults.moves p WHERE p.instance = f.instance AND p.seq < f.seq ORDER BY p.seq DESC LIMIT 1) p ON true
+				WHERE f.app LIKE 'engine/%') f
+			WHERE f.why IS NOT NULL`,
 			[]any{pq.Array(interims)},
 		},
 		{
@@ -232,10 +279,14 @@ func (r *faultRun) invariants() []invariant {
 				  AND (SELECT count(*) FROM faults.moves m WHERE m.tx = x.tx AND m.instance::text = e.instance AND m.to_state = e.to_state) <> 1`, nil,
 		},
 		{
-			"every run finished (by its master or a later one)",
+			// A master runs one run at a time: once a later run
+			// (of any term) finished, this one must have ended, as
+			// finished, failed or interrupted (closed by a later master).
+			"every run ended (by its master or a later one)",
 			`SELECT count(*) FROM enginehealth.runs`,
-			`SELECT format('run %s (%s, term %s) still %s', id, kind, term, status) FROM enginehealth.runs r
-				WHERE status = 'running' AND EXISTS (SELECT 1 FROM enginehealth.runs l WHERE l.term > r.term AND l.status = 'finished')`, nil,
+			`SELECT format('run %s (%s, term %s) still %s after run %s finished', r.id, r.kind, r.term, r.status, l.id) FROM enginehealth.runs r
+				JOIN LATERAL (SELECT l.id FROM enginehealth.runs l WHERE l.id > r.id AND l.status = 'finished' ORDER BY l.id LIMIT 1) l ON true
+				WHERE r.status NOT IN ('finished', 'failed', 'interrupted')`, nil,
 		},
 		{
 			"retries numbered 1, 2, … with none counted twice or skipped, none beyond max_attempts",
@@ -287,24 +338,37 @@ func (r *faultRun) invariants() []invariant {
 				WHERE kind IN ('hold_decided', 'manual_retry') AND actor NOT LIKE '% (operator)'`, nil,
 		},
 		{
-			// By the sequence of each node's status events, not by what
-			// an event says it came from.
+			// By the node records' own changes (a trigger), not by the
+			// events: each change out of Unexpected shutdown (or deletion
+			// of such a record) is made in a transaction that wrote that
+			// node's ack.
 			"a node leaves Unexpected shutdown only by an ack",
-			`SELECT count(*) FROM enginehealth.events WHERE to_state = 'Unexpected shutdown' AND kind IN ('node_status', 'node_registered')`,
-			`SELECT format('node %s went to Unexpected shutdown (event %s); the next change, event %s (%s by %s), took it to %s', u.node, u.id,
-					n.id, n.kind, n.actor, coalesce(n.to_state, '(deleted)'))
-				FROM enginehealth.events u
-				JOIN LATERAL (SELECT * FROM enginehealth.events n WHERE n.node = u.node AND n.id > u.id
-					AND n.kind IN ('node_status', 'node_ack', 'node_forgotten', 'node_deregistered', 'node_registered') ORDER BY n.id LIMIT 1) n ON true
-				WHERE u.to_state = 'Unexpected shutdown' AND u.kind IN ('node_status', 'node_registered')
-				  AND n.kind <> 'node_ack' AND n.to_state IS DISTINCT FROM 'Unexpected shutdown'`, nil,
+			`SELECT count(*) FROM faults.node_moves WHERE from_status = 'Unexpected shutdown'`,
+			`SELECT format('node %s went from Unexpected shutdown to %s (by %s) without an ack in that transaction', m.name,
+					coalesce(m.to_status, '(deleted)'), m.app)
+				FROM faults.node_moves m WHERE m.from_status = 'Unexpected shutdown'
+				  AND NOT EXISTS (SELECT 1 FROM faults.event_tx x JOIN enginehealth.events e ON e.id = x.event_id
+					WHERE x.tx = m.tx AND e.kind = 'node_ack' AND e.node = m.name)`, nil,
 		},
 		{
-			"the disruption guard: no pass marks most nodes",
-			`SELECT count(DISTINCT run_id) FROM enginehealth.events WHERE kind = 'node_status' AND to_state = 'Not responding'`,
-			`SELECT format('run %s marked %s nodes Not responding: %s', run_id, count(*), string_agg(node, ', ')) FROM enginehealth.events
-				WHERE kind = 'node_status' AND to_state = 'Not responding' GROUP BY run_id HAVING count(*) > floor(0.55 * $1)`,
-			[]any{len(r.sidecars)},
+			// By the node records' own changes: just after each node was
+			// marked Not responding, the nodes then Not responding (this
+			// one and any marked before and not revived) are below the
+			// guard's fraction of the records not in Unexpected shutdown,
+			// or there were at most 2 such records.
+			"the disruption guard: most nodes never marked Not responding",
+			`SELECT count(*) FROM faults.node_moves WHERE to_status = 'Not responding'`,
+			`WITH mk AS (SELECT seq, name FROM faults.node_moves WHERE to_status = 'Not responding'),
+			 st AS (SELECT mk.seq, mk.name AS marked, s.name, s.to_status FROM mk CROSS JOIN LATERAL (
+				SELECT DISTINCT ON (n.name) n.name, n.to_status FROM faults.node_moves n WHERE n.seq <= mk.seq ORDER BY n.name, n.seq DESC) s)
+			 SELECT format('marking %s left %s of %s nodes Not responding: %s', marked,
+					count(*) FILTER (WHERE to_status = 'Not responding'),
+					count(*) FILTER (WHERE to_status <> 'Unexpected shutdown'),
+					string_agg(name, ', ' ORDER BY name) FILTER (WHERE to_status = 'Not responding'))
+				FROM st GROUP BY seq, marked
+				HAVING count(*) FILTER (WHERE to_status <> 'Unexpected shutdown') > 2
+				   AND count(*) FILTER (WHERE to_status = 'Not responding') >= $1::float8 * count(*) FILTER (WHERE to_status <> 'Unexpected shutdown') - 1e-9`,
+			[]any{0.55},
 		},
 		{
 			"no instance left interim and unclaimed after the final pass",

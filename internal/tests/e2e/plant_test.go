@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+)
+
+// plants break each invariant of the checker by hand: statements run in
+// one transaction each, as the application named (a sidecar, an engine,
+// the test), on a recorded database with 20 orders in Created.
+var plants = map[string][]planted{
+	"terms never go back (events in commit order)": {
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term) VALUES ('paused', 'node-a (operator)', 5)`},
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term) VALUES ('resumed', 'node-b (operator)', 3)`},
+	},
+	"terms never go back (runs in commit order)": {
+		{"test", `INSERT INTO enginehealth.runs (term, master, kind, trigger, status) VALUES (5, 'node-a', 'check', 'periodic', 'finished'),
+			(3, 'node-b', 'check', 'periodic', 'finished')`},
+	},
+	"one master per term": {
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term) VALUES ('master_elected', 'node-a', 7), ('master_elected', 'node-b', 7)`},
+	},
+	"sidecar moves are fenced by the recorded term": {
+		// Holding the term row, with events of a term not recorded.
+		{"enginehealth/node-a", `SELECT term FROM enginehealth.leader_term FOR SHARE; UPDATE demo.orders SET status = 'Reserving' WHERE id = 1;
+			INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, from_state, to_state) VALUES
+				('instance_repaired', 'node-a', 99, 'orders', '1', 'Created', 'Reserving')`},
+		// Not holding it.
+		{"enginehealth/node-b", `UPDATE demo.orders SET status = 'Reserving' WHERE id = 11;
+			INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, from_state, to_state)
+				SELECT 'instance_repaired', 'node-b', term, 'orders', '11', 'Created', 'Reserving' FROM enginehealth.leader_term`},
+	},
+	"no instance under a live claim was repaired": {
+		{"test", `UPDATE demo.orders SET status = 'Reserving' WHERE id = 2;
+			INSERT INTO demo.orders_claim VALUES (2, 'node-b', 'tok', now(), now() + interval '1 hour')`},
+		{"enginehealth/node-a", `UPDATE demo.orders SET status = 'Created' WHERE id = 2;
+			INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, from_state, to_state) VALUES
+				('instance_repaired', 'node-a', 1, 'orders', '2', 'Reserving', 'Created')`},
+	},
+	"no repair overwritten by an engine's late write (engines move only under their own claims)": {
+		{"engine/node-a", `UPDATE demo.orders SET status = 'Reserved' WHERE id = 3`},
+	},
+	"every sidecar change has exactly one event": {
+		{"enginehealth/node-a", `UPDATE demo.orders SET status = 'Reserving' WHERE id = 4`},
+	},
+	"every instance event that moves has its move": {
+		{"enginehealth/node-a", `INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, from_state, to_state) VALUES
+			('instance_repaired', 'node-a', 1, 'orders', '5', 'Reserving', 'Created')`},
+	},
+	"every run ended (by its master or a later one)": {
+		{"test", `INSERT INTO enginehealth.runs (term, master, kind, trigger, status) VALUES (1, 'node-a', 'check', 'periodic', 'running'),
+			(1, 'node-a', 'check', 'periodic', 'finished')`},
+	},
+	"retries numbered 1, 2, … with none counted twice or skipped, none beyond max_attempts": {
+		{"test", `INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in) VALUES
+			('orders', '6', 'reserve', 2, 'retried', 'interrupt', 'Reserving');
+			INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task, from_state, to_state, attempt) VALUES
+				('instance_repaired', 'node-a', 1, 'orders', '6', 'reserve', 'Reserving', 'Created', 1)`},
+	},
+	"an instance is parked (retry scheduled, held) once at a time": {
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task, from_state, attempt) VALUES
+			('retry_scheduled', 'node-a', 1, 'orders', '7', 'ship', 'Shipping', 1), ('retry_scheduled', 'node-b', 2, 'orders', '7', 'ship', 'Shipping', 1)`},
+	},
+	"a held instance moves only by an operator's decision": {
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task, from_state) VALUES
+			('instance_held', 'node-a', 1, 'orders', '8', 'deliver', 'Delivering')`},
+		{"engine/node-a", `UPDATE demo.orders SET status = 'Delivered' WHERE id = 8`},
+	},
+	"decisions on holds are made by operators": {
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task) VALUES ('hold_decided', 'node-a', 1, 'orders', '9', 'deliver')`},
+	},
+	"a node leaves Unexpected shutdown only by an ack": {
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
+			('node-a', gen_random_uuid(), 'h', 'Unexpected shutdown', 'node-a')`},
+		{"enginehealth/node-a", `UPDATE enginehealth.nodes SET status = 'Recovering' WHERE name = 'node-a'`},
+	},
+	"the disruption guard: most nodes never marked Not responding": {
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by)
+			SELECT n, gen_random_uuid(), 'h', 'Ready', n FROM unnest('{node-a,node-b,node-c}'::text[]) n`},
+		{"enginehealth/node-a", `UPDATE enginehealth.nodes SET status = 'Not responding' WHERE name IN ('node-b', 'node-c')`},
+	},
+	"no instance left interim and unclaimed after the final pass": {
+		{"test", `UPDATE demo.orders SET status = 'Billing' WHERE id = 10`},
+	},
+}
+
+type planted struct{ app, sql string }
+
+// TestInvariantsBite: each invariant of the checker holds on a clean
+// record and reports what is planted against it (TestCheckerBites shows
+// the same for the safety mechanisms, on a real cluster). An invariant
+// without a plant fails the test.
+func TestInvariantsBite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &faultRun{t: t}
+	for _, inv := range r.invariants() {
+		t.Run(inv.name, func(t *testing.T) {
+			ps, ok := plants[inv.name]
+			if !ok {
+				t.Fatalf("no plant for invariant %q", inv.name)
+			}
+			c := newCluster(t)
+			if _, err := pgdb.Migrate(ctx, c.db, pgdb.DefaultSchema); err != nil {
+				t.Fatal(err)
+			}
+			c.db.MustExec(demoengine.Schema)
+			installRecorder(t, c)
+			c.db.MustExec(`INSERT INTO demo.orders (status) SELECT 'Created' FROM generate_series(1, 20)`)
+			r := &faultRun{t: t, c: c}
+			if bad, err := r.violated(inv.name); err != nil || bad {
+				t.Fatalf("violated before the plant: %v %v", bad, err)
+			}
+			for _, p := range ps {
+				conn, err := c.db.Connx(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tx, err := conn.BeginTxx(ctx, nil)
+				if err == nil {
+					_, err = tx.ExecContext(ctx, `SELECT set_config('application_name', $1, true)`, p.app)
+				}
+				if err == nil {
+					_, err = tx.ExecContext(ctx, p.sql)
+				}
+				if err == nil {
+					err = tx.Commit()
+				}
+				conn.Close()
+				if err != nil {
+					t.Fatalf("plant as %s: %v", p.app, err)
+				}
+			}
+			if bad, err := r.violated(inv.name); err != nil || !bad {
+				t.Fatalf("the plant is not reported: %v %v", bad, err)
+			}
+		})
+	}
+	if len(plants) != len(r.invariants()) {
+		t.Errorf("%d plants for %d invariants", len(plants), len(r.invariants()))
+	}
+}
