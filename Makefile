@@ -37,10 +37,10 @@ faults:
 	rm -rf test-output/faults && mkdir -p test-output/faults
 	@set -o pipefail; EH_FAULTS=$(FAULTS) EH_FAULT_SEED=$(SEED) $(GO) test -count=1 -timeout 90m -run '^TestFaults$$' -v \
 		-artifacts -outputdir $(CURDIR)/test-output/faults ./internal/tests/e2e > test-output/faults/test.log 2>&1; \
-		code=$$?; grep -v '^\s*{"time"' test-output/faults/test.log | sed -n '/fault run:/,/violations:/p'; \
+		code=$$?; report=$$(find test-output/faults -name faults-report.txt | head -1); \
 		if [ $$code -ne 0 ]; then grep -v '^\s*{"time"' test-output/faults/test.log | grep -v '^\s*fault [0-9]' | tail -40; \
-		echo "make faults failed (exit $$code); the whole log: test-output/faults/test.log"; exit $$code; fi
-	@find test-output/faults -name faults-report.txt -printf "report: %p\n"
+		echo "make faults failed (exit $$code); the whole log: test-output/faults/test.log"; fi; \
+		if [ -n "$$report" ]; then echo "report: $$report"; cat "$$report"; fi; exit $$code
 
 # Every Go benchmark, once each; domain figures are reported with
 # b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,

@@ -4,8 +4,10 @@ package e2e
 // every claim taken or ended and every event with its transaction (in one
 // sequence, in the order the statements ran); after the run, queries
 // over that record, the events, runs, attempts and node records check the
-// invariants. It reads only the database: what the sidecar did, not what
-// it says it did.
+// invariants. It reads only the database; where it can, what the sidecar
+// did (the recorded moves, claims and node changes) rather than what its
+// events say it did. Terms, retries and holds are checked over the events
+// themselves, against the moves where an event says an instance moved.
 
 import (
 	"fmt"

@@ -336,6 +336,7 @@ func (r *faultRun) supervise() {
 			exited := !e.down && !e.d.running()
 			if exited {
 				e.restarts++
+				r.t.Logf("engine %s exited (%v): %s", e.name, e.d.err, lastLine(e.d.stderr.String()))
 				if out := e.d.stderr.String(); strings.Contains(out, "left the interim state under a live claim") {
 					r.violation("engine %s: an instance left its interim state under the engine's live claim: %s", e.name, lastLine(out))
 				}
@@ -854,7 +855,7 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	for _, e := range r.engines {
 		restarts += e.restarts
 	}
-	fmt.Fprintf(&b, "engine restarts after exits (database faults): %d\n", restarts)
+	fmt.Fprintf(&b, "engine restarts (an engine exits when PostgreSQL fails, and is restarted every 200 ms, also while it is down): %d\n", restarts)
 	ops := slices.Sorted(maps.Keys(r.opCodes))
 	for _, o := range ops {
 		fmt.Fprintf(&b, "operator %s: %d\n", o, r.opCodes[o])
