@@ -279,28 +279,21 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 		if p.Paused {
 			res.Paused = &p
 		}
-		stale, down, total, err := c.cfg.Nodes.Stale(ctx, tx, res.Threshold)
+		stale, total, err := c.cfg.Nodes.Stale(ctx, tx, res.Threshold)
 		if err != nil {
 			return err
 		}
 		res.Stale = stale
-		// The guard counts the nodes this pass would mark and those
-		// already marked and still silent: nodes cut off one after
-		// another add up as if cut off at once.
-		if total > 2 && len(stale) > 0 && float64(len(stale)+len(down)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 && !faultinject.Off(faultinject.Guard) {
+		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 && !faultinject.Off(faultinject.Guard) {
 			term := o.Term
-			named := strings.Join(stale, ", ")
-			if len(down) > 0 {
-				named += "; already Not responding: " + strings.Join(down, ", ")
-			}
-			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive (%s; at least %.0f%%): assuming this master is cut off",
-				len(stale)+len(down), total, named, 100*c.cfg.MaxUnresponsiveFraction)
+			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive at once (%s; at least %.0f%%): assuming this master is cut off",
+				len(stale), total, strings.Join(stale, ", "), 100*c.cfg.MaxUnresponsiveFraction)
 			if force != nil {
 				res.Forced = true
 				res.DisruptionReason += "; overridden for this pass by an operator"
 				if err := c.events.Write(ctx, tx, audit.Event{Kind: audit.KindGuardOverride, Actor: force.Actor, Term: &term, RunID: &run,
 					Reason: fmt.Sprintf("disruption guard overridden for one pass: %s; %d of %d nodes looked unresponsive (%s)",
-						force.Reason, len(stale)+len(down), total, named)}); err != nil {
+						force.Reason, len(stale), total, strings.Join(stale, ", "))}); err != nil {
 					return err
 				}
 			} else {
@@ -331,7 +324,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 	c.lastPass = c.now()
 	if res.Disruption {
 		if !c.disrupted {
-			c.log.WarnContext(ctx, "entering disruption mode: too many nodes look unresponsive; doing nothing",
+			c.log.WarnContext(ctx, "entering disruption mode: too many nodes look unresponsive at once; doing nothing",
 				"stale", strings.Join(res.Stale, ","))
 		}
 		c.disrupted = true

@@ -445,36 +445,23 @@ func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 	return n, nil
 }
 
-// Stale returns, inside the caller's transaction (rows locked), the
-// nodes in service (Recovering or Ready) whose last_active is older than
-// threshold (database clock); the nodes already Not responding whose
-// heartbeats have not resumed (down: still older than threshold); and the
-// number of node records counted (all but those in Unexpected shutdown,
-// which are out of service whatever their heartbeats do: only an
-// operator's ack moves them, so they are neither stale nor counted).
-func (s *Store) Stale(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration) (stale, down []string, total int, err error) {
-	var rows []struct {
-		Name   string `db:"name"`
-		Status string `db:"status"`
-	}
-	if err := sqlx.SelectContext(ctx, tx, &rows,
-		`SELECT name, status FROM `+s.table+` WHERE status IN ('`+StatusRecovering+`', '`+StatusReady+`', '`+StatusNotResponding+`')
+// Stale returns the nodes in service (Recovering or Ready) whose
+// last_active is older than threshold (database clock), and the number of
+// nodes in service, inside the caller's transaction (rows locked). Nodes in
+// Unexpected shutdown are out of service whatever their heartbeats do: only
+// an operator's ack moves them, so they are neither stale nor counted.
+func (s *Store) Stale(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration) (stale []string, total int, err error) {
+	stale = []string{}
+	if err := sqlx.SelectContext(ctx, tx, &stale,
+		`SELECT name FROM `+s.table+` WHERE status IN ('`+StatusRecovering+`', '`+StatusReady+`')
 		 AND last_active < now() - make_interval(secs => $1) ORDER BY name FOR UPDATE`, threshold.Seconds()); err != nil {
-		return nil, nil, 0, fmt.Errorf("find stale nodes: %w", err)
-	}
-	stale, down = []string{}, []string{}
-	for _, r := range rows {
-		if r.Status == StatusNotResponding {
-			down = append(down, r.Name)
-		} else {
-			stale = append(stale, r.Name)
-		}
+		return nil, 0, fmt.Errorf("find stale nodes: %w", err)
 	}
 	if err := sqlx.GetContext(ctx, tx, &total,
 		`SELECT count(*) FROM `+s.table+` WHERE status <> '`+StatusUnexpectedShutdown+`'`); err != nil {
-		return nil, nil, 0, fmt.Errorf("count nodes: %w", err)
+		return nil, 0, fmt.Errorf("count nodes: %w", err)
 	}
-	return stale, down, total, nil
+	return stale, total, nil
 }
 
 // Change is one status change made by the master.

@@ -301,6 +301,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"help", "config", "bogus"}, exitUsage, `no help topic "config bogus"`},
 		{[]string{"completion", "fish"}, exitOK, ""},
 		{[]string{"completion", "bogus"}, exitUsage, `unknown command "bogus"`},
+		{[]string{"completion", "bash", "extra"}, exitUsage, `unknown command "extra"`},
 	} {
 		args := tc.args
 		if tc.code != exitUsage && !slices.Contains([]string{"version", "help", "completion"}, tc.args[0]) {

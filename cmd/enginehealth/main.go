@@ -144,6 +144,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		case "completion":
 			c.Args = unknownCommand
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+			for _, shell := range c.Commands() {
+				shell.Args = usageArgs(cobra.NoArgs)
+			}
 		}
 	}
 	return root

@@ -66,7 +66,7 @@ func TestCheckerBites(t *testing.T) {
 			// Every node but the master is cut from PostgreSQL; once both
 			// are stale, one manual pass (no periodic pass runs) marks
 			// them both: the guard would have held.
-			unsafe: "guard", check: "the disruption guard: most nodes never marked Not responding", opts: faultOpts{schedule: "@every 1h"},
+			unsafe: "guard", check: "the disruption guard: no pass marks most nodes", opts: faultOpts{schedule: "@every 1h"},
 			scenario: func(r *faultRun) {
 				m := r.waitMaster()
 				for _, s := range r.sidecars {
@@ -106,7 +106,7 @@ func TestCheckerBites(t *testing.T) {
 		{
 			// The master is cut from etcd and never told: another takes
 			// office and both act, the old one under its old term.
-			unsafe: "fencing", check: "terms never go back (runs in commit order)",
+			unsafe: "fencing", check: "terms never go back (runs in the order begun)",
 			scenario: func(r *faultRun) {
 				restore := r.secondMaster()
 				pause(5 * time.Second) // both act
