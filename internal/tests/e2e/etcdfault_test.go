@@ -56,6 +56,12 @@ func (c *cluster) probeActing(t testing.TB, ds []*daemon) *actingProbe {
 	for _, d := range ds {
 		addrs[d.name] = c.waitRegistered(d, 30*time.Second).APIAddress
 	}
+	return startActingProbe(t, addrs)
+}
+
+// startActingProbe asks the daemons at addrs (name → API address) every
+// 50 ms whether they act, until the test ends.
+func startActingProbe(t testing.TB, addrs map[string]string) *actingProbe {
 	p := &actingProbe{stop: make(chan struct{}), done: make(chan struct{})}
 	hc := &http.Client{Timeout: 300 * time.Millisecond}
 	go func() {

@@ -154,6 +154,8 @@ type faultRun struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 	opts     faultOpts
+	probe    *actingProbe
+	acting   report // the probe's, once the run stopped
 }
 
 func (r *faultRun) violation(format string, args ...any) {
@@ -198,6 +200,12 @@ func TestFaults(t *testing.T) {
 	r.finalPass()
 	close(r.stop)
 	<-r.stopped
+	r.probe.finish()
+	acting := r.probe.report(time.Time{}, time.Now())
+	for _, two := range acting.twoActing {
+		r.violation("two nodes acted as master at once: %s", two)
+	}
+	r.acting = acting
 	checks := r.check()
 	r.report(n, injecting, checks)
 }
@@ -262,9 +270,13 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		r.sidecars = append(r.sidecars, s)
 		r.startSidecar(s)
 	}
+	addrs := map[string]string{}
 	for _, s := range r.sidecars {
 		waitNodeStatus(t, c, s.name, nodes.StatusReady)
+		addrs[s.name] = s.listen
 	}
+	// Every 50 ms, which nodes act: never two at once.
+	r.probe = startActingProbe(t, addrs)
 	for _, s := range r.sidecars {
 		e := &engine{name: s.name}
 		r.engines = append(r.engines, e)
@@ -865,6 +877,8 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	for _, e := range r.engines {
 		restarts += e.restarts
 	}
+	fmt.Fprintf(&b, "acting master asked %d times (every 50 ms, all nodes at once): two acted at once %d times; terms that acted: %d\n",
+		r.acting.samples, len(r.acting.twoActing), len(r.acting.terms))
 	fmt.Fprintf(&b, "engine restarts (an engine exits when PostgreSQL fails, and is restarted every 200 ms, also while it is down): %d\n", restarts)
 	ops := slices.Sorted(maps.Keys(r.opCodes))
 	for _, o := range ops {
