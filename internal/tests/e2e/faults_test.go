@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -419,20 +418,14 @@ func (r *faultRun) hold(lo, hi time.Duration) time.Duration {
 // pause waits d (a fault's duration, not a condition).
 func pause(d time.Duration) { <-time.After(d) }
 
-// master returns the sidecar acting as master (nil when none answers).
+// master returns the sidecar acting as master in the acting probe's latest
+// sample (nil when none acts).
 func (r *faultRun) master() *sidecar {
-	hc := &http.Client{Timeout: 500 * time.Millisecond}
-	for _, s := range r.sidecars {
-		resp, err := hc.Get("http://" + s.listen + "/v1/leader?local=true")
-		if err != nil {
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return s
-		}
+	name, _, ok := r.probe.acting()
+	if !ok {
+		return nil
 	}
-	return nil
+	return r.sidecars[slices.IndexFunc(r.sidecars, func(s *sidecar) bool { return s.name == name })]
 }
 
 // target is the sidecar a fault of kind hits: the master m for a
