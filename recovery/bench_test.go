@@ -147,13 +147,15 @@ func benchRepair(b *testing.B, batch int) {
 		eventRow = `, e AS (INSERT INTO enginehealth.events (kind, actor, workflow, instance, task, from_state, to_state, attempt, reason)
 			SELECT 'instance_repaired', 'master', 'orders', id::text, 'reserve', 'Reserving', 'Created', 1, 'interrupted: retry 1 of 10, at once' FROM moved)`
 	)
-	var withEvents, withoutEvents, ratios, ratiosNoEvents, ratiosNone, floorUpdate, floorBoth []float64
+	var withEvents, withoutEvents, ratios, ratiosNoEvents, ratiosNone, floorUpdate, floorEvent, floorAttempts, floorBoth []float64
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
 			bare := update()
 			if batch == DefaultBatchSize { // before the repairs: floor empties the events table
 				floorUpdate = append(floorUpdate, bare.Seconds()/floor().Seconds())
+				floorEvent = append(floorEvent, bare.Seconds()/floor(eventRow).Seconds())
+				floorAttempts = append(floorAttempts, bare.Seconds()/floor(attemptsRow).Seconds())
 				floorBoth = append(floorBoth, bare.Seconds()/floor(attemptsRow, eventRow).Seconds())
 			}
 			ours, noEv, nonePolicy := repair(rep), repair(silent), repair(none)
@@ -167,6 +169,8 @@ func benchRepair(b *testing.B, batch int) {
 	b.StopTimer()
 	if len(floorBoth) > 0 {
 		b.ReportMetric(median(floorUpdate), "floor-batched-update-only")
+		b.ReportMetric(median(floorEvent), "floor-event-only")
+		b.ReportMetric(median(floorAttempts), "floor-attempts-row-only")
 		b.ReportMetric(median(floorBoth), "floor-attempts-row-and-event")
 	}
 	var heap, pk, expiries, total float64
