@@ -320,6 +320,20 @@ func TestGradeCap(t *testing.T) {
 		t.Fatalf("capped change does not say why: %+v", last)
 	}
 	r.wantGrade("n2", nodes.GradeWarning)
+	// More interruptions of n2 while the cap holds it: its grade does not
+	// change, so no more grade events (a poison instance would otherwise
+	// write one per interruption).
+	before := len(kinds(t, r.b, audit.KindNodeGrade))
+	for i := range 3 {
+		r.interrupt("n2", 120+i)
+		if ch := r.pass(); len(ch) != 0 {
+			t.Fatalf("capped node interrupted again: %+v", ch)
+		}
+	}
+	if after := len(kinds(t, r.b, audit.KindNodeGrade)); after != before {
+		t.Fatalf("%d grade events for interruptions that changed no grade", after-before)
+	}
+	r.wantGrade("n2", nodes.GradeWarning)
 }
 
 // TestGradeNoRiseInDisruption: while most nodes look dead, nothing is

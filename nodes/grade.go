@@ -120,6 +120,7 @@ const (
 	ruleInstance    = "instance"           // back down: the instance is the problem
 	ruleQuiet       = "quiet"              // → NORMAL after the quiet period
 	ruleReset       = "reset"              // → NORMAL by an operator
+	ruleCapped      = "capped"             // kept at WARNING by max_error_fraction
 )
 
 func (g gradeRow) signature() (Signature, bool) {
@@ -186,14 +187,12 @@ func (g *grader) load(node string) (gradeRow, error) {
 // set changes r's grade to to (or keeps it, for a WARNING that moves to
 // another signature), with its signature and reason, and an event.
 func (g *grader) set(r gradeRow, to, rule string, sig *Signature, reason string, watching bool) error {
+	if err := g.update(r, to, rule, sig, reason, watching, true); err != nil {
+		return err
+	}
 	var wf, task, inst *string
 	if sig != nil {
 		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
-	}
-	if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET grade = $2, changed_at = now(),
-			workflow = $3, task = $4, instance = $5, reason = $6, watching = $7, seen_claimant = NULL, rule = $8
-		WHERE node = $1`, r.Node, to, wf, task, inst, reason, watching, rule); err != nil {
-		return err
 	}
 	node, from := r.Node, r.Grade
 	// An event of the run: its master and term are the run's (stored
@@ -205,6 +204,19 @@ func (g *grader) set(r gradeRow, to, rule string, sig *Signature, reason string,
 	}
 	g.changes = append(g.changes, GradeChange{Name: r.Node, From: from, To: to, Signature: sig, Reason: reason})
 	return nil
+}
+
+// update writes r's grade row as set does, without an event; changed
+// moves its changed_at to now.
+func (g *grader) update(r gradeRow, to, rule string, sig *Signature, reason string, watching, changed bool) error {
+	var wf, task, inst *string
+	if sig != nil {
+		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
+	}
+	_, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET grade = $2, changed_at = CASE WHEN $9 THEN now() ELSE changed_at END,
+			workflow = $3, task = $4, instance = $5, reason = $6, watching = $7, seen_claimant = NULL, rule = $8
+		WHERE node = $1`, r.Node, to, wf, task, inst, reason, watching, rule, changed)
+	return err
 }
 
 // raise makes r ERROR, unless that would put more than MaxErrorFraction
@@ -228,8 +240,15 @@ func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, wa
 		return err
 	}
 	if float64(c.Errors+1) > g.cfg.MaxErrorFraction*float64(c.Total)+1e-9 {
-		return g.set(r, GradeWarning, ruleInterrupted, &sig, fmt.Sprintf("%s; kept at WARNING: %d of %d nodes are ERROR already and failover.max_error_fraction is %g",
-			reason, c.Errors, c.Total, g.cfg.MaxErrorFraction), watching)
+		why := fmt.Sprintf("%s; kept at WARNING: %d of %d nodes are ERROR already and failover.max_error_fraction is %g",
+			reason, c.Errors, c.Total, g.cfg.MaxErrorFraction)
+		if r.Grade == GradeWarning && r.Rule == ruleCapped {
+			// Held at WARNING by the cap already: the record follows the
+			// latest case, but nothing changed, so no event (a node held
+			// there by a poison instance would write one per interruption).
+			return g.update(r, GradeWarning, ruleCapped, &sig, why, watching, false)
+		}
+		return g.set(r, GradeWarning, ruleCapped, &sig, why, watching)
 	}
 	return g.set(r, GradeError, rule, &sig, reason, false)
 }
