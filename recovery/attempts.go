@@ -172,6 +172,13 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	if skipLocked {
 		lock = "FOR NO KEY UPDATE OF b SKIP LOCKED"
 	}
+	// A parked instance (waiting for a retry, or held) that ran again
+	// since it was parked: someone else moved it back and an engine ran
+	// it, and it was interrupted (its claim expired since) or failed (the
+	// engine changed it since) again. That is a new case of the task,
+	// decided now; left alone, the due retry would find it where it was
+	// left and run, and the new case would be lost.
+	again := r.againSQL(c, w, tbl, "b", "$1", "$3")
 	// The cursor: the last id picked (interrupted instances, in id
 	// order), or the last (updated, id) picked (failed ones).
 	last := `coalesce((SELECT max(p.id)::text FROM pick p), ''), ''`
@@ -187,7 +194,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	// written by key, over whatever changed (and widen the window between
 	// the statement's snapshot and its writes, so that two masters with
 	// fencing off race).
-	guarded, window, onConflict := "a.ctid = x.att AND a.attempt = x.prev AND a.state NOT IN ('waiting', 'held')", "", ""
+	guarded, window, onConflict := "a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state", "", ""
 	if faultinject.Off(faultinject.AttemptGuard) {
 		guarded, onConflict = "a.workflow = $1 AND a.instance = x.sid AND a.task = $2", " ON CONFLICT DO NOTHING"
 	}
@@ -211,22 +218,32 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			SELECT s.* FROM unnest($7::bool[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::float8[], $15::float8[])
 				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)%[24]s
 		), pick AS MATERIALIZED (
-			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS prev, coalesce(a.nodes, '{}') AS nodes,
+			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
+				-- The retries counted: a case after a success starts
+				-- again from 0; a retry that waited and was run by
+				-- someone else (again) counts as made.
+				CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+				CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 				%[6]s AS node, %[7]s AS match, %[16]s AS err, %[18]s AS upd
 			FROM %[1]s AS b LEFT JOIN LATERAL (
 				-- LIMIT 1 keeps this a probe of the primary key per row,
 				-- whatever the planner thinks of the table's size.
-				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp FROM %[10]s AS a
+				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+					CASE WHEN a.state IN ('waiting', 'held') THEN %[27]s ELSE false END AS again
+				FROM %[10]s AS a
 				WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
-			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held')) %[8]s %[19]s
+			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) %[8]s %[19]s
 			ORDER BY %[17]s LIMIT $4 %[9]s
 		), d AS MATERIALIZED (
 			SELECT y.*, y.reason
 				|| CASE WHEN y.kind = 'wait' THEN %[12]s
 				        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN %[13]s || array_to_string(y.nodes, ', ')
-				        ELSE '' END AS full_reason
+				        ELSE '' END
+				|| CASE WHEN NOT y.again THEN ''
+				        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
+				        ELSE '; it was run again by someone else while held' END AS full_reason
 			FROM (
-				SELECT p.tid, p.id::text AS sid, p.att, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+				SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
 					CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 					coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 					coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
@@ -240,16 +257,16 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			UPDATE %[1]s AS t SET %[3]s = r.to_state FROM d AS r
 			WHERE t.ctid = r.tid AND r.to_state <> ''
 			  AND t.%[3]s = $3 AND %[4]s
-			RETURNING r.sid, r.att, r.prev, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
 		), kept AS (
-			SELECT r.sid, r.att, r.prev, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+			SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
 			FROM %[1]s AS t JOIN d AS r ON t.ctid = r.tid
 			WHERE r.to_state = '' AND t.%[3]s = $3 AND %[4]s
 			FOR NO KEY UPDATE OF t
 		), done AS MATERIALIZED (
-			SELECT sid, att, prev, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+			SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
 			UNION ALL
-			SELECT sid, att, prev, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+			SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
 		), ins AS (
 			INSERT INTO %[10]s (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 				last_node, nodes, last_reason, last_error, stamp)
@@ -284,7 +301,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
 		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last,
-		debugSQL(debug), window, guarded, onConflict)
+		debugSQL(debug), window, guarded, onConflict, again)
 	at := cur.id
 	if c == CauseFailure {
 		at = cur.at
@@ -317,6 +334,25 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		})
 	}
 	return bc, nil
+}
+
+// againSQL is the SQL condition, over a parked attempts row a (waiting or
+// held) of the instance row alias, that the instance ran again since it
+// was parked, for cause c: a claim on it expired since while it was in
+// state (an SQL expression; workflow: of the workflow's name), or, for a
+// failure, the engine changed it since (its updated_column is newer than
+// the row and is not the stamp the row was decided on). A workflow
+// without claims has no sign of an interruption but the state itself:
+// false.
+func (r *Repairer) againSQL(c Cause, w Workflow, tbl *claims.Table, alias, workflow, state string) string {
+	switch {
+	case c == CauseFailure:
+		u := alias + "." + claims.Ident(w.UpdatedColumn)
+		return "(a.since < " + u + " AND a.stamp IS DISTINCT FROM " + u + ")"
+	case tbl != nil:
+		return r.cfg.Events.ExpiredSince(workflow, alias+"."+claims.Ident(w.IDColumn)+"::text", state, "a.since")
+	}
+	return "false"
 }
 
 // repairedInstance is what a repair batch did to one instance, read only

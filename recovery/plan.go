@@ -29,7 +29,7 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 			return nil, err
 		}
 		for _, task := range w.Tasks {
-			n, err := r.count(ctx, w, task, t.UnclaimedAfterExpiry("t"), nil)
+			n, err := r.count(ctx, w, task, t.UnclaimedAfterExpiry("t"), r.againSQL(CauseInterrupt, w, t, "t", "$2", "$1"), nil)
 			if err != nil {
 				return nil, fmt.Errorf("plan: %w", err)
 			}

@@ -450,3 +450,105 @@ func TestChangedPolicyCancelsWaitingRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedInstanceRunAgainIsANewCase: an instance parked by a policy
+// (a retry waiting, or held) that someone else moves back and an engine
+// runs again and is interrupted on (its claim expires) is a new case of
+// the task, decided at once: the waiting retry counts as made (so a
+// poison instance still runs out of retries), the node joins the nodes it
+// was interrupted on, and the event says what happened. Left alone, the
+// due retry would find it where it was left and the interruption would be
+// lost (outside review of the retry issue).
+func TestParkedInstanceRunAgainIsANewCase(t *testing.T) {
+	runAgain := func(db *sqlx.DB, node string) {
+		t.Helper()
+		db.MustExec(`UPDATE app.orders SET status = 'Paid' WHERE id = 1`) // someone moves it back
+		db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1;
+			INSERT INTO app.orders_claim VALUES (1, '` + node + `', 't', now() - interval '1h', now() - interval '1s')`) // an engine claims it and dies
+	}
+	t.Run("waiting", func(t *testing.T) {
+		f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+			Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+		db, check := f.db, f.check
+		if res := f.check(); res.Tasks[0].Scheduled != 1 {
+			t.Fatalf("first interruption: %+v", res.Tasks[0])
+		}
+		runAgain(db, "n2")
+		if res := check(); res.ClaimsExpired != 1 || res.Tasks[0].Scheduled != 1 {
+			t.Fatalf("run again while retry 1 waited: %+v", res)
+		}
+		a := attemptOf(t, db, "orders", "1", "ship")
+		if a.State != AttemptWaiting || a.Attempt != 1 || a.Nodes != "n2" ||
+			!strings.Contains(a.Reason, "retry 2 of 2") || !strings.Contains(a.Reason, "run again by someone else while retry 1 waited") {
+			t.Fatalf("after the second interruption: %+v, want retry 2 of 2 waiting, retry 1 counted", a)
+		}
+		runAgain(db, "n3")
+		if res := check(); res.Tasks[0].Exhausted != 1 || statusOf(t, db, 1) != "ShipFailed" {
+			t.Fatalf("third interruption: %+v in %s, want exhausted", res.Tasks[0], statusOf(t, db, 1))
+		}
+		if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptExhausted || a.Attempt != 2 || a.Nodes != "n2,n3" {
+			t.Fatalf("exhausted: %+v", a)
+		}
+		var kinds []string
+		if err := db.Select(&kinds, `SELECT kind || ':' || coalesce(attempt::text, '-') FROM enginehealth.events
+			WHERE workflow = 'orders' AND instance = '1' AND kind <> 'claim_expired' ORDER BY id`); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Join(kinds, " "), "retry_scheduled:1 retry_scheduled:2 instance_repaired:2"; got != want {
+			t.Fatalf("events: got %s, want %s", got, want)
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		f := policySetup(t, Policy{Strategy: StrategyHold})
+		db, check := f.db, f.check
+		if res := check(); res.Tasks[0].Held != 1 {
+			t.Fatalf("first interruption: %+v", res.Tasks[0])
+		}
+		runAgain(db, "n1")
+		if res := check(); res.Tasks[0].Held != 1 {
+			t.Fatalf("run again while held: %+v", res.Tasks[0])
+		}
+		if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptHeld || a.LastNode == nil || *a.LastNode != "n1" ||
+			!strings.Contains(a.Reason, "run again by someone else while held") {
+			t.Fatalf("held again: %+v", a)
+		}
+		// A pass with nothing new leaves it held.
+		if res := check(); res.Done() != 0 {
+			t.Fatalf("a quiet pass handled the held instance: %+v", res.Tasks[0])
+		}
+	})
+}
+
+// TestAttemptsStartOverAfterSuccess: once a retried instance succeeded,
+// a later interruption of the same task is a new case: its retries count
+// from 0 and its nodes from none.
+func TestAttemptsStartOverAfterSuccess(t *testing.T) {
+	f := policySetup(t, Policy{})
+	r, db, o, check := f.r, f.db, f.o, f.check
+	r.cfg.Workflows[0].Tasks[0].AtomicInternal = true
+	interrupt := func(node string) {
+		db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+		db.MustExec(`INSERT INTO app.orders_claim VALUES (1, $1, 't', now() - interval '1h', now() - interval '1s')`, node)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		interrupt(n)
+		check()
+	}
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != 2 || a.Nodes != "n1,n2" {
+		t.Fatalf("after two interruptions: %+v", a)
+	}
+	db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`)
+	if _, err := r.Settle(context.Background(), o, 0); err != nil {
+		t.Fatal(err)
+	}
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptSucceeded {
+		t.Fatalf("after success: %+v", a)
+	}
+	// Later the instance goes through the task again and is interrupted.
+	interrupt("n3")
+	check()
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != 1 || a.Nodes != "n3" ||
+		!strings.Contains(a.Reason, "retry 1 of 10") {
+		t.Fatalf("a new case after success: %+v, want retry 1 of 10 on n3", a)
+	}
+}

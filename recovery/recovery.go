@@ -289,7 +289,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 			if tbl != nil && !faultinject.Off(faultinject.Predicate) {
 				unclaimed = tbl.Unclaimed("t")
 			}
-			planned, err := r.count(ctx, w, t, unclaimed, expired)
+			planned, err := r.count(ctx, w, t, unclaimed, r.againSQL(CauseInterrupt, w, tbl, "t", "$2", "$1"), expired)
 			if err != nil {
 				return res, err
 			}
@@ -351,15 +351,16 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 // parked by a policy (waiting for a retry or held), and satisfy unclaimed
 // (an SQL condition on alias t; "TRUE" when the workflow takes no claims);
 // of the instances ids only, when ids is not nil.
-func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed string, ids []string) (int64, error) {
+func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed, again string, ids []string) (int64, error) {
 	var n int64
 	of, args := "", []any{t.Interim, w.Name, t.Name}
 	if ids != nil {
 		of, args = fmt.Sprintf("AND t.%s = ANY ($4)", claims.Ident(w.IDColumn)), append(args, pq.Array(ids))
 	}
 	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s %s
-		AND NOT EXISTS (SELECT 1 FROM %s a WHERE a.workflow = $2 AND a.task = $3 AND a.instance = t.%s::text AND a.state IN ('waiting', 'held'))`,
-		claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed, of, r.attempts, claims.Ident(w.IDColumn))
+		AND NOT EXISTS (SELECT 1 FROM %s a WHERE a.workflow = $2 AND a.task = $3 AND a.instance = t.%s::text AND a.state IN ('waiting', 'held')
+			AND NOT %s)`,
+		claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed, of, r.attempts, claims.Ident(w.IDColumn), again)
 	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}

@@ -204,6 +204,16 @@ func (l *Log) LatestExpiryNode(workflow, instance string) string {
 		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` ORDER BY e.id DESC LIMIT 1)`
 }
 
+// ExpiredSince returns an SQL condition, over SQL expressions of a
+// workflow name, an instance id as text, a state and a time: a claim on
+// the instance expired after that time while it was in that state (a
+// claim_expired event says so; the partial index of expired claims finds
+// it).
+func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
+	return `EXISTS (SELECT 1 FROM ` + l.table + ` e WHERE e.kind = ` + pq.QuoteLiteral(KindClaimExpired) +
+		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` AND e.from_state = ` + state + ` AND e.at > ` + since + `)`
+}
+
 // Write inserts e with the database clock as its time. Pass the transaction
 // of the change e records.
 //
