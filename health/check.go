@@ -420,7 +420,7 @@ func changed(cs []nodes.Change) string {
 func settled(sc []recovery.SettleCounts) int64 {
 	var n int64
 	for _, c := range sc {
-		n += c.Succeeded + c.Failed + c.Cancelled
+		n += c.Succeeded + c.Failed + c.Cancelled + c.HoldsCancelled
 	}
 	return n
 }

@@ -552,3 +552,53 @@ func TestAttemptsStartOverAfterSuccess(t *testing.T) {
 		t.Fatalf("a new case after success: %+v, want retry 1 of 10 on n3", a)
 	}
 }
+
+// TestHoldCancelledWhenInstanceMoves: a hold whose instance reached an
+// end state, was moved by someone else or is gone is closed by the check
+// (hold_cancelled, saying which), so holds lists only instances that
+// still wait; a pass looks at BatchSize holds, the next goes on after
+// them.
+func TestHoldCancelledWhenInstanceMoves(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyHold})
+	r, db, o, check := f.r, f.db, f.o, f.check
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id <= 5`)
+	if res := check(); res.Tasks[0].Held != 5 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	// The holds looked at first (1 and 2) still wait: the passes after
+	// must go on past them to find the others.
+	db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 3`)
+	db.MustExec(`UPDATE app.orders SET status = 'Cancelled' WHERE id = 4`)
+	db.MustExec(`DELETE FROM app.orders WHERE id = 5`)
+	var cancelled int64
+	for pass := 1; pass <= 3; pass++ { // BatchSize 2: five holds in three passes
+		sc, err := r.Settle(context.Background(), o, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range sc {
+			cancelled += c.HoldsCancelled
+		}
+	}
+	if cancelled != 3 {
+		t.Fatalf("%d holds cancelled, want 3", cancelled)
+	}
+	for id, want := range map[string]string{"3": "hold cancelled: the instance reached end state Shipped",
+		"4": "hold cancelled: instance moved to Cancelled by someone else", "5": "hold cancelled: the instance no longer exists"} {
+		if a := attemptOf(t, db, "orders", id, "ship"); a.State != AttemptCancelled || a.Reason != want {
+			t.Errorf("hold of %s: %+v, want cancelled: %s", id, a, want)
+		}
+	}
+	for _, id := range []string{"1", "2"} {
+		if a := attemptOf(t, db, "orders", id, "ship"); a.State != AttemptHeld {
+			t.Errorf("hold of %s: %+v, want still held", id, a)
+		}
+	}
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM enginehealth.events WHERE kind = 'hold_cancelled'`); err != nil || n != 3 {
+		t.Fatalf("%d hold_cancelled events (%v), want 3", n, err)
+	}
+	if hs, err := r.Holds(context.Background(), "", 100); err != nil || len(hs) != 2 {
+		t.Fatalf("holds listed: %+v (%v), want 1 and 2", hs, err)
+	}
+}

@@ -92,6 +92,9 @@ type Repairer struct {
 	// otherwise (Unfinished).
 	mu      sync.Mutex
 	unended []unendedRun
+	// holdsAt: where each task's next look at its holds starts
+	// (settleHolds), by workflow and task.
+	holdsAt map[string]holdCursor
 }
 
 // New returns a repairer.

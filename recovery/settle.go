@@ -22,6 +22,10 @@ type SettleCounts struct {
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
 	Cancelled int64 `json:"cancelled"`
+	// HoldsCancelled: holds whose instance is no longer where it was
+	// left (it reached an end state, someone else moved it, or it is
+	// gone).
+	HoldsCancelled int64 `json:"holds_cancelled"`
 }
 
 // Settle closes the attempts rows of retries whose outcome is known now,
@@ -40,12 +44,20 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64) ([]S
 	for _, w := range r.cfg.Workflows {
 		var idType string
 		for _, t := range w.Tasks {
+			sc := SettleCounts{Workflow: w.Name, Task: t.Name}
+			var err error
+			if sc.HoldsCancelled, err = r.settleHolds(ctx, o, run, w, t, &idType); err != nil {
+				return out, fmt.Errorf("settle holds of %s.%s: %w", w.Name, t.Name, err)
+			}
 			var some bool
 			if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
 				WHERE workflow = $1 AND task = $2 AND state = 'retried')`, w.Name, t.Name).Scan(&some); err != nil {
 				return out, fmt.Errorf("settle %s.%s: %w", w.Name, t.Name, err)
 			}
 			if !some {
+				if sc.HoldsCancelled > 0 {
+					out = append(out, sc)
+				}
 				continue
 			}
 			if idType == "" {
@@ -54,7 +66,6 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64) ([]S
 					return out, err
 				}
 			}
-			sc := SettleCounts{Workflow: w.Name, Task: t.Name}
 			after := ""
 			for {
 				n, last, err := r.settleBatch(ctx, o, run, w, t, idType, after, &sc)
@@ -66,7 +77,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64) ([]S
 				}
 				after = last
 			}
-			if sc.Succeeded+sc.Failed+sc.Cancelled > 0 {
+			if sc.Succeeded+sc.Failed+sc.Cancelled+sc.HoldsCancelled > 0 {
 				out = append(out, sc)
 			}
 		}
@@ -133,6 +144,83 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 	sc.Failed += failed
 	sc.Cancelled += gone
 	return n, last, nil
+}
+
+// holdCursor is where the next look at a task's holds starts: after the
+// hold (since, instance), in the order of the held index.
+type holdCursor struct{ since, instance string }
+
+// settleHolds cancels the holds of task t whose instance is no longer in
+// the state it was left in (it reached an end state, someone else moved
+// it, or it is gone), each with a hold_cancelled event, in one fenced
+// transaction. A pass looks at up to BatchSize open holds: with more, the
+// next pass goes on where this one stopped, so a pass stays bounded and
+// every hold is looked at in turn. idType is the workflow's id type, read
+// on first need.
+func (r *Repairer) settleHolds(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string) (int64, error) {
+	key := w.Name + "\x00" + t.Name
+	var some bool
+	if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
+		WHERE workflow = $1 AND state = 'held' AND task = $2)`, w.Name, t.Name).Scan(&some); err != nil {
+		return 0, err
+	}
+	if !some {
+		return 0, nil
+	}
+	if *idType == "" {
+		var err error
+		if *idType, err = r.idType(ctx, w); err != nil {
+			return 0, err
+		}
+	}
+	r.mu.Lock()
+	cur := r.holdsAt[key]
+	r.mu.Unlock()
+	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(audit.KindHoldCancelled), RunID: "$6",
+		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", ToState: "x.st", Attempt: "x.attempt",
+		Reason: "x.reason"}, "upd x")
+	q := fmt.Sprintf(`WITH h AS MATERIALIZED (
+			SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.since FROM %[1]s AS a
+			WHERE a.workflow = $1 AND a.state = 'held' AND a.task = $2
+			  AND ($3 = '' OR (a.since, a.instance) > ($3::timestamptz, $4::text))
+			ORDER BY a.since, a.instance LIMIT $5 FOR UPDATE SKIP LOCKED
+		), x AS MATERIALIZED (
+			SELECT j.*, CASE
+					WHEN j.st IS NULL THEN 'hold cancelled: the instance no longer exists'
+					WHEN j.st = ANY ($7::text[]) THEN 'hold cancelled: the instance reached end state ' || j.st
+					ELSE 'hold cancelled: instance moved to ' || j.st || ' by someone else' END AS reason
+			FROM (SELECT h.*, (SELECT t.%[4]s::text FROM %[2]s AS t WHERE t.%[3]s = h.instance::%[5]s) AS st FROM h) AS j
+			WHERE j.st IS DISTINCT FROM j.left_in
+		), upd AS (
+			UPDATE %[1]s AS a SET state = 'cancelled', since = now(), last_reason = x.reason
+			FROM x WHERE a.ctid = x.tid AND a.state = 'held'
+			RETURNING x.instance, x.left_in, x.st, x.attempt, x.reason
+		), ev AS (
+			%[6]s
+		)
+		SELECT (SELECT count(*) FROM h), coalesce((SELECT since::text FROM h ORDER BY since DESC, instance DESC LIMIT 1), ''),
+			coalesce((SELECT instance FROM h ORDER BY since DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM upd)`,
+		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, ev)
+	var n int
+	var next holdCursor
+	var cancelled int64
+	err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		return tx.QueryRowContext(ctx, q, w.Name, t.Name, cur.since, cur.instance, r.cfg.BatchSize, run, pq.Array(t.Ends)).
+			Scan(&n, &next.since, &next.instance, &cancelled)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n < r.cfg.BatchSize {
+		next = holdCursor{} // all looked at: the next pass starts over
+	}
+	r.mu.Lock()
+	if r.holdsAt == nil {
+		r.holdsAt = map[string]holdCursor{}
+	}
+	r.holdsAt[key] = next
+	r.mu.Unlock()
+	return cancelled, nil
 }
 
 // idType returns the SQL type of workflow w's id column, as the catalog

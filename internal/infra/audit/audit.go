@@ -42,7 +42,10 @@ const (
 	KindRetried        = "instance_retried"
 	KindRetryCancelled = "retry_cancelled"
 	KindHoldDecided    = "hold_decided"
-	KindManualRetry    = "manual_retry"
+	// KindHoldCancelled: the check closed a hold whose instance is no
+	// longer where it was left.
+	KindHoldCancelled = "hold_cancelled"
+	KindManualRetry   = "manual_retry"
 	// KindRetrySucceeded, KindRetryFailed: how a retry ended, as the
 	// check found it (the instance reached an end state or went on past
 	// the task; the engine failed it).
@@ -57,7 +60,7 @@ const (
 // master_elected and master_lost).
 var Kinds = []string{KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, KindNodeAck, KindNodeForgotten, KindNodeGrade,
 	KindDisruption, KindGuardOverride, KindPaused, KindResumed, KindRepair, KindClaimExpired, KindRetryScheduled, KindHeld,
-	KindRetried, KindRetryCancelled, KindHoldDecided, KindManualRetry, KindRetrySucceeded, KindRetryFailed, KindFailed}
+	KindRetried, KindRetryCancelled, KindHoldDecided, KindHoldCancelled, KindManualRetry, KindRetrySucceeded, KindRetryFailed, KindFailed}
 
 // Event is one row of the events table. Optional fields are pointers or
 // empty strings stored as NULL; an event of a run may leave Actor empty

@@ -331,7 +331,7 @@ func (r *faultRun) invariants() []invariant {
 				FROM enginehealth.events e
 				JOIN LATERAL (SELECT p.id, p.kind, p.attempt FROM enginehealth.events p
 					WHERE p.instance = e.instance AND p.workflow = e.workflow AND p.task = e.task AND p.id < e.id
-					  AND p.kind IN ('retry_scheduled', 'instance_held', 'instance_retried', 'retry_cancelled', 'manual_retry', 'hold_decided')
+					  AND p.kind IN ('retry_scheduled', 'instance_held', 'instance_retried', 'retry_cancelled', 'manual_retry', 'hold_decided', 'hold_cancelled')
 					ORDER BY p.id DESC LIMIT 1) p ON true
 				WHERE e.workflow = 'orders' AND e.kind IN ('retry_scheduled', 'instance_held') AND p.kind IN ('retry_scheduled', 'instance_held')`, nil,
 		},
