@@ -271,7 +271,13 @@ func (c *Client) Instance(ctx context.Context, ref recovery.Ref, limit int) (rec
 	if limit > 0 {
 		q = "?limit=" + strconv.Itoa(limit)
 	}
-	return v, c.get(ctx, "/v1/instances/"+url.PathEscape(ref.Workflow)+"/"+url.PathEscape(ref.Instance)+q, &v)
+	// An id's slashes stay slashes: the route takes the rest of the path
+	// as the id, and the server refuses an encoded slash.
+	segs := strings.Split(ref.Instance, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return v, c.get(ctx, "/v1/instances/"+url.PathEscape(ref.Workflow)+"/"+strings.Join(segs, "/")+q, &v)
 }
 
 // RetryStats returns the retry statistics by workflow and task.

@@ -95,6 +95,15 @@ func (h *handler) edge(next http.Handler) http.Handler {
 				"got "+quoteShort(r.URL.Path)+"; no empty, . or .. segments")
 			return
 		}
+		// An encoded slash would be a separator to the mux (which routes
+		// on the escaped path) and part of a name to the handler: refuse
+		// it rather than guess. An id with a slash is written as is, as
+		// the last segments of /v1/instances/{workflow}/{id}.
+		if p := r.URL.EscapedPath(); strings.Contains(strings.ToUpper(p), "%2F") {
+			writeProblem(ew, http.StatusBadRequest, "path: an encoded slash (%2F)",
+				"got "+quoteShort(p)+"; write a slash as /")
+			return
+		}
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			writeProblem(ew, http.StatusBadRequest, "query: malformed", "got "+quoteShort(r.URL.RawQuery))

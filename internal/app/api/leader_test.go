@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/recovery"
 	"io"
 	"log/slog"
 	"net/http"
@@ -75,5 +76,25 @@ func TestLeaderNamesTheActingMaster(t *testing.T) {
 	}
 	if code, body = get(t, a, "/v1/leader?local=yes"); code != 400 || !strings.Contains(body, "query parameter local") {
 		t.Fatalf("local=yes: %d %s", code, body)
+	}
+}
+
+// TestClientKeepsSlashesOfAnID: the client sends an instance id's slashes
+// as slashes (the route takes the rest of the path as the id; the server
+// refuses an encoded slash) and escapes the rest of each segment.
+func TestClientKeepsSlashesOfAnID(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.EscapedPath()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, "")
+	if _, err := c.Instance(context.Background(), recovery.Ref{Workflow: "orders", Instance: "eu/7 a%"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if want := "/v1/instances/orders/eu/7%20a%25"; got != want {
+		t.Fatalf("path %q, want %q", got, want)
 	}
 }
