@@ -308,18 +308,28 @@ func effect1(t Task, c Cause, retries int) (to, effect string) {
 }
 
 // describe gives the delay before retry k in words: "1m0s", "1m0s±12s"
-// with jitter, "35s–1m10s" for randomized_exponential.
+// with jitter, "35s–1m10s" for randomized_exponential or where the final
+// clamp to max_delay cuts the jitter short ("4m0s–5m0s"): always the
+// range Delay draws from.
 func (b Backoff) describe(k int) string {
-	if b.Kind == BackoffRandomizedExponential {
+	if b.Kind == BackoffRandomizedExponential || b.Jitter > 0 {
+		// The draws are the interval's and then the jitter's: the
+		// smallest delay takes 0 for both, the largest (almost) 1.
 		lo, _ := b.Delay(k, func() float64 { return 0 })
 		hi, _ := b.Delay(k, func() float64 { return 1 })
+		if b.Kind != BackoffRandomizedExponential {
+			nb := b
+			nb.Jitter = 0
+			d, _ := nb.Delay(k, nil)
+			if d > 0 && (hi-d)-(d-lo) < time.Microsecond && (d-lo)-(hi-d) < time.Microsecond {
+				return fmt.Sprintf("%s±%s", d.Round(time.Millisecond), (hi - d).Round(time.Millisecond))
+			}
+		}
+		if lo == hi {
+			return lo.Round(time.Millisecond).String()
+		}
 		return fmt.Sprintf("%s–%s", lo.Round(time.Millisecond), hi.Round(time.Millisecond))
 	}
-	nb := b
-	nb.Jitter = 0
-	d, _ := nb.Delay(k, nil)
-	if b.Jitter > 0 && d > 0 {
-		return fmt.Sprintf("%s±%s", d.Round(time.Millisecond), time.Duration(b.Jitter*float64(d)).Round(time.Millisecond))
-	}
+	d, _ := b.Delay(k, nil)
 	return d.Round(time.Millisecond).String()
 }

@@ -25,7 +25,11 @@ func (b Backoff) Delay(k int, rnd func() float64) (time.Duration, bool) {
 	}
 	d := lo
 	if hi > lo {
-		d = lo + rnd()*(hi-lo)
+		// A draw of 0 is lo: when hi overflowed to +Inf, 0·Inf would be
+		// NaN (and a NaN delay converts to a negative Duration).
+		if r := rnd(); r > 0 {
+			d = lo + r*(hi-lo)
+		}
 	}
 	limit := b.limit()
 	d = min(d, limit)

@@ -290,6 +290,19 @@ func TestEffects(t *testing.T) {
 	fatal.OnInterrupt.NonRetryable = []string{"^fatal:", "card declined"}
 	held := send
 	held.OnInterrupt = Policy{Strategy: StrategyHold, NonRetryable: []string{"^fatal:"}}
+	// The final clamp to max_delay cuts the jitter short: the range
+	// printed is the one drawn from, never above max_delay.
+	clamped := send
+	clamped.OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 4,
+		Backoff: Backoff{Kind: BackoffExponential, Base: time.Minute, MaxDelay: 5 * time.Minute, Jitter: 0.2}}
+	wide := send
+	wide.OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 1,
+		Backoff: Backoff{Kind: BackoffFixed, Base: 50 * time.Minute, MaxDelay: time.Hour, Jitter: 0.5}}
+	// Past float overflow (30s·100^148 is finite, ·100 again is not) the
+	// interval is still [lo, max_delay], never negative.
+	huge := send
+	huge.OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 150,
+		Backoff: Backoff{Kind: BackoffRandomizedExponential, Base: 30 * time.Second, Multiplier: 100, MaxDelay: time.Hour}}
 	for _, c := range []struct {
 		t    Task
 		want string
@@ -299,6 +312,11 @@ func TestEffects(t *testing.T) {
 		{orders.Tasks[0], "→ ShipFailed"},
 		{fatal, "stays in Shipping, retry 1 of 3 in 30s±6s|stays in Shipping, retry 2 of 3 in 1m0s±12s|stays in Shipping, retry 3 of 3 in 2m0s±24s|→ ShipFailed (exhausted after 3 retries)|an error matching non_retryable ^fatal: | card declined → ShipFailed at once"},
 		{held, "stays in Shipping, held for an operator|an error matching non_retryable ^fatal: → ShipFailed at once"},
+		{clamped, "stays in Shipping, retry 1 of 4 in 1m0s±12s|stays in Shipping, retry 2 of 4 in 2m0s±24s|stays in Shipping, retry 3 of 4 in 4m0s±48s|" +
+			"stays in Shipping, retry 4 of 4 in 4m0s–5m0s|→ ShipFailed (exhausted after 4 retries)"},
+		{wide, "stays in Shipping, retry 1 of 1 in 25m0s–1h0m0s|→ ShipFailed (exhausted after 1 retry)"},
+		{huge, "stays in Shipping, retry 1 of 150 in 30s–50m0s|stays in Shipping, retry 2 of 150 in 50m0s–1h0m0s|" +
+			"stays in Shipping, retries 3–150 of 150 in 1h0m0s|→ ShipFailed (exhausted after 150 retries)"},
 	} {
 		if got := strings.Join(Effects(c.t, CauseInterrupt), "|"); got != c.want {
 			t.Errorf("Effects(%s):\n got %s\nwant %s", c.t.Name, got, c.want)
