@@ -410,6 +410,12 @@ func (pol *Policy) validate(v *validator, p string) {
 		v.add(p+".max_attempts", "must be between 1 and %d, got %d", maxAttempts, pol.MaxAttempts)
 	}
 	for i, pat := range pol.NonRetryable {
+		if pat == "" {
+			// It matches every error text: every instance with one would
+			// fail at once. Say so if that is meant.
+			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "an empty pattern matches every error text; write '.' to fail every instance that has one")
+			continue
+		}
 		if _, err := regexp.Compile(pat); err != nil {
 			why := "invalid"
 			if re, ok := err.(*syntax.Error); ok {
