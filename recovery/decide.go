@@ -282,11 +282,23 @@ func Effects(t Task, c Cause) []string {
 
 // effect1 describes the action on an instance with retries made so far.
 func effect1(t Task, c Cause, retries int) (to, effect string) {
+	return effectOf(t, c, retries, "")
+}
+
+// effectOf describes the action on an instance with retries made so far
+// whose error text matched the non_retryable pattern matched ("": none).
+func effectOf(t Task, c Cause, retries int, matched string) (to, effect string) {
 	from := t.Interim
 	if c == CauseFailure {
 		from = t.Failed
 	}
 	a := Decide(t, c, History{Retries: retries, Known: retries > 0}, "", func() float64 { return 0.5 })
+	if matched != "" && t.Policy(c).Strategy != StrategyNone {
+		if t.Failed == from {
+			return "", fmt.Sprintf("stays in %s (error matches non_retryable %s)", from, matched)
+		}
+		return t.Failed, fmt.Sprintf("→ %s at once (error matches non_retryable %s)", t.Failed, matched)
+	}
 	switch a.Kind {
 	case ActRetry:
 		return a.To, fmt.Sprintf("→ %s, retry %d of %d at once", a.To, a.Attempt, t.Policy(c).MaxAttempts)

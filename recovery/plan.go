@@ -3,6 +3,10 @@ package recovery
 import (
 	"context"
 	"fmt"
+
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // WorkflowPlan is what a recovery run would do to one workflow.
@@ -29,15 +33,80 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 			return nil, err
 		}
 		for _, task := range w.Tasks {
-			n, err := r.count(ctx, w, task, t.UnclaimedAfterExpiry("t"), r.againSQL(CauseInterrupt, w, t, "t", "$2", "$1"), nil)
-			if err != nil {
+			tr := TaskResult{Workflow: w.Name, Task: task.Name, From: task.Interim}
+			tr.To, tr.Effect = FirstEffect(task, CauseInterrupt)
+			if tr.Plan, err = r.planTask(ctx, w, task); err != nil {
 				return nil, fmt.Errorf("plan: %w", err)
 			}
-			tr := TaskResult{Workflow: w.Name, Task: task.Name, From: task.Interim, Planned: n}
-			tr.To, tr.Effect = FirstEffect(task, CauseInterrupt)
+			for _, e := range tr.Plan {
+				tr.Planned += e.Instances
+			}
 			p.Tasks = append(p.Tasks, tr)
 		}
 		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// PlannedEffect is what a recovery run would do to some of a task's
+// interrupted instances: those with the same history.
+type PlannedEffect struct {
+	Instances int64  `json:"instances"`
+	To        string `json:"to"`
+	Effect    string `json:"effect"`
+}
+
+// planTask groups the instances of task t a recovery run would decide
+// now (in its interim state, unclaimed once expired claims are deleted,
+// not parked unless run again since) by what their history makes of them
+// (the retries counted as the repair counts them, whether an error
+// matches non_retryable), and says what happens to each group, in the
+// order of the retries counted.
+func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedEffect, error) {
+	tbl := w.Claims
+	id := claims.Ident(w.IDColumn)
+	// An instance with an expired claim row now is interrupted again
+	// once the run deletes it.
+	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", "$1", "$3") + " OR NOT " + tbl.Unclaimed("b") + ")"
+	args := []any{w.Name, t.Name, t.Interim}
+	match := "0"
+	p := t.InterruptPolicy()
+	if w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
+		args = append(args, pq.StringArray(p.NonRetryable))
+		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest($4::text[]) WITH ORDINALITY AS u(p, i)
+			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, claims.Ident(w.ErrorColumn))
+	}
+	q := fmt.Sprintf(`SELECT x.prev, x.match, count(*) AS n FROM (
+			SELECT CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1
+				ELSE coalesce(a.attempt, 0) END AS prev, %[6]s AS match
+			FROM %[1]s AS b LEFT JOIN LATERAL (
+				SELECT a.attempt, a.state, CASE WHEN a.state IN ('waiting', 'held') THEN %[5]s ELSE false END AS again
+				FROM %[4]s AS a WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
+			WHERE b.%[3]s = $3 AND %[7]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+		) AS x GROUP BY 1, 2 ORDER BY 1, 2`,
+		claims.Ident(w.Table), id, claims.Ident(w.StatusColumn), r.attempts, again, match, tbl.UnclaimedAfterExpiry("b"))
+	var groups []struct {
+		Prev  int   `db:"prev"`
+		Match int   `db:"match"`
+		N     int64 `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, r.cfg.DB, &groups, q, args...); err != nil {
+		return nil, fmt.Errorf("%s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
+	}
+	var out []PlannedEffect
+	for _, g := range groups {
+		matched := ""
+		if g.Match > 0 {
+			matched = p.NonRetryable[g.Match-1]
+		}
+		to, e := effectOf(t, CauseInterrupt, g.Prev, matched)
+		// Groups that come out the same (retries past max_attempts are
+		// all exhausted) are one.
+		if n := len(out); n > 0 && out[n-1].Effect == e {
+			out[n-1].Instances += g.N
+			continue
+		}
+		out = append(out, PlannedEffect{Instances: g.N, To: to, Effect: e})
+	}
+	return out, nil
 }

@@ -620,3 +620,39 @@ func TestHoldCancelledWhenInstanceMoves(t *testing.T) {
 		t.Fatalf("holds listed: %+v (%v), want 1 and 2", hs, err)
 	}
 }
+
+// TestPlanFollowsHistory: recover --dry-run says what happens to each
+// interrupted instance by its history, as the run will decide it: a
+// first interruption waits for retry 1, one retried before for its next
+// retry, one out of retries is failed as exhausted, one whose error is
+// non-retryable fails at once; a parked one is not planned.
+func TestPlanFollowsHistory(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, NonRetryable: []string{"^fatal:"},
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	r, db := f.r, f.db
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id <= 5`)
+	db.MustExec(`UPDATE app.orders SET last_error = 'fatal: card gone' WHERE id = 3`)
+	db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, next_attempt_at) VALUES
+		('orders', '2', 'ship', 3, 'retried', 'interrupt', 'Shipping', NULL),
+		('orders', '4', 'ship', 0, 'waiting', 'interrupt', 'Shipping', now() + interval '1h'),
+		('orders', '5', 'ship', 1, 'retried', 'interrupt', 'Shipping', NULL)`)
+	plans, err := r.Plan(context.Background(), Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := plans[0].Tasks[0]
+	var got []string
+	for _, e := range tr.Plan {
+		got = append(got, fmt.Sprintf("%d %s", e.Instances, e.Effect))
+	}
+	want := []string{"1 stays in Shipping, retry 1 of 3 in 1h0m0s", "1 → ShipFailed at once (error matches non_retryable ^fatal:)",
+		"1 stays in Shipping, retry 2 of 3 in 1h0m0s", "1 → ShipFailed (exhausted after 3 retries)"}
+	if strings.Join(got, "|") != strings.Join(want, "|") || tr.Planned != 4 {
+		t.Fatalf("plan of %d:\n got %s\nwant %s", tr.Planned, strings.Join(got, "|"), strings.Join(want, "|"))
+	}
+	// And the run does what the plan said.
+	res := f.check()
+	if c := res.Tasks[0]; c.Scheduled != 2 || c.Failed != 2 || c.Exhausted != 1 {
+		t.Fatalf("run after the plan: %+v", c)
+	}
+}

@@ -123,6 +123,9 @@ type TaskResult struct {
 	To      string `json:"to"`
 	Effect  string `json:"effect"`
 	Planned int64  `json:"planned"`
+	// Plan (a dry run): what happens to the planned instances, by what
+	// their history makes of them.
+	Plan []PlannedEffect `json:"plan,omitempty"`
 	// Done: instances handled, of which Retried went back to begin,
 	// Scheduled wait for a retry, Held wait for an operator and Failed
 	// went to the failed state.

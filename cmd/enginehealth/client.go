@@ -354,17 +354,24 @@ when paused already.`,
 }
 
 func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
-	header := "WORKFLOW\tTASK\tFROM\tPLANNED\tHANDLED\tRETRIED\tWAITING\tHELD\tFAILED"
+	header := "WORKFLOW\tTASK\tFROM\tPLANNED\tHANDLED\tRETRIED\tWAITING\tHELD\tFAILED\tEXHAUSTED"
 	if plan {
-		header = "WORKFLOW\tTASK\tFROM\tINSTANCES\tFIRST INTERRUPTION"
+		header = "WORKFLOW\tTASK\tFROM\tINSTANCES\tWHAT HAPPENS"
 	}
 	return tabs(w, header, func(tw io.Writer) {
 		for _, t := range ts {
-			if plan {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", safe(t.Workflow), safe(t.Task), safe(t.From), t.Planned, safe(t.Effect))
-			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), t.Planned, t.Done,
-					t.Retried, t.Scheduled, t.Held, t.Failed)
+			switch {
+			case plan && len(t.Plan) == 0:
+				fmt.Fprintf(tw, "%s\t%s\t%s\t0\t(none now; a first interruption: %s)\n", safe(t.Workflow), safe(t.Task), safe(t.From), safe(t.Effect))
+			case plan:
+				// One line per history: a retried instance is not
+				// where a first interruption goes.
+				for _, e := range t.Plan {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", safe(t.Workflow), safe(t.Task), safe(t.From), e.Instances, safe(e.Effect))
+				}
+			default:
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", safe(t.Workflow), safe(t.Task), safe(t.From), t.Planned, t.Done,
+					t.Retried, t.Scheduled, t.Held, t.Failed, t.Exhausted)
 			}
 		}
 	})

@@ -54,7 +54,8 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || !plan.DryRun || len(plan.Plan) != 1 {
 		t.Fatalf("dry run answer: %v\n%s", err, out)
 	}
-	if p := plan.Plan[0]; p.ClaimsToExpire != 1 || p.Tasks[0].Task != "reserve" || p.Tasks[0].Planned != 6 || p.Tasks[0].To != "Created" {
+	if p := plan.Plan[0]; p.ClaimsToExpire != 1 || p.Tasks[0].Task != "reserve" || p.Tasks[0].Planned != 6 || p.Tasks[0].To != "Created" ||
+		len(p.Tasks[0].Plan) != 1 || p.Tasks[0].Plan[0].Instances != 6 || p.Tasks[0].Plan[0].Effect != "→ Created, retry 1 of 10 at once" {
 		t.Fatalf("plan %+v", p)
 	}
 	var stuck int
