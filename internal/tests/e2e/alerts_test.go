@@ -210,11 +210,18 @@ func TestAlertRules(t *testing.T) {
 		expect(a, false)
 	}
 
-	// A held instance waiting for 2 hours (its hold moved back in time).
-	c.db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, state, cause, left_in, since)
-		VALUES ('orders', '1', 'ship', 'held', 'interrupt', 'Shipping', now() - interval '2 hours')`)
+	// A held instance waiting for 2 hours (its hold moved back in time),
+	// where its hold left it (else the check closes the hold).
+	var was string
+	if err := c.db.Get(&was, `SELECT status FROM demo.orders WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	c.db.MustExec(`UPDATE demo.orders SET status = 'Shipping' WHERE id = 1;
+		INSERT INTO enginehealth.attempts (workflow, instance, task, state, cause, left_in, since)
+		VALUES ('orders', '1', 'ship', 'held', 'interrupt', 'Shipping', now() - interval '2 hours')`) // one transaction
 	expect("EnginehealthHoldsWaiting", true)
 	c.db.MustExec(`DELETE FROM enginehealth.attempts`)
+	c.db.MustExec(`UPDATE demo.orders SET status = $1 WHERE id = 1`, was)
 	expect("EnginehealthHoldsWaiting", false)
 
 	// Paused for two hours.
