@@ -126,13 +126,19 @@ func (p *Ops) DecideHolds(ctx context.Context, d recovery.HoldDecision) (recover
 }
 
 // Retry retries one instance now, by hand. A retry scheduled within one
-// check interval is left to the check.
+// check interval is left to the check, unless the cluster is paused (the
+// check runs no retry then).
 func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error) {
 	o, err := p.office()
 	if err != nil {
 		return recovery.RetryResult{}, err
 	}
 	m.Soon = p.Checker.cfg.Interval
+	pause, err := p.Checker.cfg.Pauses.Current(ctx)
+	if err != nil {
+		return recovery.RetryResult{}, err
+	}
+	m.Paused = pause.Paused
 	return p.Recovery.Retry(ctx, o, m)
 }
 

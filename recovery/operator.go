@@ -283,7 +283,9 @@ type ManualRetry struct {
 	Task string
 	// Soon: a scheduled retry due within Soon is not replaced (the
 	// request is refused: the check will run it).
-	Soon          time.Duration
+	Soon time.Duration
+	// Paused: the check runs no retry now, so none is left to it.
+	Paused        bool
 	Actor, Reason string
 }
 
@@ -368,7 +370,13 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 			var row storedAttempt
 			err := tx.GetContext(ctx, &row, `SELECT attempt, manual, state, cause, next_attempt_at,
 					extract(epoch FROM next_attempt_at - now())::float8 AS until
-				FROM `+r.attempts+` WHERE workflow = $1 AND instance = $2 AND task = $3 FOR UPDATE`, w.Name, m.Instance, c.Name)
+				FROM `+r.attempts+` WHERE workflow = $1 AND instance = $2 AND task = $3 FOR UPDATE NOWAIT`, w.Name, m.Instance, c.Name)
+			if isLockBusy(err) {
+				// The check locks attempts rows before instances (a due
+				// retry); this waits the other way round, so it does not
+				// wait at all: no deadlock, the operator tries again.
+				return fmt.Errorf("%w: the check is deciding this instance right now (task %s); try again", ErrRefused, c.Name)
+			}
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("read attempts: %w", err)
 			}
@@ -400,7 +408,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 			attempt, manual = a.Attempt, a.Manual+1
 			switch a.State {
 			case AttemptWaiting:
-				if a.Until != nil && *a.Until <= m.Soon.Seconds() {
+				if a.Until != nil && *a.Until <= m.Soon.Seconds() && !m.Paused {
 					return fmt.Errorf("%w: retry %d is scheduled at %s (in %s): the check runs it",
 						ErrRefused, a.Attempt+1, a.Next.UTC().Format(time.RFC3339), time.Duration(max(*a.Until, 0)*1e9).Round(time.Millisecond))
 				}
@@ -482,6 +490,13 @@ func interimHint(w Workflow, state string) string {
 
 // isBadInput reports a PostgreSQL data exception (class 22): an id that
 // does not fit the id column's type is no instance of it.
+// isLockBusy reports whether err is PostgreSQL's lock_not_available (a
+// NOWAIT lock that another transaction holds).
+func isLockBusy(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
 func isBadInput(err error) bool {
 	var pe *pq.Error
 	return errors.As(err, &pe) && strings.HasPrefix(string(pe.Code), "22")

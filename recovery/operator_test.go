@@ -267,3 +267,37 @@ func TestRetryStats(t *testing.T) {
 		t.Fatalf("stats: %+v", s)
 	}
 }
+
+// TestManualRetryWhilePausedAndWhileLocked: a retry that is due (or
+// overdue) is left to the check, unless the cluster is paused (the check
+// runs no retry then); and a manual retry never waits for an attempts row
+// the check holds (the check locks attempts rows before instances, a
+// manual retry instances first: waiting would deadlock) but is refused at
+// once, to be tried again.
+func TestManualRetryWhilePausedAndWhileLocked(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	ctx := context.Background()
+	if res := f.check(); res.Tasks[0].Scheduled != 1 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	f.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '10s'`) // overdue
+	m := ManualRetry{Ref: Ref{"orders", "1"}, Soon: time.Second, Actor: "ops (operator)"}
+	if _, err := f.r.Retry(ctx, f.o, m); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the check runs it") {
+		t.Fatalf("overdue retry, not paused: %v, want refused: the check runs it", err)
+	}
+	// The check holds the attempts row (a due-retry batch between its
+	// lock and its move).
+	tx := f.db.MustBegin()
+	tx.MustExec(`SELECT 1 FROM enginehealth.attempts WHERE workflow = 'orders' AND instance = '1' FOR UPDATE`)
+	m.Paused = true
+	// (Waiting for the lock, this would hang: tx ends only below.)
+	_, err := f.r.Retry(ctx, f.o, m)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the check is deciding this instance right now") {
+		t.Fatalf("attempts row locked: %v, want refused at once", err)
+	}
+	tx.Rollback()
+	if res, err := f.r.Retry(ctx, f.o, m); err != nil || res.To != "Paid" || statusOf(t, f.db, 1) != "Paid" {
+		t.Fatalf("overdue retry while paused: %+v %v, want moved to Paid", res, err)
+	}
+}
