@@ -497,7 +497,7 @@ func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname
 	for i, d := range rows {
 		ids[i] = d.Instance
 	}
-	m := parkedMove{w: w, t: t, left: left, parked: AttemptWaiting, to: t.Begin, done: AttemptRetried,
+	m := parkedMove{w: w, t: t, left: left, parked: AttemptWaiting, to: t.Begin, done: AttemptRetried, ranElsewhere: true,
 		kind: audit.KindRetried, cancelKind: audit.KindRetryCancelled, cancelled: "retry cancelled", run: run,
 		reason: fmt.Sprintf("format('%s: retry %%s of %%s', d.attempt + 1, %d)", what(c), t.Policy(c).MaxAttempts)}
 	moved, gone, err := r.moveParked(ctx, tx, m, ids)
@@ -555,6 +555,11 @@ type parkedMove struct {
 	parked, to, done string
 	// manual: an operator's retry, counted in manual (not attempt).
 	manual bool
+	// ranElsewhere: an instance someone else moved back to begin, or
+	// that an engine claimed, runs the task again: the retry counts as
+	// made (the row goes retried, its outcome settled as any retry's), so
+	// a poison instance moved by hand still runs out of retries.
+	ranElsewhere bool
 	// kind of a move's event, cancelKind of a cancellation's; cancelled
 	// begins a cancellation's reason ("retry cancelled").
 	kind, cancelKind, cancelled string
@@ -600,7 +605,15 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 		Actor: "nullif($12::text, '')", Term: "nullif($13::bigint, 0)",
 		RunID: "nullif($9::bigint, 0)", Workflow: "$3", Instance: "x.id", Task: "$4", FromState: "$5",
 		ToState: "CASE WHEN x.ok THEN $6 END",
-		Attempt: "CASE WHEN x.ok THEN " + evAttempt + " ELSE x.attempt END", Reason: "x.reason"}, "res x")
+		Attempt: "CASE WHEN x.ok THEN " + evAttempt + " WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END", Reason: "x.reason"}, "res x")
+	// How a parked row ends when its instance is not where it was left:
+	// an instance in an end state succeeded (a later case of the task
+	// counts from 0), one run again elsewhere counts the retry as made
+	// (ranElsewhere), anything else is cancelled.
+	elsewhere := "false"
+	if m.ranElsewhere {
+		elsewhere = "(c.st = $16 OR c.st = $5 AND c.claimed)"
+	}
 	q := fmt.Sprintf(`WITH due AS MATERIALIZED (
 			SELECT a.instance AS id, a.attempt FROM %[6]s AS a
 			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = ANY ($1::text[]) AND a.state = $7
@@ -611,16 +624,19 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 			  AND t.%[2]s::text IN (SELECT id FROM due)
 			RETURNING t.%[2]s::text AS id
 		), res AS MATERIALIZED (
-			SELECT d.id, d.attempt, m.id IS NOT NULL AS ok,
+			SELECT d.id, d.attempt, m.id IS NOT NULL AS ok, m.id IS NULL AND c.st = ANY ($15::text[]) AS ended,
+				m.id IS NULL AND c.id IS NOT NULL AND %[13]s AS elsewhere,
 				CASE WHEN m.id IS NOT NULL THEN %[9]s
 				     WHEN c.id IS NULL THEN $14 || ': the instance no longer exists'
 				     WHEN c.st = ANY ($15::text[]) THEN format('%%s: the instance reached end state %%s', $14, c.st)
+				     WHEN %[13]s AND c.st = $16 THEN format('%%s: someone else moved the instance back to %%s: retry %%s runs there (counted as made)', $14, c.st, d.attempt + 1)
+				     WHEN %[13]s THEN format('%%s: the instance was claimed by someone else: retry %%s runs there (counted as made)', $14, d.attempt + 1)
 				     WHEN c.st <> $5 THEN format('%%s: instance moved to %%s by someone else', $14, c.st)
 				     ELSE $14 || ': the instance was claimed by someone else' END AS reason
 			FROM due d LEFT JOIN moved m USING (id) LEFT JOIN cur c USING (id)
 		), att AS (
-			UPDATE %[6]s AS a SET state = CASE WHEN x.ok THEN $8 ELSE 'cancelled' END,
-				attempt = CASE WHEN x.ok THEN %[10]s ELSE a.attempt END,
+			UPDATE %[6]s AS a SET state = CASE WHEN x.ok THEN $8 WHEN x.ended THEN 'succeeded' WHEN x.elsewhere THEN 'retried' ELSE 'cancelled' END,
+				attempt = CASE WHEN x.ok THEN %[10]s WHEN x.elsewhere THEN a.attempt + 1 ELSE a.attempt END,
 				manual = CASE WHEN x.ok THEN %[11]s ELSE a.manual END,
 				last_attempt_at = CASE WHEN x.ok AND $6 = $16 THEN now() ELSE a.last_attempt_at END,
 				next_attempt_at = NULL, since = now(), last_reason = x.reason
@@ -634,7 +650,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 		)
 		SELECT count(*) FILTER (WHERE ok), coalesce(array_agg(id ORDER BY id) FILTER (WHERE NOT ok), '{}'),
 			coalesce(array_agg(reason ORDER BY id) FILTER (WHERE NOT ok), '{}'), (SELECT count(*) FROM att) FROM res`,
-		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual, guarded)
+		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual, guarded, elsewhere)
 	var wrote int64
 	var gone, why pq.StringArray
 	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(ids), w.Name, t.Name, m.left, m.to, m.parked, m.done,

@@ -219,9 +219,11 @@ func TestMovedRetryIsCancelled(t *testing.T) {
 	if s := statusOf(t, db, 3); s != "Paid" {
 		t.Fatalf("instance 3 in %s, want retried to Paid", s)
 	}
-	for id, want := range map[string]string{"1": "instance moved to Cancelled by someone else", "2": "reached end state Shipped"} {
-		if a := attemptOf(t, db, "orders", id, "ship"); a.State != AttemptCancelled || a.Attempt != 0 || !strings.Contains(a.Reason, want) {
-			t.Errorf("instance %s: %+v, want cancelled: %s", id, a, want)
+	// An instance that reached an end state succeeded: a later case of
+	// the task counts from 0.
+	for id, want := range map[string]string{"1": "cancelled instance moved to Cancelled by someone else", "2": "succeeded the instance reached end state Shipped"} {
+		if a := attemptOf(t, db, "orders", id, "ship"); a.State+" "+strings.TrimPrefix(a.Reason, "retry cancelled: ") != want || a.Attempt != 0 {
+			t.Errorf("instance %s: %+v, want %s", id, a, want)
 		}
 	}
 }
@@ -654,5 +656,47 @@ func TestPlanFollowsHistory(t *testing.T) {
 	res := f.check()
 	if c := res.Tasks[0]; c.Scheduled != 2 || c.Failed != 2 || c.Exhausted != 1 {
 		t.Fatalf("run after the plan: %+v", c)
+	}
+}
+
+// TestDueRetryRunElsewhereCounts: a retry that falls due while someone
+// else has moved the instance back to begin, or while an engine runs it
+// (claimed), counts as made: that run is the retry. So a poison instance
+// moved back by hand again and again still runs out of retries (outside
+// review: with max_attempts 1 it was interrupted four times, retry 1
+// scheduled four times).
+func TestDueRetryRunElsewhereCounts(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 1,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	db, check := f.db, f.check
+	if res := check(); res.Tasks[0].Scheduled != 1 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	// Someone moves it back and an engine claims it, with a live claim.
+	db.MustExec(`UPDATE app.orders SET status = 'Paid' WHERE id = 1`)
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+	db.MustExec(`INSERT INTO app.orders_claim VALUES (1, 'n2', 't', now(), now() + interval '1h')`)
+	db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '1s'`) // due
+	check()
+	a := attemptOf(t, db, "orders", "1", "ship")
+	if a.State != AttemptRetried || a.Attempt != 1 || !strings.Contains(a.Reason, "claimed by someone else: retry 1 runs there (counted as made)") {
+		t.Fatalf("due while claimed: %+v, want retry 1 counted as made", a)
+	}
+	// The engine dies: the claim expires, and the instance is out of
+	// retries.
+	db.MustExec(`UPDATE app.orders_claim SET expires_at = now() - interval '1s'`)
+	if res := check(); res.Tasks[0].Exhausted != 1 || statusOf(t, db, 1) != "ShipFailed" {
+		t.Fatalf("interrupted after its retry ran elsewhere: %+v in %s, want exhausted", res.Tasks[0], statusOf(t, db, 1))
+	}
+	// The same when it was only moved back to begin at the due time.
+	f2 := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	f2.check()
+	f2.db.MustExec(`UPDATE app.orders SET status = 'Paid' WHERE id = 1`)
+	f2.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '1s'`)
+	f2.check()
+	if a := attemptOf(t, f2.db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != 1 ||
+		!strings.Contains(a.Reason, "someone else moved the instance back to Paid: retry 1 runs there (counted as made)") {
+		t.Fatalf("due while back in begin: %+v", a)
 	}
 }
