@@ -605,8 +605,14 @@ func TestHoldCancelledWhenInstanceMoves(t *testing.T) {
 	}
 	for id, want := range map[string]string{"3": "hold cancelled: the instance reached end state Shipped",
 		"4": "hold cancelled: instance moved to Cancelled by someone else", "5": "hold cancelled: the instance no longer exists"} {
-		if a := attemptOf(t, db, "orders", id, "ship"); a.State != AttemptCancelled || a.Reason != want {
-			t.Errorf("hold of %s: %+v, want cancelled: %s", id, a, want)
+		// One that reached an end state succeeded (a later case counts
+		// from 0).
+		st := AttemptCancelled
+		if id == "3" {
+			st = AttemptSucceeded
+		}
+		if a := attemptOf(t, db, "orders", id, "ship"); a.State != st || a.Reason != want {
+			t.Errorf("hold of %s: %+v, want %s: %s", id, a, st, want)
 		}
 	}
 	for _, id := range []string{"1", "2"} {
@@ -698,5 +704,40 @@ func TestDueRetryRunElsewhereCounts(t *testing.T) {
 	if a := attemptOf(t, f2.db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != 1 ||
 		!strings.Contains(a.Reason, "someone else moved the instance back to Paid: retry 1 runs there (counted as made)") {
 		t.Fatalf("due while back in begin: %+v", a)
+	}
+}
+
+// TestWaitingRetryEndsWithItsInstance: a waiting retry whose instance
+// reached an end state is closed by the next pass (not at its due time,
+// which may be days away), as succeeded, so the instance view and the
+// statistics stop showing it waiting, and a later case of the task counts
+// from 0 with none of the old nodes (second outside review).
+func TestWaitingRetryEndsWithItsInstance(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	r, db, o, check := f.r, f.db, f.o, f.check
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 2`)
+	db.MustExec(`INSERT INTO app.orders_claim VALUES (1, 'n1', 't', now() - interval '1h', now() - interval '1s')`)
+	if res := check(); res.Tasks[0].Scheduled != 2 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`) // reached an end state
+	db.MustExec(`DELETE FROM app.orders WHERE id = 2`)                  // gone
+	if _, err := r.Settle(context.Background(), o, 0); err != nil {
+		t.Fatal(err)
+	}
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptSucceeded || a.Reason != "retry cancelled: the instance reached end state Shipped" {
+		t.Fatalf("waiting retry of a shipped instance: %+v", a)
+	}
+	if a := attemptOf(t, db, "orders", "2", "ship"); a.State != AttemptCancelled || a.Reason != "retry cancelled: the instance no longer exists" {
+		t.Fatalf("waiting retry of a deleted instance: %+v", a)
+	}
+	// Later it goes through the task again and is interrupted on n2.
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+	db.MustExec(`INSERT INTO app.orders_claim VALUES (1, 'n2', 't', now() - interval '1h', now() - interval '1s')`)
+	check()
+	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptWaiting || a.Attempt != 0 || a.Nodes != "n2" ||
+		!strings.Contains(a.Reason, "retry 1 of 2") || strings.Contains(a.Reason, "someone else") {
+		t.Fatalf("a new case after the end state: %+v, want retry 1 of 2 on n2 only", a)
 	}
 }

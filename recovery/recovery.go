@@ -92,9 +92,9 @@ type Repairer struct {
 	// otherwise (Unfinished).
 	mu      sync.Mutex
 	unended []unendedRun
-	// holdsAt: where each task's next look at its holds starts
-	// (settleHolds), by workflow and task.
-	holdsAt map[string]holdCursor
+	// parkedAt: where each task's next look at its parked rows starts
+	// (settleParked), by workflow, task and state.
+	parkedAt map[string]parkedCursor
 }
 
 // New returns a repairer.

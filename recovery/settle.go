@@ -146,22 +146,46 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 	return n, last, nil
 }
 
-// holdCursor is where the next look at a task's holds starts: after the
-// hold (since, instance), in the order of the held index.
-type holdCursor struct{ since, instance string }
+// parkedCursor is where the next look at a task's parked rows of one
+// state starts: after the row (at, instance), in the order of that
+// state's partial index (held: since; waiting: next_attempt_at).
+type parkedCursor struct{ at, instance string }
 
-// settleHolds cancels the holds of task t whose instance is no longer in
-// the state it was left in (it reached an end state, someone else moved
-// it, or it is gone), each with a hold_cancelled event, in one fenced
-// transaction. A pass looks at up to BatchSize open holds: with more, the
-// next pass goes on where this one stopped, so a pass stays bounded and
-// every hold is looked at in turn. idType is the workflow's id type, read
-// on first need.
+// waitingPerPass bounds the waiting retries a pass looks at: a pass with
+// 100k retries waiting stays about as cheap as an idle one, and each is
+// looked at in turn, every few minutes.
+const waitingPerPass = 500
+
+// settleHolds closes the parked rows of task t whose instance is no
+// longer where it was left, each with an event, in one fenced
+// transaction per state: a hold whose instance moved anywhere (hold
+// cancelled), a waiting retry whose instance reached an end state or is
+// gone (retry cancelled; one moved elsewhere is cancelled when it falls
+// due, one moved back to begin counts as run). A row whose instance
+// reached an end state ends succeeded (a later case of the task counts
+// from 0), any other cancelled. A pass looks at up to BatchSize holds and
+// waitingPerPass waiting retries: with more, the next pass goes on where
+// this one stopped. idType is the workflow's id type, read on first need.
+// It returns how many holds it closed.
 func (r *Repairer) settleHolds(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string) (int64, error) {
-	key := w.Name + "\x00" + t.Name
+	held, err := r.settleParked(ctx, o, run, w, t, idType, AttemptHeld)
+	if err != nil {
+		return 0, err
+	}
+	_, err = r.settleParked(ctx, o, run, w, t, idType, AttemptWaiting)
+	return held, err
+}
+
+func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, state string) (int64, error) {
+	key := w.Name + "\x00" + t.Name + "\x00" + state
+	// held: since (its index, per workflow); waiting: the due time.
+	order, limit, kind, what, gone := "since", r.cfg.BatchSize, audit.KindHoldCancelled, "hold cancelled", "j.st IS DISTINCT FROM j.left_in"
+	if state == AttemptWaiting {
+		order, limit, kind, what, gone = "next_attempt_at", waitingPerPass, audit.KindRetryCancelled, "retry cancelled", "j.st IS NULL OR j.st = ANY ($7::text[])"
+	}
 	var some bool
 	if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
-		WHERE workflow = $1 AND state = 'held' AND task = $2)`, w.Name, t.Name).Scan(&some); err != nil {
+		WHERE workflow = $1 AND state = $3 AND task = $2)`, w.Name, t.Name, state).Scan(&some); err != nil {
 		return 0, err
 	}
 	if !some {
@@ -174,53 +198,54 @@ func (r *Repairer) settleHolds(ctx context.Context, o *leader.Office, run int64,
 		}
 	}
 	r.mu.Lock()
-	cur := r.holdsAt[key]
+	cur := r.parkedAt[key]
 	r.mu.Unlock()
-	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(audit.KindHoldCancelled), RunID: "$6",
+	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(kind), RunID: "$6",
 		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", ToState: "x.st", Attempt: "x.attempt",
 		Reason: "x.reason"}, "upd x")
 	q := fmt.Sprintf(`WITH h AS MATERIALIZED (
-			SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.since FROM %[1]s AS a
-			WHERE a.workflow = $1 AND a.state = 'held' AND a.task = $2
-			  AND ($3 = '' OR (a.since, a.instance) > ($3::timestamptz, $4::text))
-			ORDER BY a.since, a.instance LIMIT $5 FOR UPDATE SKIP LOCKED
+			SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.%[7]s AS at FROM %[1]s AS a
+			WHERE a.workflow = $1 AND a.state = $8 AND a.task = $2
+			  AND ($3 = '' OR (a.%[7]s, a.instance) > ($3::timestamptz, $4::text))
+			ORDER BY a.%[7]s, a.instance LIMIT $5 FOR UPDATE SKIP LOCKED
 		), x AS MATERIALIZED (
-			SELECT j.*, CASE
-					WHEN j.st IS NULL THEN 'hold cancelled: the instance no longer exists'
-					WHEN j.st = ANY ($7::text[]) THEN 'hold cancelled: the instance reached end state ' || j.st
-					ELSE 'hold cancelled: instance moved to ' || j.st || ' by someone else' END AS reason
+			SELECT j.*, j.st = ANY ($7::text[]) AS ended, CASE
+					WHEN j.st IS NULL THEN $9 || ': the instance no longer exists'
+					WHEN j.st = ANY ($7::text[]) THEN $9 || ': the instance reached end state ' || j.st
+					ELSE $9 || ': instance moved to ' || j.st || ' by someone else' END AS reason
 			FROM (SELECT h.*, (SELECT t.%[4]s::text FROM %[2]s AS t WHERE t.%[3]s = h.instance::%[5]s) AS st FROM h) AS j
-			WHERE j.st IS DISTINCT FROM j.left_in
+			WHERE %[8]s
 		), upd AS (
-			UPDATE %[1]s AS a SET state = 'cancelled', since = now(), last_reason = x.reason
-			FROM x WHERE a.ctid = x.tid AND a.state = 'held'
+			UPDATE %[1]s AS a SET state = CASE WHEN x.ended THEN 'succeeded' ELSE 'cancelled' END, since = now(),
+				next_attempt_at = NULL, last_reason = x.reason
+			FROM x WHERE a.ctid = x.tid AND a.state = $8
 			RETURNING x.instance, x.left_in, x.st, x.attempt, x.reason
 		), ev AS (
 			%[6]s
 		)
-		SELECT (SELECT count(*) FROM h), coalesce((SELECT since::text FROM h ORDER BY since DESC, instance DESC LIMIT 1), ''),
-			coalesce((SELECT instance FROM h ORDER BY since DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM upd)`,
-		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, ev)
+		SELECT (SELECT count(*) FROM h), coalesce((SELECT at::text FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''),
+			coalesce((SELECT instance FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM upd)`,
+		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, ev, order, gone)
 	var n int
-	var next holdCursor
-	var cancelled int64
+	var next parkedCursor
+	var closed int64
 	err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		return tx.QueryRowContext(ctx, q, w.Name, t.Name, cur.since, cur.instance, r.cfg.BatchSize, run, pq.Array(t.Ends)).
-			Scan(&n, &next.since, &next.instance, &cancelled)
+		return tx.QueryRowContext(ctx, q, w.Name, t.Name, cur.at, cur.instance, limit, run, pq.Array(t.Ends), state, what).
+			Scan(&n, &next.at, &next.instance, &closed)
 	})
 	if err != nil {
 		return 0, err
 	}
-	if n < r.cfg.BatchSize {
-		next = holdCursor{} // all looked at: the next pass starts over
+	if n < limit {
+		next = parkedCursor{} // all looked at: the next pass starts over
 	}
 	r.mu.Lock()
-	if r.holdsAt == nil {
-		r.holdsAt = map[string]holdCursor{}
+	if r.parkedAt == nil {
+		r.parkedAt = map[string]parkedCursor{}
 	}
-	r.holdsAt[key] = next
+	r.parkedAt[key] = next
 	r.mu.Unlock()
-	return cancelled, nil
+	return closed, nil
 }
 
 // idType returns the SQL type of workflow w's id column, as the catalog
