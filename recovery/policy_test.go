@@ -722,7 +722,7 @@ func TestWaitingRetryEndsWithItsInstance(t *testing.T) {
 		t.Fatalf("%+v", res.Tasks[0])
 	}
 	db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`) // reached an end state
-	db.MustExec(`DELETE FROM app.orders WHERE id = 2`)                  // gone
+	db.MustExec(`DELETE FROM app.orders WHERE id = 2`)                   // gone
 	if _, err := r.Settle(context.Background(), o, 0); err != nil {
 		t.Fatal(err)
 	}
