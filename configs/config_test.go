@@ -151,6 +151,7 @@ func TestBrokenConfigs(t *testing.T) {
 		{"schedule kind without schedule", minimal + workflow + "        on_failure: {strategy: retry, backoff: {kind: schedule}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.schedule", "required", 0},
 		{"max_delay below base", minimal + workflow + "        on_failure: {strategy: retry, backoff: {base: 1m, max_delay: 10s}}\n", nil, "workflows[0].tasks[0].on_failure.backoff.max_delay", "less than base", 0},
 		{"bad non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [\"(\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "missing closing", 0},
+		{"non_retryable pattern that matches everything", minimal + workflow + "        on_failure: {non_retryable: [\"x*\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "matches every error text", 0},
 		{"empty non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [x, \"\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[1]", "an empty pattern matches every error text", 0},
 		{"on_failure on a shared failed state", minimal + strings.Replace(workflow, "    claimable: true", "    updated_column: u\n    claimable: true", 1) +
 			"        on_failure: {strategy: retry}\n      - {name: t2, begin: C, interim: D, end: E, failed: F}\n", nil,

@@ -416,12 +416,20 @@ func (pol *Policy) validate(v *validator, p string) {
 			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "an empty pattern matches every error text; write '.' to fail every instance that has one")
 			continue
 		}
-		if _, err := regexp.Compile(pat); err != nil {
+		re, err := regexp.Compile(pat)
+		if err != nil {
 			why := "invalid"
 			if re, ok := err.(*syntax.Error); ok {
 				why = string(re.Code)
 			}
 			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "%s is not a regular expression: %s", excerpt(pat), why)
+			continue
+		}
+		// A pattern that matches the empty text and a text of another
+		// kind (x*, ^, |, ()) matches anywhere in every error text: most
+		// likely a slip that would fail every instance with one.
+		if re.MatchString("") && re.MatchString("connection reset by peer") {
+			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "%s matches every error text; write '.' to fail every instance that has one", excerpt(pat))
 		}
 	}
 	b := &pol.Backoff

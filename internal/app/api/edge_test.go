@@ -280,6 +280,8 @@ func TestHostileInput(t *testing.T) {
 		{"trailing slash: canonical, no such route", "GET", "/v1/nodes/", "", "", 404, "no such endpoint"},
 		{"dot-dot segment", "GET", "/v1/nodes/..", "", "", 400, "path: not in canonical form"},
 		{"encoded slash between workflow and id", "GET", "/v1/instances/orders%2F1", "", "", 400, "path: an encoded slash"},
+		{"instance without an id: no redirect", "GET", "/v1/instances/orders", "", "", 404, "no such endpoint"},
+		{"instance without an id, POST", "POST", "/v1/instances/orders", "", "", 404, "no such endpoint"},
 		{"encoded slash, lower case", "GET", "/v1/nodes%2fn1", "", "", 400, "path: an encoded slash"},
 		{"empty segment", "GET", "//v1/nodes", "", "", 400, "path: not in canonical form"},
 		{"dot segment", "GET", "/v1/./nodes", "", "", 400, "path: not in canonical form"},

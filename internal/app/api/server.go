@@ -190,6 +190,12 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.retry)))
 	mux.HandleFunc("GET /v1/holds", only(h.limited(h.listHolds), "workflow", "limit"))
 	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.limited(h.instance), "limit"))
+	// Without an id: a 404 here, where the mux would redirect to the
+	// path with a slash (and an empty id).
+	mux.HandleFunc("/v1/instances/{workflow}", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, "no such endpoint: "+quoteShort(r.Method)+" "+quoteShort(r.URL.Path),
+			"an instance is GET /v1/instances/{workflow}/{id}")
+	})
 	mux.HandleFunc("GET /v1/retries/stats", only(h.limited(h.retryStats)))
 	mux.HandleFunc("GET /v1/runs", only(h.limited(h.runs), "limit"))
 	mux.HandleFunc("GET /v1/runs/{id}", only(h.limited(h.getRun)))
