@@ -334,3 +334,13 @@ func TestPolicyDefaults(t *testing.T) {
 		t.Errorf("non-atomic default on_interrupt %+v", p)
 	}
 }
+
+// TestEmptyScheduleIsOneProblem: an empty backoff.schedule is reported as
+// such, not also as a max_attempts (not set) beyond its 0 delays.
+func TestEmptyScheduleIsOneProblem(t *testing.T) {
+	_, err := Parse([]byte(minimal+workflow+"        on_interrupt: {strategy: retry, backoff: {kind: schedule, schedule: []}}\n"), "x.yaml", testEnv)
+	var cerr *Error
+	if !errors.As(err, &cerr) || len(cerr.Problems) != 1 || cerr.Problems[0].Path != "workflows[0].tasks[0].on_interrupt.backoff.schedule" {
+		t.Fatalf("want one problem at backoff.schedule, got %v", err)
+	}
+}

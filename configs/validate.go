@@ -454,7 +454,7 @@ func (pol *Policy) validate(v *validator, p string) {
 	if !exp && b.Multiplier != 0 {
 		v.add(bp+".multiplier", "only applies to kinds exponential and randomized_exponential")
 	}
-	if b.Kind == BackoffSchedule && pol.MaxAttempts > len(b.Schedule) {
+	if b.Kind == BackoffSchedule && len(b.Schedule) > 0 && pol.MaxAttempts > len(b.Schedule) {
 		v.add(p+".max_attempts", "%d is more than the %d delays of backoff.schedule: past its end there is no retry", pol.MaxAttempts, len(b.Schedule))
 	}
 	if b.Kind == BackoffSchedule && len(b.Schedule) == 0 {
