@@ -235,7 +235,11 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) %[8]s %[19]s
 			ORDER BY %[17]s LIMIT $4 %[9]s
 		), d AS MATERIALIZED (
-			SELECT y.*, y.reason
+			SELECT y.*,
+				-- The decision table stops at max_attempts: more retries
+				-- made (max_attempts lowered since) are said as they are.
+				CASE WHEN y.state = 'exhausted' AND y.prev > $18 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+					'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 				|| CASE WHEN y.kind = 'wait' THEN %[12]s
 				        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN %[13]s || array_to_string(y.nodes, ', ')
 				        ELSE '' END

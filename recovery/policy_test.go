@@ -741,3 +741,17 @@ func TestWaitingRetryEndsWithItsInstance(t *testing.T) {
 		t.Fatalf("a new case after the end state: %+v, want retry 1 of 2 on n2 only", a)
 	}
 }
+
+// TestExhaustedSaysTheRetriesMade: once max_attempts is lowered below the
+// retries an instance has had, its exhaustion says how many it had.
+func TestExhaustedSaysTheRetriesMade(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffFixed}})
+	f.db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in)
+		VALUES ('orders', '1', 'ship', 4, 'retried', 'interrupt', 'Shipping')`)
+	if res := f.check(); res.Tasks[0].Exhausted != 1 {
+		t.Fatalf("%+v", res.Tasks[0])
+	}
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptExhausted || !strings.HasPrefix(a.Reason, "interrupted: exhausted after 4 retries") {
+		t.Fatalf("%+v, want exhausted after 4 retries", a)
+	}
+}
