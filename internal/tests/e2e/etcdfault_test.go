@@ -135,6 +135,21 @@ func (p *actingProbe) acting() (string, int64, bool) {
 	return "", 0, false
 }
 
+// actingAfter returns the acting master of the latest sample, if that
+// sample was begun after t (so an answer from before a fault, or the
+// master it hit, cannot count) and one acts.
+func (p *actingProbe) actingAfter(t time.Time) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.samples) == 0 || !p.samples[len(p.samples)-1].at.After(t) {
+		return "", false
+	}
+	for name := range p.samples[len(p.samples)-1].acting {
+		return name, true
+	}
+	return "", false
+}
+
 // waitActing waits until some daemon acts as master and returns it.
 func (p *actingProbe) waitActing(t testing.TB, timeout time.Duration) (string, int64) {
 	t.Helper()

@@ -790,7 +790,7 @@ func (r *faultRun) recoveryFrom(start time.Time) func() (master, repaired time.D
 	go func() {
 		defer close(done)
 		for deadline := start.Add(60 * time.Second); time.Now().Before(deadline) && (master == 0 || repaired == 0); pause(50 * time.Millisecond) {
-			if master == 0 && r.master() != nil {
+			if _, ok := r.probe.actingAfter(start); master == 0 && ok {
 				master = max(time.Since(start), time.Millisecond)
 			}
 			if repaired == 0 && time.Since(start) >= 2*time.Second {
