@@ -219,20 +219,11 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)%[24]s
 		), pick AS MATERIALIZED (
 			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-				-- The retries counted: a case after a success starts
-				-- again from 0; a retry that waited and was run by
-				-- someone else (again) counts as made.
-				CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+				`+retriesCountedSQL+` AS prev,
 				CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 				%[6]s AS node, %[7]s AS match, %[16]s AS err, %[18]s AS upd
-			FROM %[1]s AS b LEFT JOIN LATERAL (
-				-- LIMIT 1 keeps this a probe of the primary key per row,
-				-- whatever the planner thinks of the table's size.
-				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-					CASE WHEN a.state IN ('waiting', 'held') THEN %[27]s ELSE false END AS again
-				FROM %[10]s AS a
-				WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
-			WHERE b.%[3]s = $3 AND %[5]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) %[8]s %[19]s
+			FROM %[1]s AS b %[27]s
+			WHERE b.%[3]s = $3 AND %[5]s AND `+decidableSQL+` %[8]s %[19]s
 			ORDER BY %[17]s LIMIT $4 %[9]s
 		), d AS MATERIALIZED (
 			SELECT y.*,
@@ -305,7 +296,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 		FROM done`,
 		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
 		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last,
-		debugSQL(debug), window, guarded, onConflict, again)
+		debugSQL(debug), window, guarded, onConflict, r.historyJoin(again, w))
 	at := cur.id
 	if c == CauseFailure {
 		at = cur.at
@@ -339,6 +330,32 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	}
 	return bc, nil
 }
+
+// historyJoin joins to the instance row b (of workflow $1's task $2) its
+// attempts row as a: tid, attempt, nodes, state, since, stamp, and again,
+// whether a parked row's instance ran again since (the SQL condition
+// again, from againSQL).
+func (r *Repairer) historyJoin(again string, w Workflow) string {
+	return fmt.Sprintf(`LEFT JOIN LATERAL (
+				-- LIMIT 1 keeps this a probe of the primary key per row,
+				-- whatever the planner thinks of the table's size.
+				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+					CASE WHEN a.state IN ('waiting', 'held') THEN %s ELSE false END AS again
+				FROM %s AS a
+				WHERE a.workflow = $1 AND a.instance = b.%s::text AND a.task = $2 LIMIT 1) AS a ON true`,
+		again, r.attempts, claims.Ident(w.IDColumn))
+}
+
+const (
+	// retriesCountedSQL: the retries an instance's attempts row a
+	// (historyJoin) counts for its next decision: a case after a success
+	// starts again from 0; a retry that waited and was run by someone
+	// else (again) counts as made. NULL without a row.
+	retriesCountedSQL = `CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END`
+	// decidableSQL: the instance is not parked by its attempts row a, or
+	// ran again since it was.
+	decidableSQL = `(a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)`
+)
 
 // againSQL is the SQL condition, over a parked attempts row a (waiting or
 // held) of the instance row alias, that the instance ran again since it

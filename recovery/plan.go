@@ -64,7 +64,6 @@ type PlannedEffect struct {
 // order of the retries counted.
 func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedEffect, error) {
 	tbl := w.Claims
-	id := claims.Ident(w.IDColumn)
 	// An instance with an expired claim row now is interrupted again
 	// once the run deletes it.
 	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", "$1", "$3") + " OR NOT " + tbl.Unclaimed("b") + ")"
@@ -77,14 +76,11 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, claims.Ident(w.ErrorColumn))
 	}
 	q := fmt.Sprintf(`SELECT x.prev, x.match, count(*) AS n FROM (
-			SELECT CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1
-				ELSE coalesce(a.attempt, 0) END AS prev, %[6]s AS match
-			FROM %[1]s AS b LEFT JOIN LATERAL (
-				SELECT a.attempt, a.state, CASE WHEN a.state IN ('waiting', 'held') THEN %[5]s ELSE false END AS again
-				FROM %[4]s AS a WHERE a.workflow = $1 AND a.instance = b.%[2]s::text AND a.task = $2 LIMIT 1) AS a ON true
-			WHERE b.%[3]s = $3 AND %[7]s AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+			SELECT coalesce(`+retriesCountedSQL+`, 0) AS prev, %[3]s AS match
+			FROM %[1]s AS b %[4]s
+			WHERE b.%[2]s = $3 AND %[5]s AND `+decidableSQL+`
 		) AS x GROUP BY 1, 2 ORDER BY 1, 2`,
-		claims.Ident(w.Table), id, claims.Ident(w.StatusColumn), r.attempts, again, match, tbl.UnclaimedAfterExpiry("b"))
+		claims.Ident(w.Table), claims.Ident(w.StatusColumn), match, r.historyJoin(again, w), tbl.UnclaimedAfterExpiry("b"))
 	var groups []struct {
 		Prev  int   `db:"prev"`
 		Match int   `db:"match"`

@@ -293,9 +293,9 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 		for _, t := range w.Tasks {
 			unclaimed := "TRUE"
 			if tbl != nil && !faultinject.Off(faultinject.Predicate) {
-				unclaimed = tbl.Unclaimed("t")
+				unclaimed = tbl.Unclaimed("b")
 			}
-			planned, err := r.count(ctx, w, t, unclaimed, r.againSQL(CauseInterrupt, w, tbl, "t", "$2", "$1"), expired)
+			planned, err := r.count(ctx, w, t, unclaimed, r.againSQL(CauseInterrupt, w, tbl, "b", "$1", "$3"), expired)
 			if err != nil {
 				return res, err
 			}
@@ -354,19 +354,18 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 }
 
 // count returns how many instances of t are in its interim state, not
-// parked by a policy (waiting for a retry or held), and satisfy unclaimed
-// (an SQL condition on alias t; "TRUE" when the workflow takes no claims);
-// of the instances ids only, when ids is not nil.
+// parked by a policy (waiting for a retry or held) unless run again since
+// (again, over alias b), and satisfy unclaimed (an SQL condition on alias
+// b; "TRUE" when the workflow takes no claims); of the instances ids only,
+// when ids is not nil.
 func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed, again string, ids []string) (int64, error) {
 	var n int64
-	of, args := "", []any{t.Interim, w.Name, t.Name}
+	of, args := "", []any{w.Name, t.Name, t.Interim}
 	if ids != nil {
-		of, args = fmt.Sprintf("AND t.%s = ANY ($4)", claims.Ident(w.IDColumn)), append(args, pq.Array(ids))
+		of, args = fmt.Sprintf("AND b.%s = ANY ($4)", claims.Ident(w.IDColumn)), append(args, pq.Array(ids))
 	}
-	q := fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE %s = $1 AND %s %s
-		AND NOT EXISTS (SELECT 1 FROM %s a WHERE a.workflow = $2 AND a.task = $3 AND a.instance = t.%s::text AND a.state IN ('waiting', 'held')
-			AND NOT %s)`,
-		claims.Ident(w.Table), claims.Ident(w.StatusColumn), unclaimed, of, r.attempts, claims.Ident(w.IDColumn), again)
+	q := fmt.Sprintf(`SELECT count(*) FROM %s AS b %s WHERE b.%s = $3 AND %s %s AND `+decidableSQL,
+		claims.Ident(w.Table), r.historyJoin(again, w), claims.Ident(w.StatusColumn), unclaimed, of)
 	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}

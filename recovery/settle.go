@@ -46,8 +46,8 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64) ([]S
 		for _, t := range w.Tasks {
 			sc := SettleCounts{Workflow: w.Name, Task: t.Name}
 			var err error
-			if sc.HoldsCancelled, err = r.settleHolds(ctx, o, run, w, t, &idType); err != nil {
-				return out, fmt.Errorf("settle holds of %s.%s: %w", w.Name, t.Name, err)
+			if sc.HoldsCancelled, err = r.closeParked(ctx, o, run, w, t, &idType); err != nil {
+				return out, fmt.Errorf("close parked rows of %s.%s: %w", w.Name, t.Name, err)
 			}
 			var some bool
 			if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
@@ -154,9 +154,9 @@ type parkedCursor struct{ at, instance string }
 // waitingPerPass bounds the waiting retries a pass looks at: a pass with
 // 100k retries waiting stays about as cheap as an idle one, and each is
 // looked at in turn, every few minutes.
-const waitingPerPass = 500
+const waitingPerPass = 100
 
-// settleHolds closes the parked rows of task t whose instance is no
+// closeParked closes the parked rows of task t whose instance is no
 // longer where it was left, each with an event, in one fenced
 // transaction per state: a hold whose instance moved anywhere (hold
 // cancelled), a waiting retry whose instance reached an end state or is
@@ -167,7 +167,7 @@ const waitingPerPass = 500
 // waitingPerPass waiting retries: with more, the next pass goes on where
 // this one stopped. idType is the workflow's id type, read on first need.
 // It returns how many holds it closed.
-func (r *Repairer) settleHolds(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string) (int64, error) {
+func (r *Repairer) closeParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string) (int64, error) {
 	held, err := r.settleParked(ctx, o, run, w, t, idType, AttemptHeld)
 	if err != nil {
 		return 0, err
@@ -184,8 +184,10 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 		order, limit, kind, what, gone = "next_attempt_at", waitingPerPass, audit.KindRetryCancelled, "retry cancelled", "j.st IS NULL OR j.st = ANY ($7::text[])"
 	}
 	var some bool
+	// The state as a literal: the planner then reads the state's partial
+	// index (a parameter would not match its predicate).
 	if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
-		WHERE workflow = $1 AND state = $3 AND task = $2)`, w.Name, t.Name, state).Scan(&some); err != nil {
+		WHERE workflow = $1 AND state = `+pq.QuoteLiteral(state)+` AND task = $2)`, w.Name, t.Name).Scan(&some); err != nil {
 		return 0, err
 	}
 	if !some {
@@ -200,14 +202,22 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 	r.mu.Lock()
 	cur := r.parkedAt[key]
 	r.mu.Unlock()
+	// A range of the state's index (time, instance): from the start, or
+	// after the cursor ($3 and $4 unused then).
+	after := "AND $3 = '' AND $4 = ''"
+	if cur.at != "" {
+		after = fmt.Sprintf("AND (a.%s, a.instance) > ($3::timestamptz, $4::text)", order)
+	}
 	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(kind), RunID: "$6",
 		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", ToState: "x.st", Attempt: "x.attempt",
 		Reason: "x.reason"}, "upd x")
 	q := fmt.Sprintf(`WITH h AS MATERIALIZED (
 			SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.%[7]s AS at FROM %[1]s AS a
-			WHERE a.workflow = $1 AND a.state = $8 AND a.task = $2
-			  AND ($3 = '' OR (a.%[7]s, a.instance) > ($3::timestamptz, $4::text))
-			ORDER BY a.%[7]s, a.instance LIMIT $5 FOR UPDATE SKIP LOCKED
+			WHERE a.workflow = $1 AND a.state = %[10]s AND a.task = $2 %[9]s
+			-- No row locks: most rows looked at stay as they are; the
+			-- update below takes those it changes, by tuple id and state
+			-- (a row changed since is not found).
+			ORDER BY a.%[7]s, a.instance LIMIT $5
 		), x AS MATERIALIZED (
 			SELECT j.*, j.st = ANY ($7::text[]) AS ended, CASE
 					WHEN j.st IS NULL THEN $9 || ': the instance no longer exists'
@@ -225,7 +235,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 		)
 		SELECT (SELECT count(*) FROM h), coalesce((SELECT at::text FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''),
 			coalesce((SELECT instance FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM upd)`,
-		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, ev, order, gone)
+		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, ev, order, gone, after, pq.QuoteLiteral(state))
 	var n int
 	var next parkedCursor
 	var closed int64
