@@ -346,7 +346,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 	}
 	// 5b. How retries ended: bookkeeping that moves no instance, so a
 	// pause does not stop it.
-	if res.Settled, err = c.cfg.Recovery.Settle(ctx, o, run); err != nil {
+	if res.Settled, err = c.cfg.Recovery.Settle(ctx, o, run, sweep); err != nil {
 		return err
 	}
 	// 6. Failover grades, from the interruptions of this pass and the

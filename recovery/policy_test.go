@@ -558,7 +558,7 @@ func TestAttemptsStartOverAfterSuccess(t *testing.T) {
 		t.Fatalf("after two interruptions: %+v", a)
 	}
 	db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`)
-	if _, err := r.Settle(context.Background(), o, 0); err != nil {
+	if _, err := r.Settle(context.Background(), o, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptSucceeded {
@@ -592,7 +592,7 @@ func TestHoldCancelledWhenInstanceMoves(t *testing.T) {
 	db.MustExec(`DELETE FROM app.orders WHERE id = 5`)
 	var cancelled int64
 	for pass := 1; pass <= 3; pass++ { // BatchSize 2: five holds in three passes
-		sc, err := r.Settle(context.Background(), o, 0)
+		sc, err := r.Settle(context.Background(), o, 0, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -723,7 +723,7 @@ func TestWaitingRetryEndsWithItsInstance(t *testing.T) {
 	}
 	db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`) // reached an end state
 	db.MustExec(`DELETE FROM app.orders WHERE id = 2`)                   // gone
-	if _, err := r.Settle(context.Background(), o, 0); err != nil {
+	if _, err := r.Settle(context.Background(), o, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptSucceeded || a.Reason != "retry cancelled: the instance reached end state Shipped" {

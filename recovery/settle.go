@@ -39,14 +39,17 @@ type SettleCounts struct {
 // instance still in the task's begin or interim state is left retried:
 // its retry runs. A partial index on the retried rows keeps the pass
 // proportional to the retries under way. It returns the tasks with any.
-func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64) ([]SettleCounts, error) {
+//
+// On a sweep pass it also closes waiting retries whose instance reached
+// an end state or is gone (closeParked).
+func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, sweep bool) ([]SettleCounts, error) {
 	var out []SettleCounts
 	for _, w := range r.cfg.Workflows {
 		var idType string
 		for _, t := range w.Tasks {
 			sc := SettleCounts{Workflow: w.Name, Task: t.Name}
 			var err error
-			if sc.HoldsCancelled, err = r.closeParked(ctx, o, run, w, t, &idType); err != nil {
+			if sc.HoldsCancelled, err = r.closeParked(ctx, o, run, w, t, &idType, sweep); err != nil {
 				return out, fmt.Errorf("close parked rows of %s.%s: %w", w.Name, t.Name, err)
 			}
 			var some bool
@@ -151,26 +154,24 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 // state's partial index (held: since; waiting: next_attempt_at).
 type parkedCursor struct{ at, instance string }
 
-// waitingPerPass bounds the waiting retries a pass looks at: a pass with
-// 100k retries waiting stays about as cheap as an idle one, and each is
-// looked at in turn, every few minutes.
-const waitingPerPass = 100
-
 // closeParked closes the parked rows of task t whose instance is no
 // longer where it was left, each with an event, in one fenced
-// transaction per state: a hold whose instance moved anywhere (hold
-// cancelled), a waiting retry whose instance reached an end state or is
-// gone (retry cancelled; one moved elsewhere is cancelled when it falls
-// due, one moved back to begin counts as run). A row whose instance
-// reached an end state ends succeeded (a later case of the task counts
-// from 0), any other cancelled. A pass looks at up to BatchSize holds and
-// waitingPerPass waiting retries: with more, the next pass goes on where
-// this one stopped. idType is the workflow's id type, read on first need.
-// It returns how many holds it closed.
-func (r *Repairer) closeParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string) (int64, error) {
+// transaction per state, and only when there is one to close: every pass,
+// a hold whose instance moved anywhere (hold cancelled); on a sweep pass,
+// a waiting retry whose instance reached an end state or is gone (retry
+// cancelled; one moved elsewhere is cancelled when it falls due, one
+// moved back to begin counts as run). Looking at waiting retries costs a
+// pass with 100k of them more than the idle pass the retry issue allows,
+// so it waits for the sweeps, which are costly anyway. A row whose
+// instance reached an end state ends succeeded (a later case of the task
+// counts from 0), any other cancelled. A pass looks at up to BatchSize
+// rows of each state: with more, the next goes on where it stopped.
+// idType is the workflow's id type, read on first need. It returns how
+// many holds it closed.
+func (r *Repairer) closeParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, sweep bool) (int64, error) {
 	held, err := r.settleParked(ctx, o, run, w, t, idType, AttemptHeld)
-	if err != nil {
-		return 0, err
+	if err != nil || !sweep {
+		return held, err
 	}
 	_, err = r.settleParked(ctx, o, run, w, t, idType, AttemptWaiting)
 	return held, err
@@ -181,7 +182,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 	// held: since (its index, per workflow); waiting: the due time.
 	order, limit, kind, what, gone := "since", r.cfg.BatchSize, audit.KindHoldCancelled, "hold cancelled", "j.st IS DISTINCT FROM j.left_in"
 	if state == AttemptWaiting {
-		order, limit, kind, what, gone = "next_attempt_at", waitingPerPass, audit.KindRetryCancelled, "retry cancelled", "j.st IS NULL OR j.st = ANY ($7::text[])"
+		order, limit, kind, what, gone = "next_attempt_at", r.cfg.BatchSize, audit.KindRetryCancelled, "retry cancelled", "j.st IS NULL OR j.st = ANY ($6::text[])"
 	}
 	var some bool
 	// The state as a literal: the planner then reads the state's partial
@@ -208,43 +209,53 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 	if cur.at != "" {
 		after = fmt.Sprintf("AND (a.%s, a.instance) > ($3::timestamptz, $4::text)", order)
 	}
-	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(kind), RunID: "$6",
+	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(kind), RunID: "$8",
 		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", ToState: "x.st", Attempt: "x.attempt",
 		Reason: "x.reason"}, "upd x")
-	q := fmt.Sprintf(`WITH h AS MATERIALIZED (
+	// The rows to close: h, the slice looked at; x, those whose instance
+	// is no longer where it was left. $1–$7 (the run, $8, only writes).
+	pick := fmt.Sprintf(`WITH h AS MATERIALIZED (
 			SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.%[7]s AS at FROM %[1]s AS a
-			WHERE a.workflow = $1 AND a.state = %[10]s AND a.task = $2 %[9]s
+			WHERE a.workflow = $1 AND a.state = %[9]s AND a.task = $2 %[8]s
 			-- No row locks: most rows looked at stay as they are; the
-			-- update below takes those it changes, by tuple id and state
-			-- (a row changed since is not found).
+			-- update takes those it changes, by tuple id and state (a
+			-- row changed since is not found).
 			ORDER BY a.%[7]s, a.instance LIMIT $5
 		), x AS MATERIALIZED (
-			SELECT j.*, j.st = ANY ($7::text[]) AS ended, CASE
-					WHEN j.st IS NULL THEN $9 || ': the instance no longer exists'
-					WHEN j.st = ANY ($7::text[]) THEN $9 || ': the instance reached end state ' || j.st
-					ELSE $9 || ': instance moved to ' || j.st || ' by someone else' END AS reason
+			SELECT j.*, j.st = ANY ($6::text[]) AS ended, CASE
+					WHEN j.st IS NULL THEN $7 || ': the instance no longer exists'
+					WHEN j.st = ANY ($6::text[]) THEN $7 || ': the instance reached end state ' || j.st
+					ELSE $7 || ': instance moved to ' || j.st || ' by someone else' END AS reason
 			FROM (SELECT h.*, (SELECT t.%[4]s::text FROM %[2]s AS t WHERE t.%[3]s = h.instance::%[5]s) AS st FROM h) AS j
-			WHERE %[8]s
-		), upd AS (
-			UPDATE %[1]s AS a SET state = CASE WHEN x.ended THEN 'succeeded' ELSE 'cancelled' END, since = now(),
-				next_attempt_at = NULL, last_reason = x.reason
-			FROM x WHERE a.ctid = x.tid AND a.state = $8
-			RETURNING x.instance, x.left_in, x.st, x.attempt, x.reason
-		), ev AS (
-			%[6]s
-		)
-		SELECT (SELECT count(*) FROM h), coalesce((SELECT at::text FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''),
-			coalesce((SELECT instance FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM upd)`,
-		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, ev, order, gone, after, pq.QuoteLiteral(state))
+			WHERE %[6]s
+		)`, r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, gone, order, after, pq.QuoteLiteral(state))
+	args := []any{w.Name, t.Name, cur.at, cur.instance, limit, pq.Array(t.Ends), what}
+	// Read first, outside a transaction: most passes close nothing, and
+	// need no fenced one.
 	var n int
 	var next parkedCursor
-	var closed int64
-	err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		return tx.QueryRowContext(ctx, q, w.Name, t.Name, cur.at, cur.instance, limit, run, pq.Array(t.Ends), state, what).
-			Scan(&n, &next.at, &next.instance, &closed)
-	})
-	if err != nil {
+	var found, closed int64
+	if err := r.cfg.DB.QueryRowContext(ctx, pick+`
+		SELECT (SELECT count(*) FROM h), coalesce((SELECT at::text FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''),
+			coalesce((SELECT instance FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM x)`, args...).
+		Scan(&n, &next.at, &next.instance, &found); err != nil {
 		return 0, err
+	}
+	if found > 0 {
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			return tx.QueryRowContext(ctx, pick+`, upd AS (
+					UPDATE `+r.attempts+` AS a SET state = CASE WHEN x.ended THEN 'succeeded' ELSE 'cancelled' END, since = now(),
+						next_attempt_at = NULL, last_reason = x.reason
+					FROM x WHERE a.ctid = x.tid AND a.state = `+pq.QuoteLiteral(state)+`
+					RETURNING x.instance, x.left_in, x.st, x.attempt, x.reason
+				), ev AS (
+					`+ev+`
+				)
+				SELECT count(*) FROM upd`, append(args, run)...).Scan(&closed)
+		})
+		if err != nil {
+			return 0, err
+		}
 	}
 	if n < limit {
 		next = parkedCursor{} // all looked at: the next pass starts over

@@ -29,7 +29,7 @@ func TestSettle(t *testing.T) {
 		UPDATE app.orders SET status = 'Delivered' WHERE id = 5;
 		DELETE FROM app.orders WHERE id = 6`)
 	f.r.cfg.BatchSize = 2 // several batches
-	sc, err := f.r.Settle(ctx, f.o, 0)
+	sc, err := f.r.Settle(ctx, f.o, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSettle(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != "1:retry_succeeded:Shipped:1 4:retry_failed:ShipFailed:1 5:retry_succeeded:Delivered:1 6:retry_cancelled:-:1 7:retry_failed:ShipFailed:1" {
 		t.Fatalf("events: %s", got)
 	}
-	if sc, err := f.r.Settle(ctx, f.o, 0); err != nil || len(sc) != 0 {
+	if sc, err := f.r.Settle(ctx, f.o, 0, true); err != nil || len(sc) != 0 {
 		t.Fatalf("second pass settled %+v, %v; want nothing", sc, err)
 	}
 
@@ -66,7 +66,7 @@ func TestSettle(t *testing.T) {
 	// policy's to decide: it stays retried.
 	f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{Strategy: StrategyHold}
 	f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 2`)
-	if sc, err := f.r.Settle(ctx, f.o, 0); err != nil || len(sc) != 0 {
+	if sc, err := f.r.Settle(ctx, f.o, 0, true); err != nil || len(sc) != 0 {
 		t.Fatalf("under on_failure: settled %+v, %v; want nothing", sc, err)
 	}
 	if a := attemptOf(t, f.db, "orders", "2", "ship"); a.State != AttemptRetried {
