@@ -708,7 +708,7 @@ func TestDueRetryRunElsewhereCounts(t *testing.T) {
 }
 
 // TestWaitingRetryEndsWithItsInstance: a waiting retry whose instance
-// reached an end state is closed by the next pass (not at its due time,
+// reached an end state is closed by the next sweep (not at its due time,
 // which may be days away), as succeeded, so the instance view and the
 // statistics stop showing it waiting, and a later case of the task counts
 // from 0 with none of the old nodes (second outside review).
