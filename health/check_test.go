@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -463,7 +462,7 @@ func TestCheckRunsDueRetries(t *testing.T) {
 	wfs := slices.Clone(workflows)
 	wfs[1].Tasks = slices.Clone(wfs[1].Tasks)
 	wfs[1].Tasks[0].OnInterrupt = recovery.Policy{Strategy: recovery.StrategyRetry, MaxAttempts: 1,
-		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: 200 * time.Millisecond, MaxDelay: time.Hour}}
+		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}
 	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
 	c := newChecker(b, CheckConfig{Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
 		Schema: "enginehealth", Workflows: wfs, Log: quiet})})
@@ -475,10 +474,15 @@ func TestCheckRunsDueRetries(t *testing.T) {
 	if st := states(t, b.db, "invoice", "status"); st["Sending"] != 1 {
 		t.Fatalf("waiting instance moved: %v", st)
 	}
-	testkit.Eventually(t, 10*time.Second, "a pass to run the due retry", func() (bool, error) {
-		res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
-		return err == nil && res.Retries.Retried == 1, err
-	})
+	if res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil); err != nil || res.Retries.Retried != 0 {
+		t.Fatalf("a pass before the delay: %+v %v, want the retry left waiting", res, err)
+	}
+	// The hour passes (a delay short enough to wait for would let a slow
+	// pass run the retry it just scheduled).
+	b.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() WHERE state = 'waiting'`)
+	if res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil); err != nil || res.Retries.Retried != 1 {
+		t.Fatalf("the pass after the delay: %+v %v, want the retry run", res, err)
+	}
 	if st := states(t, b.db, "invoice", "status"); st["Created"] != 1 {
 		t.Fatalf("after the retry: %v", st)
 	}
