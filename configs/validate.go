@@ -438,10 +438,14 @@ func (pol *Policy) validate(v *validator, p string) {
 	if !slices.Contains(kinds, b.Kind) {
 		v.add(bp+".kind", "%s: want one of %s", excerpt(b.Kind), strings.Join(kinds, ", "))
 	}
+	// Delays are kept, compared and said to the millisecond: a finer
+	// one would be a retry "in 0s" that still waits for a pass.
 	if d := *b.Base; d < 0 || d > maxBackoffDelay {
 		v.add(bp+".base", "must be in [0s, %s], got %s", maxBackoffDelay, d)
+	} else if d > 0 && d < time.Millisecond {
+		v.add(bp+".base", "%s is below 1ms, the finest delay kept; write 0s for a retry at once", d)
 	}
-	if v.within(bp+".max_delay", b.MaxDelay, 0, maxBackoffDelay) && b.MaxDelay < *b.Base {
+	if v.within(bp+".max_delay", b.MaxDelay, time.Millisecond, maxBackoffDelay) && b.MaxDelay < *b.Base {
 		v.add(bp+".max_delay", "%s is less than base (%s)", b.MaxDelay, *b.Base)
 	}
 	if j := *b.Jitter; !(j >= 0 && j < 1) {
@@ -464,7 +468,7 @@ func (pol *Policy) validate(v *validator, p string) {
 		v.add(bp+".schedule", "only applies to kind schedule")
 	}
 	for i, d := range b.Schedule {
-		v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, 0, maxBackoffDelay)
+		v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, time.Millisecond, maxBackoffDelay)
 	}
 }
 

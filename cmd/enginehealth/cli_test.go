@@ -37,7 +37,7 @@ func fakeDaemon(t *testing.T) string {
 	mux.HandleFunc("GET /v1/nodes", answer([]nodes.Node{{Name: e, Status: e, Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
 	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: e, Trigger: e, Master: e, Status: e, Error: e}}))
 	one := 1
-	mux.HandleFunc("GET /v1/instances/{wf}/{id}", answer(recovery.InstanceView{Workflow: e, Instance: e, State: &e,
+	mux.HandleFunc("GET /v1/instances", answer(recovery.InstanceView{Workflow: e, Instance: e, State: &e,
 		Claim:    &claims.ClaimRow{Node: e, Token: e},
 		Attempts: []recovery.AttemptView{{Task: e, State: e, Cause: recovery.Cause(e), Nodes: []string{e}, LastReason: e, LastNode: &e}},
 		Events:   []audit.Event{{ID: 1, Kind: e, Actor: e, Node: &e, FromState: &e, ToState: &e, Attempt: &one, Reason: e}}}))

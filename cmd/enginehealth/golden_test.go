@@ -145,7 +145,13 @@ func fixtureDaemon(t *testing.T) string {
 		}
 		answer(page)(w, r)
 	})
-	mux.HandleFunc("GET /v1/instances/orders/51", answer(iv))
+	mux.HandleFunc("GET /v1/instances", func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Get("workflow") != "orders" || q.Get("id") != "51" {
+			http.NotFound(w, r)
+			return
+		}
+		answer(iv)(w, r)
+	})
 	mux.HandleFunc("GET /v1/holds", answer(holds))
 	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{run, failed}))
 	mux.HandleFunc("GET /v1/runs/42", answer(detail))

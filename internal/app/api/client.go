@@ -267,17 +267,13 @@ func (c *Client) Retry(ctx context.Context, req RetryRequest) (recovery.RetryRes
 // Instance returns what the daemon knows of one instance.
 func (c *Client) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
 	var v recovery.InstanceView
-	q := ""
+	// The query form: any id fits it, one with slashes, empty, "." or
+	// ".." segments included.
+	q := url.Values{"workflow": {ref.Workflow}, "id": {ref.Instance}}
 	if limit > 0 {
-		q = "?limit=" + strconv.Itoa(limit)
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	// An id's slashes stay slashes: the route takes the rest of the path
-	// as the id, and the server refuses an encoded slash.
-	segs := strings.Split(ref.Instance, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return v, c.get(ctx, "/v1/instances/"+url.PathEscape(ref.Workflow)+"/"+strings.Join(segs, "/")+q, &v)
+	return v, c.get(ctx, "/v1/instances?"+q.Encode(), &v)
 }
 
 // RetryStats returns the retry statistics by workflow and task.

@@ -52,6 +52,7 @@ func FuzzHandler(f *testing.F) {
 		{"GET", "/v1/events?after=10&limit=50&node=n1&workflow=orders&instance=7&kind=node_status&run=3&since=2026-11-23T14:00:00Z&until=2026-11-24T00:00:00%2B02:00", "", ""},
 		{"GET", "/v1/holds?workflow=orders&limit=10", "", ""},
 		{"GET", "/v1/instances/orders/51?limit=5", "", ""},
+		{"GET", "/v1/instances?workflow=orders&id=a%2F..%2Fb&limit=5", "", ""},
 		{"GET", "/v1/retries/stats", "", ""},
 		{"POST", "/v1/nodes/n1/ack", "application/json", `{"reason":"host replaced"}`},
 		{"POST", "/v1/nodes/n1/reset-grade", "application/json", `{"reason":"disk replaced"}`},

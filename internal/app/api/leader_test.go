@@ -79,22 +79,24 @@ func TestLeaderNamesTheActingMaster(t *testing.T) {
 	}
 }
 
-// TestClientKeepsSlashesOfAnID: the client sends an instance id's slashes
-// as slashes (the route takes the rest of the path as the id; the server
-// refuses an encoded slash) and escapes the rest of each segment.
-func TestClientKeepsSlashesOfAnID(t *testing.T) {
-	var got string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.URL.EscapedPath()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{}`)
-	}))
+// TestClientNamesAnyID: the client asks for an instance in the query
+// form, so an id with slashes, empty, "." or ".." segments, spaces or a
+// percent sign reaches the daemon as it is (no path form can carry the
+// former: the server refuses non-canonical paths).
+func TestClientNamesAnyID(t *testing.T) {
+	h, s, _ := newTestHandler(t)
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	c := NewClient(srv.URL, "")
-	if _, err := c.Instance(context.Background(), recovery.Ref{Workflow: "orders", Instance: "eu/7 a%"}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if want := "/v1/instances/orders/eu/7%20a%25"; got != want {
-		t.Fatalf("path %q, want %q", got, want)
+	for _, id := range []string{"eu/7 a%", "a//b", "..", "./x", "x/", "/x", "%2F", "a&id=b"} {
+		if _, err := c.Instance(context.Background(), recovery.Ref{Workflow: "orders", Instance: id}, 5); err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		s.mu.Lock()
+		got := s.calls[len(s.calls)-1]
+		s.mu.Unlock()
+		if want := "instance orders|" + id; got != want {
+			t.Fatalf("the daemon was asked %q, want %q", got, want)
+		}
 	}
 }

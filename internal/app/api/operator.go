@@ -193,16 +193,31 @@ func afterSentinel(err, sentinel error) string {
 	return s
 }
 
-func (h *handler) instance(w http.ResponseWriter, r *http.Request) {
-	ref := recovery.Ref{Workflow: r.PathValue("workflow"), Instance: r.PathValue("id")}
-	if p := nameProblem(ref.Workflow, false); p != "" {
-		writeProblem(w, http.StatusBadRequest, "path parameter workflow: "+p, "got "+quoteShort(ref.Workflow))
-		return
+// instance answers GET /v1/instances/{workflow}/{id} (in "path"
+// parameters) and GET /v1/instances?workflow=W&id=X ("query"), the form
+// for any id: one with empty, "." or ".." segments has no canonical path.
+func (h *handler) instance(in string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var ref recovery.Ref
+		for _, p := range []struct {
+			name string
+			to   *string
+		}{{"workflow", &ref.Workflow}, {"id", &ref.Instance}} {
+			if in == "path" {
+				*p.to = r.PathValue(p.name)
+			} else {
+				*p.to, _ = queryValue(r, p.name)
+			}
+			if prob := nameProblem(*p.to, false); prob != "" {
+				writeProblem(w, http.StatusBadRequest, in+" parameter "+p.name+": "+prob, "got "+quoteShort(*p.to))
+				return
+			}
+		}
+		h.instanceOf(w, r, ref)
 	}
-	if p := nameProblem(ref.Instance, false); p != "" {
-		writeProblem(w, http.StatusBadRequest, "path parameter id: "+p, "got "+quoteShort(ref.Instance))
-		return
-	}
+}
+
+func (h *handler) instanceOf(w http.ResponseWriter, r *http.Request, ref recovery.Ref) {
 	limit, ok := intParam(w, r, "limit", recovery.DefaultInstanceEvents)
 	if !ok {
 		return

@@ -189,7 +189,8 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/holds/fail", only(h.mutation(h.decideHolds(recovery.DecideFail))))
 	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.retry)))
 	mux.HandleFunc("GET /v1/holds", only(h.limited(h.listHolds), "workflow", "limit"))
-	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.limited(h.instance), "limit"))
+	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.limited(h.instance("path")), "limit"))
+	mux.HandleFunc("GET /v1/instances", only(h.limited(h.instance("query")), "workflow", "id", "limit"))
 	// Without an id: a 404 here, where the mux would redirect to the
 	// path with a slash (and an empty id).
 	mux.HandleFunc("/v1/instances/{workflow}", func(w http.ResponseWriter, r *http.Request) {
