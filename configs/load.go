@@ -333,9 +333,9 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		}
 		s := strings.TrimSpace(string(data))
 		if s == "" {
-			v.add(fileKey, "file %s is empty", file)
+			v.add(fileKey, "file %s is empty", pathText(file))
 		} else if strings.ContainsFunc(s, func(r rune) bool { return r == 0 || r == '\n' }) {
-			v.add(fileKey, "file %s holds more than one line or a NUL byte", file)
+			v.add(fileKey, "file %s holds more than one line or a NUL byte", pathText(file))
 			return ""
 		}
 		return s
@@ -344,12 +344,12 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		s = strings.TrimSpace(s)
 		switch {
 		case !ok || s == "":
-			v.add(envKey, "environment variable %s is not set or empty", env)
+			v.add(envKey, "environment variable %s is not set or empty", pathText(env))
 		case len(s) > MaxSecretBytes:
-			v.add(envKey, "environment variable %s holds more than %d bytes", env, MaxSecretBytes)
+			v.add(envKey, "environment variable %s holds more than %d bytes", pathText(env), MaxSecretBytes)
 			return ""
 		case strings.ContainsFunc(s, func(r rune) bool { return r == 0 || r == '\n' }):
-			v.add(envKey, "environment variable %s holds more than one line or a NUL byte", env)
+			v.add(envKey, "environment variable %s holds more than one line or a NUL byte", pathText(env))
 			return ""
 		}
 		return s
@@ -362,7 +362,7 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 func unwrapPathError(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+		return fmt.Errorf("%s: %w", pathText(pe.Path), pe.Err)
 	}
 	return err
 }

@@ -57,17 +57,17 @@ func readFile(path string, limit int64) ([]byte, error) {
 		return nil, unwrapPathError(err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileKind(st.Mode()))
+		return nil, fmt.Errorf("%s: not a regular file (%s)", pathText(path), fileKind(st.Mode()))
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), limit)
+		return nil, fmt.Errorf("%s: %d bytes, more than the limit of %d", pathText(path), st.Size(), limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: more than the limit of %d bytes", path, limit)
+		return nil, fmt.Errorf("%s: more than the limit of %d bytes", pathText(path), limit)
 	}
 	return data, nil
 }
@@ -91,6 +91,16 @@ func fileKind(m os.FileMode) string {
 // excerpt quotes at most excerptLen runes of s, with Go escapes, so a huge
 // or hostile value never reaches a log or terminal whole. Credentials are
 // masked first (see redact), so no cut can show part of a password.
+// pathText is a file path or a variable's name as an error says it: as
+// it is when printable and not over 256 bytes (a path can be long), else
+// an excerpt (a value from a config can be anything).
+func pathText(p string) string {
+	if len(p) <= 256 && !strings.ContainsFunc(p, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return p
+	}
+	return excerpt(p)
+}
+
 func excerpt(s string) string {
 	s = redact(s)
 	if utf8.RuneCountInString(s) <= excerptLen && len(s) <= 4*excerptLen {
