@@ -71,7 +71,12 @@ func openFDs(t *testing.T) int {
 // out GET /healthz nor take more file descriptors than the cap.
 func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	const clients = 2000
-	opts := ServerOptions{} // the daemon's defaults
+	// The daemon's defaults, but for a header timeout far beyond the
+	// client's: locked out, a request would wait for a slow connection to
+	// time out (a minute), and the client gives up after 15 s; let in, it
+	// is answered at once, however slow a loaded machine is (a 1 s bound
+	// failed under -race on a busy machine).
+	opts := ServerOptions{ReadTimeout: time.Minute}
 	maxConns := opts.withDefaults().MaxConns
 	raiseFDLimit(t, clients+uint64(maxConns)+256)
 	logs := &logBuffer{}
@@ -123,7 +128,7 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
 	var worst time.Duration
 	for range 5 {
@@ -134,8 +139,8 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 			t.Fatalf("GET /healthz with %d slow connections: %v after %s", clients, err, took)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || took >= time.Second {
-			t.Fatalf("GET /healthz with %d slow connections: %d after %s, want 200 within 1s", clients, resp.StatusCode, took)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /healthz with %d slow connections: %d after %s, want 200", clients, resp.StatusCode, took)
 		}
 		worst = max(worst, took)
 	}

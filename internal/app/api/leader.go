@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // Leader is the body of GET /v1/leader: the acting master, as it sees
@@ -82,7 +83,8 @@ func (h *handler) acting(r *http.Request) (Leader, error) {
 	}
 	defer release()
 	cctx, cancel := context.WithTimeout(ctx, candidatesBudget)
-	cands, err := h.cfg.Candidates(cctx)
+	// Bounded by the budget even when the database does not answer.
+	cands, err := pgdb.Await(cctx, h.cfg.Candidates)
 	cancel()
 	if err != nil {
 		h.reqLog(r).WarnContext(ctx, "looking up the master", "err", err.Error())

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -78,9 +79,31 @@ func (h *handler) limited(next http.HandlerFunc) http.HandlerFunc {
 			h.busy(w, r)
 			return
 		}
-		bw := &bufferedWriter{header: w.Header(), code: http.StatusOK}
-		next(bw, r)
-		release()
+		// next runs on its own, into its own buffer and header: a
+		// database that stops answering holds lib/pq's read until the
+		// connection's read deadline (35 s by default) whatever the
+		// request's context says, and the client gets a 503 at
+		// h.cfg.Timeout and a second rather than wait for it. next keeps
+		// its slot until it returns, so such leftovers stay bounded.
+		bw := &bufferedWriter{header: w.Header().Clone(), code: http.StatusOK}
+		done := make(chan any, 1)
+		go func() {
+			defer release()
+			defer func() { done <- recover() }()
+			next(bw, r)
+		}()
+		t := time.NewTimer(h.cfg.Timeout + answerGrace)
+		defer t.Stop()
+		select {
+		case p := <-done:
+			if p != nil {
+				panic(p) // net/http's recovery logs it and drops the connection, as before
+			}
+		case <-t.C:
+			h.notAnswering(w, r)
+			return
+		}
+		maps.Copy(w.Header(), bw.header)
 		n := min(int64(bw.buf.Len()), answerBytes)
 		// Not r's context: a request whose body failed to arrive (408) has
 		// it cancelled, and still gets its answer.
@@ -114,6 +137,20 @@ type bufferedWriter struct {
 func (b *bufferedWriter) Header() http.Header         { return b.header }
 func (b *bufferedWriter) WriteHeader(code int)        { b.code = code }
 func (b *bufferedWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
+
+// answerGrace is how much longer than its database timeout a request may
+// take before it is answered 503 (notAnswering).
+const answerGrace = time.Second
+
+// notAnswering answers a request whose database work outlived its timeout:
+// the database does not answer (it is frozen, or the path to it drops
+// packets). The work may still end, and a change take effect, later.
+func (h *handler) notAnswering(w http.ResponseWriter, r *http.Request) {
+	h.reqLog(r).WarnContext(r.Context(), "the database did not answer in time", "timeout", (h.cfg.Timeout + answerGrace).String())
+	w.Header().Set("Retry-After", "5")
+	writeProblem(w, http.StatusServiceUnavailable, "database: no answer within "+(h.cfg.Timeout+answerGrace).String(),
+		"PostgreSQL is not answering this node (down, frozen or cut off); a change asked for may still take effect when it answers")
+}
 
 // busy answers a request that found no database slot or answer budget.
 func (h *handler) busy(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -250,6 +251,26 @@ func newScrape(src Source) *scrape {
 // read (up false) it returns the last values read instead, if they are
 // younger than staleFor.
 func (s *scrape) read(ctx context.Context) (dbValues, bool) {
+	// Bounded by ctx even when the database does not answer (lib/pq
+	// would wait for the connection's read deadline): the last values
+	// are exported instead.
+	v, _ := pgdb.Await(ctx, func(ctx context.Context) (dbValues, error) { return s.readNow(ctx), nil })
+	up := v.nodesOK || s.src.Nodes == nil && !v.at.IsZero()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if up {
+		s.last = v
+		return v, true
+	}
+	if !s.last.at.IsZero() && time.Since(s.last.at) < staleFor {
+		return s.last, false
+	}
+	return dbValues{}, false
+}
+
+// readNow reads the database's values; the registry first, the others
+// only if it could be read.
+func (s *scrape) readNow(ctx context.Context) dbValues {
 	v := dbValues{at: time.Now()}
 	var err error
 	up := true
@@ -269,16 +290,7 @@ func (s *scrape) read(ctx context.Context) (dbValues, bool) {
 		v.events, err = s.src.EventsWritten(ctx)
 		v.eventsOK = err == nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if up {
-		s.last = v
-		return v, true
-	}
-	if !s.last.at.IsZero() && time.Since(s.last.at) < staleFor {
-		return s.last, false
-	}
-	return dbValues{}, false
+	return v
 }
 
 // Describe sends the descriptions without reading anything (registration

@@ -197,3 +197,30 @@ func Summary(err error) string {
 	}
 	return "failed (the node's log has the cause)"
 }
+
+// Await runs fn(ctx) and waits for it no longer than ctx lasts. lib/pq
+// reads an answer until the connection's read deadline (the statement
+// timeout and the connect timeout) whatever ctx says: a server that stops
+// answering (frozen, or a network path that drops packets) holds the
+// caller that long. Await returns ctx's error once ctx ends; fn goes on in
+// the background until the driver gives up, and its result is dropped.
+// The caller's bound on concurrent database work (a pool, a slot) is what
+// bounds those leftovers: fn must release what it holds itself.
+func Await[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn(ctx)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("the database did not answer in time: %w", context.Cause(ctx))
+	}
+}

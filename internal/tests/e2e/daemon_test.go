@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -362,12 +363,42 @@ func TestReadyzFollowsTheHeartbeat(t *testing.T) {
 		}
 	}
 	eventually(t, 30*time.Second, "ready", ready(true))
+	hc := &http.Client{Timeout: 15 * time.Second}
+	if resp, err := hc.Get("http://" + n.APIAddress + "/metrics"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close() // a scrape that read the registry
+	}
 	if err := p.Blackhole(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "not ready: heartbeat failing", ready(false))
 	if h, err := cl.Health(ctx); err == nil || h.Status == "ok" {
 		t.Fatalf("/healthz with the heartbeat failing: %+v %v", h, err)
+	}
+	// Reads that need the database answer while it does not, well before
+	// the connections' read deadline (35 s) that lib/pq waits for: the
+	// metrics with the last values read, status and the master lookup
+	// with an error (outside review: they hung 35 s, and status said no
+	// daemon answered).
+	for _, path := range []string{"/metrics", "/v1/leader", "/v1/nodes", "/v1/status"} {
+		resp, err := hc.Get("http://" + n.APIAddress + path)
+		if err != nil {
+			t.Fatalf("GET %s with the database cut: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if path == "/metrics" && (resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "enginehealth_database_up 0") ||
+			!strings.Contains(string(body), `enginehealth_nodes{status="Ready"} 1`)) {
+			t.Fatalf("/metrics with the database cut: %d, want 200, database_up 0 and the last registry read:\n%s", resp.StatusCode, body)
+		}
+		if (path == "/v1/nodes" || path == "/v1/status") && resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("GET %s with the database cut: %d, want 503: %s", path, resp.StatusCode, body)
+		}
+	}
+	out, errOut, code := cli(t, nil, "status", "-o", "json", "--api", n.APIAddress)
+	if code != 1 || !strings.Contains(out, `"status_error"`) || !strings.Contains(out, "503") {
+		t.Fatalf("status with the database cut: exit %d, want 1 with status_error:\n%s%s", code, out, errOut)
 	}
 	if err := p.Restore(); err != nil {
 		t.Fatal(err)
