@@ -210,12 +210,15 @@ func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs 
 // ErrScope: the scope names an unknown or non-claimable workflow.
 var ErrScope = errors.New("recovery: bad scope")
 
-// Claimable returns the claimable workflows of scope (all when empty).
+// Claimable returns the claimable workflows of scope (all when empty),
+// each once however often the scope names it.
 func (r *Repairer) Claimable(sc Scope) ([]Workflow, error) {
 	var wfs []Workflow
 	for _, name := range sc.Workflows {
 		i := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == name })
 		switch {
+		case slices.ContainsFunc(wfs, func(w Workflow) bool { return w.Name == name }):
+			continue
 		case i < 0:
 			return nil, fmt.Errorf("%w: no workflow named %q", ErrScope, name)
 		case !r.cfg.Workflows[i].Claimable():

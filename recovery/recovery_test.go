@@ -97,7 +97,7 @@ func TestDecideDefaults(t *testing.T) {
 	}
 }
 
-// TestScope: a manual run names claimable workflows only.
+// TestScope: a manual run names claimable workflows only, each once.
 func TestScope(t *testing.T) {
 	r := New(Config{Workflows: []Workflow{orders, reports}, Log: leadertest.Quiet})
 	if wfs, err := r.Claimable(Scope{}); err != nil || len(wfs) != 1 || wfs[0].Name != "orders" {
@@ -107,6 +107,10 @@ func TestScope(t *testing.T) {
 		if _, err := r.Claimable(Scope{Workflows: []string{name}}); !errors.Is(err, ErrScope) {
 			t.Errorf("scope %q: %v, want ErrScope", name, err)
 		}
+	}
+	// A workflow named twice is one workflow (a plan counted it twice).
+	if wfs, err := r.Claimable(Scope{Workflows: []string{"orders", "orders"}}); err != nil || len(wfs) != 1 {
+		t.Fatalf("orders twice: %+v %v, want orders once", wfs, err)
 	}
 }
 

@@ -302,6 +302,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "--instance", "orders/1", "--kind", "paused"}, exitUsage, "it takes no --kind"},
 		{[]string{"events", "--instance", "orders/1", "--workflow", "reports"}, exitUsage, "different workflows"},
 		{[]string{"check", "--reason", "x"}, exitUsage, "--reason goes with --force"},
+		// An empty name is not "every workflow" (a script's unset variable).
+		{[]string{"holds", "fail", "--all", "--workflow", "", "--reason", "x"}, exitUsage, "--workflow: an empty value"},
+		{[]string{"holds", "--workflow", " "}, exitUsage, "--workflow: an empty value"},
+		{[]string{"recover", "--workflow", ""}, exitUsage, "--workflow: an empty value"},
+		{[]string{"events", "--workflow", "", "--node", "n1"}, exitUsage, "--workflow: an empty value"},
+		{[]string{"events", "--node", ""}, exitUsage, "--node: an empty value"},
+		{[]string{"status", "--api", ""}, exitUsage, "--api: an empty value"},
 		{[]string{"help", "nodes"}, exitOK, ""},
 		{[]string{"help", "bogus"}, exitUsage, `no help topic "bogus"`},
 		{[]string{"help", "config", "bogus"}, exitUsage, `no help topic "config bogus"`},

@@ -24,6 +24,7 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // clock is the time the commands measure ages and "1h ago" from (a test
@@ -103,6 +104,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentPreRunE = emptyFlags
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
@@ -150,6 +152,38 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		}
 	}
 	return root
+}
+
+// emptyFlags refuses a name flag given an empty value: --workflow "" (a
+// script's unset variable) would otherwise mean no filter, every
+// workflow, and "holds fail --all --workflow $WF" would fail every hold.
+// Only --reason may be empty (the default reason is said then).
+func emptyFlags(c *cobra.Command, _ []string) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil || f.Name == "reason" {
+			return
+		}
+		var vals []string
+		switch sv := f.Value.(type) {
+		case pflag.SliceValue:
+			vals = sv.GetSlice()
+			if len(vals) == 0 {
+				vals = []string{""}
+			}
+		default:
+			if f.Value.Type() == "string" {
+				vals = []string{f.Value.String()}
+			}
+		}
+		for _, v := range vals {
+			if strings.TrimSpace(v) == "" {
+				err = usageError{fmt.Errorf("--%s: an empty value (omit the flag instead; see %s --help)", f.Name, c.CommandPath())}
+				return
+			}
+		}
+	})
+	return err
 }
 
 // group is a command that only holds subcommands: alone it prints its

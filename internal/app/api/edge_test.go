@@ -255,6 +255,8 @@ func TestHostileInput(t *testing.T) {
 		{"holds retry: unknown field in an instance", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","id":"1"}]}`, 400, `unknown field "id"`},
 		{"holds fail: escape in workflow", "POST", "/v1/holds/fail", json, `{"all":true,"workflow":"\u001b[2J"}`, 400, "body.workflow"},
 		{"holds fail: workflow without all", "POST", "/v1/holds/fail", json, `{"workflow":"w","instances":[{"workflow":"w","instance":"1"}]}`, 400, "only with all"},
+		{"holds fail: empty workflow is not every workflow", "POST", "/v1/holds/fail", json, `{"all":true,"workflow":"","reason":"x"}`, 400, "body.workflow: empty"},
+		{"holds retry: null workflow", "POST", "/v1/holds/retry", json, `{"all":true,"workflow":null}`, 400, "body.workflow: empty"},
 		{"holds fail: instances not an array", "POST", "/v1/holds/fail", json, `{"instances":"w/1"}`, 400, "body.instances: want an array"},
 		{"instance: NUL in id", "GET", "/v1/instances/orders/a%00b", "", "", 400, "path parameter id"},
 		{"instance: escape in workflow", "GET", "/v1/instances/%1b%5B2J/1", "", "", 400, "path parameter workflow"},

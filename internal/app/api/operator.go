@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,6 +86,13 @@ func (h *handler) decideHolds(action string) http.HandlerFunc {
 		}
 		if p := h.holdsProblem(req); p != "" {
 			writeError(w, http.StatusBadRequest, p)
+			return
+		}
+		// "workflow": "" is not "every workflow" (that is no workflow
+		// key): a script's unset variable must not fail every hold.
+		var keys map[string]json.RawMessage
+		if req.Workflow == "" && json.Unmarshal(body, &keys) == nil && keys["workflow"] != nil {
+			writeError(w, http.StatusBadRequest, "body.workflow: empty (leave it out to decide the holds of every workflow)")
 			return
 		}
 		h.extendDeadlines(w)
