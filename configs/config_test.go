@@ -156,6 +156,8 @@ func TestBrokenConfigs(t *testing.T) {
 		{"bad non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [\"(\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "missing closing", 0},
 		{"non_retryable pattern that matches everything", minimal + workflow + "        on_failure: {non_retryable: [\"x*\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", "matches every error text", 0},
 		{"empty non_retryable pattern", minimal + workflow + "        on_failure: {non_retryable: [x, \"\"]}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[1]", "an empty pattern matches every error text", 0},
+		{"non_retryable escape PostgreSQL reads otherwise", minimal + workflow + "        on_failure: {non_retryable: ['\\p{Lu}rror']}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", `\p means something else to PostgreSQL`, 0},
+		{"non_retryable octal escape", minimal + workflow + "        on_failure: {non_retryable: ['fatal\\072']}\n", nil, "workflows[0].tasks[0].on_failure.non_retryable[0]", `\0 means something else`, 0},
 		{"on_failure on a shared failed state", minimal + strings.Replace(workflow, "    claimable: true", "    updated_column: u\n    claimable: true", 1) +
 			"        on_failure: {strategy: retry}\n      - {name: t2, begin: C, interim: D, end: E, failed: F}\n", nil,
 			"workflows[0].tasks[0].on_failure", `failed state "F" is also the failed state of tasks[1] (t2)`, 0},

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/leader"
 	"net"
 	"net/netip"
 	"net/url"
@@ -18,7 +17,9 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/lib/pq"
 )
@@ -423,6 +424,13 @@ func (pol *Policy) validate(v *validator, p string) {
 				why = string(re.Code)
 			}
 			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "%s is not a regular expression: %s", excerpt(pat), why)
+			continue
+		}
+		// PostgreSQL matches the patterns: one whose escapes mean
+		// something else there (and cannot be rewritten) is refused here,
+		// not found out when an instance's error fails to match.
+		if _, err := recovery.PGPattern(pat); err != nil {
+			v.add(fmt.Sprintf("%s.non_retryable[%d]", p, i), "%s: %v", excerpt(pat), err)
 			continue
 		}
 		// A pattern that matches the empty text and a text of another

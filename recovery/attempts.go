@@ -129,7 +129,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	}
 	if p := t.Policy(c); w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
 		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, param(pq.StringArray(p.NonRetryable)), claims.Ident(w.ErrorColumn))
+			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, param(p.pgPatterns()), claims.Ident(w.ErrorColumn))
 	}
 	patterns := t.Policy(c).NonRetryable
 	if match == "0" {

@@ -69,7 +69,12 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 				for k, pat := range pol.p.NonRetryable {
 					var ok bool
 					var pqErr *pq.Error
-					err := sqlx.GetContext(ctx, db, &ok, `SELECT '' ~ $1`, pat)
+					pg, err := PGPattern(pat)
+					if err != nil {
+						problems = append(problems, fmt.Sprintf("%s.tasks[%d].%s.non_retryable[%d]: %v", p, j, pol.name, k, err))
+						continue
+					}
+					err = sqlx.GetContext(ctx, db, &ok, `SELECT '' ~ $1`, pg)
 					switch {
 					case errors.As(err, &pqErr) && pqErr.Code.Class() == "22": // data exception: the pattern
 						problems = append(problems, fmt.Sprintf("%s.tasks[%d].%s.non_retryable[%d]: PostgreSQL cannot match this pattern: %s",

@@ -6,7 +6,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // WorkflowPlan is what a recovery run would do to one workflow.
@@ -71,7 +70,7 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 	match := "0"
 	p := t.InterruptPolicy()
 	if w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
-		args = append(args, pq.StringArray(p.NonRetryable))
+		args = append(args, p.pgPatterns())
 		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest($4::text[]) WITH ORDINALITY AS u(p, i)
 			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, claims.Ident(w.ErrorColumn))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -209,6 +210,55 @@ func TestNonRetryableFailsAtOnce(t *testing.T) {
 	}
 	if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptFailed || !strings.Contains(a.Reason, "non_retryable") {
 		t.Fatalf("attempts row %+v", a)
+	}
+}
+
+// TestNonRetryableWordBoundary: \b is a word boundary to Go (config
+// check) and a backspace to PostgreSQL (the repair statement): the
+// pattern is rewritten, so `\bfatal\b` fails "fatal: disk corrupted" at
+// once and retries "nonfatal" (outside review: it was retried).
+func TestNonRetryableWordBoundary(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 5,
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}, NonRetryable: []string{`\bfatal\b`}})
+	db, check := f.db, f.check
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 2;
+		UPDATE app.orders SET last_error = 'fatal: disk corrupted' WHERE id = 1;
+		UPDATE app.orders SET last_error = 'nonfatal: try again' WHERE id = 2`)
+	if res := check(); res.Tasks[0].Failed != 1 || res.Tasks[0].Scheduled != 1 {
+		t.Fatalf("%+v, want one failed at once and one retry scheduled", res.Tasks[0])
+	}
+	if s1, s2 := statusOf(t, db, 1), statusOf(t, db, 2); s1 != "ShipFailed" || s2 != "Shipping" {
+		t.Fatalf("fatal in %s, nonfatal in %s; want ShipFailed and left waiting in Shipping", s1, s2)
+	}
+}
+
+// TestPGPatternMatchesAsGo: a pattern rewritten by PGPattern matches in
+// PostgreSQL exactly the texts Go's regexp matches with the pattern as
+// written, for the escapes the two read differently and those they share.
+func TestPGPatternMatchesAsGo(t *testing.T) {
+	db := pg.MigratedDB(t)
+	patterns := []string{`\bfatal\b`, `\Bata`, `lost\z`, `^\w+: \d+`, `\Afatal`, `[[:upper:]]{3}\b`, `a\.b`, `\s\S`, `(?:dead|live)lock\b`, `x\\b`}
+	texts := []string{"fatal: x", "nonfatal", "fatality", "data lost", "lost data", "E: 42", "DISK full", "a.b", "axb", "deadlock", "livelocked", `x\b`, "xb", ""}
+	for _, pat := range patterns {
+		re := regexp.MustCompile(pat)
+		pgPat, err := PGPattern(pat)
+		if err != nil {
+			t.Fatalf("%s: %v", pat, err)
+		}
+		for _, text := range texts {
+			var got bool
+			if err := db.Get(&got, `SELECT $1::text ~ $2`, text, pgPat); err != nil {
+				t.Fatalf("%s as %s: %v", pat, pgPat, err)
+			}
+			if want := re.MatchString(text); got != want {
+				t.Errorf("%s (PostgreSQL: %s) on %q: PostgreSQL %v, Go %v", pat, pgPat, text, got, want)
+			}
+		}
+	}
+	for _, pat := range []string{`\Qa.b\E`, `\p{L}`, `\PL`, `\x41`, `\101`, `[\x41]`, `a\1`} {
+		if _, err := PGPattern(pat); err == nil {
+			t.Errorf("%s: rewritten, want refused", pat)
+		}
 	}
 }
 
