@@ -252,6 +252,11 @@ func (c *Config) validate(v *validator) {
 	}
 	if err := checkHostPort(c.API.Listen, 0); err != nil {
 		v.add("api.listen", "%v", err)
+	} else if h, _, _ := net.SplitHostPort(c.API.Listen); c.API.Advertise == "" && (h == "" || isUnspecified(h)) {
+		// The advertised address defaults to the bound one: other nodes
+		// would dial [::]:port, their own host, to forward to this one.
+		v.add("api.advertise", "required when api.listen (%s) binds every address: the address other nodes and the CLI reach this node at, e.g. 10.0.0.5:%s",
+			excerpt(c.API.Listen), portOf(c.API.Listen))
 	}
 	if c.API.Advertise != "" {
 		if err := checkHostPort(c.API.Advertise, 1); err != nil {
@@ -543,6 +548,12 @@ func checkHostPort(addr string, minPort int) error {
 		}
 	}
 	return nil
+}
+
+// portOf is the port of a valid host:port.
+func portOf(hostport string) string {
+	_, port, _ := net.SplitHostPort(hostport)
+	return port
 }
 
 func isUnspecified(host string) bool {
