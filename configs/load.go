@@ -316,6 +316,25 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
 }
 
+// ReadSecretFile reads a secret (a DSN, a token) from a file: a regular
+// file of at most MaxSecretBytes (a FIFO or a device is refused, not waited
+// on), one line without a NUL byte, trimmed of surrounding space, not
+// empty. The error names the file, never the secret.
+func ReadSecretFile(path string) (string, error) {
+	data, err := readFile(path, MaxSecretBytes)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(data))
+	switch {
+	case s == "":
+		return "", fmt.Errorf("file %s is empty", pathText(path))
+	case strings.ContainsFunc(s, func(r rune) bool { return r == 0 || r == '\n' }):
+		return "", fmt.Errorf("file %s holds more than one line or a NUL byte", pathText(path))
+	}
+	return s, nil
+}
+
 func (v *validator) secret(section, name, file, env string, required bool, dir string, lookupEnv func(string) (string, bool)) string {
 	fileKey, envKey := section+"."+name+"_file", section+"."+name+"_env"
 	switch {
@@ -326,17 +345,9 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
-		data, err := readFile(file, MaxSecretBytes)
+		s, err := ReadSecretFile(file)
 		if err != nil {
 			v.add(fileKey, "cannot read %s: %v", name, err)
-			return ""
-		}
-		s := strings.TrimSpace(string(data))
-		if s == "" {
-			v.add(fileKey, "file %s is empty", pathText(file))
-		} else if strings.ContainsFunc(s, func(r rune) bool { return r == 0 || r == '\n' }) {
-			v.add(fileKey, "file %s holds more than one line or a NUL byte", pathText(file))
-			return ""
 		}
 		return s
 	case env != "":

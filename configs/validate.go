@@ -241,11 +241,8 @@ func (c *Config) validate(v *validator) {
 		if c.API.TokenFile != "" {
 			key = "api.token_file"
 		}
-		if i := strings.IndexFunc(t, func(r rune) bool { return r < 0x21 || r > 0x7e }); i >= 0 {
-			// Never quote the token: say where the bad byte is.
-			v.add(key, "the token may hold only visible ASCII characters (it travels in an Authorization header); byte %d is not one", i)
-		} else if len(t) > maxToken {
-			v.add(key, "the token has %d characters, more than %d (it must fit in a request header)", len(t), maxToken)
+		if p := TokenProblem(t); p != "" {
+			v.add(key, "%s", p)
 		} else if len(t) < 16 {
 			v.warn(key, "the token has %d characters: use at least 16 random ones (e.g. openssl rand -hex 32)", len(t))
 		}
@@ -548,6 +545,19 @@ func checkHostPort(addr string, minPort int) error {
 		}
 	}
 	return nil
+}
+
+// TokenProblem says what makes t no API token ("" when it is one): it
+// travels in an Authorization header, so it is visible ASCII of at most
+// 1,024 characters. The text never quotes the token.
+func TokenProblem(t string) string {
+	if i := strings.IndexFunc(t, func(r rune) bool { return r < 0x21 || r > 0x7e }); i >= 0 {
+		return fmt.Sprintf("the token may hold only visible ASCII characters (it travels in an Authorization header); byte %d is not one", i)
+	}
+	if len(t) > maxToken {
+		return fmt.Sprintf("the token has %d characters, more than %d (it must fit in a request header)", len(t), maxToken)
+	}
+	return ""
 }
 
 // portOf is the port of a valid host:port.

@@ -54,13 +54,17 @@ func (f *clientFlags) client() (*api.Client, error) {
 	if err := validAddr(addr); err != nil {
 		return nil, usageError{err}
 	}
-	token := os.Getenv("ENGINEHEALTH_TOKEN")
+	token, from := strings.TrimSpace(os.Getenv("ENGINEHEALTH_TOKEN")), "$ENGINEHEALTH_TOKEN"
 	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
+		// Not waited on when a FIFO, nor read whole when huge.
+		t, err := configs.ReadSecretFile(f.tokenFile)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--token-file: %w", err)}
 		}
-		token = strings.TrimSpace(string(b))
+		token, from = t, "--token-file"
+	}
+	if p := configs.TokenProblem(token); token != "" && p != "" {
+		return nil, usageError{fmt.Errorf("%s: %s", from, p)}
 	}
 	return api.NewClient(addr, token), nil
 }
@@ -77,12 +81,12 @@ func validAddr(addr string) error {
 		port, err = strconv.Atoi(u.Port())
 	}
 	if err != nil || u.Hostname() == "" || port < 1 || port > 65535 || (u.Scheme != "http" && u.Scheme != "https") ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
 		shown := addr
 		if i := strings.LastIndex(shown, "@"); i >= 0 {
 			shown = "…@" + shown[i+1:] // never echo credentials
 		}
-		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// URL with a port from 1 to 65535, without credentials", shown)
+		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// URL with a port from 1 to 65535, without credentials or a path", shown)
 	}
 	return nil
 }

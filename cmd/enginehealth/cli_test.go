@@ -7,7 +7,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,5 +139,53 @@ func TestNewLoggerRefusesUnknownLevel(t *testing.T) {
 	log.Warn("shown")
 	if s := buf.String(); strings.Contains(s, "hidden") || !strings.Contains(s, "shown") {
 		t.Fatalf("level warn logged %q", s)
+	}
+}
+
+// TestBadTokensAreUsageErrors: a token the daemon could never take is a
+// usage error naming where it came from, never the token, before any
+// request; a FIFO as --token-file is refused, not waited on (outside
+// review: "no daemon answered", exit 3, and a hang that ignored SIGTERM).
+func TestBadTokensAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	twoLines := filepath.Join(dir, "two-lines")
+	if err := os.WriteFile(twoLines, []byte("s3cr3t-token\nsecond\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"--token-file", twoLines}, "more than one line"},
+		{"", []string{"--token-file", fifo}, "not a regular file (a FIFO)"},
+		{"s3cr3t tok", nil, "$ENGINEHEALTH_TOKEN: the token may hold only visible ASCII characters"},
+		{"s3cr3t\nsecond\n", nil, "$ENGINEHEALTH_TOKEN: the token may hold only visible ASCII"},
+	}
+	for _, c := range cases {
+		t.Setenv("ENGINEHEALTH_TOKEN", c.env)
+		args := append([]string{"pause", "--reason", "x", "--api", "127.0.0.1:1"}, c.args...)
+		done := make(chan struct{})
+		var out, errOut string
+		var code int
+		go func() {
+			defer close(done)
+			out, errOut, code = runCLI(t, args...)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second): // a deadline: it hung on the FIFO
+			t.Fatalf("%v: still running after 30 s", c.args)
+		}
+		if code != exitUsage || !strings.Contains(errOut, c.want) || strings.Contains(out+errOut, "s3cr3t") {
+			t.Errorf("%q %v: exit %d, want %d with %q and no token:\n%s%s", c.env, c.args, code, exitUsage, c.want, out, errOut)
+		}
+	}
+	if _, errOut, code := runCLI(t, "status", "--api", "http://127.0.0.1:8642/v1"); code != exitUsage || !strings.Contains(errOut, "without credentials or a path") {
+		t.Errorf("--api with a path: exit %d: %s", code, errOut)
 	}
 }

@@ -94,7 +94,7 @@ acts as master now (asked of the cluster, GET /v1/leader); while none acts
 (an etcd outage, an election), "(*)" marks the node that took office last,
 as its record says, and a line below says why none acts.`,
 		Example: "  enginehealth nodes\n  enginehealth nodes n2\n  enginehealth nodes -o json",
-		Args:    usageArgs(cobra.MaximumNArgs(1))}
+		Args:    nodeArgs(cobra.MaximumNArgs(1))}
 	return clientCmd(c, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, args []string) (nodeList, error) {
 			var l nodeList
@@ -189,7 +189,7 @@ it Ready after start-up recovery (then its engine may start: wait ready).
 Needs the API token. Refused (exit code 4) when the node is not in
 Unexpected shutdown.`,
 		Example: `  enginehealth node ack n2 --reason "kernel panic, host replaced"`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Args:    nodeArgs(cobra.ExactArgs(1)),
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, args []string) (nodes.Node, error) {
 			return cl.Ack(ctx, args[0], reason)
@@ -209,7 +209,7 @@ event naming the operator's reason; without it the grade goes back to NORMAL
 after failover.quiet_period without interruptions. Refused (exit code 4)
 when the grade is NORMAL already.`,
 		Example: `  enginehealth node reset-grade n2 --reason "disk replaced"`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Args:    nodeArgs(cobra.ExactArgs(1)),
 	}, &gf, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, args []string) (nodes.GradeChange, error) {
 			return cl.ResetGrade(ctx, args[0], greason)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -196,6 +197,23 @@ func group(use, short string) *cobra.Command {
 // configFlag registers the --config flag.
 func configFlag(c *cobra.Command, path *string) {
 	c.Flags().StringVarP(path, "config", "c", "/etc/enginehealth/enginehealth.yaml", "configuration file")
+}
+
+// nodeArgs is v, and each argument a valid node name: the API would
+// refuse it, or the path the client builds of it (a slash is sent
+// encoded), so say it here as a usage error.
+func nodeArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return usageArgs(func(c *cobra.Command, args []string) error {
+		if err := v(c, args); err != nil {
+			return err
+		}
+		for _, a := range args {
+			if err := nodes.ValidName(a); err != nil {
+				return errors.New(strings.Replace(strings.TrimPrefix(err.Error(), "nodes: "), "invalid name", "invalid node name", 1))
+			}
+		}
+		return nil
+	})
 }
 
 // usageArgs marks the errors of an argument validator as usage errors.
