@@ -354,6 +354,18 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone && w.UpdatedColumn == "" {
 			v.add(tp+".on_failure", "needs the workflow's updated_column (%s.updated_column, a timestamp the engine sets on every state change): new failures are found by it, never by scanning old ones", p)
 		}
+		// A state another task runs in: an instance waiting to begin this
+		// task there, or done with it there, would be taken for an
+		// interrupted run of the other task and repaired.
+		named := []struct{ key, state string }{{"begin", t.Begin}, {"end", t.End}, {"failed", t.Failed}}
+		for k, e := range t.Ends {
+			named = append(named, struct{ key, state string }{fmt.Sprintf("ends[%d]", k), e})
+		}
+		for _, n := range named {
+			if k, in := slices.IndexFunc(w.Tasks, func(o Task) bool { return o.Interim == n.state }), n.state != ""; in && k >= 0 && k != j {
+				v.add(tp+"."+n.key, "%q is the interim state of tasks[%d] (%s): an instance in it would be taken for an interrupted run of that task", n.state, k, w.Tasks[k].Name)
+			}
+		}
 		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone {
 			for k := range w.Tasks {
 				if k != j && w.Tasks[k].Failed == t.Failed {
@@ -478,7 +490,10 @@ func (pol *Policy) validate(v *validator, p string) {
 		v.add(bp+".schedule", "only applies to kind schedule")
 	}
 	for i, d := range b.Schedule {
-		v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, time.Millisecond, maxBackoffDelay)
+		if v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, time.Millisecond, maxBackoffDelay) && d > b.MaxDelay {
+			// The cap would cut it short without a word.
+			v.add(fmt.Sprintf("%s.schedule[%d]", bp, i), "%s is more than max_delay (%s), which caps every delay: raise max_delay or lower the entry", d, b.MaxDelay)
+		}
 	}
 }
 

@@ -262,6 +262,7 @@ func TestHostileInput(t *testing.T) {
 		{"instance: escape in workflow", "GET", "/v1/instances/%1b%5B2J/1", "", "", 400, "path parameter workflow"},
 		{"instance: id too long", "GET", "/v1/instances/orders/" + strings.Repeat("9", 201), "", "", 400, "path parameter id"},
 		{"instance: limit not a number", "GET", "/v1/instances/orders/1?limit=x", "", "", 400, "query parameter limit"},
+		{"instance: trailing slash", "GET", "/v1/instances/orders/x/", "", "", 400, "path parameter id: ends with a slash"},
 		{"instance by query: no id", "GET", "/v1/instances?workflow=orders", "", "", 400, "query parameter id: empty"},
 		{"instance by query: no workflow", "GET", "/v1/instances?id=1", "", "", 400, "query parameter workflow: empty"},
 		{"instance by query: NUL in id", "GET", "/v1/instances?workflow=orders&id=a%00b", "", "", 400, "query parameter id"},

@@ -220,6 +220,13 @@ func (h *handler) instance(in string) http.HandlerFunc {
 				writeProblem(w, http.StatusBadRequest, in+" parameter "+p.name+": "+prob, "got "+quoteShort(*p.to))
 				return
 			}
+			// The path form takes the rest of the path as the id, whose
+			// segments must not be empty: not a trailing slash either.
+			if in == "path" && strings.HasSuffix(*p.to, "/") {
+				writeProblem(w, http.StatusBadRequest, "path parameter id: ends with a slash",
+					"got "+quoteShort(*p.to)+"; an id that does is named by GET /v1/instances?workflow=W&id=X")
+				return
+			}
 		}
 		h.instanceOf(w, r, ref)
 	}
