@@ -285,6 +285,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"holds", "retry", "--all"}, exitFailure, "internal error"},
 		{[]string{"nodes"}, exitFailure, "database unavailable"},
 		{[]string{"retry", "orders", "1"}, exitFailure, "401"},
+		{[]string{"retry", "orders/1"}, exitFailure, "401"}, // the same request
 		{[]string{"node", "ack", "n2"}, exitFailure, "403"},
 		{[]string{"runs"}, exitFailure, "query parameter limit"},
 		{[]string{"runs", "x"}, exitUsage, "positive integer"},
@@ -310,6 +311,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "--node", ""}, exitUsage, "--node: an empty value"},
 		{[]string{"status", "--api", ""}, exitUsage, "--api: an empty value"},
 		{[]string{"nodes", "a/b"}, exitUsage, `invalid node name "a/b"`},
+		{[]string{"retry", "orders"}, exitUsage, `instance "orders": want WORKFLOW ID or WORKFLOW/ID`},
+		{[]string{"retry", "a", "b", "c"}, exitUsage, "accepts between 1 and 2 arg(s)"},
 		{[]string{"node", "ack", "x y", "--reason", "r"}, exitUsage, `invalid node name "x y"`},
 		{[]string{"node", "reset-grade", ".n"}, exitUsage, `invalid node name ".n"`},
 		{[]string{"help", "nodes"}, exitOK, ""},

@@ -111,19 +111,28 @@ func newRetryCmd() *cobra.Command {
 	var f clientFlags
 	var req api.RetryRequest
 	c := clientCmd(&cobra.Command{
-		Use:   "retry WORKFLOW ID",
+		Use:   "retry WORKFLOW ID | WORKFLOW/ID",
 		Short: "Send a failed, held or exhausted instance back to begin now (through the master, token required)",
 		Long: `Send one instance back to its task's begin state at once. It must be in its
 task's failed state, held, or waiting for a scheduled retry (which this
 replaces). Refused, with the reason, while the instance is claimed or its
 scheduled retry is due within one check interval. Counted as an operator's
 retry, not against max_attempts.`,
-		Example: "  enginehealth retry orders 1042 --reason 'card re-issued'\n  enginehealth retry orders 1042 --task ship",
-		Args:    usageArgs(cobra.ExactArgs(2)),
+		Example: "  enginehealth retry orders 1042 --reason 'card re-issued'\n  enginehealth retry orders/1042 --task ship",
+		Args:    usageArgs(cobra.RangeArgs(1, 2)),
 	}, &f, 30*time.Second,
 		func(ctx context.Context, cl *api.Client, args []string) (recovery.RetryResult, error) {
 			r := req
-			r.Workflow, r.Instance = args[0], args[1]
+			if len(args) == 2 {
+				r.Workflow, r.Instance = args[0], args[1]
+			} else {
+				// The form events --instance and holds take.
+				ref, err := parseRef(args[0], "")
+				if err != nil {
+					return recovery.RetryResult{}, usageError{fmt.Errorf("instance %q: want WORKFLOW ID or WORKFLOW/ID", args[0])}
+				}
+				r.Workflow, r.Instance = ref.Workflow, ref.Instance
+			}
 			return cl.Retry(ctx, r)
 		},
 		func(w io.Writer, res recovery.RetryResult) error {
