@@ -317,6 +317,18 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 			t.Errorf("DSN %q: the password is echoed: %v", dsn, err)
 		}
 	}
+	// The driver's message keeps its words whatever the password: "p"
+	// masked in it made "port" "xxxxxort" (outside review).
+	for dsn, want := range map[string]string{
+		"host=127.0.0.1 port=xyz user=eh password=p dbname=eh":   `wrong value for \"port`,
+		"postgres://eh:o@127.0.0.1:5432/eh?connect_timeout=soon": "connect_timeout",
+		"host=127.0.0.1 user=eh password='p dbname=eh":           "the password cannot be read",
+	} {
+		_, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "xxxxx") {
+			t.Errorf("DSN %q: %v, want %s named", dsn, err, want)
+		}
+	}
 	for _, dsn := range []string{
 		"host=/var/run/postgresql dbname=eh",
 		"postgresql://eh:p%40ss@db.example:5432/eh?sslmode=verify-full&connect_timeout=5",

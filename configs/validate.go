@@ -726,28 +726,16 @@ func checkDSN(dsn string) error {
 		}
 	}
 	if _, err := pq.NewConfig(dsn); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "pq: ")
-		if pw := dsnPassword(dsn); pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		// The driver's message on the DSN with its password masked (it
+		// cannot quote what is not there; masking the password's text in
+		// the message instead garbled it: every "p" of "port" for the
+		// password "p"). If that DSN is fine, the password is at fault.
+		if _, rerr := pq.NewConfig(RedactDSN(dsn)); rerr != nil {
+			return errors.New(excerpt(strings.TrimPrefix(rerr.Error(), "pq: ")))
 		}
-		return errors.New(excerpt(msg))
+		return errors.New("the password cannot be read (in a key=value DSN, quote it: password='...', with \\' and \\\\ inside)")
 	}
 	return nil
-}
-
-// dsnPassword returns the password a DSN carries, as written ("" if none
-// is found), to keep it out of error messages.
-func dsnPassword(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && strings.Contains(dsn, "://") {
-		if pw, ok := u.User.Password(); ok {
-			return pw
-		}
-		return u.Query().Get("password")
-	}
-	if m := kvPassword.FindStringSubmatch(dsn); m != nil {
-		return strings.Trim(m[2], "'")
-	}
-	return ""
 }
 
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
