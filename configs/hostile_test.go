@@ -275,6 +275,15 @@ func TestWarnings(t *testing.T) {
 		!strings.Contains(cfg.Warnings[1].Msg, "strategy none never retries") {
 		t.Fatalf("idle policy keys: %v %v", err, cfg.Warnings)
 	}
+	// An atomic task's on_interrupt written without a strategy: none,
+	// not the atomic default (outside review: silent).
+	atomic := three + strings.Replace(workflow, "        claim_timeout: 1m\n",
+		"        claim_timeout: 1m\n        atomic_internal: true\n        on_interrupt: {}\n", 1)
+	cfg, err = Parse([]byte(atomic), "w.yaml", testEnv)
+	if err != nil || len(cfg.Warnings) != 1 || cfg.Warnings[0].Path != "workflows[0].tasks[0].on_interrupt" ||
+		!strings.Contains(cfg.Warnings[0].Msg, "no strategy: none, an interrupted instance fails at once") {
+		t.Fatalf("atomic task, empty on_interrupt: %v %v", err, cfg.Warnings)
+	}
 }
 
 // TestEndpointCredentials: userinfo in an etcd endpoint never shows, and

@@ -248,6 +248,12 @@ func (c *Config) idlePolicyKeys(v *validator) {
 				if p == nil {
 					continue
 				}
+				if pol.key == "on_interrupt" && t.AtomicInternal && p.Strategy == "" {
+					// Written, the policy replaces the atomic default
+					// (retry at once), and without a strategy it is none.
+					v.warn(fmt.Sprintf("workflows[%d].tasks[%d].on_interrupt", i, j),
+						"no strategy: none, an interrupted instance fails at once; leave on_interrupt out for an atomic task's default (retry at once, up to %d times)", recovery.DefaultAtomicMaxAttempts)
+				}
 				strategy := cmp.Or(p.Strategy, DefaultStrategy)
 				if strategy == StrategyRetry {
 					continue
