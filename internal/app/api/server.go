@@ -279,6 +279,12 @@ func (h *handler) mutation(next http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "mutations are off: no API token is configured (api.token_file or api.token_env)")
 			return
 		}
+		// One credential: with several, which one counts would depend on
+		// their order (and on each proxy on the way).
+		if len(r.Header.Values("Authorization")) > 1 {
+			writeProblem(w, http.StatusBadRequest, "header Authorization: given more than once", "send one bearer token")
+			return
+		}
 		// The scheme is case-insensitive (RFC 7235); the token is not.
 		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {

@@ -87,6 +87,23 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 	}
 }
 
+// TestTwoAuthorizationHeaders: two credentials are refused whatever their
+// order (outside review: a good one first and a bad one second passed).
+func TestTwoAuthorizationHeaders(t *testing.T) {
+	h := NewHandler(Config{Self: "me", Acker: &acker{}, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, order := range [][]string{{"Bearer tok", "Bearer nope"}, {"Bearer nope", "Bearer tok"}, {"Bearer tok", "Bearer tok"}} {
+		req := httptest.NewRequest("POST", "/v1/nodes/n/ack", strings.NewReader(`{"reason":"x"}`))
+		for _, a := range order {
+			req.Header.Add("Authorization", a)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "given more than once") {
+			t.Errorf("%v: %d %s, want 400", order, rec.Code, rec.Body)
+		}
+	}
+}
+
 func TestMutationsOffWithoutToken(t *testing.T) {
 	a := &acker{}
 	h := NewHandler(Config{Acker: a, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
