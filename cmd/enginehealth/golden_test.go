@@ -312,6 +312,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"status", "--api", ""}, exitUsage, "--api: an empty value"},
 		{[]string{"nodes", "a/b"}, exitUsage, `invalid node name "a/b"`},
 		{[]string{"retry", "orders"}, exitUsage, `instance "orders": want WORKFLOW ID or WORKFLOW/ID`},
+		// A single-valued flag given twice: which one counts is not guessed.
+		{[]string{"events", "--instance", "orders/1", "--instance", "orders/2"}, exitUsage, `"--instance" flag: given more than once`},
+		{[]string{"nodes", "-o", "json", "-o", "table"}, exitUsage, "given more than once"},
 		{[]string{"retry", "a", "b", "c"}, exitUsage, "accepts between 1 and 2 arg(s)"},
 		{[]string{"node", "ack", "x y", "--reason", "r"}, exitUsage, `invalid node name "x y"`},
 		{[]string{"node", "reset-grade", ".n"}, exitUsage, `invalid node name ".n"`},

@@ -128,6 +128,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newWaitCmd(),
 		newVersionCmd(),
 	)
+	onceFlags(root)
 	// cobra's help and completion commands print help and exit 0 for a
 	// topic or shell they do not know: a usage error here, as for any
 	// other command.
@@ -153,6 +154,40 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		}
 	}
 	return root
+}
+
+// onceFlags makes every single-valued flag of c and its subcommands a
+// usage error when given twice: "events --instance a --instance b" showed
+// b alone, without a word. Repeatable flags (lists) are left as they are.
+func onceFlags(c *cobra.Command) {
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if _, list := f.Value.(pflag.SliceValue); !list {
+			f.Value = &onceValue{Value: f.Value}
+		}
+	})
+	for _, sub := range c.Commands() {
+		onceFlags(sub)
+	}
+}
+
+// onceValue is a flag value that may be set once.
+type onceValue struct {
+	pflag.Value
+	set bool
+}
+
+func (o *onceValue) Set(v string) error {
+	if o.set {
+		return errors.New("given more than once")
+	}
+	o.set = true
+	return o.Value.Set(v)
+}
+
+// IsBoolFlag keeps a boolean flag one that takes no value.
+func (o *onceValue) IsBoolFlag() bool {
+	b, ok := o.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // emptyFlags refuses a name flag given an empty value: --workflow "" (a
