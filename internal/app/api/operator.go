@@ -21,7 +21,7 @@ import (
 type HoldsRequest struct {
 	Instances []recovery.Ref `json:"instances"`
 	All       bool           `json:"all"`
-	Workflow  string         `json:"workflow"`
+	Workflow  string         `json:"workflow,omitempty"` // empty: every workflow (with all)
 	Reason    string         `json:"reason"`
 }
 
