@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -68,7 +69,10 @@ type Checker struct {
 	mu        sync.Mutex // one pass at a time
 	lastPass  time.Time  // local time of the last pass that judged the nodes (or of taking office)
 	lastSweep time.Time  // local time of the last complete sweep of this office; zero: the next pass sweeps
-	disrupted bool
+	// disrupted: whether the last pass was in disruption mode. Atomic:
+	// read (metrics, status) while a pass holds mu, which can be as long
+	// as the database takes to answer.
+	disrupted atomic.Bool
 
 	statsMu sync.Mutex
 	stats   PassStats
@@ -186,7 +190,7 @@ func (c *Checker) begin() {
 	c.mu.Lock()
 	c.lastPass = c.now()
 	c.lastSweep = time.Time{}
-	c.disrupted = false
+	c.disrupted.Store(false)
 	c.mu.Unlock()
 }
 
@@ -299,7 +303,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 			} else {
 				res.Disruption = true
 				res.DisruptionReason += "; no node marked, no claim expired, nothing repaired until it passes"
-				if !c.disrupted {
+				if !c.disrupted.Load() {
 					return c.events.Write(ctx, tx, audit.Event{Kind: audit.KindDisruption, Actor: m.Actor, Term: &term, RunID: &run, Reason: res.DisruptionReason})
 				}
 				return nil
@@ -323,21 +327,21 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 	// would ever be marked.)
 	c.lastPass = c.now()
 	if res.Disruption {
-		if !c.disrupted {
+		if !c.disrupted.Load() {
 			c.log.WarnContext(ctx, "entering disruption mode: too many nodes look unresponsive at once; doing nothing",
 				"stale", strings.Join(res.Stale, ","))
 		}
-		c.disrupted = true
+		c.disrupted.Store(true)
 		return nil
 	}
 	switch {
 	case res.Forced:
 		c.log.WarnContext(ctx, "disruption guard overridden by an operator for one pass", "actor", force.Actor, "reason", force.Reason,
 			"stale", strings.Join(res.Stale, ","))
-		c.disrupted = false
-	case c.disrupted:
+		c.disrupted.Store(false)
+	case c.disrupted.Load():
 		c.log.InfoContext(ctx, "left disruption mode")
-		c.disrupted = false
+		c.disrupted.Store(false)
 	}
 	if res.Paused == nil {
 		if err := c.repair(ctx, o, run, wfs, resumed, sweep, res); err != nil {
@@ -400,9 +404,7 @@ func (c *Checker) SetPause(ctx context.Context, o *leader.Office, paused bool, a
 
 // Disrupted reports whether the last pass was in disruption mode.
 func (c *Checker) Disrupted() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.disrupted
+	return c.disrupted.Load()
 }
 
 func changed(cs []nodes.Change) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -542,5 +543,45 @@ func TestPassesSweepNowAndThen(t *testing.T) {
 	b.db.MustExec(`ALTER TABLE app.invoice_gone RENAME TO invoice`)
 	if res := pass(recovery.TriggerPeriodic); !res.Recovery.Sweep {
 		t.Fatal("the pass after a failed one did not sweep")
+	}
+}
+
+// TestDisruptedAnswersDuringAPass: Disrupted (read by /metrics and
+// status) answers while a pass waits on the database; it used to wait
+// for the pass's lock, so a frozen database froze the scrape too (second
+// outside review: /metrics 503 for the first 30 s of a freeze).
+func TestDisruptedAnswersDuringAPass(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	c := newChecker(b, CheckConfig{})
+	c.begin()
+	// A pass that waits: the node registry is locked.
+	tx := b.db.MustBegin()
+	defer tx.Rollback()
+	tx.MustExec(`LOCK TABLE enginehealth.nodes IN ACCESS EXCLUSIVE MODE`)
+	passed := make(chan error, 1)
+	go func() {
+		_, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
+		passed <- err
+	}()
+	testkit.Eventually(t, 10*time.Second, "the pass waiting on the lock", func() (bool, error) {
+		var n int
+		err := b.db.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)
+		return n > 0, err
+	})
+	answered := make(chan bool, 1)
+	go func() { answered <- c.Disrupted() }()
+	select {
+	case d := <-answered:
+		if d {
+			t.Fatal("disrupted before any pass judged the nodes")
+		}
+	case <-time.After(5 * time.Second): // a deadline: it waits for the pass
+		t.Fatal("Disrupted waited for the pass in flight")
+	}
+	tx.Rollback()
+	if err := <-passed; err != nil {
+		t.Fatalf("the pass, once the lock went: %v", err)
 	}
 }

@@ -349,7 +349,10 @@ func TestReadyzFollowsTheHeartbeat(t *testing.T) {
 	}
 	p := faultproxy.New(t, u.Host)
 	u.Host = p.Addr
-	d := c.startEnv("node-a", c.config("node-a", ""), "ENGINEHEALTH_DSN="+u.String())
+	// A pass every second: passes run against the cut database too
+	// (TestDisruptedAnswersDuringAPass pins the lock they used to share
+	// with the scrape).
+	d := c.startEnv("node-a", c.configWith("node-a", cfgOpts{Schedule: "@every 1s"}), "ENGINEHEALTH_DSN="+u.String())
 	n := c.waitRegistered(d, 30*time.Second)
 	cl := api.NewClient(n.APIAddress, "")
 	ctx := context.Background()
