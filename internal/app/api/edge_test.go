@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -44,6 +46,9 @@ func (s *store) call(op string, text ...string) error {
 		}
 		if t == "db-down" {
 			return errors.New("pq: the database system is shutting down (password=hunter2)")
+		}
+		if t == "not-trusted" {
+			return fmt.Errorf("pause: %w: term 4, keep-alive unanswered", leader.ErrNotTrusted)
 		}
 	}
 	return nil
@@ -512,5 +517,14 @@ func TestRefusalIsMarked(t *testing.T) {
 	rec = do(h, "POST", "/v1/resume", "application/json", `{"reason":"db-down"}`)
 	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "" {
 		t.Fatalf("resume with the database down: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	// The master itself, its office not trusted now (a frozen etcd, a
+	// partition): a refusal to retry, not an internal error (second
+	// outside review).
+	h = NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rec = do(h, "POST", "/v1/pause", "application/json", `{"reason":"not-trusted"}`)
+	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "no-master" || !strings.Contains(rec.Body.String(), "office cannot act now") {
+		t.Fatalf("pause on a master whose office is not trusted: %d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 }

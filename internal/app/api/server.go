@@ -793,6 +793,15 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away: nobody reads the answer.
 		log.DebugContext(r.Context(), "request cancelled by the client", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+	case errors.Is(err, leader.ErrNotTrusted), errors.Is(err, leader.ErrSessionLost), errors.Is(err, leader.ErrKeyDeleted), errors.Is(err, leader.ErrDeposed):
+		// This node's office cannot act now (its etcd lease unconfirmed,
+		// lost, or a newer term): a refusal, to try again, not a fault.
+		log.InfoContext(r.Context(), "request refused: the master's office cannot act", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+		w.Header().Set(RefusedHeader, "no-master")
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, http.StatusServiceUnavailable, "this node's master office cannot act now: try again",
+			"its etcd lease is not confirmed, or another node took office; "+detail)
+		return
 	case errors.Is(err, context.DeadlineExceeded):
 		msg = "timed out"
 		detail = "the database or etcd did not answer in time; " + detail
