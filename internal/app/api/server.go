@@ -187,7 +187,7 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/resume", only(h.mutation(h.pause(false))))
 	mux.HandleFunc("POST /v1/holds/retry", only(h.mutation(h.decideHolds(recovery.DecideRetry))))
 	mux.HandleFunc("POST /v1/holds/fail", only(h.mutation(h.decideHolds(recovery.DecideFail))))
-	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.retry)))
+	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.limited(h.retry))))
 	mux.HandleFunc("GET /v1/holds", only(h.limited(h.listHolds), "workflow", "limit"))
 	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.limited(h.instance("path")), "limit"))
 	mux.HandleFunc("GET /v1/instances", only(h.limited(h.instance("query")), "workflow", "id", "limit"))
