@@ -380,6 +380,7 @@ func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
 func newRecoverCmd() *cobra.Command {
 	var f clientFlags
 	var req api.RecoveryRequest
+	var workflows []string
 	c := clientCmd(&cobra.Command{
 		Use:   "recover",
 		Short: "Expire claims and repair interrupted instances now (through the master)",
@@ -392,7 +393,20 @@ policy. With --dry-run, print what would be done, changing nothing.`,
 		Args: noArgs,
 	}, &f, longOp,
 		func(ctx context.Context, cl *api.Client, _ []string) (api.RecoveryAnswer, error) {
-			return cl.Recover(ctx, req)
+			r := req
+			r.Workflows = nil
+			// Each --workflow may list several, split at commas; an empty
+			// one is refused, not dropped (--workflow orders --workflow ""
+			// must not run a recovery as if the second were not there).
+			for _, v := range workflows {
+				for _, name := range strings.Split(v, ",") {
+					if strings.TrimSpace(name) == "" {
+						return api.RecoveryAnswer{}, usageError{fmt.Errorf("--workflow %q: an empty workflow name (omit the flag for every claimable workflow)", v)}
+					}
+					r.Workflows = append(r.Workflows, name)
+				}
+			}
+			return cl.Recover(ctx, r)
 		},
 		func(w io.Writer, a api.RecoveryAnswer) error {
 			if a.DryRun {
@@ -407,7 +421,7 @@ policy. With --dry-run, print what would be done, changing nothing.`,
 			fmt.Fprintf(w, "run %d: claims expired %d, instances repaired %d\n", a.Result.RunID, a.Result.ClaimsExpired, a.Result.Done())
 			return recoveryTable(w, a.Result.Tasks, false)
 		})
-	c.Flags().StringSliceVar(&req.Workflows, "workflow", nil, "workflow to recover (repeatable; default: every claimable workflow)")
+	c.Flags().StringArrayVar(&workflows, "workflow", nil, "workflow to recover (repeatable, or comma-separated; default: every claimable workflow)")
 	c.Flags().BoolVar(&req.DryRun, "dry-run", false, "print the plan and change nothing")
 	return c
 }

@@ -307,6 +307,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"holds", "fail", "--all", "--workflow", "", "--reason", "x"}, exitUsage, "--workflow: an empty value"},
 		{[]string{"holds", "--workflow", " "}, exitUsage, "--workflow: an empty value"},
 		{[]string{"recover", "--workflow", ""}, exitUsage, "--workflow: an empty value"},
+		{[]string{"recover", "--workflow", "orders", "--workflow", ""}, exitUsage, "--workflow: an empty value"},
+		{[]string{"recover", "--dry-run", "--workflow", "orders,"}, exitUsage, "an empty workflow name"},
 		{[]string{"events", "--workflow", "", "--node", "n1"}, exitUsage, "--workflow: an empty value"},
 		{[]string{"events", "--node", ""}, exitUsage, "--node: an empty value"},
 		{[]string{"status", "--api", ""}, exitUsage, "--api: an empty value"},
