@@ -237,8 +237,10 @@ func TestNonRetryableWordBoundary(t *testing.T) {
 // written, for the escapes the two read differently and those they share.
 func TestPGPatternMatchesAsGo(t *testing.T) {
 	db := pg.MigratedDB(t)
-	patterns := []string{`\bfatal\b`, `\Bata`, `lost\z`, `^\w+: \d+`, `\Afatal`, `[[:upper:]]{3}\b`, `a\.b`, `\s\S`, `(?:dead|live)lock\b`, `x\\b`}
-	texts := []string{"fatal: x", "nonfatal", "fatality", "data lost", "lost data", "E: 42", "DISK full", "a.b", "axb", "deadlock", "livelocked", `x\b`, "xb", ""}
+	patterns := []string{`\bfatal\b`, `\Bata`, `lost\z`, `^\w+: \d+`, `\Afatal`, `[[:upper:]]{3}\b`, `a\.b`, `\s\S`, `(?:dead|live)lock\b`, `x\\b`,
+		`fatal.*deadlock`, `fatal[^!]*deadlock`, `^fatal.+$`, `[.]b`, `[]a]x`, `[^]a]x`, `(?i)FATAL`, `x[[:alpha:].]y`}
+	texts := []string{"fatal: x", "nonfatal", "fatality", "data lost", "lost data", "E: 42", "DISK full", "a.b", "axb", "deadlock", "livelocked", `x\b`, "xb", "",
+		"fatal: lock wait\ngoroutine 7: deadlock", "fatal: x\ndeadlock", "fatal: one line", "fatal:\n", "]x", "ax", "bx", "x.y", "xqy", "x\ny"}
 	for _, pat := range patterns {
 		re := regexp.MustCompile(pat)
 		pgPat, err := PGPattern(pat)
@@ -255,7 +257,7 @@ func TestPGPatternMatchesAsGo(t *testing.T) {
 			}
 		}
 	}
-	for _, pat := range []string{`\Qa.b\E`, `\p{L}`, `\PL`, `\x41`, `\101`, `[\x41]`, `a\1`} {
+	for _, pat := range []string{`\Qa.b\E`, `\p{L}`, `\PL`, `\x41`, `\101`, `[\x41]`, `a\1`, `(?s)a.b`, `(?m)^x`, `a(?i)b`, `(?U)a+`, `(?P<n>x)`, `x[[.a.]]`, `x[[=a=]]`} {
 		if _, err := PGPattern(pat); err == nil {
 			t.Errorf("%s: rewritten, want refused", pat)
 		}
@@ -329,7 +331,7 @@ func TestCatalogChecksPatterns(t *testing.T) {
 	_, db, _ := setup(t)
 	wf := reports
 	wf.Tasks = slices.Clone(reports.Tasks)
-	wf.Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone, NonRetryable: []string{`^timeout`, `(?P<code>E\d+)`}}
+	wf.Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone, NonRetryable: []string{`^timeout`, `E{256}`}}
 	err := CheckCatalog(context.Background(), db, []Workflow{wf})
 	var ce *CatalogError
 	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], "workflows[0].tasks[0].on_interrupt.non_retryable[1]: PostgreSQL cannot match") {
