@@ -329,7 +329,7 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 	// The driver's message keeps its words whatever the password: "p"
 	// masked in it made "port" "xxxxxort" (outside review).
 	for dsn, want := range map[string]string{
-		"host=127.0.0.1 port=xyz user=eh password=p dbname=eh":   `wrong value for \"port`,
+		"host=127.0.0.1 port=xyz user=eh password=p dbname=eh":   `wrong value for \"port\": strconv.ParseUint: parsing \"xyz\": invalid syntax`,
 		"postgres://eh:o@127.0.0.1:5432/eh?connect_timeout=soon": "connect_timeout",
 		"host=127.0.0.1 user=eh password='p dbname=eh":           "the password cannot be read",
 	} {

@@ -102,12 +102,17 @@ func pathText(p string) string {
 }
 
 func excerpt(s string) string {
+	return excerptN(s, excerptLen)
+}
+
+// excerptN is excerpt with room for n runes.
+func excerptN(s string, n int) string {
 	s = redact(s)
-	if utf8.RuneCountInString(s) <= excerptLen && len(s) <= 4*excerptLen {
+	if utf8.RuneCountInString(s) <= n && len(s) <= 4*n {
 		return strconv.Quote(s)
 	}
 	cut := 0
-	for range excerptLen {
+	for range n {
 		_, size := utf8.DecodeRuneInString(s[cut:])
 		cut += size
 	}

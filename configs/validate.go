@@ -731,7 +731,8 @@ func checkDSN(dsn string) error {
 		// the message instead garbled it: every "p" of "port" for the
 		// password "p"). If that DSN is fine, the password is at fault.
 		if _, rerr := pq.NewConfig(RedactDSN(dsn)); rerr != nil {
-			return errors.New(excerpt(strings.TrimPrefix(rerr.Error(), "pq: ")))
+			// Whole enough to say why (no password is in it).
+			return errors.New(excerptN(strings.TrimPrefix(rerr.Error(), "pq: "), 200))
 		}
 		return errors.New("the password cannot be read (in a key=value DSN, quote it: password='...', with \\' and \\\\ inside)")
 	}
