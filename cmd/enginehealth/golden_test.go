@@ -318,6 +318,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "--instance", "orders/1", "--instance", "orders/2"}, exitUsage, `"--instance" flag: given more than once`},
 		{[]string{"nodes", "-o", "json", "-o", "table"}, exitUsage, "given more than once"},
 		{[]string{"retry", "a", "b", "c"}, exitUsage, "accepts between 1 and 2 arg(s)"},
+		{[]string{"retry", "orders", ""}, exitUsage, "an empty workflow or id"},
+		{[]string{"retry", "orders/5", "extra"}, exitUsage, "not both"},
 		{[]string{"node", "ack", "x y", "--reason", "r"}, exitUsage, `invalid node name "x y"`},
 		{[]string{"node", "reset-grade", ".n"}, exitUsage, `invalid node name ".n"`},
 		{[]string{"help", "nodes"}, exitOK, ""},

@@ -125,6 +125,12 @@ retry, not against max_attempts.`,
 			r := req
 			if len(args) == 2 {
 				r.Workflow, r.Instance = args[0], args[1]
+				switch {
+				case strings.TrimSpace(r.Workflow) == "" || strings.TrimSpace(r.Instance) == "":
+					return recovery.RetryResult{}, usageError{fmt.Errorf("retry %q %q: an empty workflow or id", r.Workflow, r.Instance)}
+				case strings.Contains(r.Workflow, "/"):
+					return recovery.RetryResult{}, usageError{fmt.Errorf("retry %q %q: want WORKFLOW ID or WORKFLOW/ID, not both", r.Workflow, r.Instance)}
+				}
 			} else {
 				// The form events --instance and holds take.
 				ref, err := parseRef(args[0], "")
