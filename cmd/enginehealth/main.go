@@ -184,12 +184,6 @@ func (o *onceValue) Set(v string) error {
 	return o.Value.Set(v)
 }
 
-// IsBoolFlag keeps a boolean flag one that takes no value.
-func (o *onceValue) IsBoolFlag() bool {
-	b, ok := o.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
 // emptyFlags refuses a name flag given an empty value: --workflow "" (a
 // script's unset variable) would otherwise mean no filter, every
 // workflow, and "holds fail --all --workflow $WF" would fail every hold.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -86,29 +87,27 @@ func (h *handler) limited(next http.HandlerFunc) http.HandlerFunc {
 		// h.cfg.Timeout and a second rather than wait for it. next keeps
 		// its slot until it returns, so such leftovers stay bounded.
 		bw := &bufferedWriter{header: w.Header().Clone(), code: http.StatusOK}
-		done := make(chan any, 1)
-		go func() {
+		wait, cancelWait := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.Timeout+answerGrace)
+		panicked, err := pgdb.Await(wait, func(context.Context) (p any, _ error) {
 			defer release()
-			defer func() { done <- recover() }()
+			defer func() { p = recover() }()
 			next(bw, r)
-		}()
-		t := time.NewTimer(h.cfg.Timeout + answerGrace)
-		defer t.Stop()
-		select {
-		case p := <-done:
-			if p != nil {
-				panic(p) // net/http's recovery logs it and drops the connection, as before
-			}
-		case <-t.C:
+			return nil, nil
+		})
+		cancelWait()
+		if err != nil {
 			h.notAnswering(w, r)
 			return
+		}
+		if panicked != nil {
+			panic(panicked) // net/http's recovery logs it and drops the connection, as before
 		}
 		maps.Copy(w.Header(), bw.header)
 		n := min(int64(bw.buf.Len()), answerBytes)
 		// Not r's context: a request whose body failed to arrive (408) has
 		// it cancelled, and still gets its answer.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), dbWait)
-		err := h.slots.bytes.Acquire(ctx, n)
+		err = h.slots.bytes.Acquire(ctx, n)
 		cancel()
 		if err != nil {
 			h.busy(w, r)
