@@ -29,13 +29,17 @@ test:
 # processes, PostgreSQL, 3 sidecars behind TCP proxies, 3 demo engines
 # under load) and FAULTS faults on the seeded schedule SEED, then the
 # invariant checker; the report ends with "faults injected: N" and
-# "violations: N" (kept in test-output/). make test runs a 40-fault
-# version.
+# "violations: N" (kept in test-output/, with every process's log).
+# STARVE starves the cluster of CPU while faults run: off, pauses (a
+# sidecar or etcd member SIGSTOPped for 100-500 ms every 0.5-2 s) or busy
+# (the pauses, and busy loops on every core). make test runs a 40-fault
+# version with pauses.
 FAULTS ?= 300
 SEED   ?= 1
+STARVE ?= off
 faults:
 	rm -rf test-output/faults && mkdir -p test-output/faults
-	@set -o pipefail; EH_FAULTS=$(FAULTS) EH_FAULT_SEED=$(SEED) $(GO) test -count=1 -timeout 90m -run '^TestFaults$$' -v \
+	@set -o pipefail; EH_FAULTS=$(FAULTS) EH_FAULT_SEED=$(SEED) EH_FAULT_STARVE=$(STARVE) $(GO) test -count=1 -timeout 90m -run '^TestFaults$$' -v \
 		-artifacts -outputdir $(CURDIR)/test-output/faults ./internal/tests/e2e > test-output/faults/test.log 2>&1; \
 		code=$$?; report=$$(find test-output/faults -name faults-report.txt | head -1); \
 		if [ $$code -ne 0 ]; then grep -v '^\s*{"time"' test-output/faults/test.log | grep -v '^\s*fault [0-9]' | tail -40; \

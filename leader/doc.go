@@ -15,8 +15,9 @@
 // client's context, which has no deadline.
 //
 // Every request has its own deadline derived from the TTL. The lease is
-// kept alive by one bounded KeepAliveOnce every TTL/3; one that times out
-// is retried at once, which the client's round-robin balancer sends to the
+// kept alive by one bounded KeepAliveOnce every TTL/3, and each answer is
+// confirmed by a linearizable read (below); a request that times out is
+// retried at once, which the client's round-robin balancer sends to the
 // next member, so an unresponsive member costs one attempt. A standby reads
 // the election (atomically: is my key there, which key is first) every
 // TTL/6 (at most 1 s) besides watching it, since a watch served by a frozen
@@ -27,19 +28,70 @@
 //
 // When its key is first, the node holds the office and calls the leader
 // function with a leader-scoped context and an Office. The office *acts*
-// (Office.Trusted returns nil) while the last answered keep-alive was sent
-// less than TTL − TrustMargin ago and the gate (the node's own database
-// heartbeat) passes. When keep-alives go unanswered the office is
-// suspended, not ended: Trusted fails, so no master write starts or
-// commits, and it acts again, in the same term, as soon as a keep-alive is
-// answered, because an answered keep-alive proves the lease, and with it the
-// leader key, never expired, so no other node can have been elected
-// meanwhile. The leader context is cancelled, with a cause, only when the
-// office ends: etcd answers that the lease is gone (ErrSessionLost), the
-// leader key is deleted or replaced (ErrKeyDeleted), or Run's context is
-// done (shutdown). On shutdown the node revokes its lease at once (bounded
-// by ResignTimeout), so the next master takes office without waiting for
-// the TTL.
+// (Office.Trusted returns nil) while the last confirmed keep-alive was
+// sent less than TTL − TrustMargin ago (the trust window) and the gate
+// (the node's own database heartbeat) passes. When keep-alives go
+// unanswered the office is suspended, not ended: Trusted fails, so no
+// master write starts or commits, and it acts again, in the same term, as
+// soon as a keep-alive is confirmed, because a confirmed keep-alive proves
+// the lease, and with it the leader key, never expired, so no other node
+// can have been elected meanwhile. The leader context is cancelled, with a
+// cause, when the office ends: etcd answers that the lease is gone
+// (ErrSessionLost), the leader key is deleted or replaced (ErrKeyDeleted),
+// the node learns that a newer term is recorded (ErrDeposed: a fenced
+// transaction refused, or any read of the term in this node, through
+// Elector.ObserveTerm), or Run's context is done (shutdown). On shutdown
+// the node revokes its lease at once (bounded by ResignTimeout), so the
+// next master takes office without waiting for the TTL.
+//
+// # What the trust window rests on
+//
+// Two offices never act at once: an office acts only inside its trust
+// window, the window ends TrustMargin before etcd may expire the lease,
+// and a new office starts only after the old lease is gone. That holds if
+//
+//  1. etcd's raft holds: at most one leader per raft term, and a
+//     linearizable read is confirmed by a quorum in the current term
+//     (etcd's default ReadOnlySafe reads);
+//  2. the raft leader keeps a lease it renewed at time t until at least
+//     t + TTL, and a new leader extends every lease by at least the TTL
+//     (etcd's lessor: a new leader sets every expiry to now + election
+//     timeout + TTL);
+//  3. the clocks of the etcd leader's host and of this node advance at the
+//     same rate to within TrustMargin/TTL (10% at the defaults; NTP keeps
+//     real hosts within parts per million).
+//
+// It does not rest on any single keep-alive answer. etcd renews leases
+// in its raft leader's memory, not through raft, and a leader that was
+// deposed without knowing it yet answers keep-alives from its own copy:
+// "renewed", with the full TTL, while the real leader, which alone expires
+// the lease, never sees the renewal. etcd 3.7 checks leadership before a
+// renewal (EtcdServer.ensureLeadership) but skips the check when the
+// member ticked in the last three ticks (isActive): a leader frozen by
+// SIGSTOP, a stalled disk or a starved CPU while the others elected a new
+// one ticks at once when it runs again, and can answer before it hears of
+// its successor. So a keep-alive counts only when a linearizable read
+// sent after its answer sees the same raft term (the term of the last
+// entry applied by the member that answered, in the response headers):
+// that term's leader was then still the leader, after the renewal, so the
+// renewal is the real one (Elector.renew). An answer in an older term is
+// not counted and the keep-alive is sent again, to the next member. A
+// "lease not found" answer is confirmed the same way before the office
+// ends on it. The cost is one count-only read per renewal; failover is
+// not slowed.
+//
+// The alternative weighed was a lock-delay: a new master that waits out
+// the longest trust window a deposed holder could still believe in
+// (TTL − TrustMargin: 2 s at lease_ttl 3s, 9 s at the default 10 s)
+// before it acts, as Chubby and client-go's observed-time rule do. It
+// needs none of the above but adds that wait to every failover, and a
+// deposed etcd leader could still extend a holder's belief while it
+// lasts. The PostgreSQL fence stays the last line whatever etcd does:
+// every master write checks the recorded term in its own transaction.
+//
+// The fault suite checks assumption 2 directly: it watches every election
+// key from outside and fails when etcd deleted one earlier than a TTL
+// after the send of any keep-alive its sidecar counted.
 //
 // # Term and fencing
 //

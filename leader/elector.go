@@ -13,6 +13,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/lmittmann/tint"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -102,8 +103,18 @@ type Office struct {
 	Candidate Candidate
 
 	ctx     context.Context
+	end     context.CancelCauseFunc // nil for an office built by hand in tests
 	lease   *lease
 	trusted func() error
+}
+
+// depose ends the office at once, with cause: this node learned of a
+// newer term (the fence found one recorded), so another node may act
+// already.
+func (o *Office) depose(cause error) {
+	if o.end != nil && !faultinject.Off(faultinject.Fencing) {
+		o.end(cause)
+	}
 }
 
 // Trusted returns nil while the office may act: the office is live, the
@@ -160,6 +171,15 @@ func (e *Elector) Office() *Office {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.office
+}
+
+// ObserveTerm tells the elector of a term recorded in the fence (a read of
+// it anywhere in this node): an office of an older term ends at once, since
+// the newer one may act already.
+func (e *Elector) ObserveTerm(recorded int64) {
+	if o := e.Office(); o != nil && recorded > o.Term {
+		o.depose(fmt.Errorf("%w: recorded term %d, ours %d", ErrDeposed, recorded, o.Term))
+	}
 }
 
 func (e *Elector) setOffice(o *Office) {
@@ -238,7 +258,10 @@ func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *O
 
 // lease is a granted etcd lease and what this node knows of it.
 type lease struct {
-	id  clientv3.LeaseID
+	id clientv3.LeaseID
+	// key is our election key under this lease (it exists only while we
+	// campaign; reading it confirms keep-alives either way).
+	key string
 	ttl time.Duration
 
 	mu      sync.Mutex
@@ -287,7 +310,9 @@ func (l *lease) err() error {
 	return l.lostErr
 }
 
-// grant obtains a new lease.
+// grant obtains a new lease. A grant is applied through raft, by the
+// leader of the term it commits in, so etcd keeps the lease for at least
+// its TTL from then: its send time opens the first trust window.
 func (e *Elector) grant(ctx context.Context) (*lease, error) {
 	sent := e.now()
 	gctx, cancel := context.WithTimeout(ctx, e.t.request)
@@ -297,27 +322,29 @@ func (e *Elector) grant(ctx context.Context) (*lease, error) {
 		return nil, fmt.Errorf("grant etcd lease: %w", err)
 	}
 	return &lease{
-		id: resp.ID, ttl: e.cfg.TTL, renewed: sent, margin: e.cfg.TrustMargin,
+		id: resp.ID, key: fmt.Sprintf("%s%x", ElectionPrefix(e.cfg.Prefix), int64(resp.ID)),
+		ttl: e.cfg.TTL, renewed: sent, margin: e.cfg.TrustMargin,
 		changed: make(chan struct{}), lost: make(chan struct{}),
 	}, nil
 }
 
-// keepAlive renews l every renew period with one bounded request at a
-// time, retrying a failed one at once (the next attempt goes to another
-// member), until ctx is done or etcd says the lease is gone.
+// keepAlive renews l every renew period, one bounded request at a time,
+// until ctx is done or etcd says the lease is gone. A renewal that fails,
+// or that a read does not confirm (renew), is retried at once: the next
+// request goes to the next member, so an unresponsive member or a deposed
+// raft leader costs one attempt.
 func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 	failingSince := time.Time{}
 	for {
 		sent := e.now()
-		actx, cancel := context.WithTimeout(ctx, e.t.attempt)
-		_, err := e.cfg.Client.KeepAliveOnce(actx, l.id)
-		cancel()
-		wait := e.t.renew
+		err := e.renew(ctx, l, sent)
+		// The next renewal is due a renew period after this one was sent,
+		// however long it took to be answered.
+		wait := e.t.renew - e.now().Sub(sent)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
-			l.markRenewed(sent)
 			if !failingSince.IsZero() {
 				e.log.InfoContext(ctx, "etcd keep-alive answered again", "after", e.now().Sub(failingSince).Round(time.Millisecond))
 				failingSince = time.Time{}
@@ -330,6 +357,8 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 				failingSince = sent
 				e.log.WarnContext(ctx, "etcd keep-alive failed; retrying", "lease", fmt.Sprintf("%x", int64(l.id)),
 					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), tint.Err(err))
+			} else {
+				e.log.DebugContext(ctx, "etcd keep-alive failed again", tint.Err(err))
 			}
 			// Retry soon; a timed-out attempt already waited.
 			wait = 50 * time.Millisecond
@@ -337,9 +366,80 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(max(wait, 0)):
 		}
 	}
+}
+
+// errUnconfirmed: a keep-alive was answered in a raft term that a
+// linearizable read sent after the answer does not see.
+var errUnconfirmed = errors.New("keep-alive not confirmed")
+
+// renew sends one keep-alive for l (at sent) and counts it, moving the
+// trust window to sent + TTL − margin, only once a linearizable read sent
+// after its answer returns the same raft term (the term of the last entry
+// the answering member had applied, read from the response headers).
+//
+// A keep-alive is not linearizable: etcd renews a lease in its raft
+// leader's memory, and a leader that was deposed without knowing it yet
+// (one frozen, or starved of CPU, while the others elected a new leader)
+// still answers keep-alives, although the new leader, which alone can
+// expire the lease, never saw them. A linearizable read is confirmed by a
+// quorum in the current term. So if the read, sent after the keep-alive was
+// answered, sees the keep-alive's term, that term's leader was still the
+// leader after it renewed the lease, and etcd keeps the lease at least a TTL
+// from the renewal (a later leader extends every lease by a full TTL when
+// it takes over). If it sees a later term, the renewal may have gone to a
+// deposed leader and is not counted; the next keep-alive goes to another
+// member. See doc.go.
+//
+// A "lease not found" answer is confirmed the same way: a deposed leader
+// does not know the leases granted after it was deposed, and an office
+// must not end on its word.
+func (e *Elector) renew(ctx context.Context, l *lease, sent time.Time) error {
+	actx, cancel := context.WithTimeout(ctx, e.t.attempt)
+	resp, kaErr := e.cfg.Client.KeepAliveOnce(actx, l.id)
+	cancel()
+	if kaErr != nil && (resp == nil || !errors.Is(kaErr, rpctypes.ErrLeaseNotFound)) {
+		return kaErr
+	}
+	if faultinject.Off(faultinject.Confirm) {
+		if kaErr == nil {
+			l.markRenewed(sent)
+			e.logRenewal(ctx, l, resp.ResponseHeader, sent)
+		}
+		return kaErr
+	}
+	read, err := e.confirmRead(ctx, l)
+	if err != nil {
+		return fmt.Errorf("confirm the keep-alive with a read: %w", err)
+	}
+	h := resp.ResponseHeader
+	if h == nil {
+		h = &etcdserverpb.ResponseHeader{}
+	}
+	if h.RaftTerm != read.Header.RaftTerm {
+		return fmt.Errorf("%w: answered by member %x in raft term %d, a read sent after it sees term %d",
+			errUnconfirmed, h.MemberId, h.RaftTerm, read.Header.RaftTerm)
+	}
+	if kaErr != nil {
+		return kaErr // lease not found, and confirmed
+	}
+	l.markRenewed(sent)
+	e.logRenewal(ctx, l, h, sent)
+	return nil
+}
+
+// logRenewal logs a keep-alive counted: the fault suite reads these lines
+// to check that etcd kept the lease at least a TTL after each "sent".
+func (e *Elector) logRenewal(ctx context.Context, l *lease, h *etcdserverpb.ResponseHeader, sent time.Time) {
+	if h == nil {
+		h = &etcdserverpb.ResponseHeader{}
+	}
+	e.log.DebugContext(ctx, "etcd keep-alive answered", "lease", fmt.Sprintf("%x", int64(l.id)),
+		"member", fmt.Sprintf("%x", h.MemberId), "raft_term", h.RaftTerm,
+		"sent", sent.Format(time.RFC3339Nano), "trusted_until", l.trustedUntil().Format(time.RFC3339Nano),
+		"rtt", e.now().Sub(sent).Round(time.Millisecond))
 }
 
 // revoke resigns: it deletes the lease (and with it our election key) so
@@ -350,11 +450,36 @@ func (e *Elector) revoke(ctx context.Context, l *lease) {
 }
 
 func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
+	e.log.DebugContext(ctx, "revoking the etcd lease", "lease", fmt.Sprintf("%x", int64(l.id)))
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ResignTimeout)
 	defer cancel()
 	if _, err := e.cfg.Client.Revoke(rctx, l.id); err != nil && l.err() == nil {
 		e.log.WarnContext(ctx, "could not revoke the etcd lease; it expires after its TTL", "lease", fmt.Sprintf("%x", int64(l.id)), tint.Err(err))
 	}
+}
+
+// confirmReads: how many times a confirming read is tried (each bounded
+// by the attempt timeout) before the keep-alive is sent again: one for
+// each member of a three-member cluster, whose client sends each try to
+// the next member.
+const confirmReads = 3
+
+// confirmRead reads l's key (linearizable, count only), retrying a read
+// that fails: any read sent after the keep-alive was answered confirms it,
+// so one that times out on an unresponsive member need not cost another
+// keep-alive.
+func (e *Elector) confirmRead(ctx context.Context, l *lease) (*clientv3.GetResponse, error) {
+	var err error
+	for range confirmReads {
+		rctx, cancel := context.WithTimeout(ctx, e.t.attempt)
+		var read *clientv3.GetResponse
+		read, err = e.cfg.Client.Get(rctx, l.key, clientv3.WithCountOnly())
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return read, err
+		}
+	}
+	return nil, err
 }
 
 // candidacy is our key in the election.
@@ -367,7 +492,7 @@ type candidacy struct {
 // until it is the oldest (the leader key) while our trust window is open.
 func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candidacy, error) {
 	prefix := ElectionPrefix(e.cfg.Prefix)
-	c := candidacy{key: fmt.Sprintf("%s%x", prefix, int64(l.id))}
+	c := candidacy{key: l.key}
 	cli := e.cfg.Client
 	e.log.DebugContext(ctx, "campaigning", "key", c.key)
 	for {
@@ -382,6 +507,11 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 				Then(clientv3.OpPut(c.key, value, clientv3.WithLease(l.id))).
 				Else(clientv3.OpGet(c.key)).Commit()
 			cancel()
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				// A put is applied through raft: etcd's word on the lease.
+				l.markLost(fmt.Errorf("%w: lease %x: %v", ErrSessionLost, int64(l.id), err))
+				return c, l.err()
+			}
 			if err != nil {
 				if werr := e.retryPause(ctx, l, sent); werr != nil {
 					return c, werr
@@ -512,7 +642,7 @@ func (e *Elector) lead(ctx context.Context, l *lease, c candidacy, lead func(ctx
 		}
 		return nil
 	}
-	office := &Office{Term: c.rev, Candidate: e.cfg.Candidate, ctx: lctx, lease: l, trusted: trusted}
+	office := &Office{Term: c.rev, Candidate: e.cfg.Candidate, ctx: lctx, end: lcancel, lease: l, trusted: trusted}
 	gdone := make(chan struct{})
 	go func() { defer close(gdone); e.guard(lctx, lcancel, l, c) }()
 

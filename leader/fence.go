@@ -31,6 +31,7 @@ type Fence struct {
 	terms  string
 	events *audit.Log
 	log    *slog.Logger
+	onTerm func(recorded int64)
 }
 
 // NewFence returns the fence of a sidecar schema; events is the event log
@@ -54,8 +55,16 @@ func (f *Fence) Current(ctx context.Context) (Term, error) {
 	if err := f.db.GetContext(ctx, &t, `SELECT term, node, incarnation, since FROM `+f.terms); err != nil {
 		return Term{}, fmt.Errorf("read leader term: %w", err)
 	}
+	if f.onTerm != nil {
+		f.onTerm(t.Term)
+	}
 	return t, nil
 }
+
+// OnTerm sets a function told of every term Current reads (give it
+// Elector.ObserveTerm: an office of this node that an API lookup finds
+// superseded ends at once). Fenced transactions end their own office.
+func (f *Fence) OnTerm(fn func(recorded int64)) { f.onTerm = fn }
 
 // TakeOffice raises the recorded term to o's (only upwards), runs also
 // (the caller's writes that belong to taking office, such as the node
@@ -77,8 +86,10 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) err
 				return fmt.Errorf("read term: %w", err)
 			}
 			if cur.Term != o.Term || cur.Incarnation == nil || *cur.Incarnation != c.Incarnation {
-				return fmt.Errorf("%w: term %d recorded by %s, ours is %d (if etcd was rebuilt from scratch, its revisions restarted: see README, The master)",
+				err := fmt.Errorf("%w: term %d recorded by %s, ours is %d (if etcd was rebuilt from scratch, its revisions restarted: see README, The master)",
 					ErrDeposed, cur.Term, cur.Node, o.Term)
+				o.depose(err)
+				return err
 			}
 		}
 		if also != nil {
@@ -181,7 +192,11 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *Tx) error) erro
 			return fmt.Errorf("check term: %w", err)
 		}
 		if term != o.Term && !faultinject.Off(faultinject.Fencing) {
-			return fmt.Errorf("%w: recorded term %d, ours %d", ErrDeposed, term, o.Term)
+			// Another office took over: this one ends now, not when etcd
+			// or its trust window says so.
+			err := fmt.Errorf("%w: recorded term %d, ours %d", ErrDeposed, term, o.Term)
+			o.depose(err)
+			return err
 		}
 		if err := fn(&Tx{tx: tx, Term: o.Term}); err != nil {
 			return err

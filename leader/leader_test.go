@@ -76,6 +76,9 @@ type candidate struct {
 	done    chan struct{}
 	cli     *clientv3.Client
 	gate    atomic.Pointer[error]
+	// started: when its latest office began (the leader function was
+	// called): from then on it acts.
+	started atomic.Pointer[time.Time]
 }
 
 func (b bundle) start(t *testing.T, name string) *candidate {
@@ -111,6 +114,8 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 	go func() {
 		defer close(c.done)
 		_ = c.elector.Run(ctx, func(ctx context.Context, o *Office) error {
+			now := time.Now()
+			c.started.Store(&now)
 			if err := b.fence.TakeOffice(ctx, o, b.setMaster(ctx, o)); err != nil {
 				return err
 			}

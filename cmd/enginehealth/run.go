@@ -201,6 +201,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 	sched := cfg.Health.ParsedSchedule
 	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
 	apiFence := leader.NewFence(apiDB, cfg.Database.Schema, events) // read only: the current term
+	apiFence.OnTerm(elector.ObserveTerm)
 	reads := recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
 		Workflows: workflows, Log: log})
 	var checker *health.Checker

@@ -23,6 +23,9 @@ const (
 	AttemptGuard Mechanism = "attempts"
 	// Ack: only an operator's ack takes a node out of Unexpected shutdown.
 	Ack Mechanism = "ack"
+	// Confirm: an etcd keep-alive counts (moves the trust window) only
+	// once a linearizable read sent after its answer sees its raft term.
+	Confirm Mechanism = "confirm"
 	// RaceWindow is no safety mechanism but a test aid: turned "off", a
 	// repair batch waits 0.8 s between its snapshot and its writes, so
 	// that two masters (fencing off) race on the same attempts rows.
@@ -30,4 +33,4 @@ const (
 )
 
 // Mechanisms lists every mechanism.
-var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack, RaceWindow}
+var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack, Confirm, RaceWindow}

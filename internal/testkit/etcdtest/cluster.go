@@ -36,6 +36,9 @@ type ClusterConfig struct {
 	// TickMs and ElectionMs default to etcd's own defaults (100, 1000), as
 	// a production cluster runs.
 	TickMs, ElectionMs int
+	// LogDir, when set, receives each member's own etcd log (NAME.log,
+	// appended across restarts): leader changes, lease revocations.
+	LogDir string
 }
 
 // Cluster is a multi-member etcd cluster, one process per member.
@@ -139,10 +142,13 @@ func freePorts(n int) ([]int, error) {
 
 func (m *Member) start(initial, state string, ready chan<- error) error {
 	data := filepath.Join(m.c.dir, m.Name)
-	cmd := exec.Command(m.c.cfg.Binary,
-		"-name", m.Name, "-dir", data, "-client", m.ClientURL, "-peer", m.PeerURL,
+	args := []string{"-name", m.Name, "-dir", data, "-client", m.ClientURL, "-peer", m.PeerURL,
 		"-initial-cluster", initial, "-state", state,
-		"-tick-ms", fmt.Sprint(m.c.cfg.TickMs), "-election-ms", fmt.Sprint(m.c.cfg.ElectionMs))
+		"-tick-ms", fmt.Sprint(m.c.cfg.TickMs), "-election-ms", fmt.Sprint(m.c.cfg.ElectionMs)}
+	if m.c.cfg.LogDir != "" {
+		args = append(args, "-log", filepath.Join(m.c.cfg.LogDir, m.Name+".log"))
+	}
+	cmd := exec.Command(m.c.cfg.Binary, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -304,6 +310,29 @@ func (m *Member) Freeze() error { return m.signal(syscall.SIGSTOP) }
 
 // Thaw resumes a frozen member.
 func (m *Member) Thaw() error { return m.signal(syscall.SIGCONT) }
+
+// Pause stops the member with SIGSTOP for d, then resumes it: a process
+// starved of CPU for a moment, or a stall of its disk. It does nothing and
+// returns false when the member is not running or is frozen; a Freeze,
+// Thaw or Kill meanwhile waits for the pause to end.
+func (m *Member) Pause(d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.stopped {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+	}
+	if m.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		return false
+	}
+	<-time.After(d)
+	_ = m.cmd.Process.Signal(syscall.SIGCONT)
+	return true
+}
 
 // Kill kills the member with SIGKILL and waits for it to exit.
 func (m *Member) Kill() error {

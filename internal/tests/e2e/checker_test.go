@@ -175,7 +175,13 @@ func (r *faultRun) check() []checkResult {
 		}
 		out = append(out, res)
 	}
-	return out
+	r.mu.Lock()
+	var logs []string
+	for _, d := range r.incarnations {
+		logs = append(logs, d.stderr.String())
+	}
+	r.mu.Unlock()
+	return append(out, r.leases.checkLeases(logs, leaseTTL))
 }
 
 // invariant is one check of the record.

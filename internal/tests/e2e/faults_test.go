@@ -9,6 +9,8 @@ package e2e
 //
 // go test ./internal/tests/e2e -run TestFaults            the short run (in make test)
 // EH_FAULTS=300 EH_FAULT_SEED=7 go test … -run TestFaults  make faults
+// EH_FAULT_STARVE=busy                                      CPU starvation (off, pauses, busy)
+// EH_FAULT_UNSAFE=confirm                                   a faultinject build with mechanisms off
 
 import (
 	"cmp"
@@ -17,7 +19,9 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -150,11 +154,26 @@ type faultRun struct {
 	toMaster map[string][]time.Duration
 	toRepair map[string][]time.Duration
 	opCodes  map[string]int // operator request → exit code counts
-	stop     chan struct{}
-	stopped  chan struct{}
-	opts     faultOpts
-	probe    *actingProbe
-	acting   report // the probe's, once the run stopped
+	// starveMode of the run, and the pauses it made, per process.
+	starveMode string
+	pauses     map[string]int
+	stop       chan struct{}
+	stopped    chan struct{}
+	opts       faultOpts
+	probe      *actingProbe
+	// leases watches the election keys; incarnations: every sidecar
+	// process the run started, for their logs.
+	leases       *leaseWatch
+	incarnations []*daemon
+	acting       report // the probe's, once the run stopped
+}
+
+// note logs what the run does, with the wall-clock time to the
+// millisecond, so that the schedule can be read beside the daemons' and
+// the etcd members' logs.
+func (r *faultRun) note(format string, args ...any) {
+	r.t.Helper()
+	r.t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
 func (r *faultRun) violation(format string, args ...any) {
@@ -180,7 +199,18 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("EH_FAULT_SEED=%q: %v", v, err)
 		}
 	}
-	r := startFaultRun(t, seed)
+	starve := cmp.Or(os.Getenv("EH_FAULT_STARVE"), starvePauses)
+	if !slices.Contains([]string{starveOff, starvePauses, starveBusy}, starve) {
+		t.Fatalf("EH_FAULT_STARVE=%q: want %s, %s or %s", starve, starveOff, starvePauses, starveBusy)
+	}
+	var opts faultOpts
+	if v := os.Getenv("EH_FAULT_UNSAFE"); v != "" {
+		// An investigation: the run with mechanisms turned off (the
+		// faultinject build), e.g. to see what one prevents.
+		opts = faultOpts{bin: unsafeBinary(t), unsafe: v}
+	}
+	r := startFaultRun(t, seed, opts)
+	calm := r.starve(starve)
 	start := time.Now()
 	order := r.kinds.Perm(len(faultKinds))
 	for i := range n {
@@ -191,10 +221,11 @@ func TestFaults(t *testing.T) {
 			kind = faultKinds[order[i]].name
 		}
 		r.beginFault(i)
-		t.Logf("fault %d/%d: %s", i+1, n, kind)
+		r.note("fault %d/%d: %s", i+1, n, kind)
 		r.inject(kind)
 	}
 	injecting := time.Since(start)
+	calm()
 	r.healAll()
 	r.finalPass()
 	close(r.stop)
@@ -207,6 +238,98 @@ func TestFaults(t *testing.T) {
 	r.acting = acting
 	checks := r.check()
 	r.report(n, injecting, checks)
+}
+
+// Starvation modes of a fault run (EH_FAULT_STARVE; the short run in
+// make test: pauses). A busy host is late for every deadline: a process
+// that gets no CPU for a while looks, to the others, like a frozen one,
+// and then acts on what it knew before.
+const (
+	starveOff = "off"
+	// starvePauses: while faults run, a sidecar or an etcd member, drawn
+	// at random, is paused (SIGSTOP) for 100–500 ms every 0.5–2 s.
+	starvePauses = "pauses"
+	// starveBusy: the pauses, and busy loops that keep every core busy
+	// (one more loop than cores), as on a host busy with other work.
+	starveBusy = "busy"
+)
+
+// starve starts the starvation of mode and returns the function that ends
+// it (before the faults are healed and the record checked).
+func (r *faultRun) starve(mode string) (calm func()) {
+	r.starveMode = mode
+	if mode == starveOff {
+		return func() {}
+	}
+	var loops []*exec.Cmd
+	if mode == starveBusy {
+		for range runtime.NumCPU() + 1 {
+			cmd := exec.Command("sh", "-c", "while :; do :; done")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			if err := cmd.Start(); err != nil {
+				r.t.Fatalf("busy loop: %v", err)
+			}
+			loops = append(loops, cmd)
+		}
+		r.note("starvation: %d busy loops on %d cores", len(loops), runtime.NumCPU())
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go r.pauser(stop, done)
+	return func() {
+		close(stop)
+		<-done
+		for _, cmd := range loops {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+}
+
+// pauser pauses a sidecar or an etcd member, drawn at random, for
+// 100–500 ms every 0.5–2 s, until stop is closed. A process that a fault
+// froze, killed or signalled is left alone.
+func (r *faultRun) pauser(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	rnd := rand.New(rand.NewPCG(r.seed, 0x5747e))
+	for {
+		wait := 500*time.Millisecond + time.Duration(rnd.Int64N(int64(1500*time.Millisecond)))
+		select {
+		case <-stop:
+			return
+		case <-time.After(wait):
+		}
+		d := 100*time.Millisecond + time.Duration(rnd.Int64N(int64(400*time.Millisecond)))
+		i := rnd.IntN(len(r.sidecars) + len(r.etcd.Members))
+		if i < len(r.sidecars) {
+			if s := r.sidecars[i]; r.pause(s, d) {
+				r.countPause("sidecar " + s.name)
+			}
+		} else if m := r.etcd.Members[i-len(r.sidecars)]; m.Pause(d) {
+			r.countPause("etcd member " + m.Name)
+		}
+	}
+}
+
+// pause stops sidecar s for d (SIGSTOP, then SIGCONT), unless a fault
+// has it frozen, killed or signalled; it reports whether it did.
+func (r *faultRun) pause(s *sidecar, d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.frozen || s.signalled || !s.d.running() {
+		return false
+	}
+	if s.d.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		return false
+	}
+	<-time.After(d)
+	_ = s.d.cmd.Process.Signal(syscall.SIGCONT)
+	return true
+}
+
+func (r *faultRun) countPause(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pauses[what]++
 }
 
 // faultOpts vary a fault run: the biting tests run an unsafe build with
@@ -230,15 +353,17 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	}
 	t.Cleanup(pgs.Close)
 	c := newClusterOn(t, pgs.NewDatabase(t))
+	c.logDir = t.ArtifactDir()
 	r := &faultRun{t: t, c: c, pg: pgs, etcd: startEtcdCluster(t), seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
-		opCodes: map[string]int{}, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
+		opCodes: map[string]int{}, pauses: map[string]int{}, starveMode: starveOff, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
 	r.beginFault(0)
 
 	base := func(name string, eps []string, listen string) string {
 		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: cmp.Or(o.schedule, "@every 1s"), TokenEnv: "EH_TOKEN", Listen: listen,
 			Heartbeat: 300 * time.Millisecond, Extra: faultTasks})
 	}
+	r.leases = startLeaseWatch(t, r.etcd.Endpoints(), electionPrefix(t))
 	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
 	migrate := filepath.Join(c.dir, "migrate.yaml")
 	if err := os.WriteFile(migrate, []byte(base("migrate", r.etcd.Endpoints(), "")), 0o600); err != nil {
@@ -318,6 +443,9 @@ func (r *faultRun) startSidecar(s *sidecar) {
 	s.mu.Lock()
 	s.d, s.signalled, s.frozen = d, false, false
 	s.mu.Unlock()
+	r.mu.Lock()
+	r.incarnations = append(r.incarnations, d)
+	r.mu.Unlock()
 }
 
 func (r *faultRun) startEngine(e *engine) {
@@ -470,6 +598,7 @@ func (r *faultRun) inject(kind string) {
 	case "kill-master", "kill-sidecar":
 		s := r.target(kind, m)
 		old := r.incarnation(s)
+		r.note("  SIGKILL %s", s.name)
 		r.signal(s, syscall.SIGKILL)
 		recovered = r.recoveryFrom(time.Now())
 		<-s.d.done
@@ -478,11 +607,13 @@ func (r *faultRun) inject(kind string) {
 			r.t.Fatal(err)
 		}
 		pause(r.hold(200*time.Millisecond, 2*time.Second))
+		r.note("  restart %s", s.name)
 		r.startSidecar(s)
 		r.ack(s, old)
 	case "term-master", "term-sidecar":
 		s := r.target(kind, m)
 		old := r.incarnation(s)
+		r.note("  SIGTERM %s", s.name)
 		r.signal(s, syscall.SIGTERM)
 		recovered = r.recoveryFrom(time.Now())
 		select {
@@ -499,9 +630,11 @@ func (r *faultRun) inject(kind string) {
 		r.ack(s, old)
 	case "stop-master", "stop-sidecar":
 		s := r.target(kind, m)
+		r.note("  SIGSTOP %s", s.name)
 		r.freeze(s, true)
 		pause(r.hold(500*time.Millisecond, 5*time.Second))
 		r.freeze(s, false)
+		r.note("  SIGCONT %s", s.name)
 		healed = time.Now()
 	case "kill-engine", "stop-engine":
 		e := r.engines[r.rnd.IntN(len(r.engines))]
@@ -538,13 +671,17 @@ func (r *faultRun) inject(kind string) {
 			mem = r.etcdMember(strings.HasSuffix(kind, "leader"))
 		}
 		if strings.Contains(kind, "stop") {
+			r.note("  SIGSTOP etcd member %s", mem.Name)
 			r.check1(mem.Freeze())
 			pause(r.hold(500*time.Millisecond, 4*time.Second))
 			r.check1(mem.Thaw())
+			r.note("  SIGCONT etcd member %s", mem.Name)
 		} else {
+			r.note("  SIGKILL etcd member %s", mem.Name)
 			r.check1(mem.Kill())
 			pause(r.hold(500*time.Millisecond, 3*time.Second))
 			r.check1(mem.Restart())
+			r.note("  restarted etcd member %s", mem.Name)
 		}
 		healed = time.Now()
 	case "etcd-quorum-loss":
@@ -553,14 +690,17 @@ func (r *faultRun) inject(kind string) {
 		for b == a {
 			b = r.etcd.Members[r.rnd.IntN(len(r.etcd.Members))]
 		}
+		r.note("  SIGSTOP etcd members %s and %s", a.Name, b.Name)
 		r.check1(a.Freeze())
 		r.check1(b.Freeze())
 		pause(r.hold(time.Second, 4*time.Second))
 		r.check1(a.Thaw())
 		r.check1(b.Thaw())
+		r.note("  SIGCONT etcd members %s and %s", a.Name, b.Name)
 		healed = time.Now()
 	case "cut-master-etcd", "cut-sidecar-etcd":
 		s := r.target(kind, m)
+		r.note("  cut %s from etcd", s.name)
 		for _, p := range s.etcd {
 			r.check1(p.Blackhole())
 		}
@@ -568,12 +708,15 @@ func (r *faultRun) inject(kind string) {
 		for _, p := range s.etcd {
 			r.check1(p.Restore())
 		}
+		r.note("  restored %s to etcd", s.name)
 		healed = time.Now()
 	case "cut-master-db", "cut-sidecar-db":
 		s := r.target(kind, m)
+		r.note("  cut %s from PostgreSQL", s.name)
 		r.check1(s.db.Blackhole())
 		pause(r.hold(500*time.Millisecond, 4*time.Second))
 		r.check1(s.db.Restore())
+		r.note("  restored %s to PostgreSQL", s.name)
 		healed = time.Now()
 	case "cut-most-db":
 		// Every node but the master stops heartbeating at once: the
@@ -585,20 +728,26 @@ func (r *faultRun) inject(kind string) {
 				cut = append(cut, s)
 			}
 		}
+		r.note("  cut every node but %s from PostgreSQL", m.name)
 		pause(r.hold(2*time.Second, 4*time.Second))
 		for _, s := range cut {
 			r.check1(s.db.Restore())
 		}
+		r.note("  restored them")
 		healed = time.Now()
 	case "pg-restart":
+		r.note("  stop PostgreSQL")
 		r.pg.Stop()
 		pause(r.hold(200*time.Millisecond, 2*time.Second))
 		r.check1(r.pg.Resume())
+		r.note("  PostgreSQL started")
 		healed = time.Now()
 	case "pg-stop":
+		r.note("  SIGSTOP PostgreSQL")
 		r.check1(r.pg.Freeze())
 		pause(r.hold(500*time.Millisecond, 3*time.Second))
 		r.check1(r.pg.Thaw())
+		r.note("  SIGCONT PostgreSQL")
 		healed = time.Now()
 	case "operator-storm":
 		r.operatorStorm()
@@ -859,7 +1008,14 @@ func (r *faultRun) finalPass() {
 // the test on any violation.
 func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members\n", r.seed, n, took.Round(time.Second), len(r.sidecars))
+	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s\n", r.seed, n, took.Round(time.Second), len(r.sidecars), r.starveMode)
+	if len(r.pauses) > 0 {
+		var ps []string
+		for _, k := range slices.Sorted(maps.Keys(r.pauses)) {
+			ps = append(ps, fmt.Sprintf("%s %d", k, r.pauses[k]))
+		}
+		fmt.Fprintf(&b, "pauses of 100-500 ms while faults ran: %s\n", strings.Join(ps, ", "))
+	}
 	kinds := slices.Sorted(maps.Keys(r.injected))
 	fmt.Fprintf(&b, "recovery times to an acting master and to nothing left to repair (counted from 2 s on, the claim timeout), from the end of each fault; from the signal of a kill or SIGTERM, and from the start of another fault on the master:\n")
 	fmt.Fprintf(&b, "%-20s %6s %22s %22s\n", "fault", "count", "to master p50/p99", "to repair p50/p99")
@@ -870,8 +1026,9 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	for _, e := range r.engines {
 		restarts += e.restarts
 	}
-	fmt.Fprintf(&b, "acting master asked %d times (every 50 ms, all nodes at once): two acted at once %d times; terms that acted: %d\n",
-		r.acting.samples, len(r.acting.twoActing), len(r.acting.terms))
+	fmt.Fprintf(&b, "acting master asked %d times (every 50 ms, all nodes at once; %d rounds too slow to compare): two acted at once %d times; terms that acted: %d\n",
+		r.acting.samples, r.acting.slow, len(r.acting.twoActing), len(r.acting.terms))
+	fmt.Fprintf(&b, "longest overlap of two acting masters: %s (%d consecutive rounds)\n", r.acting.longestOverlap.Round(time.Millisecond), r.acting.overlapRounds)
 	fmt.Fprintf(&b, "engine restarts (an engine exits when PostgreSQL fails, and is restarted every 200 ms, also while it is down): %d\n", restarts)
 	ops := slices.Sorted(maps.Keys(r.opCodes))
 	for _, o := range ops {

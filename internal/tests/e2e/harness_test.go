@@ -97,6 +97,9 @@ type cluster struct {
 	dsn string
 	db  *sqlx.DB
 	dir string
+	// logDir, when set, keeps every process's log: appended to
+	// logDir/NAME.log when the test ends (all incarnations of a node).
+	logDir string
 }
 
 func newCluster(t testing.TB) *cluster {
@@ -232,7 +235,12 @@ func (c *cluster) startProcess(name, cfg string, env []string, program string, a
 	c.t.Cleanup(func() {
 		_ = d.cmd.Process.Kill()
 		<-d.done
-		if c.t.Failed() {
+		if c.logDir != "" {
+			if f, err := os.OpenFile(filepath.Join(c.logDir, d.name+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+				_, _ = f.WriteString(d.stderr.String())
+				_ = f.Close()
+			}
+		} else if c.t.Failed() {
 			c.t.Logf("log of %s:\n%s", d.name, d.stderr.String())
 		}
 	})

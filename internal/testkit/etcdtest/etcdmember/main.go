@@ -29,15 +29,16 @@ func main() {
 		state      = flag.String("state", "new", "initial cluster state: new or existing")
 		tickMs     = flag.Uint("tick-ms", 100, "heartbeat interval (etcd's default 100)")
 		electionMs = flag.Uint("election-ms", 1000, "election timeout (etcd's default 1000)")
+		logFile    = flag.String("log", "", "append etcd's own log (JSON, info and above) to this file; none when empty")
 	)
 	flag.Parse()
-	if err := run(*name, *dir, *client, *peer, *initial, *state, *tickMs, *electionMs); err != nil {
+	if err := run(*name, *dir, *client, *peer, *initial, *state, *tickMs, *electionMs, *logFile); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdmember:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, dir, client, peer, initial, state string, tickMs, electionMs uint) error {
+func run(name, dir, client, peer, initial, state string, tickMs, electionMs uint, logFile string) error {
 	cu, err := url.Parse(client)
 	if err != nil {
 		return err
@@ -60,6 +61,14 @@ func run(name, dir, client, peer, initial, state string, tickMs, electionMs uint
 	cfg.TickMs = tickMs
 	cfg.ElectionMs = electionMs
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	if logFile != "" {
+		// Leader changes, lease revocations and slow applies: what a test
+		// that fails under faults needs to read.
+		cfg.Logger = "zap"
+		cfg.LogOutputs = []string{logFile}
+		cfg.LogLevel = "info"
+		cfg.ZapLoggerBuilder = nil
+	}
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
