@@ -449,3 +449,181 @@ func TestGradeCapCountsStoppedNodes(t *testing.T) {
 		t.Fatalf("second ERROR while the first is stopped: %+v", ch)
 	}
 }
+
+// TestGradeCapThenPoisonKeepsOwnWarning: the ERROR cap and the "instance
+// is the problem" rule meet (outside run). n1 is WARNING for work of its
+// own (100); a second interruption of other work (101) within the window
+// earns ERROR, but the cap keeps n1 WARNING, named by 101; then 101 is
+// interrupted on n2 too: it is the instance's problem, and n1 goes back
+// to what its own interruptions still inside the window justify — WARNING
+// for 100 — not to NORMAL, and not named by the poison.
+func TestGradeCapThenPoisonKeepsOwnWarning(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3") // with m: 4 nodes, one may be ERROR
+	// n3 takes the one ERROR the cap allows.
+	r.interrupt("n3", 300)
+	r.interrupt("n3", 301)
+	r.pass()
+	r.wantGrade("n3", nodes.GradeError)
+	want := func(step string, ch []nodes.GradeChange, from, to, sig string, says ...string) {
+		t.Helper()
+		if len(ch) != 1 || ch[0].Name != "n1" || ch[0].From != from || ch[0].To != to || ch[0].Signature == nil || ch[0].Signature.String() != sig {
+			t.Fatalf("%s: changes %+v, want one of n1 %s → %s for %s", step, ch, from, to, sig)
+		}
+		for _, s := range says {
+			if !strings.Contains(ch[0].Reason, s) {
+				t.Fatalf("%s: reason %q does not say %q", step, ch[0].Reason, s)
+			}
+		}
+		if n := r.grade("n1"); n.FailoverGrade != to || n.GradeSignature != sig || n.GradeReason != ch[0].Reason {
+			t.Fatalf("%s: node record %s %q %q, want %s %q %q", step, n.FailoverGrade, n.GradeSignature, n.GradeReason, to, sig, ch[0].Reason)
+		}
+	}
+
+	r.interrupt("n1", 100)
+	want("n1's own interruption", r.pass(), nodes.GradeNormal, nodes.GradeWarning, "invoice/send/100")
+	r.interrupt("n1", 101)
+	want("a second one within the window, capped", r.pass(), nodes.GradeWarning, nodes.GradeWarning, "invoice/send/101",
+		"kept at WARNING", "1 of 4 nodes are ERROR already")
+	r.interrupt("n2", 101)
+	want("101 interrupted on n2 too", r.pass(), nodes.GradeWarning, nodes.GradeWarning, "invoice/send/100",
+		"the instance is the problem", "one interruption of its own is left: invoice/send/100")
+	r.wantGrade("n2", nodes.GradeNormal)
+	r.wantGrade("n3", nodes.GradeError)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("a pass with nothing new: %+v", ch)
+	}
+	ev := kinds(t, r.b, audit.KindNodeGrade)
+	if last := ev[len(ev)-1]; *last.Node != "n1" || *last.FromState != nodes.GradeWarning || *last.ToState != nodes.GradeWarning ||
+		*last.Instance != "100" {
+		t.Fatalf("last grade event %+v, want n1 WARNING → WARNING for 100", last)
+	}
+	// The WARNING kept is n1's as any other: one more of its own work
+	// within the window earns ERROR again (the cap still holds it).
+	r.interrupt("n1", 102)
+	want("a third one within the window", r.pass(), nodes.GradeWarning, nodes.GradeWarning, "invoice/send/102",
+		"kept at WARNING", "(the first: invoice/send/100)")
+}
+
+// TestGradeCapThenPoisonOwnOutsideWindow: the same meeting, but n1's own
+// interruption (100) has left the window when 101 turns out to be the
+// instance's problem: nothing of its own justifies a grade, NORMAL.
+func TestGradeCapThenPoisonOwnOutsideWindow(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	r.interrupt("n3", 300)
+	r.interrupt("n3", 301)
+	r.pass()
+	r.interrupt("n1", 100)
+	r.pass()
+	r.age("n1", 50*time.Minute)
+	r.interrupt("n1", 101) // 50 minutes after 100: within the window
+	if ch := r.pass(); len(ch) != 1 || ch[0].To != nodes.GradeWarning || !strings.Contains(ch[0].Reason, "kept at WARNING") {
+		t.Fatalf("second interruption, capped: %+v", ch)
+	}
+	r.age("n1", 20*time.Minute) // 100 is 70 minutes old now
+	r.interrupt("n2", 101)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].To != nodes.GradeNormal || ch[0].Signature.String() != "invoice/send/101" ||
+		!strings.Contains(ch[0].Reason, "the instance is the problem") {
+		t.Fatalf("101 interrupted on n2 with 100 out of the window: %+v", ch)
+	}
+	r.wantGrade("n1", nodes.GradeNormal)
+}
+
+// TestGradeRestoredWarningOfEndedWork: an ERROR taken back to the WARNING
+// of the node's own interruption (101) whose instance has meanwhile
+// reached an end state — nobody knows where — stays WARNING: the watch
+// cannot tell who finished it, so the grade does not rise again as
+// "finished elsewhere".
+func TestGradeRestoredWarningOfEndedWork(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	r.interrupt("n1", 100)
+	r.interrupt("n1", 101)
+	r.pass()
+	r.wantGrade("n1", nodes.GradeError)
+	r.b.db.MustExec(`UPDATE app.invoice SET status = 'Sent' WHERE id = 101`)
+	r.interrupt("n2", 100)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].From != nodes.GradeError || ch[0].To != nodes.GradeWarning ||
+		ch[0].Signature.String() != "invoice/send/101" {
+		t.Fatalf("100 interrupted on n2, 101 ended: %+v, want only n1 ERROR → WARNING for 101", ch)
+	}
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("next pass: %+v", ch)
+	}
+	r.wantGrade("n1", nodes.GradeWarning)
+}
+
+// TestGradeResetForgivesOwnInterruptions: interruptions from before an
+// operator's reset-grade no longer count: when the one interruption after
+// it turns out to be the instance's problem, the node is NORMAL, whatever
+// it had before the reset within the window.
+func TestGradeResetForgivesOwnInterruptions(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	r.interrupt("n1", 100)
+	r.interrupt("n1", 101)
+	r.pass()
+	r.wantGrade("n1", nodes.GradeError)
+	if _, err := r.b.nodes.ResetGrade(context.Background(), "n1", "op", "host replaced"); err != nil {
+		t.Fatal(err)
+	}
+	r.interrupt("n1", 102)
+	if ch := r.pass(); len(ch) != 1 || ch[0].To != nodes.GradeWarning {
+		t.Fatalf("first interruption after the reset: %+v", ch)
+	}
+	r.interrupt("n2", 102)
+	ch := r.pass()
+	if len(ch) != 1 || ch[0].Name != "n1" || ch[0].To != nodes.GradeNormal {
+		t.Fatalf("102 interrupted on n2: %+v, want n1 NORMAL (100 and 101 were forgiven by the reset)", ch)
+	}
+}
+
+// TestGradePoisonNamedOwnGradesStay: when the work a grade names turns
+// out to be the instance's problem but the node's own interruptions still
+// earn that grade, the grade stays and names the newest of them; when the
+// poison is the other half of a WARNING held by the cap, the WARNING
+// stays for the node's own work, no longer held by the cap.
+func TestGradePoisonNamedOwnGradesStay(t *testing.T) {
+	t.Parallel()
+	r := newGradeRig(t, defaultGrades, "n1", "n2", "n3")
+	// n1: ERROR for 100 and 101 (named by 101), then 102 of its own.
+	r.interrupt("n1", 100)
+	r.interrupt("n1", 101)
+	r.pass()
+	r.interrupt("n1", 102)
+	r.pass()
+	r.wantGrade("n1", nodes.GradeError)
+	r.interrupt("n2", 101)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("101 interrupted on n2: %+v, want no grade change (n1 still has 100 and 102)", ch)
+	}
+	if n := r.grade("n1"); n.FailoverGrade != nodes.GradeError || n.GradeSignature != "invoice/send/102" ||
+		!strings.Contains(n.GradeReason, "2 interruptions of its own within failover.window are left, the last: invoice/send/102") {
+		t.Fatalf("n1 after 101 turned out poison: %s %q %q", n.FailoverGrade, n.GradeSignature, n.GradeReason)
+	}
+
+	// n3: WARNING for 300, held there by the cap (n1 is ERROR) for 301;
+	// then 300 is the instance's problem: WARNING for 301 alone.
+	r.interrupt("n3", 300)
+	r.pass()
+	r.interrupt("n3", 301)
+	if ch := r.pass(); len(ch) != 1 || ch[0].Name != "n3" || ch[0].To != nodes.GradeWarning || !strings.Contains(ch[0].Reason, "kept at WARNING") {
+		t.Fatalf("n3's second interruption: %+v", ch)
+	}
+	r.interrupt("n2", 300)
+	if ch := r.pass(); len(ch) != 0 {
+		t.Fatalf("300 interrupted on n2: %+v, want no grade change", ch)
+	}
+	if n := r.grade("n3"); n.FailoverGrade != nodes.GradeWarning || n.GradeSignature != "invoice/send/301" ||
+		strings.Contains(n.GradeReason, "kept at WARNING") || !strings.Contains(n.GradeReason, "one interruption of its own is left: invoice/send/301") {
+		t.Fatalf("n3 after 300 turned out poison: %s %q %q", n.FailoverGrade, n.GradeSignature, n.GradeReason)
+	}
+	// No longer held by the cap: its next capped case says so again.
+	r.interrupt("n3", 302)
+	if ch := r.pass(); len(ch) != 1 || ch[0].Name != "n3" || ch[0].To != nodes.GradeWarning || !strings.Contains(ch[0].Reason, "kept at WARNING") {
+		t.Fatalf("n3's next interruption: %+v", ch)
+	}
+}

@@ -26,11 +26,13 @@ import (
 //
 // A signature is workflow + task + instance. When one signature was
 // interrupted on two or more nodes, the instance is the problem, not the
-// nodes: no grade rises for it, and a WARNING it caused goes back to
-// NORMAL. At most MaxErrorFraction of the nodes are ERROR at once; a node
-// that would exceed it stays WARNING. The master grades after each check
-// pass that was not in disruption mode, so grades never rise while the
-// disruption guard holds. Every change stores its time, signature and
+// nodes: no grade rises for it, and a grade it had a part in (a WARNING
+// for it, an ERROR earned by two interruptions, a WARNING held there by
+// the cap) goes down to what the node's own interruptions within the
+// window still justify, named by one of them. At most MaxErrorFraction of
+// the nodes are ERROR at once; a node that would exceed it stays WARNING.
+// The master grades after each check pass that was not in disruption
+// mode, so grades never rise while the disruption guard holds. Every change stores its time, signature and
 // reason in node_grades and writes a node_grade event.
 const (
 	GradeNormal  = "NORMAL"
@@ -94,7 +96,7 @@ type GradeChange struct {
 	Name      string     `json:"name"`
 	From      string     `json:"from"`
 	To        string     `json:"to"`
-	Signature *Signature `json:"signature,omitempty"`
+	Signature *Signature `json:"signature"`
 	Reason    string     `json:"reason"`
 }
 
@@ -144,6 +146,7 @@ type grader struct {
 	tx      *leader.Tx
 	cfg     GradeConfig
 	m       MasterEvent
+	locate  Locate
 	changes []GradeChange
 }
 
@@ -153,11 +156,11 @@ type grader struct {
 // only after a pass that was not in disruption mode. It returns the
 // changes, each already recorded with an event.
 func (s *Store) Grade(ctx context.Context, tx *leader.Tx, cfg GradeConfig, m MasterEvent, locate Locate) ([]GradeChange, error) {
-	g := &grader{s: s, ctx: ctx, tx: tx, cfg: cfg, m: m, changes: []GradeChange{}}
+	g := &grader{s: s, ctx: ctx, tx: tx, cfg: cfg, m: m, locate: locate, changes: []GradeChange{}}
 	if err := g.interruptions(); err != nil {
 		return nil, fmt.Errorf("grade interruptions: %w", err)
 	}
-	if err := g.watch(locate); err != nil {
+	if err := g.watch(); err != nil {
 		return nil, fmt.Errorf("grade: watch instances: %w", err)
 	}
 	if err := g.calm(); err != nil {
@@ -285,7 +288,7 @@ func (g *grader) interruption(p interruption) error {
 		// The instance is the problem: no grade rises for it, and what it
 		// made of the nodes' grades is taken back.
 		for _, n := range on {
-			if err := g.withdraw(n, p.Signature, on); err != nil {
+			if err := g.withdraw(n, p, on); err != nil {
 				return err
 			}
 		}
@@ -319,45 +322,97 @@ func (g *grader) interruption(p interruption) error {
 	return nil // ERROR: only the quiet period is renewed
 }
 
-// withdraw takes back what signature sig, now known to be the
-// instance's problem (interrupted on the nodes on), made of node's grade:
-// a WARNING it caused goes back to NORMAL; an ERROR earned by two
-// interruptions goes down to what the node's own interruptions within
-// the window still justify.
-func (g *grader) withdraw(node string, sig Signature, on []string) error {
+// withdraw takes back what the signature of interruption p, now known
+// to be the instance's problem (interrupted on the nodes on), made of
+// node's grade. A grade it had a part in — a WARNING for it, an ERROR
+// earned by two interruptions, a WARNING held there by the cap (whichever
+// signature it names: the cap may have moved it on) — goes down to what
+// the node's own interruptions within the window still justify: NORMAL
+// for none; WARNING for one, named by it; for two or more the grade they
+// earned stays (ERROR, or WARNING held by the cap), named by the newest
+// of them if it named sig. Other grades (NORMAL, a WARNING for other work
+// that the cap does not hold, an ERROR for work finished elsewhere) owe
+// nothing to sig and stay.
+func (g *grader) withdraw(node string, p interruption, on []string) error {
 	r, err := g.load(node)
 	if err != nil {
 		return err
 	}
-	why := fmt.Sprintf("%s was interrupted on %d nodes (%s): the instance is the problem, not the node", sig, len(on), strings.Join(on, ", "))
-	cur, ok := r.signature()
+	sig := p.Signature
+	cur, named := r.signature()
+	named = named && cur == sig
 	switch {
-	case r.Grade == GradeWarning && ok && cur == sig:
-		return g.set(r, GradeNormal, ruleInstance, &sig, why, false)
+	case r.Grade == GradeWarning && (named || r.Rule == ruleCapped):
 	case r.Grade == GradeError && r.Rule == ruleWindow:
-		// Its own interruptions: within the window, on work interrupted
-		// on no other node, newest first.
-		var own []Signature
-		if err := sqlx.SelectContext(g.ctx, g.tx, &own, `SELECT i.workflow, i.task, i.instance FROM `+g.s.intr+` i
-			WHERE i.node = $1 AND i.at > now() - make_interval(secs => $2)
-			  AND NOT EXISTS (SELECT 1 FROM `+g.s.intr+` j WHERE j.workflow = i.workflow AND j.instance = i.instance
-			                  AND j.task = i.task AND j.node <> i.node AND j.at > now() - make_interval(secs => $3))
-			GROUP BY 1, 2, 3 ORDER BY max(i.at) DESC, 3`, node, g.cfg.Window.Seconds(), g.cfg.retention().Seconds()); err != nil {
+	default:
+		return nil
+	}
+	own, err := g.own(node, p.ID)
+	if err != nil {
+		return err
+	}
+	why := fmt.Sprintf("%s was interrupted on %d nodes (%s): the instance is the problem, not the node", sig, len(on), strings.Join(on, ", "))
+	switch {
+	case len(own) == 0:
+		return g.set(r, GradeNormal, ruleInstance, &sig, why, false)
+	case len(own) == 1 && r.Grade == GradeWarning && cur == own[0]:
+		// Held by the cap for own[0] and sig: a plain WARNING for own[0]
+		// now, its watch going on as it was.
+		_, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET rule = $2, reason = $3 WHERE node = $1`,
+			r.Node, ruleInterrupted, fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0]))
+		return err
+	case len(own) == 1:
+		watching, err := g.watchable(own[0])
+		if err != nil {
 			return err
 		}
-		switch len(own) {
-		case 0:
-			return g.set(r, GradeNormal, ruleInstance, &sig, why, false)
-		case 1:
-			return g.set(r, GradeWarning, ruleInterrupted, &own[0], fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0]), true)
+		return g.set(r, GradeWarning, ruleInterrupted, &own[0], fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0]), watching)
+	case named:
+		// Still earned by its own interruptions: the grade stays (no
+		// event), named by the newest of them instead of the poison.
+		watching := false
+		if r.Grade == GradeWarning {
+			if watching, err = g.watchable(own[0]); err != nil {
+				return err
+			}
 		}
+		return g.update(r, r.Grade, r.Rule, &own[0], fmt.Sprintf("%s; %d interruptions of its own within failover.window are left, the last: %s",
+			why, len(own), own[0]), watching, false)
 	}
 	return nil
 }
 
+// own returns the signatures of node's own interruptions that count now,
+// newest first: within the window, since its grade was last cleared
+// (reset-grade, quiet period), on work interrupted on no other node, and
+// graded already or graded up to interruption upTo (the rest of the batch
+// is judged after it).
+func (g *grader) own(node string, upTo int64) ([]Signature, error) {
+	var own []Signature
+	err := sqlx.SelectContext(g.ctx, g.tx, &own, `SELECT i.workflow, i.task, i.instance FROM `+g.s.intr+` i
+		WHERE i.node = $1 AND i.at > now() - make_interval(secs => $2) AND (i.graded OR i.id <= $4)
+		  AND i.at >= coalesce((SELECT counts_from FROM `+g.s.grades+` WHERE node = $1), '-infinity')
+		  AND NOT EXISTS (SELECT 1 FROM `+g.s.intr+` j WHERE j.workflow = i.workflow AND j.instance = i.instance
+		                  AND j.task = i.task AND j.node <> i.node AND j.at > now() - make_interval(secs => $3))
+		GROUP BY 1, 2, 3 ORDER BY max(i.at) DESC, max(i.id) DESC`, node, g.cfg.Window.Seconds(), g.cfg.retention().Seconds(), upTo)
+	return own, err
+}
+
+// watchable says whether a WARNING given back for an earlier interruption
+// (sig) should watch its instance: not when it has already reached an end
+// state or left the task — who finished it is not known any more, so the
+// grade stays (as the watch does with an unknown finisher).
+func (g *grader) watchable(sig Signature) (bool, error) {
+	w, err := g.locate(g.ctx, g.tx, sig)
+	if err != nil {
+		return false, err
+	}
+	return !w.Ended && !w.Left, nil
+}
+
 // watch follows the instance of each WARNING: the last node seen claiming
 // it, and whether it reached an end state on another node.
-func (g *grader) watch(locate Locate) error {
+func (g *grader) watch() error {
 	var rs []gradeRow
 	if err := sqlx.SelectContext(g.ctx, g.tx, &rs, `SELECT `+gradeCols+` FROM `+g.s.grades+`
 		WHERE grade = '`+GradeWarning+`' AND watching ORDER BY node FOR UPDATE`); err != nil {
@@ -368,7 +423,7 @@ func (g *grader) watch(locate Locate) error {
 		if !ok {
 			continue
 		}
-		w, err := locate(g.ctx, g.tx, sig)
+		w, err := g.locate(g.ctx, g.tx, sig)
 		if err != nil {
 			return err
 		}
@@ -425,6 +480,10 @@ func (g *grader) calm() error {
 		if err := g.set(r, GradeNormal, ruleQuiet, nil, fmt.Sprintf("no interruption for failover.quiet_period %s", g.cfg.QuietPeriod), false); err != nil {
 			return err
 		}
+		// The interruptions before are forgiven (withdraw counts none).
+		if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET counts_from = now() WHERE node = $1`, r.Node); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -456,7 +515,8 @@ func (s *Store) ResetGrade(ctx context.Context, name, actor, reason string) (Gra
 			return ErrGradeNormal
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE `+s.grades+` SET grade = '`+GradeNormal+`', changed_at = now(),
-				workflow = NULL, task = NULL, instance = NULL, reason = $2, watching = false, seen_claimant = NULL, rule = '`+ruleReset+`'
+				workflow = NULL, task = NULL, instance = NULL, reason = $2, watching = false, seen_claimant = NULL, rule = '`+ruleReset+`',
+				counts_from = now()
 			WHERE node = $1`, name, reason); err != nil {
 			return err
 		}
