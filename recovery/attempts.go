@@ -629,8 +629,9 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 		Attempt: "CASE WHEN x.ok THEN " + evAttempt + " WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END", Reason: "x.reason"}, "res x")
 	// How a parked row ends when its instance is not where it was left:
 	// an instance in an end state succeeded (a later case of the task
-	// counts from 0), one run again elsewhere counts the retry as made
-	// (ranElsewhere), anything else is cancelled.
+	// counts from 0; ended_parked: nothing of the row ran, statistics
+	// count it cancelled), one run again elsewhere counts the retry as
+	// made (ranElsewhere), anything else is cancelled.
 	elsewhere := "false"
 	if m.ranElsewhere {
 		elsewhere = "(c.st = $16 OR c.st = $5 AND c.claimed)"
@@ -660,7 +661,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 				attempt = CASE WHEN x.ok THEN %[10]s WHEN x.elsewhere THEN a.attempt + 1 ELSE a.attempt END,
 				manual = CASE WHEN x.ok THEN %[11]s ELSE a.manual END,
 				last_attempt_at = CASE WHEN x.ok AND $6 = $16 THEN now() ELSE a.last_attempt_at END,
-				next_attempt_at = NULL, since = now(), last_reason = x.reason
+				next_attempt_at = NULL, since = now(), last_reason = x.reason, ended_parked = coalesce(x.ended, false)
 			FROM res x
 			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = x.id AND %[12]s
 			RETURNING 1

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -265,6 +266,97 @@ func TestRetryStats(t *testing.T) {
 	if s.Workflow != "orders" || s.Task != "ship" || s.Instances != 3 || s.Retried != 3 || s.Scheduled != 3 || s.Manual != 1 ||
 		s.Succeeded != 1 || s.Exhausted != 1 || s.Waiting != 0 || s.SuccessRate == nil || *s.SuccessRate != 0.5 {
 		t.Fatalf("stats: %+v", s)
+	}
+}
+
+// TestRetryStatsCancelledIsNotSuccess: a retry that never ran because
+// someone else finished its instance while it waited (closed by the
+// sweep, or found so when it fell due: retry_cancelled "reached end
+// state", attempts row succeeded) is counted as cancelled, not as
+// succeeded, and the success rate counts only retries that ran: those
+// that then succeeded over those that then succeeded, exhausted or failed
+// (a non_retryable failure that no retry preceded is not one). Every
+// field is in the JSON, the rate null when no retry ran (outside run).
+func TestRetryStatsCancelledIsNotSuccess(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2, NonRetryable: []string{"fatal"},
+		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	ctx := context.Background()
+	stats := func() (RetryStats, map[string]any) {
+		t.Helper()
+		st, err := f.r.RetryStats(ctx)
+		if err != nil || len(st) != 1 {
+			t.Fatalf("stats: %+v, %v", st, err)
+		}
+		b, err := json.Marshal(st[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return st[0], m
+	}
+	// fields checks that every field is in the JSON (the rate null when
+	// there is none), and returns the cancelled count.
+	fields := func(m map[string]any) float64 {
+		t.Helper()
+		for _, k := range []string{"workflow", "task", "instances", "retried", "scheduled", "manual", "waiting", "succeeded",
+			"exhausted", "failed", "cancelled", "holds_open", "success_rate"} {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("stats JSON %v has no %q", m, k)
+			}
+		}
+		n, _ := m["cancelled"].(float64)
+		return n
+	}
+	// 1 and 2 wait for a retry and are finished by someone else; 4 fails
+	// at once (non_retryable).
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (1, 2, 4); UPDATE app.orders SET last_error = 'fatal: disk' WHERE id = 4`)
+	if res := f.check(); res.Tasks[0].Scheduled != 2 || res.Tasks[0].Failed != 1 {
+		t.Fatalf("first pass: %+v", res.Tasks[0])
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id IN (1, 2)`)
+	if _, err := f.r.Settle(ctx, f.o, 0, true); err != nil { // the sweep closes them
+		t.Fatal(err)
+	}
+	for _, id := range []string{"1", "2"} {
+		if a := attemptOf(t, f.db, "orders", id, "ship"); a.State != AttemptSucceeded || a.Reason != "retry cancelled: the instance reached end state Shipped" {
+			t.Fatalf("attempts row of %s: %+v", id, a)
+		}
+	}
+	s, m := stats()
+	if s.Instances != 3 || s.Succeeded != 0 || s.Failed != 1 || s.Waiting != 0 || s.SuccessRate != nil {
+		t.Fatalf("no retry ran: %+v, want 0 succeeded, rate null", s)
+	}
+	if c := fields(m); c != 2 || m["success_rate"] != nil {
+		t.Fatalf("no retry ran: JSON %v, want cancelled 2, success_rate null", m)
+	}
+
+	// 3 is finished by someone else while its retry waits and found so
+	// when it falls due; 5 and 6 are retried: 5 succeeds, 6 fails.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (3, 5, 6)`)
+	f.check()
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 3;
+		UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '1s', since = now() - interval '1h' WHERE instance IN ('3', '5', '6')`)
+	if res := f.check(); statusOf(t, f.db, 5) != "Paid" || statusOf(t, f.db, 6) != "Paid" {
+		t.Fatalf("due retries: %+v", res)
+	}
+	if a := attemptOf(t, f.db, "orders", "3", "ship"); a.State != AttemptSucceeded || a.Reason != "retry cancelled: the instance reached end state Shipped" {
+		t.Fatalf("attempts row of 3: %+v", a)
+	}
+	// 5 reached its end state, not settled yet: it counts already.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 5; UPDATE app.orders SET status = 'ShipFailed' WHERE id = 6`)
+	if s, m := stats(); s.Succeeded != 1 || fields(m) != 3 || s.SuccessRate == nil || *s.SuccessRate != 1 {
+		t.Fatalf("before settling: %+v", s)
+	}
+	if _, err := f.r.Settle(ctx, f.o, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	s, m = stats()
+	if s.Instances != 6 || s.Retried != 2 || s.Succeeded != 1 || fields(m) != 3 || s.Failed != 2 || s.Exhausted != 0 ||
+		s.SuccessRate == nil || *s.SuccessRate != 0.5 {
+		t.Fatalf("settled: %+v (JSON %v), want 1 succeeded of 2 retries that ran (rate 0.5), 3 cancelled", s, m)
 	}
 }
 

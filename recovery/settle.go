@@ -121,7 +121,7 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 				END AS reason
 			FROM x WHERE x.next <> ''
 		), upd AS (
-			UPDATE %[1]s AS a SET state = y.next, since = now(), last_reason = y.reason
+			UPDATE %[1]s AS a SET state = y.next, since = now(), last_reason = y.reason, ended_parked = false
 			FROM y WHERE a.ctid = y.tid
 			RETURNING y.instance, y.st, y.attempt, y.next, y.reason
 		), ev AS (
@@ -164,7 +164,8 @@ type parkedCursor struct{ at, instance string }
 // pass with 100k of them more than the idle pass the retry issue allows,
 // so it waits for the sweeps, which are costly anyway. A row whose
 // instance reached an end state ends succeeded (a later case of the task
-// counts from 0), any other cancelled. A pass looks at up to BatchSize
+// counts from 0; ended_parked: statistics count it cancelled, its retry
+// or hold never ran), any other cancelled. A pass looks at up to BatchSize
 // rows of each state: with more, the next goes on where it stopped.
 // idType is the workflow's id type, read on first need. It returns how
 // many holds it closed.
@@ -245,7 +246,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			return tx.QueryRowContext(ctx, pick+`, upd AS (
 					UPDATE `+r.attempts+` AS a SET state = CASE WHEN x.ended THEN 'succeeded' ELSE 'cancelled' END, since = now(),
-						next_attempt_at = NULL, last_reason = x.reason
+						next_attempt_at = NULL, last_reason = x.reason, ended_parked = coalesce(x.ended, false)
 					FROM x WHERE a.ctid = x.tid AND a.state = `+pq.QuoteLiteral(state)+`
 					RETURNING x.instance, x.left_in, x.st, x.attempt, x.reason
 				), ev AS (

@@ -23,18 +23,25 @@ type RetryStats struct {
 	Manual    int64 `db:"manual" json:"manual"`
 	// Waiting: retries scheduled and not yet due or run.
 	Waiting int64 `db:"waiting" json:"waiting"`
-	// Succeeded: instances whose last retry succeeded (settled by the
-	// check: the instance reached one of the task's end states or went on
-	// past the task), or is in one of the end states now.
+	// Succeeded: instances whose last retry ran and then succeeded
+	// (settled by the check: the instance reached one of the task's end
+	// states or went on past the task, or it is in one of the end states
+	// now).
 	Succeeded int64 `db:"succeeded" json:"succeeded"`
 	// Exhausted: failed for good after max_attempts; Failed: failed for
 	// good otherwise (non_retryable, an operator's holds fail); HoldsOpen:
 	// held now.
 	Exhausted int64 `db:"exhausted" json:"exhausted"`
 	Failed    int64 `db:"failed" json:"failed"`
+	// Cancelled: instances whose retry or hold was cancelled without
+	// running: someone else finished the instance (it reached an end
+	// state) or moved it meanwhile, it is gone, or the policy no longer
+	// allows the retry. Not a success, and not in SuccessRate.
+	Cancelled int64 `db:"cancelled" json:"cancelled"`
 	HoldsOpen int64 `db:"held" json:"holds_open"`
-	// SuccessRate: Succeeded / (Succeeded + Exhausted + Failed), the
-	// instances whose retrying ended; null before any did.
+	// SuccessRate: of the instances whose retry ran and whose outcome is
+	// known, those that succeeded: Succeeded / (Succeeded + the Exhausted
+	// and Failed after at least one retry); null before any.
 	SuccessRate *float64 `json:"success_rate"`
 }
 
@@ -50,8 +57,13 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 			return nil, err
 		}
 		for _, t := range w.Tasks {
-			var s RetryStats
-			err := sqlx.GetContext(ctx, r.cfg.DB, &s, fmt.Sprintf(`SELECT $1::text AS workflow, $2::text AS task, count(*) AS instances,
+			var row struct {
+				RetryStats
+				// Ran: the instances failed for good after at least one
+				// retry (exhausted, failed).
+				Ran int64 `db:"ran"`
+			}
+			err := sqlx.GetContext(ctx, r.cfg.DB, &row, fmt.Sprintf(`SELECT $1::text AS workflow, $2::text AS task, count(*) AS instances,
 					count(*) FILTER (WHERE a.attempt + a.manual > 0) AS retried,
 					coalesce(sum(a.attempt), 0) + count(*) FILTER (WHERE a.state = 'waiting') AS scheduled,
 					coalesce(sum(a.manual), 0) AS manual,
@@ -59,7 +71,9 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 					count(*) FILTER (WHERE a.state = 'exhausted') AS exhausted,
 					count(*) FILTER (WHERE a.state = 'failed') AS failed,
 					count(*) FILTER (WHERE a.state = 'held') AS held,
-					count(*) FILTER (WHERE a.state = 'succeeded' OR a.state = 'retried' AND EXISTS (
+					count(*) FILTER (WHERE a.state = 'cancelled' OR a.state = 'succeeded' AND a.ended_parked) AS cancelled,
+					count(*) FILTER (WHERE a.state IN ('exhausted', 'failed') AND a.attempt + a.manual > 0) AS ran,
+					count(*) FILTER (WHERE a.state = 'succeeded' AND NOT a.ended_parked OR a.state = 'retried' AND EXISTS (
 						SELECT 1 FROM %s AS t WHERE t.%s = a.instance::%s AND t.%s::text = ANY ($3::text[]))) AS succeeded
 				FROM %s AS a WHERE a.workflow = $1 AND a.task = $2`,
 				claims.Ident(w.Table), claims.Ident(w.IDColumn), idType, claims.Ident(w.StatusColumn), r.attempts),
@@ -67,11 +81,15 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 			if err != nil {
 				return nil, fmt.Errorf("retry stats of %s.%s: %w", w.Name, t.Name, err)
 			}
+			s := row.RetryStats
 			if s.Instances == 0 {
 				continue
 			}
-			if ended := s.Succeeded + s.Exhausted + s.Failed; ended > 0 {
-				rate := float64(s.Succeeded) / float64(ended)
+			// Retries that ran: those that then succeeded (a succeeded row
+			// not closed while parked was settled after a retry), and the
+			// instances failed for good after at least one.
+			if ran := s.Succeeded + row.Ran; ran > 0 {
+				rate := float64(s.Succeeded) / float64(ran)
 				s.SuccessRate = &rate
 			}
 			out = append(out, s)

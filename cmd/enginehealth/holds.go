@@ -160,7 +160,7 @@ func newRetriesCmd() *cobra.Command {
 	var f clientFlags
 	stats := clientCmd(&cobra.Command{
 		Use:     "stats",
-		Short:   "Retries by workflow and task: scheduled, by hand, succeeded, exhausted, holds open, success rate",
+		Short:   "Retries by workflow and task: scheduled, by hand, succeeded, exhausted, failed, cancelled, holds open, success rate",
 		Example: "  enginehealth retries stats\n  enginehealth retries stats -o json",
 		Args:    noArgs,
 	}, &f, 30*time.Second,
@@ -168,14 +168,14 @@ func newRetriesCmd() *cobra.Command {
 			return cl.RetryStats(ctx)
 		},
 		func(w io.Writer, st []recovery.RetryStats) error {
-			return tabs(w, "WORKFLOW\tTASK\tINSTANCES\tRETRIES\tBY HAND\tWAITING\tSUCCEEDED\tEXHAUSTED\tFAILED\tHOLDS OPEN\tSUCCESS RATE", func(tw io.Writer) {
+			return tabs(w, "WORKFLOW\tTASK\tINSTANCES\tRETRIES\tBY HAND\tWAITING\tSUCCEEDED\tEXHAUSTED\tFAILED\tCANCELLED\tHOLDS OPEN\tSUCCESS RATE", func(tw io.Writer) {
 				for _, s := range st {
 					rate := "—"
 					if s.SuccessRate != nil {
 						rate = fmt.Sprintf("%.0f%%", 100**s.SuccessRate)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", safe(s.Workflow), safe(s.Task), s.Instances, s.Scheduled,
-						s.Manual, s.Waiting, s.Succeeded, s.Exhausted, s.Failed, s.HoldsOpen, rate)
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", safe(s.Workflow), safe(s.Task), s.Instances, s.Scheduled,
+						s.Manual, s.Waiting, s.Succeeded, s.Exhausted, s.Failed, s.Cancelled, s.HoldsOpen, rate)
 				}
 			})
 		})
