@@ -72,7 +72,10 @@ func ElectionPrefix(prefix string) string { return prefix + "leader/" }
 
 // timings derived from the lease TTL.
 type timings struct {
-	// renew: time between two keep-alives while they are answered.
+	// renew: time between two keep-alives while they are answered: a
+	// third of the TTL, or a quarter of the trust window when that is
+	// shorter, so that a renewal may lose an attempt or two to an
+	// unresponsive member (each costs attempt) without the window closing.
 	renew time.Duration
 	// attempt bounds one keep-alive or election read; one that times out
 	// is retried at once, so the round-robin balancer moves on from an
@@ -85,9 +88,9 @@ type timings struct {
 	poll time.Duration
 }
 
-func timingsFor(ttl time.Duration) timings {
+func timingsFor(ttl, margin time.Duration) timings {
 	return timings{
-		renew:   ttl / 3,
+		renew:   max(min(ttl/3, (ttl-margin)/4), 250*time.Millisecond),
 		attempt: clamp(ttl/6, 250*time.Millisecond, time.Second),
 		request: clamp(ttl/3, 500*time.Millisecond, 2*time.Second),
 		poll:    clamp(ttl/6, 250*time.Millisecond, time.Second),
@@ -162,7 +165,7 @@ func New(cfg Config) *Elector {
 	cfg.TTL = cmp.Or(cfg.TTL, DefaultLeaseTTL)
 	cfg.TrustMargin = cmp.Or(cfg.TrustMargin, DefaultTrustMargin)
 	cfg.ResignTimeout = cmp.Or(cfg.ResignTimeout, DefaultResignTimeout)
-	return &Elector{cfg: cfg, t: timingsFor(cfg.TTL), log: cfg.Log.With("component", "leader"), now: time.Now}
+	return &Elector{cfg: cfg, t: timingsFor(cfg.TTL, cfg.TrustMargin), log: cfg.Log.With("component", "leader"), now: time.Now}
 }
 
 // Office returns the current office, or nil when this node is not master.

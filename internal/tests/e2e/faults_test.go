@@ -917,6 +917,22 @@ func (r *faultRun) operatorStorm() {
 		run("resume", "resume", "--reason", "storm over", "--api", s.listen)
 	}
 	wg.Wait()
+	// Both resumes may be refused (the master's office suspended at that
+	// moment, on a starved host): an operator tries again until repair
+	// runs, or the cluster would stay paused into the next faults.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var paused bool
+		if err := r.c.db.Get(&paused, `SELECT paused FROM enginehealth.pause`); err == nil && !paused {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.violation("the cluster stayed paused: every resume refused for 60 s after an operator storm")
+			return
+		}
+		pause(200 * time.Millisecond)
+		r.op("resume (again)", "resume", "--reason", "storm over", "--api", r.sidecars[r.rnd.IntN(len(r.sidecars))].listen)
+	}
 }
 
 // stuck counts the instances interim and unclaimed (or under an expired
