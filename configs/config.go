@@ -36,6 +36,7 @@ const (
 	DefaultSchedule                = health.DefaultSchedule
 	DefaultNotRespondingAfter      = health.DefaultNotRespondingAfter
 	DefaultForgetAfter             = health.DefaultForgetAfter
+	DefaultSweepInterval           = health.DefaultSweepInterval
 	DefaultMaxUnresponsiveFraction = health.DefaultMaxUnresponsiveFraction
 	DefaultBatchSize               = recovery.DefaultBatchSize
 	DefaultGradeWindow             = nodes.DefaultGradeWindow
@@ -158,6 +159,12 @@ type Health struct {
 	ForgetAfter time.Duration `yaml:"forget_after"`
 	// MaxUnresponsiveFraction: the disruption guard; default 0.55.
 	MaxUnresponsiveFraction float64 `yaml:"max_unresponsive_fraction"`
+	// SweepInterval: how often a pass looks for every interrupted
+	// instance, also those without any claim (claims deleted by hand, an
+	// engine that broke the protocol), not only those whose claims it
+	// expired; default 10m (one period of Schedule when that is longer),
+	// at least one period of Schedule, at most 24h.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
 
 	// ParsedSchedule is Schedule, parsed by Load.
 	ParsedSchedule health.Schedule `yaml:"-"`

@@ -67,6 +67,7 @@ func TestDefaults(t *testing.T) {
 		{"not_responding_after", cfg.Health.NotRespondingAfter, DefaultNotRespondingAfter},
 		{"forget_after", cfg.Health.ForgetAfter, DefaultForgetAfter},
 		{"fraction", cfg.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction},
+		{"sweep_interval", cfg.Health.SweepInterval, DefaultSweepInterval},
 		{"batch", cfg.Recovery.BatchSize, DefaultBatchSize},
 		{"listen", cfg.API.Listen, DefaultListen},
 		{"failover.window", cfg.Failover.Window, DefaultGradeWindow},
@@ -128,6 +129,12 @@ func TestBrokenConfigs(t *testing.T) {
 		{"negative heartbeat", minimal + "node: {heartbeat_interval: -1s}\n", nil, "node.heartbeat_interval", "at least 100ms", 5},
 		{"bad schedule", minimal + "health: {schedule: every minute}\n", nil, "health.schedule", "every minute", 5},
 		{"fraction out of range", minimal + "health: {max_unresponsive_fraction: 1.5}\n", nil, "health.max_unresponsive_fraction", "(0, 1]", 0},
+		{"sweep more often than passes", minimal + "health:\n  schedule: \"@every 1m\"\n  sweep_interval: 30s\n", nil, "health.sweep_interval",
+			"30s is shorter than one period of health.schedule (1m0s)", 7},
+		{"sweep shorter than the default schedule", minimal + "health: {sweep_interval: 5s}\n", nil, "health.sweep_interval", "one period of health.schedule (15s)", 5},
+		{"sweep interval too long", minimal + "health: {sweep_interval: 25h}\n", nil, "health.sweep_interval", "at most 24h0m0s", 5},
+		{"negative sweep interval", minimal + "health: {sweep_interval: -10m}\n", nil, "health.sweep_interval", "at least 1s", 5},
+		{"sweep interval that is no duration", minimal + "health: {sweep_interval: often}\n", nil, "health.sweep_interval", `"often" is not a duration`, 5},
 		{"error fraction out of range", minimal + "failover: {max_error_fraction: 1.5}\n", nil, "failover.max_error_fraction", "[0, 1]", 0},
 		{"grade window too long", minimal + "failover: {window: 9000h}\n", nil, "failover.window", "at most", 0},
 		{"negative quiet period", minimal + "failover: {quiet_period: -1h}\n", nil, "failover.quiet_period", "at least 1s", 0},
@@ -351,4 +358,42 @@ func TestEmptyScheduleIsOneProblem(t *testing.T) {
 	if !errors.As(err, &cerr) || len(cerr.Problems) != 1 || cerr.Problems[0].Path != "workflows[0].tasks[0].on_interrupt.backoff.schedule" {
 		t.Fatalf("want one problem at backoff.schedule, got %v", err)
 	}
+}
+
+// TestSweepInterval: health.sweep_interval may be as short as one period
+// of the schedule (every pass sweeps), and is the checker's setting.
+func TestSweepInterval(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"health: {schedule: \"@every 30s\", sweep_interval: 30s}\n", 30 * time.Second},
+		{"health: {sweep_interval: 1h}\n", time.Hour},
+		{"health: {schedule: \"*/5 * * * *\", sweep_interval: 5m}\n", 5 * time.Minute},
+		{"health: {sweep_interval: 24h}\n", 24 * time.Hour},
+	} {
+		cfg, err := Parse([]byte(minimal+c.yaml), "sweep.yaml", testEnv)
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if cfg.Health.SweepInterval != c.want {
+			t.Errorf("%q: sweep interval %s, want %s", c.yaml, cfg.Health.SweepInterval, c.want)
+		}
+	}
+}
+
+// TestSweepIntervalDefaultFollowsALongSchedule: without the key the sweep
+// interval is 10m, or one period of a schedule longer than that (an
+// hourly check sweeps every pass); given, it may not be shorter.
+func TestSweepIntervalDefaultFollowsALongSchedule(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+"health: {schedule: \"@every 1h\"}\n"), "hourly.yaml", testEnv)
+	if err != nil {
+		t.Fatalf("hourly schedule: %v", err)
+	}
+	if cfg.Health.SweepInterval != time.Hour {
+		t.Fatalf("hourly schedule: sweep interval %s, want 1h", cfg.Health.SweepInterval)
+	}
+	_, err = Parse([]byte(minimal+"health: {schedule: \"@every 1h\", sweep_interval: 10m}\n"), "hourly.yaml", testEnv)
+	problemAt(t, err, "health.sweep_interval", "10m0s is shorter than one period of health.schedule (1h0m0s)", 5)
 }

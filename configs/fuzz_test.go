@@ -14,6 +14,8 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal))
 	f.Add([]byte(minimal + workflow))
+	f.Add([]byte(minimal + "health: {schedule: \"@every 1m\", sweep_interval: 30s}\n"))
+	f.Add([]byte(minimal + "health: {schedule: \"*/5 * * * *\", sweep_interval: 5m}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > MaxConfigBytes {
 			return // Load refuses such files before parsing

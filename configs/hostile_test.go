@@ -96,6 +96,7 @@ workflows:
 		{"explicit zero batch size", "recovery: {batch_size: 0}\n", "recovery.batch_size", "omit the key", 5},
 		{"explicit zero fraction", "health: {max_unresponsive_fraction: 0}\n", "health.max_unresponsive_fraction", "omit the key", 5},
 		{"explicit empty schedule", "health: {schedule: \"\"}\n", "health.schedule", "omit the key", 5},
+		{"explicit zero sweep interval", "health: {sweep_interval: 0s}\n", "health.sweep_interval", "omit the key for the default (10m0s)", 5},
 		{"explicit zero claim timeout", strings.Replace(workflow, "claim_timeout: 1m", "claim_timeout: 0", 1), "workflows[0].tasks[0].claim_timeout", "omit the key", 19},
 		{"missing claims: line of the workflow", strings.Replace(workflow, "    claims: {table: app.claim}\n", "", 1), "workflows[0].claims", "required", 7},
 		{"missing end: line of the task", strings.Replace(workflow, "        end: C\n", "", 1), "workflows[0].tasks[0].end", "required", 14},

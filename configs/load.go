@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/recovery"
 	"os"
 	"path/filepath"
@@ -206,6 +207,14 @@ func (c *Config) applyDefaults() {
 	c.Health.NotRespondingAfter = cmp.Or(c.Health.NotRespondingAfter, DefaultNotRespondingAfter)
 	c.Health.ForgetAfter = cmp.Or(c.Health.ForgetAfter, DefaultForgetAfter)
 	c.Health.MaxUnresponsiveFraction = cmp.Or(c.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
+	if c.Health.SweepInterval == 0 {
+		// 10m, or one period of a longer schedule (a sweep comes with a
+		// pass); a schedule that does not parse is reported by validate.
+		c.Health.SweepInterval = DefaultSweepInterval
+		if sched, err := health.ParseSchedule(c.Health.Schedule); err == nil {
+			c.Health.SweepInterval = max(c.Health.SweepInterval, sched.Period())
+		}
+	}
 	c.Recovery.BatchSize = cmp.Or(c.Recovery.BatchSize, DefaultBatchSize)
 	c.Failover.Window = cmp.Or(c.Failover.Window, DefaultGradeWindow)
 	c.Failover.QuietPeriod = cmp.Or(c.Failover.QuietPeriod, DefaultQuietPeriod)

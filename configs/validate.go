@@ -131,6 +131,7 @@ const (
 	maxDialTimeout        = 5 * time.Minute
 	maxNotRespondingAfter = 24 * time.Hour
 	maxForgetAfter        = 365 * 24 * time.Hour
+	maxSweepInterval      = 24 * time.Hour
 	maxClaimTimeout       = 24 * time.Hour
 	maxBackoffDelay       = 30 * 24 * time.Hour
 	maxGradePeriod        = 30 * 24 * time.Hour
@@ -221,6 +222,12 @@ func (c *Config) validate(v *validator) {
 	}
 	if f := c.Health.MaxUnresponsiveFraction; !(f > 0 && f <= 1) {
 		v.add("health.max_unresponsive_fraction", "must be in (0, 1], got %v", f)
+	}
+	// A sweep is part of a pass: it cannot come more often than passes.
+	if sweep, period := c.Health.SweepInterval, c.Health.ParsedSchedule.Period(); v.within("health.sweep_interval", sweep, time.Second, maxSweepInterval) &&
+		period > 0 && sweep < period {
+		v.add("health.sweep_interval", "%s is shorter than one period of health.schedule (%s): a sweep runs with a pass, so at most once a period",
+			sweep, period)
 	}
 
 	// recovery

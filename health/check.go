@@ -12,6 +12,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -40,8 +41,12 @@ type CheckConfig struct {
 	MaxUnresponsiveFraction float64
 	// SweepInterval: how often a pass looks for every interrupted
 	// instance, not only those whose claims it expired (recovery.Repair);
-	// default DefaultSweepInterval. The first pass of an office, a manual
-	// pass and the pass after a failed one always sweep.
+	// default DefaultSweepInterval (health.sweep_interval). The scheduled
+	// pass nearest to it sweeps: the first that starts at least
+	// SweepInterval − Interval/2 after the last sweep began, so with
+	// SweepInterval = Interval every pass sweeps. The first pass of an
+	// office, a manual pass, the pass after a failed one or one that left
+	// locked rows, and the pass after a resume always sweep.
 	SweepInterval time.Duration
 	// Grades: how node failover grades are judged after each pass that is
 	// not in disruption mode; nil: the defaults.
@@ -76,28 +81,96 @@ type Checker struct {
 
 	statsMu sync.Mutex
 	stats   PassStats
+	sweeps  sweepClock // what NextSweep is told from (under statsMu)
 }
 
-// PassStats tells whether the check passes of this node succeed.
+// sweepClock is what Stats tells the next sweep from: a copy of the
+// pass's own state, readable while a pass holds mu.
+type sweepClock struct {
+	began bool // an office began on this checker
+	// from: the start of this office's last complete sweep; zero: the
+	// next pass sweeps.
+	from time.Time
+	// scheduled: the start of the last scheduled pass (or of the office):
+	// scheduled passes follow about one Interval apart from it.
+	scheduled time.Time
+	// paused: the last pass found the cluster paused (no sweep until a
+	// resume).
+	paused bool
+}
+
+// PassStats tells whether the check passes of this node succeed. On the
+// wire a time or text that has none is null (jsonx).
 type PassStats struct {
 	// LastSuccess is the end of the last pass that succeeded.
-	LastSuccess time.Time `json:"last_success,omitzero"`
+	LastSuccess time.Time `json:"last_success" null:"zero"`
 	// LastFailure is the end of the last pass that failed.
-	LastFailure time.Time `json:"last_failure,omitzero"`
+	LastFailure time.Time `json:"last_failure" null:"zero"`
 	// ConsecutiveFailures since the last success.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	// LastError of the last failed pass.
-	LastError string `json:"last_error,omitempty"`
+	LastError string `json:"last_error" null:"zero"`
 	// Disruption says why the last pass that succeeded did nothing: the
 	// disruption guard held ("" when it did not).
-	Disruption string `json:"disruption,omitempty"`
+	Disruption string `json:"disruption" null:"zero"`
+	// LastSweep: when the last sweep of this office began (a pass that
+	// looked for every interrupted instance, not only those whose claims
+	// it expired); zero before the first.
+	LastSweep time.Time `json:"last_sweep" null:"zero"`
+	// NextSweep: when the next sweep is expected: the scheduled pass
+	// nearest to LastSweep + SweepInterval (scheduled passes are taken
+	// to follow one period apart from the last one), or the next pass
+	// when that one sweeps anyway (the first of an office, after a
+	// failed pass, a pass that left locked rows, a resume). Zero when no
+	// pass is expected to sweep: before this node took office, without
+	// a periodic schedule, or while the last pass found the cluster
+	// paused.
+	NextSweep time.Time `json:"next_sweep" null:"zero"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (p PassStats) MarshalJSON() ([]byte, error) { return jsonx.Marshal(p) }
 
 // Stats returns the pass statistics. It does not wait for a running pass.
 func (c *Checker) Stats() PassStats {
 	c.statsMu.Lock()
+	s, sw := c.stats, c.sweeps
+	c.statsMu.Unlock()
+	s.NextSweep = c.nextSweep(sw, c.now())
+	return s
+}
+
+// nextSweep is when the next sweep is expected (PassStats.NextSweep):
+// the scheduled pass that will sweep, or zero when none is expected.
+func (c *Checker) nextSweep(sw sweepClock, now time.Time) time.Time {
+	period := c.cfg.Interval
+	if !sw.began || sw.paused || period <= 0 {
+		return time.Time{}
+	}
+	// The first scheduled pass at or after t (one period on at least).
+	pass := func(t time.Time) time.Time {
+		k := max((t.Sub(sw.scheduled)+period-1)/period, 1)
+		return sw.scheduled.Add(k * period)
+	}
+	if sw.from.IsZero() {
+		return pass(now)
+	}
+	return pass(later(now, sw.from.Add(c.sweepAfter())))
+}
+
+// sweepAfter: a scheduled pass sweeps once this long has passed since the
+// last sweep began: SweepInterval less half a period, so that the pass
+// nearest to SweepInterval sweeps whatever the few milliseconds between
+// a pass's firing and its start.
+func (c *Checker) sweepAfter() time.Duration {
+	return max(c.cfg.SweepInterval-c.cfg.Interval/2, 0)
+}
+
+// setSweeps updates the state NextSweep is told from.
+func (c *Checker) setSweeps(f func(s *PassStats, sw *sweepClock)) {
+	c.statsMu.Lock()
 	defer c.statsMu.Unlock()
-	return c.stats
+	f(&c.stats, &c.sweeps)
 }
 
 // notAPass: a pass refused because the office may not act (suspended,
@@ -158,13 +231,14 @@ type CheckResult struct {
 	Disruption bool `json:"disruption"`
 	// DisruptionReason says why the guard held (or would have held, when
 	// Forced).
-	DisruptionReason string `json:"disruption_reason,omitempty"`
+	DisruptionReason string `json:"disruption_reason" null:"zero"`
 	// Forced: an operator's check --force ran this pass through a guard
 	// that would have held.
-	Forced bool `json:"forced,omitempty"`
+	Forced bool `json:"forced"`
 	// Paused, when set: the cluster is paused; the pass marked nodes and
-	// judged grades but repaired, expired and retried nothing.
-	Paused *Pause `json:"paused,omitempty"`
+	// judged grades but repaired, expired and retried nothing (null when
+	// not paused).
+	Paused *Pause `json:"paused"`
 	// Threshold used for staleness, widened after the master's own gap.
 	Threshold     time.Duration   `json:"threshold_ns"`
 	NotResponding []nodes.Change  `json:"not_responding"`
@@ -180,9 +254,13 @@ type CheckResult struct {
 	Settled []recovery.SettleCounts `json:"settled"`
 	// Grades: the failover grades the pass changed.
 	Grades []nodes.GradeChange `json:"grades"`
-	Stale  []string            `json:"stale,omitempty"`
-	Took   time.Duration       `json:"took_ns"`
+	// Stale: the nodes that looked unresponsive (null when none).
+	Stale []string      `json:"stale"`
+	Took  time.Duration `json:"took_ns"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (r CheckResult) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // begin marks the start of an office: the first pass measures its gap from
 // here.
@@ -191,6 +269,10 @@ func (c *Checker) begin() {
 	c.lastPass = c.now()
 	c.lastSweep = time.Time{}
 	c.disrupted.Store(false)
+	c.setSweeps(func(s *PassStats, sw *sweepClock) {
+		s.LastSweep = time.Time{}
+		*sw = sweepClock{began: true, scheduled: c.lastPass}
+	})
 	c.mu.Unlock()
 }
 
@@ -243,7 +325,7 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, res
 		return res, err
 	}
 	spec := recovery.RunSpec{Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom}
-	sweep := trigger == recovery.TriggerManual || c.lastSweep.IsZero() || c.now().Sub(c.lastSweep) >= c.cfg.SweepInterval
+	sweep := trigger == recovery.TriggerManual || c.lastSweep.IsZero() || start.Sub(c.lastSweep) >= c.sweepAfter()
 	res.RunID, err = c.cfg.Recovery.InRun(ctx, o, spec, func(run int64) error {
 		return c.pass(ctx, o, run, wfs, resumedFrom != nil, sweep, force, &res)
 	})
@@ -255,6 +337,18 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, res
 	case res.Recovery.Sweep:
 		c.lastSweep = start
 	}
+	c.setSweeps(func(s *PassStats, sw *sweepClock) {
+		if c.lastSweep.Equal(start) {
+			s.LastSweep = start
+		}
+		sw.from = c.lastSweep
+		if err == nil {
+			sw.paused = res.Paused != nil
+		}
+		if trigger == recovery.TriggerPeriodic && resumedFrom == nil && !notAPass(ctx, err) {
+			sw.scheduled = start
+		}
+	})
 	if err != nil {
 		return res, err
 	}
@@ -396,8 +490,11 @@ func (c *Checker) SetPause(ctx context.Context, o *leader.Office, paused bool, a
 		p, err = c.cfg.Pauses.set(ctx, tx, paused, actor, reason)
 		return err
 	})
-	if err == nil && !paused {
-		c.lastSweep = time.Time{} // catch up: the next pass sweeps
+	if err == nil {
+		if !paused {
+			c.lastSweep = time.Time{} // catch up: the next pass sweeps
+		}
+		c.setSweeps(func(_ *PassStats, sw *sweepClock) { sw.from, sw.paused = c.lastSweep, paused })
 	}
 	return p, err
 }

@@ -546,6 +546,88 @@ func TestPassesSweepNowAndThen(t *testing.T) {
 	}
 }
 
+// TestSweepIntervalAndNextSweep: the scheduled pass nearest to the sweep
+// interval sweeps, though it starts a few milliseconds sooner after its
+// firing than the pass that swept (it used to wait for the pass after,
+// so with sweep_interval = the schedule's period only every other pass
+// swept); Stats says when the last sweep began and when the next is
+// expected, and expects none while paused.
+func TestSweepIntervalAndNextSweep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		sweep time.Duration
+	}{{"ten periods", 10 * time.Minute}, {"one period", time.Minute}} {
+		c := newChecker(b, CheckConfig{Interval: time.Minute, SweepInterval: tc.sweep})
+		t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+		now := t0
+		c.now = func() time.Time { return now }
+		if st := c.Stats(); !st.LastSweep.IsZero() || !st.NextSweep.IsZero() {
+			t.Fatalf("%s: before any office: %+v", tc.name, st)
+		}
+		c.begin()
+		if st := c.Stats(); !st.LastSweep.IsZero() || !st.NextSweep.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("%s: in office, before the first pass: last %v, next %v; want none and the next pass", tc.name, st.LastSweep, st.NextSweep)
+		}
+		// Each pass starts a little after its firing: 5 ms for the
+		// first, 1 ms for the later ones.
+		pass := func(at time.Time, trigger string) CheckResult {
+			t.Helper()
+			now = at
+			res, err := c.RunOnce(ctx, o, trigger, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		first := t0.Add(time.Minute + 5*time.Millisecond)
+		if res := pass(first, recovery.TriggerPeriodic); !res.Recovery.Sweep {
+			t.Fatalf("%s: the first pass of the office did not sweep", tc.name)
+		}
+		st := c.Stats()
+		want := first.Add(tc.sweep)
+		if !st.LastSweep.Equal(first) || !st.NextSweep.Equal(want) {
+			t.Fatalf("%s: last sweep %v, next %v; want %v and %v", tc.name, st.LastSweep, st.NextSweep, first, want)
+		}
+		for at := t0.Add(2 * time.Minute); at.Before(t0.Add(time.Minute + tc.sweep)); at = at.Add(time.Minute) {
+			if res := pass(at.Add(time.Millisecond), recovery.TriggerPeriodic); res.Recovery.Sweep {
+				t.Fatalf("%s: the pass at %v swept, %v after the last sweep", tc.name, at, at.Sub(first))
+			}
+		}
+		// tc.sweep after the first firing, 4 ms short of tc.sweep after
+		// the first pass's start: the pass nearest to the interval.
+		due := t0.Add(time.Minute + tc.sweep + time.Millisecond)
+		if res := pass(due, recovery.TriggerPeriodic); !res.Recovery.Sweep {
+			t.Fatalf("%s: the pass %v after the last sweep did not sweep", tc.name, due.Sub(first))
+		}
+		if st := c.Stats(); !st.LastSweep.Equal(due) || !st.NextSweep.Equal(due.Add(tc.sweep)) {
+			t.Fatalf("%s: after the second sweep: last %v, next %v", tc.name, st.LastSweep, st.NextSweep)
+		}
+		// Paused: no sweep is expected; after the resume, the next pass.
+		if _, err := c.SetPause(ctx, o, true, "op", "sweep test"); err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); !st.NextSweep.IsZero() || !st.LastSweep.Equal(due) {
+			t.Fatalf("%s: paused: last %v, next %v; want the last and none", tc.name, st.LastSweep, st.NextSweep)
+		}
+		if res := pass(due.Add(time.Minute), recovery.TriggerPeriodic); res.Paused == nil || res.Recovery.Sweep {
+			t.Fatalf("%s: paused pass: %+v", tc.name, res)
+		}
+		if st := c.Stats(); !st.NextSweep.IsZero() {
+			t.Fatalf("%s: after a paused pass: next sweep %v, want none", tc.name, st.NextSweep)
+		}
+		if _, err := c.SetPause(ctx, o, false, "op", "sweep test done"); err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); !st.NextSweep.Equal(due.Add(2 * time.Minute)) {
+			t.Fatalf("%s: resumed: next sweep %v, want the next pass, %v", tc.name, st.NextSweep, due.Add(2*time.Minute))
+		}
+	}
+}
+
 // TestDisruptedAnswersDuringAPass: Disrupted (read by /metrics and
 // status) answers while a pass waits on the database; it used to wait
 // for the pass's lock, so a frozen database froze the scrape too (second

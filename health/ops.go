@@ -116,6 +116,12 @@ func (p *Ops) Holds(ctx context.Context, workflow string, limit int) ([]recovery
 	return p.reads().Holds(ctx, workflow, limit)
 }
 
+// Waiting lists the retries waiting for their time, soonest first (of
+// workflow, when set).
+func (p *Ops) Waiting(ctx context.Context, workflow string, limit int) ([]recovery.WaitingRetry, error) {
+	return p.reads().Waiting(ctx, workflow, limit)
+}
+
 // DecideHolds applies an operator's decision to holds.
 func (p *Ops) DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
 	o, err := p.office()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -21,12 +22,16 @@ type Pause struct {
 	Paused bool `db:"paused" json:"paused"`
 	// Since: when it was paused (or resumed, when not paused).
 	Since time.Time `db:"changed_at" json:"since"`
-	// Actor and Reason of the last pause or resume.
-	Actor  string `db:"actor" json:"actor"`
-	Reason string `db:"reason" json:"reason"`
-	// Term of the master that recorded it.
-	Term *int64 `db:"term" json:"term,omitempty"`
+	// Actor and Reason of the last pause or resume (null on the wire
+	// when none: never paused, a resume without a reason).
+	Actor  string `db:"actor" json:"actor" null:"zero"`
+	Reason string `db:"reason" json:"reason" null:"zero"`
+	// Term of the master that recorded it (null when never paused).
+	Term *int64 `db:"term" json:"term"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (p Pause) MarshalJSON() ([]byte, error) { return jsonx.Marshal(p) }
 
 // String says who paused, when and why ("" when not paused).
 func (p Pause) String() string {

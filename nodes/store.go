@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -58,7 +59,7 @@ var (
 type Node struct {
 	Name                string    `db:"name" json:"name"`
 	Incarnation         string    `db:"incarnation" json:"incarnation"`
-	PreviousIncarnation *string   `db:"previous_incarnation" json:"previous_incarnation,omitempty"`
+	PreviousIncarnation *string   `db:"previous_incarnation" json:"previous_incarnation"`
 	Hostname            string    `db:"hostname" json:"hostname"`
 	Status              string    `db:"status" json:"status"`
 	IsMaster            bool      `db:"is_master" json:"is_master"`
@@ -71,16 +72,19 @@ type Node struct {
 	FailoverGrade string `db:"failover_grade" json:"failover_grade"`
 	// GradeChangedAt, GradeSignature (workflow/task/instance of the
 	// interruption that caused it) and GradeReason of the last grade
-	// change; empty while the node was never graded.
-	GradeChangedAt  *time.Time `db:"grade_changed_at" json:"grade_changed_at,omitempty"`
-	GradeSignature  string     `db:"grade_signature" json:"grade_signature,omitempty"`
-	GradeReason     string     `db:"grade_reason" json:"grade_reason,omitempty"`
+	// change; empty (null on the wire) while the node was never graded.
+	GradeChangedAt  *time.Time `db:"grade_changed_at" json:"grade_changed_at"`
+	GradeSignature  string     `db:"grade_signature" json:"grade_signature" null:"zero"`
+	GradeReason     string     `db:"grade_reason" json:"grade_reason" null:"zero"`
 	StatusChangedAt time.Time  `db:"status_changed_at" json:"status_changed_at"`
 	StatusChangedBy string     `db:"status_changed_by" json:"status_changed_by"`
 	StatusReason    string     `db:"status_reason" json:"status_reason"`
 	// SecondsSinceActive is now() − last_active on the database clock.
 	SecondsSinceActive float64 `db:"seconds_since_active" json:"seconds_since_active"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (n Node) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
 
 // columnsOf returns the select list of a Node over the nodes table of
 // schema; the grade is read from node_grades by primary key.

@@ -23,8 +23,8 @@ type InstanceView struct {
 	Instance string `json:"instance"`
 	// State now; nil when the instance table has no such row (any more).
 	State *string `json:"state"`
-	// Claim on it now, if any.
-	Claim *claims.ClaimRow `json:"claim,omitempty"`
+	// Claim on it now, if any (null when none).
+	Claim *claims.ClaimRow `json:"claim"`
 	// Attempts: one per task a policy or an operator acted on.
 	Attempts []AttemptView `json:"attempts"`
 	// Events about the instance, oldest first; Truncated: more than
@@ -45,9 +45,9 @@ type AttemptView struct {
 	Cause           Cause          `db:"cause" json:"cause"`
 	LeftIn          string         `db:"left_in" json:"left_in"`
 	Since           time.Time      `db:"since" json:"since"`
-	LastAttemptTime *time.Time     `db:"last_attempt_at" json:"last_attempt_time,omitempty"`
-	NextAttemptTime *time.Time     `db:"next_attempt_at" json:"next_attempt_time,omitempty"`
-	LastNode        *string        `db:"last_node" json:"last_node,omitempty"`
+	LastAttemptTime *time.Time     `db:"last_attempt_at" json:"last_attempt_time"`
+	NextAttemptTime *time.Time     `db:"next_attempt_at" json:"next_attempt_time"`
+	LastNode        *string        `db:"last_node" json:"last_node"`
 	Nodes           pq.StringArray `db:"nodes" json:"nodes"`
 	LastReason      string         `db:"last_reason" json:"last_reason"`
 	LastError       *string        `db:"last_error" json:"last_error"`

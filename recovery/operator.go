@@ -13,6 +13,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -55,7 +56,7 @@ type Hold struct {
 	// Attempts: retries made by the policy; Manual: by operators.
 	Attempts  int            `db:"attempt" json:"attempts"`
 	Manual    int            `db:"manual" json:"manual"`
-	LastNode  *string        `db:"last_node" json:"last_node,omitempty"`
+	LastNode  *string        `db:"last_node" json:"last_node"`
 	Nodes     pq.StringArray `db:"nodes" json:"nodes"`
 	LastError *string        `db:"last_error" json:"last_error"`
 	Reason    string         `db:"last_reason" json:"reason"`
@@ -67,20 +68,93 @@ const DefaultHoldsLimit = 1000
 // Holds lists open holds, oldest first per workflow (of workflow only,
 // when set), at most limit (default DefaultHoldsLimit).
 func (r *Repairer) Holds(ctx context.Context, workflow string, limit int) ([]Hold, error) {
+	rows, err := r.parked(ctx, AttemptHeld, workflow, limit)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]Hold, len(rows))
+	for i, row := range rows {
+		hs[i] = row.Hold
+	}
+	return hs, nil
+}
+
+// WaitingRetry is an instance whose retry waits for its time: a policy
+// scheduled it with a delay, and the first check pass from Due runs it.
+type WaitingRetry struct {
+	// Hold's fields say where it waits, why (Cause, Reason), since when,
+	// the retries made (Attempts: this one is retry Attempts+1) and on
+	// which nodes it was interrupted.
+	Hold
+	// Due: when the retry runs; DueInSeconds: how long until then on the
+	// database clock (≤ 0: the next pass runs it).
+	Due          time.Time `json:"due"`
+	DueInSeconds float64   `json:"due_in_seconds"`
+	// MaxAttempts: the retries the task's policy for Cause allows (0 when
+	// the task is no longer configured).
+	MaxAttempts int `json:"max_attempts"`
+}
+
+// Waiting lists the retries waiting for their time, soonest due first
+// (of workflow only, when set), at most limit (default
+// DefaultHoldsLimit): the read of Holds, over the waiting rows.
+func (r *Repairer) Waiting(ctx context.Context, workflow string, limit int) ([]WaitingRetry, error) {
+	rows, err := r.parked(ctx, AttemptWaiting, workflow, limit)
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]WaitingRetry, len(rows))
+	for i, row := range rows {
+		ws[i] = WaitingRetry{Hold: row.Hold}
+		if row.Due != nil && row.DueIn != nil {
+			ws[i].Due, ws[i].DueInSeconds = *row.Due, *row.DueIn
+		}
+		if w, err := r.workflow(row.Workflow); err == nil {
+			if j := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == row.Task }); j >= 0 {
+				ws[i].MaxAttempts = w.Tasks[j].Policy(row.Cause).MaxAttempts
+			}
+		}
+	}
+	return ws, nil
+}
+
+// parkedRow is an attempts row a policy parked: held for an operator, or
+// waiting for its retry (Due, and DueIn seconds on the database clock).
+type parkedRow struct {
+	Hold
+	Due   *time.Time `db:"next_attempt_at"`
+	DueIn *float64   `db:"due_in"`
+}
+
+// parked lists the attempts rows in state (AttemptHeld or
+// AttemptWaiting), of workflow only when set, at most limit (default
+// DefaultHoldsLimit), in the order of the state's partial index: held
+// oldest first per workflow, waiting soonest due first.
+func (r *Repairer) parked(ctx context.Context, state, workflow string, limit int) ([]parkedRow, error) {
+	var where, order string
+	switch state {
+	case AttemptHeld:
+		where, order = `state = 'held'`, `workflow, since, instance` // attempts_held_idx
+	case AttemptWaiting:
+		where, order = `state = 'waiting'`, `next_attempt_at, instance` // attempts_due_idx
+	default:
+		return nil, fmt.Errorf("recovery: no list of %q attempts", state)
+	}
 	if workflow != "" {
 		if _, err := r.workflow(workflow); err != nil {
 			return nil, err
 		}
 	}
-	hs := []Hold{}
-	err := sqlx.SelectContext(ctx, r.cfg.DB, &hs, `SELECT workflow, instance, task, left_in, cause, since, attempt, manual,
-			last_node, nodes, last_error, last_reason
-		FROM `+r.attempts+` WHERE state = 'held' AND ($1 = '' OR workflow = $1)
-		ORDER BY workflow, since, instance LIMIT $2`, workflow, cmp.Or(limit, DefaultHoldsLimit))
+	rows := []parkedRow{}
+	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, `SELECT workflow, instance, task, left_in, cause, since, attempt, manual,
+			last_node, nodes, last_error, last_reason, next_attempt_at,
+			extract(epoch FROM next_attempt_at - now())::float8 AS due_in
+		FROM `+r.attempts+` WHERE `+where+` AND ($1 = '' OR workflow = $1)
+		ORDER BY `+order+` LIMIT $2`, workflow, cmp.Or(limit, DefaultHoldsLimit))
 	if err != nil {
-		return nil, fmt.Errorf("list holds: %w", err)
+		return nil, fmt.Errorf("list %s attempts: %w", state, err)
 	}
-	return hs, nil
+	return rows, nil
 }
 
 // HoldsOpen counts the instances held for an operator's decision and
@@ -299,10 +373,13 @@ type RetryResult struct {
 	// one included; Attempts: the policy's (unchanged).
 	Manual   int `json:"manual"`
 	Attempts int `json:"attempts"`
-	// Replaced says what the retry replaced: a scheduled retry, a hold,
-	// or nothing.
-	Replaced string `json:"replaced,omitempty"`
+	// Replaced says what the retry replaced: a scheduled retry or a
+	// hold; "" (null on the wire) when nothing.
+	Replaced string `json:"replaced" null:"zero"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (r RetryResult) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // storedAttempt is an attempts row as a manual retry reads it.
 type storedAttempt struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -50,10 +51,15 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 // PlannedEffect is what a recovery run would do to some of a task's
 // interrupted instances: those with the same history.
 type PlannedEffect struct {
-	Instances int64  `json:"instances"`
-	To        string `json:"to"`
-	Effect    string `json:"effect"`
+	Instances int64 `json:"instances"`
+	// To: the state they go to now; empty (null on the wire) when they
+	// wait or are held.
+	To     string `json:"to" null:"zero"`
+	Effect string `json:"effect"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (e PlannedEffect) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
 
 // planTask groups the instances of task t a recovery run would decide
 // now (in its interim state, unclaimed once expired claims are deleted,

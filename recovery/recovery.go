@@ -31,6 +31,7 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
@@ -118,14 +119,14 @@ type TaskResult struct {
 	Task     string `json:"task"`
 	From     string `json:"from"`
 	// To: where a first interruption goes (the task's begin or failed
-	// state; empty when it waits or is held), and Effect says it in words
-	// (e.g. "→ Created, retry 1 of 10 at once").
-	To      string `json:"to"`
+	// state; empty, null on the wire, when it waits or is held), and
+	// Effect says it in words (e.g. "→ Created, retry 1 of 10 at once").
+	To      string `json:"to" null:"zero"`
 	Effect  string `json:"effect"`
 	Planned int64  `json:"planned"`
 	// Plan (a dry run): what happens to the planned instances, by what
-	// their history makes of them.
-	Plan []PlannedEffect `json:"plan,omitempty"`
+	// their history makes of them; null when not a dry run.
+	Plan []PlannedEffect `json:"plan"`
 	// Done: instances handled, of which Retried went back to begin,
 	// Scheduled wait for a retry, Held wait for an operator and Failed
 	// went to the failed state.
@@ -149,8 +150,11 @@ type Result struct {
 	Tasks []TaskResult `json:"tasks"`
 	// SkippedLocked: a row to repair was locked and left for a later
 	// pass (which should sweep).
-	SkippedLocked bool `json:"skipped_locked,omitempty"`
+	SkippedLocked bool `json:"skipped_locked"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (t TaskResult) MarshalJSON() ([]byte, error) { return jsonx.Marshal(t) }
 
 // Done returns the number of instances repaired.
 func (r Result) Done() int64 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
@@ -50,10 +51,13 @@ type RunRow struct {
 	Done        int64      `db:"done" json:"done"`
 	Status      string     `db:"status" json:"status"`
 	StartedAt   time.Time  `db:"started_at" json:"started_at"`
-	FinishedAt  *time.Time `db:"finished_at" json:"finished_at,omitempty"`
-	Error       string     `db:"error" json:"error,omitempty"`
-	ResumedFrom *int64     `db:"resumed_from" json:"resumed_from,omitempty"`
+	FinishedAt  *time.Time `db:"finished_at" json:"finished_at"`
+	Error       string     `db:"error" json:"error" null:"zero"` // a failed run's class of failure; null when none
+	ResumedFrom *int64     `db:"resumed_from" json:"resumed_from"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (r RunRow) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // ScopeOf decodes the row's scope.
 func (r RunRow) ScopeOf() (Scope, error) {
@@ -195,6 +199,10 @@ type RunDetail struct {
 	// and the state instances went to.
 	Counts []audit.Count `json:"counts"`
 }
+
+// MarshalJSON sends every field, the run's in place (as without it: the
+// RunRow's MarshalJSON would otherwise be promoted and send the row alone).
+func (d RunDetail) MarshalJSON() ([]byte, error) { return jsonx.Marshal(d) }
 
 // Run returns run id with its counts; ErrNoRun when there is none.
 func (r *Repairer) Run(ctx context.Context, id int64) (RunDetail, error) {

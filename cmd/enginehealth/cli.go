@@ -20,6 +20,7 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -98,10 +99,14 @@ func validAddr(addr string) error {
 type statusReport struct {
 	Health api.Health  `json:"health"`
 	Status *api.Status `json:"status"`
-	// Ready and StatusError: only when Status could not be read.
-	Ready       *api.Ready `json:"ready,omitempty"`
-	StatusError string     `json:"status_error,omitempty"`
+	// Ready and StatusError: when Status could not be read (null
+	// otherwise).
+	Ready       *api.Ready `json:"ready"`
+	StatusError string     `json:"status_error" null:"zero"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (r statusReport) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 func newStatusCmd() *cobra.Command {
 	var f clientFlags
@@ -199,6 +204,7 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 	if l := st.Master; l != nil {
 		line("master", "%s at %s, term %d, in office since %s", safe(l.Name), safe(l.APIAddress), l.Term, l.Since.Format(time.RFC3339))
 		line("checks", "%s", safe(passSummary(st.Checks, now)))
+		line("sweep", "%s", sweepSummary(st.Checks, st.Paused.Paused, now))
 		if l.Stuck != "" {
 			line("", "STUCK: %s", safe(l.Stuck))
 		}
@@ -273,6 +279,28 @@ func passSummary(p health.PassStats, now time.Time) string {
 	return fmt.Sprintf("%s; %d consecutive failures, last: %s", last, p.ConsecutiveFailures, p.LastError)
 }
 
+// sweepSummary says when the master's last sweep began (the pass that
+// looks for every interrupted instance, also those without a claim) and
+// when the next is expected.
+func sweepSummary(p health.PassStats, paused bool, now time.Time) string {
+	last := "none yet in this office"
+	if !p.LastSweep.IsZero() {
+		last = fmt.Sprintf("last %s (%s ago)", p.LastSweep.UTC().Format(time.RFC3339), now.Sub(p.LastSweep).Round(time.Second))
+	}
+	var next string
+	switch d := p.NextSweep.Sub(now).Round(time.Second); {
+	case !p.NextSweep.IsZero() && d > 0:
+		next = fmt.Sprintf("next about %s (in %s)", p.NextSweep.UTC().Format(time.RFC3339), d)
+	case !p.NextSweep.IsZero():
+		next = "next with the next pass"
+	case paused:
+		next = "none while paused"
+	default:
+		next = "none expected"
+	}
+	return last + "; " + next
+}
+
 func isStatus(err error) bool {
 	var se *api.StatusError
 	return errors.As(err, &se)
@@ -345,7 +373,8 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 	fmt.Fprintf(w, "node       %s (heartbeat every %s)\n", name, cfg.Node.HeartbeatInterval)
 	fmt.Fprintf(w, "database   %s, schema %s\n", cfg.Database.RedactedDSN(), cfg.Database.Schema)
 	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s, trust margin %s\n", strings.Join(cfg.Etcd.RedactedEndpoints(), ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL, cfg.Etcd.TrustMargin)
-	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter, cfg.Health.ForgetAfter)
+	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s, sweep every %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter,
+		cfg.Health.ForgetAfter, cfg.Health.SweepInterval)
 	token := "off (no token)"
 	if cfg.API.Token != "" {
 		token = "on"

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/spf13/cobra"
@@ -72,14 +74,16 @@ func fixtureDaemon(t *testing.T) string {
 			Workflow: str("orders"), Instance: str("51"), Task: str("reserve"), FromState: str("Reserving"), ToState: str("Reserving"),
 			Attempt: new(2), Reason: "interrupted: retry 2 of 3 in 1m0s"},
 	}
+	// Paused since 09:55: no sweep is expected (next_sweep null); the
+	// last one came before.
+	passes := health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second), LastSweep: at(-6 * time.Minute)}
 	pause := health.Pause{Paused: true, Since: at(-5 * time.Minute), Actor: "n1 (operator)", Reason: "engine schema migration, back at 14:00", Term: i64(7)}
 	st := api.Status{
 		Node: api.SelfState{Name: "n1", Ready: api.Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal}},
 		Master: &api.Leader{Name: "n1", Incarnation: "n1-7f3a", APIAddress: "10.0.0.1:8642", Term: 7, Since: at(-72 * time.Hour),
-			TrustedUntil: at(4 * time.Second), Passes: health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second)},
-			AnsweredBy: "n1"},
+			TrustedUntil: at(4 * time.Second), Passes: passes, AnsweredBy: "n1"},
 		Paused: pause,
-		Checks: health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second)},
+		Checks: passes,
 		Nodes:  map[string]int{nodes.StatusReady: 1, nodes.StatusNotResponding: 1, nodes.StatusUnexpectedShutdown: 1},
 		NotReady: []api.NodeState{
 			{Name: "n2", Status: nodes.StatusNotResponding, Grade: nodes.GradeError, LastActive: at(-62 * time.Second), SecondsSinceActive: 62.4,
@@ -114,7 +118,7 @@ func fixtureDaemon(t *testing.T) string {
 	iv.Events[1].Attempt = &two
 	stats := []recovery.RetryStats{
 		{Workflow: "orders", Task: "reserve", Instances: 40, Retried: 52, Scheduled: 55, Manual: 1, Waiting: 3, Succeeded: 30,
-			Exhausted: 2, Failed: 1, HoldsOpen: 0, SuccessRate: new(30.0 / 33)},
+			Exhausted: 2, Failed: 1, Cancelled: 4, HoldsOpen: 0, SuccessRate: new(30.0 / 33)},
 		{Workflow: "orders", Task: "ship", Instances: 2, Retried: 1, Scheduled: 1, HoldsOpen: 2},
 	}
 	detail := recovery.RunDetail{RunRow: run, Took: 38 * time.Millisecond, Counts: []audit.Count{
@@ -200,6 +204,74 @@ func TestGoldenOutput(t *testing.T) {
 				}
 				golden(t, filepath.Join("testdata", "golden", tc.name+ext), out)
 			})
+		}
+	}
+}
+
+// TestGoldenJSONHasEveryField: every field of the API's types is in the
+// JSON of the golden files, at every depth, null when it has no value
+// (the rule of jsonx): a script can tell a field that is empty from one
+// this version does not have.
+func TestGoldenJSONHasEveryField(t *testing.T) {
+	types := map[string]reflect.Type{
+		"status.json":   reflect.TypeFor[statusReport](),
+		"nodes.json":    reflect.TypeFor[[]nodes.Node](),
+		"node.json":     reflect.TypeFor[nodes.Node](),
+		"events.json":   reflect.TypeFor[[]audit.Event](),
+		"timeline.json": reflect.TypeFor[recovery.InstanceView](),
+		"holds.json":    reflect.TypeFor[[]recovery.Hold](),
+		"runs.json":     reflect.TypeFor[[]recovery.RunRow](),
+		"run.json":      reflect.TypeFor[recovery.RunDetail](),
+		"retries.json":  reflect.TypeFor[[]recovery.RetryStats](),
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden JSON files: %v", err)
+	}
+	nulls := 0
+	for _, f := range files {
+		typ, ok := types[filepath.Base(f)]
+		if !ok {
+			t.Errorf("%s: no type to check it against: add it here", f)
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing, err := jsonx.Missing(typ, data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s leaves out %s (run with -update after fixing the type)", f, strings.Join(missing, ", "))
+		}
+		nulls += strings.Count(string(data), ": null")
+	}
+	// The fixture has fields without a value (a node never graded, a
+	// ready node's reason, a run that did not fail...): they are there.
+	if nulls < 10 {
+		t.Errorf("%d null fields in the golden JSON: the fixture should have empty ones", nulls)
+	}
+}
+
+// TestSweepSummary: the sweep line of status, as the master's stats are.
+func TestSweepSummary(t *testing.T) {
+	for _, c := range []struct {
+		p      health.PassStats
+		paused bool
+		want   string
+	}{
+		{health.PassStats{}, false, "none yet in this office; none expected"},
+		{health.PassStats{NextSweep: at(10 * time.Second)}, false, "none yet in this office; next about 2026-11-24T10:00:10Z (in 10s)"},
+		{health.PassStats{LastSweep: at(-4 * time.Minute), NextSweep: at(6 * time.Minute)}, false,
+			"last 2026-11-24T09:56:00Z (4m0s ago); next about 2026-11-24T10:06:00Z (in 6m0s)"},
+		{health.PassStats{LastSweep: at(-11 * time.Minute), NextSweep: at(-time.Minute)}, false,
+			"last 2026-11-24T09:49:00Z (11m0s ago); next with the next pass"},
+		{health.PassStats{LastSweep: at(-4 * time.Minute)}, true, "last 2026-11-24T09:56:00Z (4m0s ago); none while paused"},
+	} {
+		if got := sweepSummary(c.p, c.paused, t0); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
 		}
 	}
 }

@@ -238,6 +238,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
 		ForgetAfter:             cfg.Health.ForgetAfter,
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
+		SweepInterval:           cfg.Health.SweepInterval,
 		Grades:                  new(cfg.Failover.Grades()),
 		Pauses:                  health.NewPauses(db, cfg.Database.Schema, events),
 		OnPass:                  mx.ObservePass,

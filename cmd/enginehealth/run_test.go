@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +93,60 @@ api:
 	}
 	if _, err := store.Get(context.Background(), "wired"); !errors.Is(err, nodes.ErrNotFound) {
 		t.Fatalf("record after a clean stop: %v", err)
+	}
+}
+
+// TestRunRefusesBadSweepInterval: a health.sweep_interval shorter than
+// the schedule's period stops run with exit 2, naming the key and its
+// line, before it connects to anything: the database and etcd addresses
+// it was given see no connection.
+func TestRunRefusesBadSweepInterval(t *testing.T) {
+	var mu sync.Mutex
+	dialled := 0
+	listen := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				dialled++
+				mu.Unlock()
+				c.Close()
+			}
+		}()
+		return l.Addr().String()
+	}
+	db, etcdAddr := listen(), listen()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte("postgres://eh@"+db+"/eh?sslmode=disable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "enginehealth.yaml")
+	if err := os.WriteFile(path, []byte(`database:
+  dsn_file: dsn
+etcd:
+  endpoints: ["`+etcdAddr+`"]
+health:
+  schedule: "@every 1m"
+  sweep_interval: 30s
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "run", "--config", path)
+	if code != exitUsage || !strings.Contains(errOut, "health.sweep_interval") || !strings.Contains(errOut, "line 7") ||
+		!strings.Contains(errOut, "shorter than one period of health.schedule (1m0s)") {
+		t.Fatalf("exit %d, want %d naming health.sweep_interval at line 7:\n%s%s", code, exitUsage, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dialled > 0 {
+		t.Fatalf("%d connections to the database or etcd before the configuration was refused", dialled)
 	}
 }

@@ -145,6 +145,10 @@ func (s *store) Holds(_ context.Context, wf string, _ int) ([]recovery.Hold, err
 	return nil, s.call("holds", wf)
 }
 
+func (s *store) Waiting(_ context.Context, wf string, _ int) ([]recovery.WaitingRetry, error) {
+	return nil, s.call("waiting", wf)
+}
+
 func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
 	return recovery.HoldResult{}, s.call("holds "+d.Action, d.Workflow, d.Reason)
 }

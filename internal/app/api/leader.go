@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
@@ -26,18 +27,21 @@ type Leader struct {
 	APIAddress  string `json:"api_address"`
 	Term        int64  `json:"term"`
 	// Since: when it took office.
-	Since time.Time `json:"since,omitzero"`
+	Since time.Time `json:"since" null:"zero"`
 	// TrustedUntil: the end of its current trust window (renewed with
 	// every answered etcd keep-alive).
-	TrustedUntil time.Time `json:"trusted_until,omitzero"`
+	TrustedUntil time.Time `json:"trusted_until" null:"zero"`
 	// Passes: how its CheckEngineHealth passes go.
 	Passes health.PassStats `json:"passes"`
 	// Stuck, when set, says why the master counts as stuck: no pass
-	// succeeded for max(3 × period, 1 min).
-	Stuck string `json:"stuck,omitempty"`
+	// succeeded for max(3 × period, 1 min); null when it is not.
+	Stuck string `json:"stuck" null:"zero"`
 	// AnsweredBy is the node whose own state this answer is.
 	AnsweredBy string `json:"answered_by"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (l Leader) MarshalJSON() ([]byte, error) { return jsonx.Marshal(l) }
 
 // errBusy: no database slot came free in time.
 var errBusy = errors.New("busy")

@@ -39,6 +39,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -70,6 +71,7 @@ type MasterOps interface {
 	Runs(ctx context.Context, limit int) ([]recovery.RunRow, error)
 	ActedRuns(ctx context.Context, limit int) ([]recovery.RunRow, error)
 	Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error)
+	Waiting(ctx context.Context, workflow string, limit int) ([]recovery.WaitingRetry, error)
 	DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error)
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
 	Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error)
@@ -97,9 +99,10 @@ type RecoveryRequest struct {
 // RecoveryAnswer is the answer of POST /v1/recovery: a plan (dry run) or
 // a result.
 type RecoveryAnswer struct {
-	DryRun bool                    `json:"dry_run"`
-	Plan   []recovery.WorkflowPlan `json:"plan,omitempty"`
-	Result *recovery.Result        `json:"result,omitempty"`
+	DryRun bool `json:"dry_run"`
+	// Plan of a dry run, Result of a run: the other is null.
+	Plan   []recovery.WorkflowPlan `json:"plan"`
+	Result *recovery.Result        `json:"result"`
 }
 
 // Ready is the body of GET /readyz.
@@ -107,10 +110,15 @@ type Ready struct {
 	Ready  bool   `json:"ready"`
 	Status string `json:"status"`
 	// Grade: the node's failover grade (an ERROR node is not ready with
-	// failover.error_not_ready).
-	Grade  string `json:"grade,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	// failover.error_not_ready); null before the node's first heartbeat
+	// read it.
+	Grade string `json:"grade" null:"zero"`
+	// Reason: why the node is not ready; null when it is.
+	Reason string `json:"reason" null:"zero"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (r Ready) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // Check is a named liveness check; nil means healthy.
 type Check struct {
@@ -817,12 +825,17 @@ type ErrorBody struct {
 	// Error says what is wrong, naming the parameter at fault
 	// ("path parameter name: ...", "body.reason: ...").
 	Error string `json:"error"`
-	// Detail, when set, says more: what was expected, what was got.
-	Detail string `json:"detail,omitempty"`
+	// Detail, when set, says more: what was expected, what was got;
+	// null when there is nothing more to say.
+	Detail string `json:"detail" null:"zero"`
 	// RequestID is the request's X-Request-Id, under which the daemon
-	// logs what it did with it.
-	RequestID string `json:"request_id,omitempty"`
+	// logs what it did with it (null only where no request id was set,
+	// outside the edge).
+	RequestID string `json:"request_id" null:"zero"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (e ErrorBody) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeProblem(w, code, msg, "")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -24,14 +25,15 @@ type Status struct {
 	// Master: the acting master (as GET /v1/leader), or null with
 	// MasterError saying why no node acts.
 	Master      *Leader `json:"master"`
-	MasterError string  `json:"master_error,omitempty"`
+	MasterError string  `json:"master_error" null:"zero"`
 	// Paused: the pause switch.
 	Paused health.Pause `json:"paused"`
-	// Disruption: why the master's last pass did nothing ("" when the
+	// Disruption: why the master's last pass did nothing (null when the
 	// guard does not hold).
-	Disruption string `json:"disruption,omitempty"`
+	Disruption string `json:"disruption" null:"zero"`
 	// Checks: the acting master's check passes (last_success,
-	// consecutive_failures, last_error); zero without a master.
+	// consecutive_failures, last_error) and sweeps (last_sweep,
+	// next_sweep); zero without a master.
 	Checks health.PassStats `json:"checks"`
 	// Nodes counts node records by status; NotReady lists those not
 	// Ready or not NORMAL, with why.
@@ -46,11 +48,19 @@ type Status struct {
 	Holds     HoldsSummary     `json:"holds"`
 }
 
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (s Status) MarshalJSON() ([]byte, error) { return jsonx.Marshal(s) }
+
 // SelfState is the answering node's own state.
 type SelfState struct {
 	Name string `json:"name"`
 	Ready
 }
+
+// MarshalJSON sends the name and the readiness's fields in place (as
+// without it: Ready's MarshalJSON would otherwise be promoted and send
+// the readiness alone).
+func (s SelfState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(s) }
 
 // NodeState is a node record in short, with why it is where it is.
 type NodeState struct {
@@ -60,8 +70,11 @@ type NodeState struct {
 	IsMaster           bool      `json:"is_master"`
 	LastActive         time.Time `json:"last_active"`
 	SecondsSinceActive float64   `json:"seconds_since_active"`
-	Why                string    `json:"why,omitempty"`
+	Why                string    `json:"why" null:"zero"`
 }
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (n NodeState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
 
 // HoldsSummary counts the holds waiting for an operator.
 type HoldsSummary struct {
@@ -184,9 +197,10 @@ var pageHTML string
 
 // Page sizes of the status page.
 const (
-	pageRuns   = 10
-	pageHolds  = 20
-	pageEvents = 25
+	pageRuns    = 10
+	pageHolds   = 20
+	pageWaiting = 20
+	pageEvents  = 25
 	// pageRefresh: seconds between the page's reloads.
 	pageRefresh = 5
 )
@@ -195,6 +209,21 @@ var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"ago":   func(t time.Time) string { return ago(time.Since(t).Seconds()) + " ago" },
 	"secs":  ago,
+	// due says when a waiting retry runs, from its seconds to go.
+	"due": func(s float64) string {
+		if s <= 0 {
+			return "now: the next pass runs it"
+		}
+		return "in " + ago(s)
+	},
+	// retry: "retry k of n" of a waiting retry (n unknown once its task
+	// is no longer configured).
+	"retry": func(w recovery.WaitingRetry) string {
+		if w.MaxAttempts == 0 {
+			return fmt.Sprintf("retry %d", w.Attempts+1)
+		}
+		return fmt.Sprintf("retry %d of %d", w.Attempts+1, w.MaxAttempts)
+	},
 	// class turns a status into a CSS class ("Not responding" →
 	// "Not-responding"); the template escapes it as an attribute.
 	"class": func(s string) string { return strings.ReplaceAll(s, " ", "-") },
@@ -262,6 +291,11 @@ type pageData struct {
 	Runs   []recovery.RunRow
 	Holds  []recovery.Hold
 	Events []audit.Event
+
+	// Waiting: retries waiting for their time, soonest first, at most
+	// WaitingMax.
+	Waiting    []recovery.WaitingRetry
+	WaitingMax int
 }
 
 // page: GET /, the status page. Server-rendered, self-contained (no
@@ -271,7 +305,7 @@ type pageData struct {
 func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why string) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	d := pageData{Self: h.cfg.Self, Now: time.Now(), Refresh: pageRefresh}
+	d := pageData{Self: h.cfg.Self, Now: time.Now(), Refresh: pageRefresh, WaitingMax: pageWaiting}
 	code := http.StatusOK
 	err := func() error {
 		var err error
@@ -279,6 +313,9 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why st
 			return err
 		}
 		if d.Holds, err = h.cfg.Ops.Holds(ctx, "", pageHolds); err != nil {
+			return err
+		}
+		if d.Waiting, err = h.cfg.Ops.Waiting(ctx, "", pageWaiting); err != nil {
 			return err
 		}
 		d.Events, err = h.recentEvents(ctx, pageEvents)

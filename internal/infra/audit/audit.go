@@ -6,6 +6,7 @@ package audit
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -63,22 +64,23 @@ var Kinds = []string{KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, K
 	KindRetried, KindRetryCancelled, KindHoldDecided, KindHoldCancelled, KindManualRetry, KindRetrySucceeded, KindRetryFailed, KindFailed}
 
 // Event is one row of the events table. Optional fields are pointers or
-// empty strings stored as NULL; an event of a run may leave Actor empty
-// and Term nil (the event_log view reads them from the run).
+// empty strings stored as NULL (null in JSON: every field is sent); an
+// event of a run may leave Actor empty and Term nil (the event_log view
+// reads them from the run).
 type Event struct {
 	ID        int64     `db:"id" json:"id"`
 	At        time.Time `db:"at" json:"at"`
 	Kind      string    `db:"kind" json:"kind"`
 	Actor     string    `db:"actor" json:"actor"`
-	Term      *int64    `db:"term" json:"term,omitempty"`
-	RunID     *int64    `db:"run_id" json:"run_id,omitempty"`
-	Node      *string   `db:"node" json:"node,omitempty"`
-	Workflow  *string   `db:"workflow" json:"workflow,omitempty"`
-	Instance  *string   `db:"instance" json:"instance,omitempty"`
-	Task      *string   `db:"task" json:"task,omitempty"`
-	FromState *string   `db:"from_state" json:"from_state,omitempty"`
-	ToState   *string   `db:"to_state" json:"to_state,omitempty"`
-	Attempt   *int      `db:"attempt" json:"attempt,omitempty"`
+	Term      *int64    `db:"term" json:"term"`
+	RunID     *int64    `db:"run_id" json:"run_id"`
+	Node      *string   `db:"node" json:"node"`
+	Workflow  *string   `db:"workflow" json:"workflow"`
+	Instance  *string   `db:"instance" json:"instance"`
+	Task      *string   `db:"task" json:"task"`
+	FromState *string   `db:"from_state" json:"from_state"`
+	ToState   *string   `db:"to_state" json:"to_state"`
+	Attempt   *int      `db:"attempt" json:"attempt"`
 	Reason    string    `db:"reason" json:"reason"`
 	// RunActor and RunTerm: the master and term of the event's run, when
 	// the writer knows them; never stored (the run has them, and
@@ -133,9 +135,22 @@ type Count struct {
 	Workflow string `db:"workflow" json:"workflow"`
 	Task     string `db:"task" json:"task"`
 	Kind     string `db:"kind" json:"kind"`
-	// To: the state the instances went to, when the kind moves them.
-	To    string `db:"to_state" json:"to,omitempty"`
+	// To: the state the instances went to, when the kind moves them
+	// (null in JSON when it does not).
+	To    string `db:"to_state" json:"to"`
 	Count int64  `db:"count" json:"count"`
+}
+
+// MarshalJSON sends every field, To null when empty: the API's rule,
+// every documented field present and null when it has no value.
+func (c Count) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Workflow string  `json:"workflow"`
+		Task     string  `json:"task"`
+		Kind     string  `json:"kind"`
+		To       *string `json:"to"`
+		Count    int64   `json:"count"`
+	}{c.Workflow, c.Task, c.Kind, Str(c.To), c.Count})
 }
 
 // RunCounts counts the events of run id about workflow tasks (repairs,

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -32,7 +35,8 @@ const reorder = "\x1b[2J\u202eX\nFAKE ROW"
 
 // statusCluster is one daemon on a paused cold cluster (so it stays
 // Recovering) beside node records in every other status, one of them
-// ERROR, with a hold waiting, after a check the disruption guard stopped.
+// ERROR, with a hold and a retry waiting (whose stored reason is
+// hostile), after a check the disruption guard stopped.
 type statusCluster struct {
 	c      *cluster
 	addr   string
@@ -44,6 +48,8 @@ func newStatusCluster(t *testing.T) statusCluster {
 	c := newCluster(t)
 	cfg := c.configWith("node-a", cfgOpts{Schedule: "@every 1h", TokenEnv: "EH_TOKEN", Extra: demoengine.WorkflowsYAML(time.Minute)})
 	cfg = replaceOnce(t, cfg, "failed: ShipFailed\n", "failed: ShipFailed\n        on_interrupt: {strategy: hold}\n")
+	cfg = replaceOnce(t, cfg, "atomic_internal: true\n",
+		"atomic_internal: true\n        on_interrupt: {strategy: retry, max_attempts: 3, backoff: {kind: fixed, base: 1h, jitter: 0}}\n")
 	env := []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + c.dsn}
 	c.seed(cfg, 10, env...)
 	path := filepath.Join(c.dir, "migrate.yaml")
@@ -72,8 +78,10 @@ func newStatusCluster(t *testing.T) statusCluster {
 	c.waitTerm(t, 0, 30*time.Second)
 	tok := []string{"ENGINEHEALTH_TOKEN=tok"}
 	// A shipment left mid-task is held by a manual recover (which works
-	// while paused).
+	// while paused); a reservation left mid-task waits an hour for its
+	// first retry.
 	c.db.MustExec(`UPDATE demo.orders SET status = 'Shipping' WHERE id = 7`)
+	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserving' WHERE id = 8`)
 	out, errOut, code := cli(t, tok, "recover", "-o", "json", "--api", n.APIAddress)
 	var rec api.RecoveryAnswer
 	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Result == nil {
@@ -83,6 +91,10 @@ func newStatusCluster(t *testing.T) statusCluster {
 	out, _, code = cli(t, tok, "check", "--api", n.APIAddress)
 	if code != 4 || !strings.Contains(out, "disruption guard holds") {
 		t.Fatalf("check: exit %d:\n%s", code, out)
+	}
+	if r := c.db.MustExec(`UPDATE enginehealth.attempts SET last_reason = last_reason || ' ' || $1
+		WHERE workflow = 'orders' AND instance = '8' AND state = 'waiting'`, hostile+reorder); must(r.RowsAffected())(t) != 1 {
+		t.Fatal("no retry of orders/8 waits")
 	}
 	return statusCluster{c: c, addr: n.APIAddress, recRun: rec.Result.RunID}
 }
@@ -142,8 +154,9 @@ func TestStatusEndpoints(t *testing.T) {
 	}
 
 	d, err := cl.Run(ctx, sc.recRun)
-	if err != nil || d.Kind != recovery.KindRecovery || d.Status != "finished" || len(d.Counts) != 1 ||
-		d.Counts[0] != (audit.Count{Workflow: "orders", Task: "ship", Kind: audit.KindHeld, Count: 1}) {
+	if err != nil || d.Kind != recovery.KindRecovery || d.Status != "finished" || len(d.Counts) != 2 ||
+		!slices.Contains(d.Counts, audit.Count{Workflow: "orders", Task: "ship", Kind: audit.KindHeld, Count: 1}) ||
+		!slices.Contains(d.Counts, audit.Count{Workflow: "orders", Task: "reserve", Kind: audit.KindRetryScheduled, Count: 1}) {
 		t.Fatalf("run %d: %+v %v", sc.recRun, d, err)
 	}
 	if _, err := cl.Run(ctx, 999999); !isCode(err, 404) {
@@ -162,7 +175,7 @@ func TestStatusEndpoints(t *testing.T) {
 	}{
 		{audit.ListParams{Kind: audit.KindHeld, Workflow: "orders"}, 1},
 		{audit.ListParams{Instance: "7", Workflow: "orders"}, 1},
-		{audit.ListParams{RunID: sc.recRun}, 1},
+		{audit.ListParams{RunID: sc.recRun}, 2},
 		{audit.ListParams{Kind: audit.KindDisruption}, 1},
 		{audit.ListParams{Kind: audit.KindHeld, Since: at(time.Now().Add(time.Hour))}, 0},
 		{audit.ListParams{Kind: audit.KindHeld, Until: at(time.Now().Add(-time.Hour))}, 0},
@@ -178,6 +191,143 @@ func TestStatusEndpoints(t *testing.T) {
 	out, _, code = cli(t, nil, "events", "--kind", "instance_held", "--since", "1h", "--api", sc.addr)
 	if code != 0 || strings.Count(out, "instance_held") != 1 {
 		t.Fatalf("events --kind --since: exit %d\n%s", code, out)
+	}
+
+	// On the same cluster (one daemon less on a busy machine): the JSON
+	// rule, then the sweeps, which resume the cluster.
+	t.Run("every JSON field", func(t *testing.T) { statusJSONHasEveryField(t, sc) })
+	t.Run("sweeps", func(t *testing.T) { statusShowsSweeps(t, sc) })
+}
+
+// statusJSONHasEveryField: every answer of a real daemon, and the
+// CLI's -o json, carries every field of its type, null when it has no
+// value: a script can tell "none" from "not supported" (outside review:
+// status -o json left out node.reason, checks.last_error, master.stuck;
+// nodes -o json the grade fields of a node never graded).
+func statusJSONHasEveryField(t *testing.T, sc statusCluster) {
+	get := func(path string) []byte {
+		t.Helper()
+		resp, err := http.Get("http://" + sc.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	check := func(what string, typ reflect.Type, body []byte) map[string]any {
+		t.Helper()
+		missing, err := jsonx.Missing(typ, body)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, body)
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s leaves out %s:\n%s", what, strings.Join(missing, ", "), body)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		return m
+	}
+	st := check("GET /v1/status", reflect.TypeFor[api.Status](), get("/v1/status"))
+	check("GET /v1/leader", reflect.TypeFor[api.Leader](), get("/v1/leader"))
+	check("GET /readyz", reflect.TypeFor[api.Ready](), get("/readyz"))
+	check("GET /healthz", reflect.TypeFor[api.Health](), get("/healthz"))
+	check("GET /v1/nodes", reflect.TypeFor[[]nodes.Node](), get("/v1/nodes"))
+	check("GET /v1/nodes/ready-1", reflect.TypeFor[nodes.Node](), get("/v1/nodes/ready-1"))
+	check("GET /v1/runs", reflect.TypeFor[[]recovery.RunRow](), get("/v1/runs"))
+	check("GET /v1/runs/ID", reflect.TypeFor[recovery.RunDetail](), get(fmt.Sprintf("/v1/runs/%d", sc.recRun)))
+	check("GET /v1/events", reflect.TypeFor[[]audit.Event](), get("/v1/events"))
+	check("GET /v1/holds", reflect.TypeFor[[]recovery.Hold](), get("/v1/holds"))
+	check("GET /v1/instances", reflect.TypeFor[recovery.InstanceView](), get("/v1/instances?workflow=orders&id=8"))
+	check("GET /v1/retries/stats", reflect.TypeFor[[]recovery.RetryStats](), get("/v1/retries/stats"))
+	check("an error", reflect.TypeFor[api.ErrorBody](), get("/v1/nodes/nobody"))
+	// The fields the review named, each with its null: the master is
+	// not stuck and its passes did not fail.
+	master, _ := st["master"].(map[string]any)
+	checks, _ := st["checks"].(map[string]any)
+	if v, ok := master["stuck"]; !ok || v != nil {
+		t.Errorf("master.stuck %v (present %v), want null", v, ok)
+	}
+	if v, ok := checks["last_error"]; !ok || v != nil {
+		t.Errorf("checks.last_error %v (present %v), want null", v, ok)
+	}
+
+	// The CLI prints the same, wrapped.
+	type report struct {
+		Health      api.Health  `json:"health"`
+		Status      *api.Status `json:"status"`
+		Ready       *api.Ready  `json:"ready"`
+		StatusError string      `json:"status_error"`
+	}
+	out, errOut, code := cli(t, nil, "status", "-o", "json", "--api", sc.addr)
+	if code != 1 { // node-a is Recovering: not ready
+		t.Fatalf("status -o json: exit %d: %s", code, errOut)
+	}
+	rep := check("status -o json", reflect.TypeFor[report](), []byte(out))
+	if s, _ := rep["status"].(map[string]any); s == nil || rep["ready"] != nil || rep["status_error"] != nil {
+		t.Errorf("status -o json: status %v, ready %v, status_error %v; want the status and two nulls", s != nil, rep["ready"], rep["status_error"])
+	}
+	out, errOut, code = cli(t, nil, "nodes", "-o", "json", "--api", sc.addr)
+	if code != 0 {
+		t.Fatalf("nodes -o json: exit %d: %s", code, errOut)
+	}
+	check("nodes -o json", reflect.TypeFor[[]nodes.Node](), []byte(out))
+	var ns []map[string]any
+	if err := json.Unmarshal([]byte(out), &ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		if n["name"] != "ready-1" {
+			continue
+		}
+		for _, k := range []string{"grade_changed_at", "grade_signature", "grade_reason"} {
+			if v, ok := n[k]; !ok || v != nil {
+				t.Errorf("nodes -o json: ready-1 (never graded) %s = %v (present %v), want null", k, v, ok)
+			}
+		}
+	}
+}
+
+// statusShowsSweeps: status (text and -o json, from GET /v1/status)
+// says when the master's last sweep began and when the next is
+// expected: none while paused; after a resume and a pass that swept, its
+// time and the next about health.sweep_interval later (here one period
+// of the hourly schedule, its default then).
+func statusShowsSweeps(t *testing.T, sc statusCluster) {
+	out, _, _ := cli(t, nil, "status", "--api", sc.addr)
+	if !strings.Contains(out, "\nsweep    none yet in this office; none while paused\n") {
+		t.Fatalf("status while paused, before any sweep:\n%s", out)
+	}
+	tok := []string{"ENGINEHEALTH_TOKEN=tok"}
+	if out, errOut, code := cli(t, tok, "resume", "--reason", "sweep test", "--api", sc.addr); code != 0 {
+		t.Fatalf("resume: exit %d: %s%s", code, out, errOut)
+	}
+	before := time.Now()
+	// A manual pass always sweeps; --force: the guard still holds.
+	if out, errOut, code := cli(t, tok, "check", "--force", "--reason", "sweep test", "--api", sc.addr); code != 0 {
+		t.Fatalf("check --force: exit %d: %s%s", code, out, errOut)
+	}
+	st, err := api.NewClient(sc.addr, "").Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, next := st.Checks.LastSweep, st.Checks.NextSweep
+	if last.Before(before.Add(-time.Second)) || last.After(time.Now()) || !next.After(time.Now()) || next.After(last.Add(time.Hour+time.Second)) {
+		t.Fatalf("after a sweep at about %v: last sweep %v, next %v; want it, and the next within the hour", before, last, next)
+	}
+	out, _, _ = cli(t, nil, "status", "-o", "json", "--api", sc.addr)
+	var rep struct{ Status *api.Status }
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Status == nil ||
+		!rep.Status.Checks.LastSweep.Equal(last) || !rep.Status.Checks.NextSweep.Equal(next) {
+		t.Fatalf("status -o json: %v; want checks.last_sweep %v, next_sweep %v:\n%s", err, last, next, out)
+	}
+	out, _, _ = cli(t, nil, "status", "--api", sc.addr)
+	want := "\nsweep    last " + last.UTC().Format(time.RFC3339) + " ("
+	if !strings.Contains(out, want) || !strings.Contains(out, "; next about "+next.UTC().Format(time.RFC3339)+" (in ") {
+		t.Fatalf("status after a sweep: want %q and the next:\n%s", want, out)
 	}
 }
 
@@ -251,7 +401,9 @@ func TestStatusPage(t *testing.T) {
 	count := func(table string) int {
 		return must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#`+table+` tbody tr:not(:has(.none))').length`)))(t)
 	}
-	holds, runs, events := count("holds"), count("runs"), count("events")
+	holds, runs, events, waiting := count("holds"), count("runs"), count("events"), count("waiting")
+	retry := must(chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`(r => r && ({key: r.dataset.waiting, task: r.cells[1].innerText,
+			retry: r.cells[2].innerText, due: r.cells[3].innerText, reason: r.cells[4].innerText}))(document.querySelector('#waiting tbody tr[data-waiting]'))`)))(t)
 	// Wider than the phone's screen? Then the page scrolls sideways as a
 	// whole, and a phone is not served.
 	overflow := must(chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)))(t)
@@ -288,6 +440,14 @@ func TestStatusPage(t *testing.T) {
 	}
 	if holds != 1 || runs < 2 || events < 3 {
 		t.Errorf("holds %d, runs %d, events %d rows", holds, runs, events)
+	}
+	// The retry waiting for its time, marked as such; its stored reason
+	// shown as text, control and reordering characters as escapes.
+	if waiting != 1 || retry["key"] != "orders/8" || retry["task"] != "reserve" || retry["retry"] != "waiting retry 1 of 3" ||
+		!strings.HasPrefix(retry["due"], "in ") || !strings.HasSuffix(retry["due"], " min") ||
+		!strings.Contains(retry["reason"], "interrupted: retry 1 of 3") || !strings.Contains(retry["reason"], `<script>document.title="owned"</script>`) ||
+		!strings.Contains(retry["reason"], `\x1b[2J\u202eX\nFAKE ROW`) {
+		t.Errorf("%d waiting retries; the row: %q", waiting, retry)
 	}
 	if overflow {
 		t.Error("the page is wider than a phone's screen")

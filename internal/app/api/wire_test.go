@@ -1,0 +1,126 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// answerTypes are the bodies of every answer of the API (and so of the
+// CLI's -o json, which prints them).
+var answerTypes = []reflect.Type{
+	reflect.TypeFor[Health](),                    // /healthz
+	reflect.TypeFor[Ready](),                     // /readyz
+	reflect.TypeFor[Leader](),                    // /v1/leader
+	reflect.TypeFor[Status](),                    // /v1/status
+	reflect.TypeFor[ErrorBody](),                 // every error
+	reflect.TypeFor[health.CheckResult](),        // POST /v1/check
+	reflect.TypeFor[health.Pause](),              // pause, resume
+	reflect.TypeFor[RecoveryAnswer](),            // POST /v1/recovery
+	reflect.TypeFor[[]nodes.Node](),              // /v1/nodes, ack
+	reflect.TypeFor[nodes.GradeChange](),         // reset-grade
+	reflect.TypeFor[[]recovery.RunRow](),         // /v1/runs
+	reflect.TypeFor[recovery.RunDetail](),        // /v1/runs/{id}
+	reflect.TypeFor[[]audit.Event](),             // /v1/events
+	reflect.TypeFor[[]recovery.Hold](),           // /v1/holds
+	reflect.TypeFor[recovery.HoldResult](),       // holds retry, fail
+	reflect.TypeFor[recovery.RetryResult](),      // POST /v1/retry
+	reflect.TypeFor[recovery.InstanceView](),     // /v1/instances
+	reflect.TypeFor[[]recovery.RetryStats](),     // /v1/retries/stats
+	reflect.TypeFor[[]recovery.WorkflowPlan](),   // a dry run's plan
+	reflect.TypeFor[[]recovery.SettleCounts](),   // in a check's answer
+	reflect.TypeFor[recovery.WaitingRetry](),     // the status page (JSON-ready)
+	reflect.TypeFor[map[string]health.Pause](),   // (maps are walked too)
+	reflect.TypeFor[*recovery.InstanceView](),    // (pointers too)
+	reflect.TypeFor[[2]recovery.PlannedEffect](), // (arrays too)
+}
+
+// TestEveryAnswerFieldIsSent pins the API's rule (jsonx): every field of
+// every answer is present, null when it has no value. No field of an
+// answer type carries omitempty or omitzero; the zero value of each type
+// sends every field; a field tagged null:"zero" is null when zero, so its
+// type has a MarshalJSON (jsonx.Marshal) that honours the tag, and so
+// does a type that embeds one with a MarshalJSON of its own (which would
+// otherwise be promoted and send the embedded fields alone).
+func TestEveryAnswerFieldIsSent(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var structs []reflect.Type
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		switch typ.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(typ.Elem())
+		case reflect.Struct:
+			if seen[typ] || typ == reflect.TypeFor[time.Time]() {
+				return
+			}
+			seen[typ] = true
+			structs = append(structs, typ)
+			for i := range typ.NumField() {
+				walk(typ.Field(i).Type)
+			}
+		}
+	}
+	for _, typ := range answerTypes {
+		walk(typ)
+	}
+	if len(structs) < 25 {
+		t.Fatalf("only %d answer struct types found", len(structs))
+	}
+	for _, typ := range structs {
+		var nullable []string
+		var fields func(reflect.Type)
+		fields = func(st reflect.Type) {
+			for i := range st.NumField() {
+				f := st.Field(i)
+				tag := f.Tag.Get("json")
+				name, opts, _ := strings.Cut(tag, ",")
+				if tag == "-" || !f.IsExported() && !f.Anonymous {
+					continue
+				}
+				if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+					fields(f.Type)
+					continue
+				}
+				if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+					t.Errorf("%s.%s: %q can leave the field out: send it, null when it has no value (tag %s:\"zero\")", typ, f.Name, tag, jsonx.NullTag)
+				}
+				if f.Tag.Get(jsonx.NullTag) == "zero" {
+					nullable = append(nullable, name)
+				}
+			}
+		}
+		fields(typ)
+		zero := reflect.New(typ).Elem().Interface()
+		data, err := json.Marshal(zero)
+		if err != nil {
+			t.Errorf("%s: %v", typ, err)
+			continue
+		}
+		missing, err := jsonx.Missing(typ, data)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s: its zero value leaves out %v: %s", typ, missing, data)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(data, &obj); err != nil {
+			t.Errorf("%s: not an object: %s", typ, data)
+			continue
+		}
+		for _, name := range nullable {
+			if string(obj[name]) != "null" {
+				t.Errorf("%s: %s is %s when zero, want null (a MarshalJSON calling jsonx.Marshal)", typ, name, obj[name])
+			}
+		}
+	}
+}
