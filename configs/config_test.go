@@ -124,7 +124,7 @@ func TestBrokenConfigs(t *testing.T) {
 		{"no etcd endpoints", "database: {dsn_env: ENGINEHEALTH_DSN}\n", nil, "etcd.endpoints", "at least one", 0},
 		{"bad etcd endpoint", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [localhost]}\n", nil, "etcd.endpoints[0]", "not host:port", 0},
 		{"lease TTL too short", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\"], lease_ttl: 2s}\n", nil, "etcd.lease_ttl", "at least 3s", 0},
-		{"trust margin eats the window", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\"], lease_ttl: 3s, trust_margin: 2s}\n", nil, "etcd.trust_margin", "keep-alive period", 0},
+		{"trust margin eats the window", "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\"], lease_ttl: 3s, trust_margin: 2s}\n", nil, "etcd.trust_margin", "no longer than lease_ttl/3", 0},
 		{"not_responding_after too short", minimal + "node: {heartbeat_interval: 5s}\nhealth: {not_responding_after: 10s}\n", nil, "health.not_responding_after", "3 × node.heartbeat_interval", 6},
 		{"negative heartbeat", minimal + "node: {heartbeat_interval: -1s}\n", nil, "node.heartbeat_interval", "at least 100ms", 5},
 		{"bad schedule", minimal + "health: {schedule: every minute}\n", nil, "health.schedule", "every minute", 5},
