@@ -13,8 +13,11 @@ build:
 
 # The whole suite: unit tests, real PostgreSQL and etcd, real processes;
 # short fuzzing runs of the configuration loader, the HTTP handler's
-# decoders and the claims API (their seed corpora run with the suite); then the concurrent packages again under the race
-# detector (with a shorter stress run).
+# decoders and the claims API (their seed corpora run with the suite); the
+# kill failover benchmark three times over (a killed master returns
+# un-acked: the benchmark acks it, as an operator would); then the
+# concurrent packages again under the race detector (with a shorter stress
+# run).
 test:
 	$(GO) vet ./...
 	rm -rf test-output && mkdir -p test-output
@@ -23,6 +26,7 @@ test:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s -fuzzminimizetime 1s -parallel 1 ./configs
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 15s -fuzzminimizetime 1s -parallel 1 ./internal/app/api
 	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 15s -fuzzminimizetime 1s -parallel 1 ./claims
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$/^kill$$' -benchtime 3x ./internal/tests/e2e
 	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
 
 # The fault-injection suite at length: a real cluster (3 etcd member
