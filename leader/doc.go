@@ -41,80 +41,96 @@
 // the node learns that a newer term is recorded (ErrDeposed: a fenced
 // transaction refused, or any read of the term in this node, through
 // Elector.ObserveTerm), or Run's context is done (shutdown). On shutdown
-// the node revokes its lease at once (bounded by ResignTimeout), so the
-// next master takes office without waiting for the TTL.
+// the node ends its office, marks its lease resigned and revokes it at
+// once (bounded by ResignTimeout), so the next master takes office without
+// waiting for the TTL, and acts at once.
 //
-// # What the trust window rests on
+// # Never two acting masters
 //
-// Two offices never act at once: an office acts only inside its trust
-// window, the window ends TrustMargin before etcd may expire the lease,
-// and a new office starts only after the old lease is gone. That holds if
+// Two offices never act at once, whatever etcd does with a lease:
 //
-//  1. etcd's raft holds: at most one leader per raft term, and a
-//     linearizable read is confirmed by a quorum in the current term
-//     (etcd's default ReadOnlySafe reads);
-//  2. the raft leader keeps a lease it renewed at time t until at least
-//     t + TTL, and a new leader extends every lease by at least the TTL
-//     (etcd's lessor: a new leader sets every expiry to now + election
-//     timeout + TTL);
-//  3. the clocks of the etcd leader's host and of this node advance at the
-//     same rate to within TrustMargin/TTL (10% at the defaults; NTP keeps
-//     real hosts within parts per million).
+//  1. An office acts only inside its trust window: less than W =
+//     TTL − TrustMargin after the send of the last keep-alive it counted.
+//     A keep-alive counts only when a linearizable read sent after its
+//     answer sees the same raft term (Elector.renew): that term's leader
+//     was still the leader after it renewed the lease, so the renewal
+//     happened on the real leader, while the lease and the holder's key
+//     existed. Every counted keep-alive was therefore sent before the
+//     holder's key was deleted, and the holder's window ends less than W
+//     after that deletion.
+//  2. A new office takes office (records its term, which fences every
+//     earlier master's writes) at once, but acts only from
+//     Office.ActingFrom: W after it found each key that was ahead of its
+//     own gone, and W after its candidacy first read the election (for a
+//     holder whose key went before that), each W the holder's own (its
+//     election value carries it). A holder that resigned is not waited
+//     for: it ended its office, then wrote a marker (ResignedPrefix), then
+//     revoked its lease. The first master a schema ever had (no term
+//     recorded before) does not wait either.
 //
-// It does not rest on any single keep-alive answer. etcd renews leases
-// in its raft leader's memory, not through raft, and a leader that was
-// deposed without knowing it yet answers keep-alives from its own copy:
-// "renewed", with the full TTL, while the real leader, which alone expires
-// the lease, never sees the renewal. etcd 3.7 checks leadership before a
-// renewal (EtcdServer.ensureLeadership) but skips the check when the
-// member ticked in the last three ticks (isActive): a leader frozen by
-// SIGSTOP, a stalled disk or a starved CPU while the others elected a new
-// one ticks at once when it runs again, and can answer before it hears of
-// its successor. So a keep-alive counts only when a linearizable read
-// sent after its answer sees the same raft term (the term of the last
-// entry applied by the member that answered, in the response headers):
-// that term's leader was then still the leader, after the renewal, so the
-// renewal is the real one (Elector.renew). An answer in an older term is
-// not counted and the keep-alive is sent again, to the next member. A
-// "lease not found" answer is confirmed the same way before the office
-// ends on it. The cost is one count-only read per renewal; failover is
-// not slowed.
+// That rests on etcd's raft (at most one leader per term; linearizable
+// reads confirmed by a quorum in the current term, etcd's default
+// ReadOnlySafe reads; a key's deletion ordered with every read) and on
+// the hosts' clocks advancing at the same rate (a holder's W and its
+// successor's wait are measured on their own clocks). It does not rest on
+// etcd keeping a lease a TTL after a renewal, nor on any single answer:
+// both failed on a busy host (below). Without 2, an early revocation gives
+// two acting masters; without 1, a deposed etcd leader's answers extend a
+// holder's window after its key is gone, past any wait. The PostgreSQL
+// fence stays the last line for writes.
 //
-// Evidence (2026-11-25, make faults seed 1, 300 faults, 2 cores busy):
-// every keep-alive answer was logged with the member that answered and
-// its raft term, beside the etcd members' own logs. 12 of 2,955 answers
-// in one run, and 8 of 3,648 in another, came in a raft term that had
-// ended more than 0.2 s (up to 2.45 s) before they were sent. One: etcd
-// member m2, raft leader in term 5, was SIGSTOPped at 20:51:33.026
-// (fault etcd-stop-leader); m3 became leader in term 6 at 34.078; m2 was
-// thawed at 36.528 and answered node-a's keep-alive, queued while it was
-// frozen, at 36.529, in term 5. Its log shows it stepped down 5 ms
-// earlier, so that renewal was forwarded to m3 and was real; nothing in
-// the answer tells such a one from a renewal of m2's own copy, which
-// etcd's code allows (isActive above) while the member has not stepped
-// down, and which would leave the real lease to expire a TTL after the
-// last renewal m3 saw. That is the shape of the violation the issue
-// reported: all three nodes' keys gone within half a second, one to two
-// seconds before their last answered keep-alives implied, the new master
-// elected while the old one still trusted such an answer. The runs did
-// not catch a false renewal itself (with the confirmation turned off,
-// etcd expired 38 leases in a 300-fault run under busy loops, none early;
-// the overlap is rare), so the proof is TestDeposedEtcdLeaderCannotExtendTrust,
-// which plays that sequence deterministically and fails without the
-// confirmation (TestDeposedLeaderTestBites).
+// The price is the wait: after a master dies (or its lease is revoked) its
+// successor takes office when the lease is gone, as before, and acts W
+// later (2 s at lease_ttl 3s, 9 s at the default 10 s); after a graceful
+// stop it acts at once. Measured in BenchmarkFailover (failover-ms: in
+// office; acting-ms). The alternatives weighed: anchoring trust on the
+// TTL etcd returns (a deposed leader returns the full TTL too); a gap
+// between a recorded term change and the new term's first action
+// measured in PostgreSQL (the same wait, with a second clock in play);
+// a check of the term row in every acting answer (the answer still races
+// with the successor's first action, by a read's latency).
 //
-// The alternative weighed was a lock-delay: a new master that waits out
-// the longest trust window a deposed holder could still believe in
-// (TTL − TrustMargin: 2 s at lease_ttl 3s, 9 s at the default 10 s)
-// before it acts, as Chubby and client-go's observed-time rule do. It
-// needs none of the above but adds that wait to every failover, and a
-// deposed etcd leader could still extend a holder's belief while it
-// lasts. The PostgreSQL fence stays the last line whatever etcd does:
-// every master write checks the recorded term in its own transaction.
+// # What etcd 3.7 does with leases on a busy host
 //
-// The fault suite checks assumption 2 directly: it watches every election
-// key from outside and fails when etcd deleted one earlier than a TTL
-// after the send of any keep-alive its sidecar counted.
+// etcd renews leases in its raft leader's memory, not through raft, and
+// revokes expired ones from there. A leader frozen (SIGSTOP, a stalled
+// disk, a starved CPU) while the other members elect a new one keeps
+// believing it leads when it runs again, until it hears of its
+// successor. Before renewing or revoking, etcd 3.7 checks its leadership
+// (EtcdServer.ensureLeadership, the fix of etcd issue 15247) but skips the
+// check when the member ticked within the last three ticks (isActive), as
+// a thawed member does at once. So such a member
+//
+//   - answers keep-alives "renewed", in its old raft term, renewing only
+//     its own stale copy, which nobody reads; and
+//   - finds, in that stale copy, leases it thinks expired (their renewals
+//     went to the new leader) and revokes them: a follower by then, it
+//     forwards the revocation to the new leader, which applies it. Every
+//     lease it thought expired goes at once, seconds before a TTL after
+//     renewals the real leader made.
+//
+// Evidence (make faults, seed 1, 300 faults, STARVE=busy, 2026-11-25;
+// every counted keep-alive logged with the member that answered and its
+// raft term, beside the members' own logs): etcd member m3, raft leader in
+// term 8, stalled (its log: heartbeats not sent on time) until about
+// 22:02:19.8; m2 became leader in term 9 at 17.245 and renewed node-b's
+// lease (the master, term 56) on every keep-alive, forwarded by m1 and
+// confirmed by reads in term 9, the last sent at 19.768. m3 stepped down
+// at 19.818; by 19.83 node-b's lease was gone ("lease not found" when
+// node-b itself went to revoke it, at 20.064): a lease the leader renewed
+// 60 ms before goes only by a revocation, and no sidecar had sent one.
+// node-a (term 60) was elected at 19.831, and, with no wait, node-b
+// (trusting its window until 21.768) and node-a both acted for 50 ms (two
+// probe rounds): the shape of the issue's violation, a key gone a second
+// or more early. The first shape (an answer in an ended term) was seen
+// too: 12 of 2,955 and 8 of 3,648 answers in two runs came in a raft term
+// that had ended more than 0.2 s (up to 2.45 s) before they were sent; in the one traced
+// (member m2 thawed at 20:51:36.528 after a 3.5 s freeze, answered at
+// 36.529 in term 5, m3 leader in term 6 since 34.078) m2 had stepped down
+// 5 ms before and forwarded the renewal, so it was real, but nothing in
+// the answer tells. TestDeposedEtcdLeaderCannotExtendTrust and
+// TestNewMasterWaitsOutRevokedHolder play both shapes deterministically;
+// the fault suite reports the leases etcd removed early.
 //
 // # Term and fencing
 //

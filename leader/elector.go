@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/lmittmann/tint"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -109,6 +111,20 @@ type Office struct {
 	end     context.CancelCauseFunc // nil for an office built by hand in tests
 	lease   *lease
 	trusted func() error
+	now     func() time.Time
+
+	mu sync.Mutex
+	// actFrom: the office acts only from then on (zero: at once).
+	actFrom time.Time
+}
+
+// ActingFrom returns when the office may start to act: it takes office
+// (records its term) at once, but acts only once no earlier holder can
+// still believe in its own trust window (zero: at once). See doc.go.
+func (o *Office) ActingFrom() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.actFrom
 }
 
 // depose ends the office at once, with cause: this node learned of a
@@ -127,6 +143,20 @@ func (o *Office) depose(cause error) {
 // answered, because an answered keep-alive proves the lease (and with it the
 // leader key) never expired.
 func (o *Office) Trusted() error {
+	if err := o.mayTakeOffice(); err != nil {
+		return err
+	}
+	if from := o.ActingFrom(); !from.IsZero() && o.clock().Before(from) && !faultinject.Off(faultinject.Fencing) {
+		return fmt.Errorf("%w: term %d: waiting until %s, when no earlier master can still trust its own window",
+			ErrNotTrusted, o.Term, from.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// mayTakeOffice is Trusted without the wait for earlier holders: taking
+// office (recording the term, which fences every earlier master's writes)
+// does not wait.
+func (o *Office) mayTakeOffice() error {
 	if err := o.ctx.Err(); err != nil {
 		return fmt.Errorf("%w: term %d ended: %v", ErrNotTrusted, o.Term, context.Cause(o.ctx))
 	}
@@ -134,6 +164,21 @@ func (o *Office) Trusted() error {
 		return fmt.Errorf("%w: term %d: %v", ErrNotTrusted, o.Term, err)
 	}
 	return nil
+}
+
+func (o *Office) clock() time.Time {
+	if o.now == nil {
+		return time.Now()
+	}
+	return o.now()
+}
+
+// actAtOnce lifts the wait for earlier holders (no term was ever recorded
+// before this office's: there was none).
+func (o *Office) actAtOnce() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.actFrom = time.Time{}
 }
 
 // TrustedUntil returns the end of the current trust window (zero for an
@@ -236,7 +281,7 @@ func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *O
 		e.revoke(ctx, l)
 	}()
 
-	value, err := json.Marshal(e.cfg.Candidate)
+	value, err := json.Marshal(electionValue{Candidate: e.cfg.Candidate, TrustWindowMS: e.window().Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -453,11 +498,36 @@ func (e *Elector) revoke(ctx context.Context, l *lease) {
 }
 
 func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
-	e.log.DebugContext(ctx, "revoking the etcd lease", "lease", fmt.Sprintf("%x", int64(l.id)))
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ResignTimeout)
 	defer cancel()
+	// An office on this lease ends first (on shutdown it may not have seen
+	// its context end yet): then say so, so that the successor need not
+	// wait out our window, and only then revoke.
+	if o := e.Office(); o != nil && o.lease == l {
+		o.depose(errResigned)
+	}
+	mctx, mcancel := context.WithTimeout(rctx, e.cfg.ResignTimeout/2) // the revocation keeps the other half
+	e.markResigned(mctx, l)
+	mcancel()
+	e.log.DebugContext(ctx, "revoking the etcd lease", "lease", fmt.Sprintf("%x", int64(l.id)))
 	if _, err := e.cfg.Client.Revoke(rctx, l.id); err != nil && l.err() == nil {
 		e.log.WarnContext(ctx, "could not revoke the etcd lease; it expires after its TTL", "lease", fmt.Sprintf("%x", int64(l.id)), tint.Err(err))
+	}
+}
+
+// errResigned ends an office whose node resigns.
+var errResigned = errors.New("leader: resigned")
+
+// markResigned writes l's resignation marker (ResignedPrefix), under a
+// lease of its own that lives resignedTTL. Best effort: without it the
+// successor waits out our trust window.
+func (e *Elector) markResigned(ctx context.Context, l *lease) {
+	g, err := e.cfg.Client.Grant(ctx, resignedTTL)
+	if err == nil {
+		_, err = e.cfg.Client.Put(ctx, fmt.Sprintf("%s%x", ResignedPrefix(e.cfg.Prefix), int64(l.id)), "", clientv3.WithLease(g.ID))
+	}
+	if err != nil {
+		e.log.DebugContext(ctx, "could not mark the lease resigned; the next master waits out our trust window", tint.Err(err))
 	}
 }
 
@@ -489,13 +559,45 @@ func (e *Elector) confirmRead(ctx context.Context, l *lease) (*clientv3.GetRespo
 type candidacy struct {
 	key string
 	rev int64 // create revision: the term if elected
+	// firstRead: when the first read of the election of this candidacy
+	// was answered; ahead: every key seen ahead of ours (lower create
+	// revision), by key. A holder that may still believe in its trust
+	// window is one of them, or one whose key was gone before firstRead.
+	firstRead time.Time
+	ahead     map[string]*aheadKey
+	// actFrom: when an office of this candidacy may start to act (see
+	// Office.ActingFrom).
+	actFrom time.Time
 }
+
+// aheadKey is a key seen ahead of ours.
+type aheadKey struct {
+	lease  int64
+	window time.Duration // its holder's trust window (from its value)
+	goneBy time.Time     // when a read first found it gone (zero: not yet)
+}
+
+// electionValue is what a candidate's key holds: the Candidate, and its
+// trust window, so that a successor knows how long to wait it out.
+type electionValue struct {
+	Candidate
+	TrustWindowMS int64 `json:"trust_window_ms"`
+}
+
+// ResignedPrefix returns the prefix of the resignation markers under a
+// cluster prefix: "<prefix>resigned/<lease id in hex>", written by a
+// holder that stopped acting, just before it revokes that lease, so that
+// its successor need not wait out its trust window. Each lives a minute.
+func ResignedPrefix(prefix string) string { return prefix + "resigned/" }
+
+// resignedTTL: how long a resignation marker lives (seconds).
+const resignedTTL = 60
 
 // campaign makes sure our key exists under the election prefix and waits
 // until it is the oldest (the leader key) while our trust window is open.
 func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candidacy, error) {
 	prefix := ElectionPrefix(e.cfg.Prefix)
-	c := candidacy{key: l.key}
+	c := candidacy{key: l.key, ahead: map[string]*aheadKey{}}
 	cli := e.cfg.Client
 	e.log.DebugContext(ctx, "campaigning", "key", c.key)
 	for {
@@ -529,12 +631,14 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 			}
 		}
 
-		// Atomically: is our key still there, and which key is first?
+		// Atomically: is our key still there, and which keys are ahead of
+		// it (we are first when none is)?
 		rctx, cancel := context.WithTimeout(ctx, e.t.attempt)
 		sent := e.now()
 		resp, err := cli.Txn(rctx).
 			If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.rev)).
-			Then(clientv3.OpGet(prefix, clientv3.WithFirstCreate()...)).Commit()
+			Then(clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(c.rev-1),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).Commit()
 		cancel()
 		if err != nil {
 			e.log.DebugContext(ctx, "read election failed", tint.Err(err))
@@ -545,14 +649,16 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 		}
 		if !resp.Succeeded {
 			e.log.WarnContext(ctx, "our election key disappeared; standing again", "key", c.key)
-			c.rev = 0
+			c = candidacy{key: l.key, ahead: map[string]*aheadKey{}}
 			continue
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
+		c.seen(kvs, e.now(), e.window())
 		if len(kvs) > 0 {
 			e.log.DebugContext(ctx, "read election", "first", string(kvs[0].Key), "revision", resp.Header.Revision)
 		}
-		if len(kvs) > 0 && string(kvs[0].Key) == c.key {
+		if len(kvs) == 0 {
+			c.actFrom = e.actFrom(ctx, c)
 			if err := e.awaitTrust(ctx, l); err != nil {
 				return c, err
 			}
@@ -570,6 +676,71 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 			return c, err
 		}
 	}
+}
+
+// seen records a read of the keys ahead of ours, answered at at.
+func (c *candidacy) seen(kvs []*mvccpb.KeyValue, at time.Time, own time.Duration) {
+	if c.firstRead.IsZero() {
+		c.firstRead = at
+	}
+	present := map[string]bool{}
+	for _, kv := range kvs {
+		present[string(kv.Key)] = true
+		if _, ok := c.ahead[string(kv.Key)]; ok {
+			continue
+		}
+		w := own
+		var v electionValue
+		if json.Unmarshal(kv.Value, &v) == nil && v.TrustWindowMS > 0 {
+			w = max(w, time.Duration(v.TrustWindowMS)*time.Millisecond)
+		}
+		c.ahead[string(kv.Key)] = &aheadKey{lease: kv.Lease, window: w}
+	}
+	for k, a := range c.ahead {
+		if !present[k] && a.goneBy.IsZero() {
+			a.goneBy = at
+		}
+	}
+}
+
+// window is this node's trust window.
+func (e *Elector) window() time.Duration { return e.cfg.TTL - e.cfg.TrustMargin }
+
+// actFrom returns when an office of candidacy c, now first, may act: once
+// no earlier holder can still believe in its trust window. A holder's
+// window ends less than a window after its key is gone (its last counted
+// keep-alive was sent while the key existed), whether etcd expired the
+// lease on time, early, or it was revoked: so each key seen ahead is
+// waited out from when it was found gone, and a key gone before this
+// candidacy first read the election from that read. A holder that resigned
+// (its marker: it stopped acting before it revoked) is not waited for.
+func (e *Elector) actFrom(ctx context.Context, c candidacy) time.Time {
+	from := c.firstRead.Add(e.window())
+	if len(c.ahead) == 0 {
+		return from
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.t.attempt)
+	resp, err := e.cfg.Client.Get(rctx, ResignedPrefix(e.cfg.Prefix), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	cancel()
+	resigned := map[string]bool{}
+	if err == nil {
+		for _, kv := range resp.Kvs {
+			resigned[strings.TrimPrefix(string(kv.Key), ResignedPrefix(e.cfg.Prefix))] = true
+		}
+	}
+	for _, a := range c.ahead {
+		if !resigned[fmt.Sprintf("%x", a.lease)] {
+			from = later(from, a.goneBy.Add(a.window))
+		}
+	}
+	return from
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // retryPause paces the retry of a request sent at sent that failed. One
@@ -645,11 +816,17 @@ func (e *Elector) lead(ctx context.Context, l *lease, c candidacy, lead func(ctx
 		}
 		return nil
 	}
-	office := &Office{Term: c.rev, Candidate: e.cfg.Candidate, ctx: lctx, end: lcancel, lease: l, trusted: trusted}
+	office := &Office{Term: c.rev, Candidate: e.cfg.Candidate, ctx: lctx, end: lcancel, lease: l, trusted: trusted, now: e.now}
+	office.actFrom = c.actFrom
 	gdone := make(chan struct{})
 	go func() { defer close(gdone); e.guard(lctx, lcancel, l, c) }()
 
-	e.log.InfoContext(ctx, "elected master", "term", office.Term)
+	if wait := c.actFrom.Sub(e.now()); wait > 0 {
+		e.log.InfoContext(ctx, "elected master; acting only once no earlier master can still trust its window",
+			"term", office.Term, "acting_from", c.actFrom.Format(time.RFC3339Nano), "wait", wait.Round(time.Millisecond))
+	} else {
+		e.log.InfoContext(ctx, "elected master", "term", office.Term)
+	}
 	e.setOffice(office)
 	leadErr := lead(lctx, office)
 	e.setOffice(nil)

@@ -70,16 +70,23 @@ func (f *Fence) OnTerm(fn func(recorded int64)) { f.onTerm = fn }
 // (the caller's writes that belong to taking office, such as the node
 // registry's master flag; nil for none) and writes an event, in one
 // transaction. Retrying it for the same office is harmless.
+//
+// It does not wait for the office to act (Office.ActingFrom): recording
+// the term fences every earlier master's writes at once. When no term was
+// recorded before (this schema never had a master), nobody can still be
+// acting, and the office acts at once.
 func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) error) error {
-	if err := o.Trusted(); err != nil {
+	if err := o.mayTakeOffice(); err != nil {
 		return err
 	}
 	c := o.Candidate
-	return pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
-		res, err := f.raiseTerm(ctx, tx, o)
+	first := false
+	err := pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
+		previous, res, err := f.raiseTerm(ctx, tx, o)
 		if err != nil {
 			return fmt.Errorf("raise term: %w", err)
 		}
+		first = previous == 0
 		if n, _ := res.RowsAffected(); n == 0 {
 			var cur Term
 			if err := tx.GetContext(ctx, &cur, `SELECT term, node, incarnation, since FROM `+f.terms+` FOR UPDATE`); err != nil {
@@ -103,6 +110,10 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) err
 			Reason: "took office with term " + strconv.FormatInt(o.Term, 10),
 		})
 	})
+	if err == nil && first {
+		o.actAtOnce()
+	}
+	return err
 }
 
 // staleHolder is how long a transaction that holds the term row must have
@@ -118,28 +129,34 @@ const staleHolder = 2 * time.Second
 // the UPDATE waits, the transactions that block it and have been idle for
 // staleHolder are terminated: their uncommitted writes, of an older term,
 // are rolled back, which is what the fence promises anyway.
-func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (sql.Result, error) {
+func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (previous int64, _ sql.Result, _ error) {
 	var pid int
 	if err := tx.GetContext(ctx, &pid, `SELECT pg_backend_pid()`); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	type result struct {
-		res sql.Result
-		err error
+		previous int64
+		res      sql.Result
+		err      error
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE `+f.terms+` SET term = $1, node = $2, incarnation = $3, since = now() WHERE term < $1`,
-			o.Term, o.Candidate.Name, o.Candidate.Incarnation)
-		done <- result{res, err}
+		// The row first, locked: the term recorded before ours, as no
+		// other taker can change it any more.
+		var r result
+		if r.err = tx.GetContext(ctx, &r.previous, `SELECT term FROM `+f.terms+` FOR UPDATE`); r.err == nil {
+			r.res, r.err = tx.ExecContext(ctx,
+				`UPDATE `+f.terms+` SET term = $1, node = $2, incarnation = $3, since = now() WHERE term < $1`,
+				o.Term, o.Candidate.Name, o.Candidate.Incarnation)
+		}
+		done <- r
 	}()
 	tick := time.NewTicker(staleHolder / 2)
 	defer tick.Stop()
 	for {
 		select {
 		case r := <-done:
-			return r.res, r.err
+			return r.previous, r.res, r.err
 		case <-tick.C:
 			var ended []string
 			err := f.db.SelectContext(ctx, &ended,

@@ -82,9 +82,24 @@ func TestDeposedEtcdLeaderCannotExtendTrust(t *testing.T) {
 	if started == nil {
 		t.Fatal("c's office has no start time")
 	}
+	// It acts from when its office began, or later if it waits out an
+	// earlier holder's window (see TestNewMasterWaitsOutRevokedHolder):
+	// once it does, the old one must have stopped, for good.
+	acts := later(*started, oc.ActingFrom())
+	started = &acts
+	testkit.Eventually(t, 10*time.Second, "the new master acting", func() (bool, error) {
+		return oc.Trusted() == nil, nil
+	})
 	if until := oa.TrustedUntil(); !until.Before(*started) {
-		t.Fatalf("two masters acting at once: a's trust window runs until %s, c took office at %s (term %d after %d); the deposed etcd leader's answers extended it from %s",
+		t.Fatalf("two masters acting at once: a's trust window runs until %s, c acts from %s (term %d after %d); the deposed etcd leader's answers extended it from %s",
 			until.Format("15:04:05.000"), started.Format("15:04:05.000"), oc.Term, oa.Term, lastReal.Format("15:04:05.000"))
+	}
+	// Nor did they move it at all: what keeps the two apart above is then
+	// no race between a noticing its key gone and c's wait (the wait
+	// covers windows that a counted before its key went, not after).
+	if until := oa.TrustedUntil(); !until.Equal(lastReal) {
+		t.Fatalf("two masters acting at once, as soon as a new master acts before %s: the deposed etcd leader's answers moved a's trust window from %s",
+			until.Format("15:04:05.000"), lastReal.Format("15:04:05.000"))
 	}
 	if err := oa.Trusted(); !errors.Is(err, ErrNotTrusted) {
 		t.Fatalf("old office trusted after a new one took office: %v", err)
@@ -182,3 +197,41 @@ func TestUnconfirmedKeepAlivesSuspendOffice(t *testing.T) {
 
 // pause waits d: how long a fault lasts, not a condition.
 func pause(d time.Duration) { <-time.After(d) }
+
+// TestNewMasterWaitsOutRevokedHolder: the other way a busy host broke the
+// promise. A deposed etcd leader that has not heard of its successor
+// finds, in its stale copy, leases it thinks expired and revokes them; the
+// revocation is forwarded to the real leader and applied, so a lease goes
+// a second or more before the TTL after keep-alives the real leader did
+// renew (seen in make faults STARVE=busy: node-b's confirmed keep-alive
+// sent at 22:02:19.768, its lease gone by 19.83, node-a elected at 19.83).
+// Here the lease is revoked right after a confirmed keep-alive, as that
+// revocation would: the new master takes office at once (fencing the old
+// one's writes) but acts only once the old one's window has closed.
+func TestNewMasterWaitsOutRevokedHolder(t *testing.T) {
+	b := setup(t)
+	a := b.startWith(t, "a", newClient(t), 3*time.Second, time.Second)
+	_, oa := waitOffice(t, a)
+	c := b.startWith(t, "c", newClient(t), 3*time.Second, time.Second)
+	waitRenewal(t, oa)
+	// A few hundred ms in: the old master's window still runs ~1.7 s.
+	if _, err := c.cli.Revoke(context.Background(), clientv3.LeaseID(leaseOf(t, c.cli, b.prefix, "a"))); err != nil {
+		t.Fatal(err)
+	}
+	until := oa.TrustedUntil()
+	_, oc := waitOffice(t, c)
+	if from := oc.ActingFrom(); from.Before(until) {
+		t.Fatalf("the new master may act from %s, while the old one trusts its window until %s",
+			from.Format("15:04:05.000"), until.Format("15:04:05.000"))
+	}
+	if err := oc.Trusted(); err == nil && time.Now().Before(until) {
+		t.Fatalf("the new master acts at %s, inside the old one's window (until %s)", time.Now().Format("15:04:05.000"), until.Format("15:04:05.000"))
+	}
+	// It took office at once: the term is recorded, the old master fenced.
+	if cur, err := b.fence.Current(context.Background()); err != nil || cur.Term != oc.Term {
+		t.Fatalf("recorded term %+v (%v), want %d: the new master did not take office while it waits", cur, err, oc.Term)
+	}
+	testkit.Eventually(t, 5*time.Second, "the new master acting", func() (bool, error) {
+		return oc.Trusted() == nil, nil
+	})
+}

@@ -175,13 +175,18 @@ func (r *faultRun) check() []checkResult {
 		}
 		out = append(out, res)
 	}
+	return out
+}
+
+// leaseReport reads the sidecars' logs beside the lease watch.
+func (r *faultRun) leaseReport() leaseReport {
 	r.mu.Lock()
 	var logs []string
 	for _, d := range r.incarnations {
 		logs = append(logs, d.stderr.String())
 	}
 	r.mu.Unlock()
-	return append(out, r.leases.checkLeases(logs, leaseTTL))
+	return r.leases.report(logs, leaseTTL)
 }
 
 // invariant is one check of the record.

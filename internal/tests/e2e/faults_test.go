@@ -1045,6 +1045,7 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	fmt.Fprintf(&b, "acting master asked %d times (every 50 ms, all nodes at once; %d rounds too slow to compare): two acted at once %d times; terms that acted: %d\n",
 		r.acting.samples, r.acting.slow, len(r.acting.twoActing), len(r.acting.terms))
 	fmt.Fprintf(&b, "longest overlap of two acting masters: %s (%d consecutive rounds)\n", r.acting.longestOverlap.Round(time.Millisecond), r.acting.overlapRounds)
+	fmt.Fprintf(&b, "%s\n", r.leaseReport())
 	fmt.Fprintf(&b, "engine restarts (an engine exits when PostgreSQL fails, and is restarted every 200 ms, also while it is down): %d\n", restarts)
 	ops := slices.Sorted(maps.Keys(r.opCodes))
 	for _, o := range ops {

@@ -18,9 +18,9 @@ import (
 
 // leaseWatch records when each election key is deleted, watching etcd
 // directly (not through the sidecars' proxies). Together with the
-// keep-alives each sidecar counted (its log), it checks what the trust
-// window rests on: etcd keeps a lease at least a TTL past the send of
-// every keep-alive a sidecar counted (leader/doc.go).
+// keep-alives each sidecar counted (its log), it tells whether etcd kept
+// each lease a TTL past the send of every keep-alive a sidecar counted
+// (leaseReport).
 type leaseWatch struct {
 	mu        sync.Mutex
 	deletions []leaseDeletion
@@ -95,9 +95,9 @@ type renewal struct {
 }
 
 // leaseLogs reads, from sidecar logs, the keep-alives counted per lease
-// (hex id) and the leases the sidecars revoked themselves.
-func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string]bool) {
-	renewals, revoked = map[string][]renewal{}, map[string]bool{}
+// (hex id) and when each sidecar began to revoke its own lease.
+func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string]time.Time) {
+	renewals, revoked = map[string][]renewal{}, map[string]time.Time{}
 	for _, log := range logs {
 		sc := bufio.NewScanner(strings.NewReader(log))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -122,47 +122,67 @@ func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string
 			case "etcd keep-alive answered":
 				renewals[l.Lease] = append(renewals[l.Lease], renewal{node: l.Node, sent: l.Sent, credited: l.Time, member: l.Member, raftTerm: l.RaftTerm})
 			case "revoking the etcd lease":
-				revoked[l.Lease] = true
+				if at, ok := revoked[l.Lease]; !ok || l.Time.Before(at) {
+					revoked[l.Lease] = l.Time
+				}
 			}
 		}
 	}
 	return renewals, revoked
 }
 
-// checkLeases checks, for every election key deleted while the run lasted
-// whose lease its sidecar did not revoke itself (so etcd expired it), that
-// no keep-alive of that lease the sidecar counted was sent less than ttl
-// before the deletion was seen: a counted keep-alive promises the lease
-// lives ttl past its send, and the trust window (ttl − trust_margin)
-// rests on that promise.
-func (w *leaseWatch) checkLeases(logs []string, ttl time.Duration) checkResult {
-	res := checkResult{name: "etcd kept each lease a TTL past every keep-alive counted"}
+// leaseReport says how etcd treated the sidecars' leases: the election
+// keys deleted while the run lasted, those their own sidecar revoked, and
+// those etcd removed earlier than a TTL after the send of a keep-alive the
+// sidecar counted (with up to 5 of them). No lease may live less: a
+// counted keep-alive was renewed by the raft leader of the time, and etcd
+// promises a TTL from a renewal. But etcd 3.7 breaks that promise: a
+// deposed raft leader that has not yet heard of its successor revokes
+// leases its stale copy thinks expired, and its revocation is forwarded
+// to the new leader and applied (leader/doc.go). The guarantee does not
+// rest on it (a new master waits out every earlier holder's window), so
+// this is a report, not an invariant.
+type leaseReport struct {
+	deleted, self, early int
+	examples             []string
+}
+
+func (r leaseReport) String() string {
+	s := fmt.Sprintf("etcd deleted %d election keys (%d revoked by their own sidecar); %d earlier than a TTL after a keep-alive their sidecar counted",
+		r.deleted, r.self, r.early)
+	for _, e := range r.examples {
+		s += "\n  early: " + e
+	}
+	return s
+}
+
+func (w *leaseWatch) report(logs []string, ttl time.Duration) leaseReport {
 	renewals, revoked := leaseLogs(logs)
 	w.mu.Lock()
 	deletions := append([]leaseDeletion(nil), w.deletions...)
 	w.mu.Unlock()
-	self := 0
+	r := leaseReport{deleted: len(deletions)}
 	for _, d := range deletions {
 		id := strconv.FormatInt(d.lease, 16)
-		if revoked[id] || d.lease == 0 {
-			self++
+		// Its own sidecar revoked it (it began to before the deletion was
+		// seen; one that tries after finds the lease gone already).
+		if at, ok := revoked[id]; (ok && at.Before(d.seen)) || d.lease == 0 {
+			r.self++
 			continue
 		}
-		res.checked++
 		for _, rn := range renewals[id] {
 			if until := rn.sent.Add(ttl); d.seen.Before(until) {
-				res.found++
-				if len(res.violations) < 20 {
-					res.violations = append(res.violations, fmt.Sprintf("%s: %s's lease %s (key %s) was gone at %s, %s before the TTL from its keep-alive sent at %s (answered by member %s in raft term %d, counted at %s)",
-						res.name, rn.node, id, d.key, d.seen.Format("15:04:05.000"), until.Sub(d.seen).Round(time.Millisecond),
+				r.early++
+				if len(r.examples) < 5 {
+					r.examples = append(r.examples, fmt.Sprintf("%s's lease %s (key %s) was gone at %s, %s before the TTL from its keep-alive sent at %s (answered by member %s in raft term %d, counted at %s)",
+						rn.node, id, d.key, d.seen.Format("15:04:05.000"), until.Sub(d.seen).Round(time.Millisecond),
 						rn.sent.Format("15:04:05.000"), rn.member, rn.raftTerm, rn.credited.Format("15:04:05.000")))
 				}
 				break
 			}
 		}
 	}
-	res.name += fmt.Sprintf(" (of %d keys deleted, %d by their sidecar's own revoke)", len(deletions), self)
-	return res
+	return r
 }
 
 // electionPrefix is the election prefix of the harness's daemons in test t.
