@@ -192,7 +192,11 @@ func (m *Master) trusted(ctx context.Context, o *leader.Office, log *slog.Logger
 		m.mu.Lock()
 		m.suspensions = append(m.suspensions, interval{start: m.now()})
 		m.mu.Unlock()
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, leader.ErrNotYet):
+			log.InfoContext(ctx, "in office, not acting yet: an earlier master may still trust its window", tint.Err(err))
+		default:
 			log.WarnContext(ctx, "master office suspended: not acting until trust returns", tint.Err(err))
 		}
 	case err == nil && *suspended:

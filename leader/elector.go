@@ -26,6 +26,9 @@ var (
 	ErrKeyDeleted  = errors.New("leader: the leader key was deleted")
 	// ErrNotTrusted: the office may not act now.
 	ErrNotTrusted = errors.New("leader: office not trusted")
+	// ErrNotYet: the office may not act yet: an earlier master may still
+	// trust its own window (Office.ActingFrom). Wrapped with ErrNotTrusted.
+	ErrNotYet = errors.New("waiting out earlier masters' trust windows")
 )
 
 // Candidate is the election value.
@@ -147,8 +150,7 @@ func (o *Office) Trusted() error {
 		return err
 	}
 	if from := o.ActingFrom(); !from.IsZero() && o.clock().Before(from) && !faultinject.Off(faultinject.Fencing) {
-		return fmt.Errorf("%w: term %d: waiting until %s, when no earlier master can still trust its own window",
-			ErrNotTrusted, o.Term, from.Format(time.RFC3339Nano))
+		return fmt.Errorf("%w: term %d: %w until %s", ErrNotTrusted, o.Term, ErrNotYet, from.Format(time.RFC3339Nano))
 	}
 	return nil
 }
