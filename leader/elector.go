@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +104,16 @@ func timingsFor(ttl, margin time.Duration) timings {
 }
 
 func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
+
+// jitter returns d ± 20%, at random. The client sends each request to the
+// next member in turn, so requests at fixed periods from the elector's
+// goroutines (keep-alive and confirming read, election read, guard) fall
+// into a fixed pattern: with three members and three requests a round, an
+// unresponsive member got every election read (a standby never saw the
+// master's key go). Jitter breaks the pattern.
+func jitter(d time.Duration) time.Duration {
+	return d - d/5 + rand.N(2*d/5+1)
+}
 
 // Office is one term of this node as master.
 type Office struct {
@@ -390,7 +401,7 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 		err := e.renew(ctx, l, sent)
 		// The next renewal is due a renew period after this one was sent,
 		// however long it took to be answered.
-		wait := e.t.renew - e.now().Sub(sent)
+		wait := jitter(e.t.renew) - e.now().Sub(sent)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -411,7 +422,7 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 				e.log.DebugContext(ctx, "etcd keep-alive failed again", tint.Err(err))
 			}
 			// Retry soon; a timed-out attempt already waited.
-			wait = 50 * time.Millisecond
+			wait = jitter(50 * time.Millisecond)
 		}
 		select {
 		case <-ctx.Done():
@@ -447,9 +458,9 @@ var errUnconfirmed = errors.New("keep-alive not confirmed")
 // does not know the leases granted after it was deposed, and an office
 // must not end on its word.
 func (e *Elector) renew(ctx context.Context, l *lease, sent time.Time) error {
-	actx, cancel := context.WithTimeout(ctx, e.t.attempt)
-	resp, kaErr := e.cfg.Client.KeepAliveOnce(actx, l.id)
-	cancel()
+	resp, kaErr := call(ctx, e.t.attempt, func(ctx context.Context) (*clientv3.LeaseKeepAliveResponse, error) {
+		return e.cfg.Client.KeepAliveOnce(ctx, l.id)
+	})
 	if kaErr != nil && (resp == nil || !errors.Is(kaErr, rpctypes.ErrLeaseNotFound)) {
 		return kaErr
 	}
@@ -533,28 +544,50 @@ func (e *Elector) markResigned(ctx context.Context, l *lease) {
 	}
 }
 
-// confirmReads: how many times a confirming read is tried (each bounded
-// by the attempt timeout) before the keep-alive is sent again: one for
-// each member of a three-member cluster, whose client sends each try to
-// the next member.
-const confirmReads = 3
-
-// confirmRead reads l's key (linearizable, count only), retrying a read
-// that fails: any read sent after the keep-alive was answered confirms it,
-// so one that times out on an unresponsive member need not cost another
-// keep-alive.
+// confirmRead reads l's key (linearizable, count only); any read sent
+// after the keep-alive was answered confirms it, so one that fails is
+// retried (call) without another keep-alive.
 func (e *Elector) confirmRead(ctx context.Context, l *lease) (*clientv3.GetResponse, error) {
-	var err error
-	for range confirmReads {
-		rctx, cancel := context.WithTimeout(ctx, e.t.attempt)
-		var read *clientv3.GetResponse
-		read, err = e.cfg.Client.Get(rctx, l.key, clientv3.WithCountOnly())
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			return read, err
+	return call(ctx, e.t.attempt, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return e.cfg.Client.Get(ctx, l.key, clientv3.WithCountOnly())
+	})
+}
+
+// call runs op once, bounded by attempt, and if it fails (not with "lease
+// not found", which is an answer, nor because ctx is done) runs it twice
+// more at once, bounded by attempt, and returns the first success or the
+// last failure. The client sends each request to the next member in turn,
+// so of two requests sent together one goes to a member other than the
+// one that did not answer, whatever the other goroutines' requests do
+// with the order (a retry sent alone can land on the same member again
+// and again: seen with a frozen member and two live ones).
+func call[T any](ctx context.Context, attempt time.Duration, op func(context.Context) (T, error)) (T, error) {
+	actx, cancel := context.WithTimeout(ctx, attempt)
+	v, err := op(actx)
+	cancel()
+	if err == nil || ctx.Err() != nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return v, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	results := make(chan result, 2)
+	hctx, hcancel := context.WithTimeout(ctx, attempt)
+	defer hcancel()
+	for range 2 {
+		go func() {
+			v, err := op(hctx)
+			results <- result{v, err}
+		}()
+	}
+	var last result
+	for range 2 {
+		if last = <-results; last.err == nil || errors.Is(last.err, rpctypes.ErrLeaseNotFound) {
+			break
 		}
 	}
-	return nil, err
+	return last.v, last.err
 }
 
 // candidacy is our key in the election.
@@ -635,13 +668,13 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 
 		// Atomically: is our key still there, and which keys are ahead of
 		// it (we are first when none is)?
-		rctx, cancel := context.WithTimeout(ctx, e.t.attempt)
 		sent := e.now()
-		resp, err := cli.Txn(rctx).
-			If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.rev)).
-			Then(clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(c.rev-1),
-				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).Commit()
-		cancel()
+		resp, err := call(ctx, e.t.attempt, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+			return cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.rev)).
+				Then(clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(c.rev-1),
+					clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).Commit()
+		})
 		if err != nil {
 			e.log.DebugContext(ctx, "read election failed", tint.Err(err))
 			if werr := e.retryPause(ctx, l, sent); werr != nil {
@@ -669,7 +702,7 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 		// Wait for a deletion under the prefix, or poll again. The watch is
 		// bounded too: clientv3 shares one stream among watches, and on an
 		// unresponsive member even registering a watch waits.
-		wctx, wcancel := context.WithTimeout(ctx, e.t.poll)
+		wctx, wcancel := context.WithTimeout(ctx, jitter(e.t.poll))
 		w := cli.Watch(clientv3.WithRequireLeader(wctx), prefix, clientv3.WithPrefix(),
 			clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
 		err = e.pauseUntil(ctx, wctx, l, w)
@@ -751,7 +784,7 @@ func later(a, b time.Time) time.Time {
 // request to the next member, so an unresponsive member costs one attempt,
 // not every one (a fixed request pattern would otherwise hit it each time).
 func (e *Elector) retryPause(ctx context.Context, l *lease, sent time.Time) error {
-	wait := e.t.poll - e.now().Sub(sent)
+	wait := jitter(e.t.poll) - e.now().Sub(sent)
 	if wait <= 0 {
 		return l.err()
 	}
@@ -854,8 +887,6 @@ func (e *Elector) lead(ctx context.Context, l *lease, c candidacy, lead func(ctx
 // again. (No watch here: a watch stream stuck on an unresponsive member
 // would hold the guard.)
 func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, l *lease, c candidacy) {
-	t := time.NewTicker(e.t.renew)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -867,11 +898,11 @@ func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, l *
 			}
 			cancel(l.err())
 			return
-		case <-t.C:
+		case <-time.After(jitter(e.t.renew)):
 		}
-		gctx, gcancel := context.WithTimeout(ctx, e.t.attempt)
-		resp, err := e.cfg.Client.Get(gctx, c.key)
-		gcancel()
+		resp, err := call(ctx, e.t.attempt, func(ctx context.Context) (*clientv3.GetResponse, error) {
+			return e.cfg.Client.Get(ctx, c.key)
+		})
 		if err == nil && (len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != c.rev) && !faultinject.Off(faultinject.Fencing) {
 			cancel(ErrKeyDeleted)
 			return

@@ -41,7 +41,9 @@ func Main(m *testing.M, pg **pgtest.Server, etcd **etcdtest.Etcd) int {
 
 // Office registers node name in the sidecar schema of db, elects it through
 // a real elector on etcd at endpoint (under a prefix of its own), takes
-// office, and returns the office, held until the test ends.
+// office, waits until the office acts (a schema that had a master before
+// waits out its trust window: leader.Office.ActingFrom), and returns the
+// office, held until the test ends.
 func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Office {
 	t.Helper()
 	inc := uuid.NewString()
@@ -75,6 +77,12 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 	t.Cleanup(func() { cancel(); <-done; cli.Close() })
 	select {
 	case o := <-offices:
+		if wait := time.Until(o.ActingFrom()); wait > 0 {
+			<-time.After(wait)
+		}
+		if err := o.Trusted(); err != nil {
+			t.Fatalf("leadertest: the office does not act: %v", err)
+		}
 		return o
 	case <-time.After(15 * time.Second):
 		t.Fatal("leadertest: no office within 15s")
