@@ -224,7 +224,9 @@ func (c *Config) validate(v *validator) {
 		v.add("health.max_unresponsive_fraction", "must be in (0, 1], got %v", f)
 	}
 	// A sweep is part of a pass: it cannot come more often than passes.
-	if sweep, period := c.Health.SweepInterval, c.Health.ParsedSchedule.Period(); v.within("health.sweep_interval", sweep, time.Second, maxSweepInterval) &&
+	// A schedule longer than a day (@weekly) sweeps with every pass: its
+	// period is the longest interval allowed then.
+	if sweep, period := c.Health.SweepInterval, c.Health.ParsedSchedule.Period(); v.within("health.sweep_interval", sweep, time.Second, max(maxSweepInterval, period)) &&
 		period > 0 && sweep < period {
 		v.add("health.sweep_interval", "%s is shorter than one period of health.schedule (%s): a sweep runs with a pass, so at most once a period",
 			sweep, period)

@@ -17,9 +17,9 @@
 // Every request has its own deadline derived from the TTL. The lease is
 // kept alive by one bounded KeepAliveOnce every min(TTL/3, trust window/4),
 // and each answer is confirmed by a linearizable read (below); a request
-// that times out is retried at once, which the client's round-robin
-// balancer sends to the next member, so an unresponsive member costs one
-// attempt. A standby reads the election (atomically: is my key there,
+// that fails is retried at once as two sent together (call), which the
+// client's round-robin balancer sends to two members, so an unresponsive
+// member costs one attempt. A standby reads the election (atomically: is my key there,
 // which key is first) every TTL/6 (at most 1 s) besides watching it, since
 // a watch served by a frozen member never fires. A node keeps its lease, and so its place in line and
 // its term, across rounds for as long as etcd answers that the lease lives.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -23,6 +24,15 @@ func Candidates(ctx context.Context, cli *clientv3.Client, fence *Fence, prefix 
 		fromDB, fromEtcd Candidate
 		dbErr, etcdErr   error
 	)
+	// etcd gets half the budget: a request that lands on an unresponsive
+	// member must not use it all, or the database's answer, which needs no
+	// etcd at all, would come too late to be used.
+	ectx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ectx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -42,7 +52,7 @@ func Candidates(ctx context.Context, cli *clientv3.Client, fence *Fence, prefix 
 	}()
 	go func() {
 		defer wg.Done()
-		h, err := Current(ctx, cli, prefix)
+		h, err := Current(ectx, cli, prefix)
 		fromEtcd, etcdErr = h.Candidate, err
 	}()
 	wg.Wait()

@@ -95,7 +95,7 @@ func columnsOf(grades string) string {
 	return `name, incarnation, previous_incarnation, hostname, status, is_master,
 	last_active, active_since, version, api_address,
 	coalesce(` + g("g.grade") + `, '` + GradeNormal + `') AS failover_grade,
-	` + g("g.changed_at") + ` AS grade_changed_at,
+	` + g("CASE WHEN g.rule <> '' THEN g.changed_at END") + ` AS grade_changed_at,
 	coalesce(` + g("g.workflow || '/' || g.task || '/' || g.instance") + `, '') AS grade_signature,
 	coalesce(` + g("g.reason") + `, '') AS grade_reason,
 	status_changed_at, status_changed_by, status_reason,

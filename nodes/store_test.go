@@ -376,3 +376,29 @@ func TestHeartbeatCarriesGrade(t *testing.T) {
 		t.Fatal("ERROR node ready with error_not_ready")
 	}
 }
+
+// TestGradeChangedAtOnlyAfterAChange: a node the grader looked at (its
+// node_grades row exists) but never graded shows no grade_changed_at
+// (outside review: a node whose only interruption was of a poison instance
+// showed "NORMAL since …" with no event behind it).
+func TestGradeChangedAtOnlyAfterAChange(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	if _, err := s.Register(ctx, reg("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(`INSERT INTO enginehealth.node_grades (node) VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Get(ctx, "a")
+	if err != nil || n.GradeChangedAt != nil || n.FailoverGrade != GradeNormal {
+		t.Fatalf("never graded: %+v %v, want NORMAL with no grade_changed_at", n, err)
+	}
+	if _, err := b.db.Exec(`UPDATE enginehealth.node_grades SET grade = 'WARNING', rule = 'interrupted', changed_at = now() WHERE node = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err = s.Get(ctx, "a"); err != nil || n.GradeChangedAt == nil {
+		t.Fatalf("graded: %+v %v, want a grade_changed_at", n, err)
+	}
+}

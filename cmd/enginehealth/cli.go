@@ -242,9 +242,9 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 	if r := st.LastActed; r != nil && (st.LastRun == nil || r.ID != st.LastRun.ID) {
 		line("last act", "%s", runLine(*r, now))
 	}
-	if st.Holds.Open > 0 {
+	if st.Holds.Open > 0 && st.Holds.OldestAgeSeconds != nil {
 		line("holds", "%d waiting for an operator, the oldest for %s (enginehealth holds)", st.Holds.Open,
-			(time.Duration(st.Holds.OldestAgeSeconds) * time.Second).String())
+			(time.Duration(*st.Holds.OldestAgeSeconds) * time.Second).String())
 	} else {
 		line("holds", "none waiting")
 	}

@@ -93,7 +93,7 @@ func fixtureDaemon(t *testing.T) string {
 		},
 		LastRun:   &idle,
 		LastActed: &run,
-		Holds:     api.HoldsSummary{Open: 2, OldestAgeSeconds: 5400},
+		Holds:     api.HoldsSummary{Open: 2, OldestAgeSeconds: new(5400.0)},
 	}
 	holds := []recovery.Hold{
 		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),

@@ -162,7 +162,15 @@ func (h *handler) askLocal(ctx context.Context, addr, id string) (Leader, error)
 }
 
 func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
-	switch local := r.URL.Query().Get("local"); local {
+	q := r.URL.Query()
+	local, given := q.Get("local"), q.Has("local")
+	if given && local == "" {
+		// ?local or ?local=: a poller that meant true would otherwise see
+		// every node answer as if it were the master.
+		writeProblem(w, http.StatusBadRequest, "query parameter local: want true or false", "given without a value")
+		return
+	}
+	switch local {
 	case "true":
 		l, err := h.cfg.Local()
 		if err != nil {

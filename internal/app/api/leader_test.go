@@ -77,6 +77,13 @@ func TestLeaderNamesTheActingMaster(t *testing.T) {
 	if code, body = get(t, a, "/v1/leader?local=yes"); code != 400 || !strings.Contains(body, "query parameter local") {
 		t.Fatalf("local=yes: %d %s", code, body)
 	}
+	// Given without a value it is no false: a poller of every node's
+	// "?local" would see each answer as the master's (outside review).
+	for _, q := range []string{"?local", "?local="} {
+		if code, body = get(t, a, "/v1/leader"+q); code != 400 || !strings.Contains(body, "query parameter local") {
+			t.Fatalf("%s: %d %s", q, code, body)
+		}
+	}
 }
 
 // TestClientNamesAnyID: the client asks for an instance in the query

@@ -78,8 +78,9 @@ func (n NodeState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
 
 // HoldsSummary counts the holds waiting for an operator.
 type HoldsSummary struct {
-	Open             int64   `json:"open"`
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	Open int64 `json:"open"`
+	// OldestAgeSeconds: how long the oldest has waited; null with none.
+	OldestAgeSeconds *float64 `json:"oldest_age_seconds"`
 }
 
 func nodeState(n nodes.Node) NodeState {
@@ -140,7 +141,10 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 		st.LastActed = &rs[0]
 	}
 	n, oldest, err := h.cfg.Ops.HoldsOpen(ctx)
-	st.Holds = HoldsSummary{Open: n, OldestAgeSeconds: oldest.Seconds()}
+	st.Holds = HoldsSummary{Open: n}
+	if n > 0 {
+		st.Holds.OldestAgeSeconds = new(oldest.Seconds())
+	}
 	return st, all, rs, err
 }
 

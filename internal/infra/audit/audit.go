@@ -141,16 +141,17 @@ type Count struct {
 	Count int64  `db:"count" json:"count"`
 }
 
-// MarshalJSON sends every field, To null when empty: the API's rule,
-// every documented field present and null when it has no value.
+// MarshalJSON sends every field, Task and To null when empty (an expired
+// claim has no task; a kind that moves nothing, no target): the API's
+// rule, every documented field present and null when it has no value.
 func (c Count) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Workflow string  `json:"workflow"`
-		Task     string  `json:"task"`
+		Task     *string `json:"task"`
 		Kind     string  `json:"kind"`
 		To       *string `json:"to"`
 		Count    int64   `json:"count"`
-	}{c.Workflow, c.Task, c.Kind, Str(c.To), c.Count})
+	}{c.Workflow, Str(c.Task), c.Kind, Str(c.To), c.Count})
 }
 
 // RunCounts counts the events of run id about workflow tasks (repairs,
