@@ -34,6 +34,20 @@ type deposedMember struct {
 	term uint64
 }
 
+// deposedClient returns a client whose keep-alives go through a
+// deposedMember (passing through until its mode changes).
+func deposedClient(t *testing.T) (*clientv3.Client, *deposedMember) {
+	t.Helper()
+	cli := newClient(t)
+	resp, err := cli.Get(context.Background(), "term")
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := &deposedMember{Lease: cli.Lease, term: resp.Header.RaftTerm - 1}
+	cli.Lease = member
+	return cli, member
+}
+
 func (d *deposedMember) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
 	switch d.mode.Load() {
 	case unanswered:
@@ -57,13 +71,7 @@ func (d *deposedMember) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) 
 // linearizable read after it sees the same raft term.
 func TestDeposedEtcdLeaderCannotExtendTrust(t *testing.T) {
 	b := setup(t)
-	cli := newClient(t)
-	resp, err := cli.Get(context.Background(), "term")
-	if err != nil {
-		t.Fatal(err)
-	}
-	member := &deposedMember{Lease: cli.Lease, term: resp.Header.RaftTerm - 1}
-	cli.Lease = member
+	cli, member := deposedClient(t)
 	// The fault run's timings: TTL 3 s, trust margin 1 s.
 	a := b.startWith(t, "a", cli, 3*time.Second, time.Second)
 	_, oa := waitOffice(t, a)
@@ -168,13 +176,7 @@ func TestOfficeEndsWhenItLearnsOfNewerTerm(t *testing.T) {
 // when real answers return before the lease expired.
 func TestUnconfirmedKeepAlivesSuspendOffice(t *testing.T) {
 	b := setup(t)
-	cli := newClient(t)
-	resp, err := cli.Get(context.Background(), "term")
-	if err != nil {
-		t.Fatal(err)
-	}
-	member := &deposedMember{Lease: cli.Lease, term: resp.Header.RaftTerm - 1}
-	cli.Lease = member
+	cli, member := deposedClient(t)
 	// A wide margin (suspended 2 s after the last renewal, expired after
 	// 4 s) leaves a busy machine time to resume before the lease expires.
 	a := b.startWith(t, "a", cli, 4*time.Second, 2*time.Second)

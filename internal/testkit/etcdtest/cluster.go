@@ -275,6 +275,10 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 func (m *Member) Running() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.runningLocked()
+}
+
+func (m *Member) runningLocked() bool {
 	if m.cmd == nil || m.stopped {
 		return false
 	}
@@ -318,15 +322,7 @@ func (m *Member) Thaw() error { return m.signal(syscall.SIGCONT) }
 func (m *Member) Pause(d time.Duration) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd == nil || m.stopped {
-		return false
-	}
-	select {
-	case <-m.done:
-		return false
-	default:
-	}
-	if m.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+	if !m.runningLocked() || m.cmd.Process.Signal(syscall.SIGSTOP) != nil {
 		return false
 	}
 	<-time.After(d)
