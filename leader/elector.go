@@ -750,6 +750,9 @@ func (e *Elector) window() time.Duration { return e.cfg.TTL - e.cfg.TrustMargin 
 // candidacy first read the election from that read. A holder that resigned
 // (its marker: it stopped acting before it revoked) is not waited for.
 func (e *Elector) actFrom(ctx context.Context, c candidacy) time.Time {
+	if faultinject.Off(faultinject.Wait) {
+		return time.Time{}
+	}
 	from := c.firstRead.Add(e.window())
 	if len(c.ahead) == 0 {
 		return from

@@ -26,6 +26,9 @@ const (
 	// Confirm: an etcd keep-alive counts (moves the trust window) only
 	// once a linearizable read sent after its answer sees its raft term.
 	Confirm Mechanism = "confirm"
+	// Wait: a new master acts only once every earlier holder's trust
+	// window has surely closed.
+	Wait Mechanism = "wait"
 	// RaceWindow is no safety mechanism but a test aid: turned "off", a
 	// repair batch waits 0.8 s between its snapshot and its writes, so
 	// that two masters (fencing off) race on the same attempts rows.
@@ -33,4 +36,4 @@ const (
 )
 
 // Mechanisms lists every mechanism.
-var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack, Confirm, RaceWindow}
+var Mechanisms = []Mechanism{Fencing, Predicate, Guard, AttemptGuard, Ack, Confirm, Wait, RaceWindow}
