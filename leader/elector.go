@@ -448,11 +448,13 @@ var errUnconfirmed = errors.New("keep-alive not confirmed")
 // expire the lease, never saw them. A linearizable read is confirmed by a
 // quorum in the current term. So if the read, sent after the keep-alive was
 // answered, sees the keep-alive's term, that term's leader was still the
-// leader after it renewed the lease, and etcd keeps the lease at least a TTL
-// from the renewal (a later leader extends every lease by a full TTL when
-// it takes over). If it sees a later term, the renewal may have gone to a
-// deposed leader and is not counted; the next keep-alive goes to another
-// member. See doc.go.
+// leader after it renewed the lease: the renewal was the real one, made
+// while the lease, and our key, existed. A counted keep-alive was thus sent
+// before our key was deleted, however etcd ends the lease, and our window
+// ends less than a window after that deletion: what a successor waits out
+// (actFrom). If the read sees a later term, the renewal may have gone to a
+// deposed leader, which can answer after our key is gone too, and it is not
+// counted; the next keep-alive goes to another member. See doc.go.
 //
 // A "lease not found" answer is confirmed the same way: a deposed leader
 // does not know the leases granted after it was deposed, and an office
@@ -492,7 +494,7 @@ func (e *Elector) renew(ctx context.Context, l *lease, sent time.Time) error {
 }
 
 // logRenewal logs a keep-alive counted: the fault suite reads these lines
-// to check that etcd kept the lease at least a TTL after each "sent".
+// to report the leases etcd removed earlier than a TTL after a "sent".
 func (e *Elector) logRenewal(ctx context.Context, l *lease, h *etcdserverpb.ResponseHeader, sent time.Time) {
 	if h == nil {
 		h = &etcdserverpb.ResponseHeader{}
