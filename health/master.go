@@ -65,6 +65,8 @@ type Master struct {
 	// suspensions of the office (end zero while one lasts): the time
 	// without a successful pass counts only while the master can act.
 	suspensions []interval
+	// acted: the office has acted (it may wait first: ActingFrom).
+	acted bool
 }
 
 type interval struct{ start, end time.Time }
@@ -88,6 +90,9 @@ type Status struct {
 	Since time.Time `json:"since,omitzero"`
 	// TrustedUntil: the end of the current trust window.
 	TrustedUntil time.Time `json:"trusted_until,omitzero"`
+	// ActingFrom: when the office may start to act (it waits out earlier
+	// masters' windows; zero: at once).
+	ActingFrom time.Time `json:"acting_from,omitzero"`
 	Passes       PassStats `json:"passes"`
 	// Stuck explains why the master counts as stuck; empty if it is not.
 	Stuck string `json:"stuck,omitempty"`
@@ -107,9 +112,19 @@ func (m *Master) Status() Status {
 		st.Reason = "not in office"
 		return st
 	}
-	st.InOffice, st.Term, st.Since, st.TrustedUntil = true, o.Term, since, o.TrustedUntil()
+	st.InOffice, st.Term, st.Since, st.TrustedUntil, st.ActingFrom = true, o.Term, since, o.TrustedUntil(), o.ActingFrom()
 	if err := o.Trusted(); err != nil {
-		st.Reason = "suspended: " + err.Error()
+		select {
+		case <-o.Done():
+			st.Reason = fmt.Sprintf("term %d ended: %v", o.Term, o.Err())
+		default:
+			if errors.Is(err, leader.ErrNotYet) {
+				st.Reason = fmt.Sprintf("in office since %s (term %d), acting from %s: an earlier master may still trust its own window",
+					since.UTC().Format(time.RFC3339Nano), o.Term, st.ActingFrom.UTC().Format(time.RFC3339Nano))
+			} else {
+				st.Reason = "suspended: " + err.Error()
+			}
+		}
 		return st
 	}
 	st.Acting = true
@@ -177,6 +192,7 @@ func (m *Master) setOffice(o *leader.Office) {
 	defer m.mu.Unlock()
 	m.office = o
 	m.suspensions = nil
+	m.acted = false
 	if o != nil {
 		m.since = m.now()
 	}
@@ -205,8 +221,18 @@ func (m *Master) trusted(ctx context.Context, o *leader.Office, log *slog.Logger
 		if n := len(m.suspensions); n > 0 && m.suspensions[n-1].end.IsZero() {
 			m.suspensions[n-1].end = m.now()
 		}
+		acted := m.acted
 		m.mu.Unlock()
-		log.InfoContext(ctx, "master office trusted again: acting")
+		if acted {
+			log.InfoContext(ctx, "master office trusted again: acting")
+		} else {
+			log.InfoContext(ctx, "master office acting")
+		}
+	}
+	if err == nil {
+		m.mu.Lock()
+		m.acted = true
+		m.mu.Unlock()
 	}
 	return err == nil
 }
@@ -237,7 +263,12 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 			return nil
 		}
 	}
-	log.InfoContext(ctx, "took office")
+	if from := o.ActingFrom(); from.After(m.now()) {
+		log.InfoContext(ctx, "took office; acting once no earlier master can still trust its own window",
+			"acting_from", from.Format(time.RFC3339Nano), "wait", from.Sub(m.now()).Round(time.Millisecond))
+	} else {
+		log.InfoContext(ctx, "took office")
+	}
 	m.setOffice(o)
 	defer m.setOffice(nil)
 	defer func() {

@@ -206,6 +206,9 @@ func (o *Office) TrustedUntil() time.Time {
 // Done is closed when the office ends.
 func (o *Office) Done() <-chan struct{} { return o.ctx.Done() }
 
+// Err returns why the office ended (nil while it lasts).
+func (o *Office) Err() error { return context.Cause(o.ctx) }
+
 // Elector campaigns for master and runs the leader function while elected.
 type Elector struct {
 	cfg Config
@@ -414,12 +417,18 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 			l.markLost(fmt.Errorf("%w: lease %x: %v", ErrSessionLost, int64(l.id), err))
 			return
 		default:
-			if failingSince.IsZero() {
+			switch {
+			case !failingSince.IsZero():
+				e.log.DebugContext(ctx, "etcd keep-alive failed again", tint.Err(err))
+			case errors.Is(err, errUnconfirmed):
+				// An etcd leader change: usually confirmed on the next try.
+				failingSince = sent
+				e.log.InfoContext(ctx, "etcd keep-alive answered in an older raft term; sending it again", "lease", fmt.Sprintf("%x", int64(l.id)),
+					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), tint.Err(err))
+			default:
 				failingSince = sent
 				e.log.WarnContext(ctx, "etcd keep-alive failed; retrying", "lease", fmt.Sprintf("%x", int64(l.id)),
 					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), tint.Err(err))
-			} else {
-				e.log.DebugContext(ctx, "etcd keep-alive failed again", tint.Err(err))
 			}
 			// Retry soon; a timed-out attempt already waited.
 			wait = jitter(50 * time.Millisecond)
@@ -520,6 +529,7 @@ func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
 	// wait out our window, and only then revoke.
 	if o := e.Office(); o != nil && o.lease == l {
 		o.depose(errResigned)
+		e.log.InfoContext(ctx, "left master office to resign; the next master acts at once", "term", o.Term)
 	}
 	mctx, mcancel := context.WithTimeout(rctx, e.cfg.ResignTimeout/2) // the revocation keeps the other half
 	e.markResigned(mctx, l)
@@ -848,7 +858,7 @@ func (e *Elector) lead(ctx context.Context, l *lease, c candidacy, lead func(ctx
 	defer lcancel(nil)
 	trusted := func() error {
 		if until := l.trustedUntil(); !e.now().Before(until) {
-			return fmt.Errorf("no etcd keep-alive answered since %s (trust window closed at %s)",
+			return fmt.Errorf("no etcd keep-alive confirmed since one sent at %s (trust window closed at %s)",
 				until.Add(-(l.ttl - l.margin)).Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 		}
 		if e.cfg.Gate != nil {
@@ -861,12 +871,7 @@ func (e *Elector) lead(ctx context.Context, l *lease, c candidacy, lead func(ctx
 	gdone := make(chan struct{})
 	go func() { defer close(gdone); e.guard(lctx, lcancel, l, c) }()
 
-	if wait := c.actFrom.Sub(e.now()); wait > 0 {
-		e.log.InfoContext(ctx, "elected master; acting only once no earlier master can still trust its window",
-			"term", office.Term, "acting_from", c.actFrom.Format(time.RFC3339Nano), "wait", wait.Round(time.Millisecond))
-	} else {
-		e.log.InfoContext(ctx, "elected master", "term", office.Term)
-	}
+	e.log.InfoContext(ctx, "elected master", "term", office.Term)
 	e.setOffice(office)
 	leadErr := lead(lctx, office)
 	e.setOffice(nil)

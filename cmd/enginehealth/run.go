@@ -225,8 +225,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			// age would fire at once on a node that led before).
 			st := master.Status()
 			p := st.Passes
-			if st.InOffice && p.LastSuccess.Before(st.Since) {
-				p.LastSuccess = st.Since
+			// Counted from when the office may act (it may wait out an
+			// earlier master's window after taking office).
+			if from := later(st.Since, st.ActingFrom); st.InOffice && p.LastSuccess.Before(from) {
+				p.LastSuccess = from
 			}
 			return p
 		},
@@ -480,4 +482,11 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 	}
 	log.InfoContext(ctx, "connected to etcd")
 	return cli, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
