@@ -93,7 +93,7 @@ type Status struct {
 	// ActingFrom: when the office may start to act (it waits out earlier
 	// masters' windows; zero: at once).
 	ActingFrom time.Time `json:"acting_from,omitzero"`
-	Passes       PassStats `json:"passes"`
+	Passes     PassStats `json:"passes"`
 	// Stuck explains why the master counts as stuck; empty if it is not.
 	Stuck string `json:"stuck,omitempty"`
 }
