@@ -132,8 +132,9 @@
 // 300 faults) had no round with two acting masters in 20,804, while etcd
 // removed 6 of the 85 leases it ended early: all three nodes' at the same
 // instant (23:10:40.663, 125–311 ms before a TTL after keep-alives the
-// real leader had renewed: the pattern), and two more at once
-// 1.07–1.17 s early; each successor waited out the window.
+// real leader had renewed: the pattern), and three more, two of
+// them at one instant, 1.07 and 1.17 s early; each successor waited out
+// the window.
 // TestDeposedEtcdLeaderCannotExtendTrust and
 // TestNewMasterWaitsOutRevokedHolder play both shapes deterministically;
 // the fault suite reports the leases etcd removed early.
