@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 )
 
 // problemAt fails unless err lists a problem at path whose message holds
@@ -402,5 +404,52 @@ func TestTokenCharacters(t *testing.T) {
 	}
 	if len(cfg.Warnings) == 0 || !strings.Contains(fmt.Sprint(cfg.Warnings), "at least 16") {
 		t.Fatalf("no warning about a 5-character token: %v", cfg.Warnings)
+	}
+}
+
+// TestDSNTLSFiles: the TLS files a DSN names are read by config check as
+// the driver will read them: a missing root CA, one that is not PEM, a
+// client certificate without its key or with another key are refused,
+// naming the DSN parameter and the file, never its content.
+func TestDSNTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := testca.New(dir, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ca.Issue("a", testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ca.Issue("b", testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "not-pem.crt")
+	if err := os.WriteFile(notPEM, []byte("SECRET-CONTENT not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := "postgres://eh:s3cr3t@db.example:5432/eh?sslmode=verify-full"
+	for dsn, want := range map[string]string{
+		base + "&sslrootcert=" + filepath.Join(dir, "absent.pem"):         "sslrootcert: open " + filepath.Join(dir, "absent.pem"),
+		base + "&sslrootcert=" + notPEM:                                   "sslrootcert " + notPEM + ": no PEM certificate",
+		base + "&sslcert=" + a.CertFile:                                   "sslcert " + a.CertFile + " without sslkey",
+		base + "&sslkey=" + a.KeyFile:                                     "sslkey " + a.KeyFile + " without sslcert",
+		base + "&sslcert=" + a.CertFile + "&sslkey=" + b.KeyFile:          "does not match",
+		"host=db.example user=eh sslmode=verify-ca sslrootcert=" + notPEM: "no PEM certificate",
+	} {
+		_, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn))
+		if err == nil {
+			t.Errorf("DSN %q accepted", dsn)
+			continue
+		}
+		problemAt(t, err, "database", want, 0)
+		if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "SECRET-CONTENT") {
+			t.Errorf("DSN %q: a secret is echoed: %v", dsn, err)
+		}
+	}
+	good := base + "&sslrootcert=" + ca.CertFile + "&sslcert=" + a.CertFile + "&sslkey=" + a.KeyFile
+	if _, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", good)); err != nil {
+		t.Errorf("DSN with good TLS files: %v", err)
 	}
 }

@@ -2,11 +2,14 @@ package configs
 
 import (
 	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -167,6 +170,8 @@ func (c *Config) validate(v *validator) {
 	if c.Database.DSN != "" {
 		if err := checkDSN(c.Database.DSN); err != nil {
 			v.add("database", "the DSN is malformed: %v", err)
+		} else if err := checkDSNFiles(c.Database.DSN); err != nil {
+			v.add("database", "the DSN's %v", err)
 		}
 	}
 
@@ -748,11 +753,52 @@ func checkDSN(dsn string) error {
 	return nil
 }
 
+// checkDSNFiles reads the TLS files a DSN names, as the driver will at
+// every connection: the root CA must hold a PEM certificate, the client
+// certificate and key must be readable and match. Messages name the DSN
+// parameter and the file, never the file's content.
+func checkDSNFiles(dsn string) error {
+	c, err := pq.NewConfig(dsn)
+	if err != nil || c.SSLInline || c.SSLMode == pq.SSLModeDisable {
+		return nil
+	}
+	if root := c.SSLRootCert; root != "" && root != "system" {
+		b, err := os.ReadFile(root)
+		if err != nil {
+			return fmt.Errorf("sslrootcert: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			return fmt.Errorf("sslrootcert %s: no PEM certificate in the file", root)
+		}
+	}
+	switch {
+	case c.SSLCert != "" && c.SSLKey != "":
+		if _, err := tls.LoadX509KeyPair(c.SSLCert, c.SSLKey); err != nil {
+			return fmt.Errorf("sslcert %s and sslkey %s: %w", c.SSLCert, c.SSLKey, err)
+		}
+	case c.SSLCert != "":
+		return fmt.Errorf("sslcert %s without sslkey", c.SSLCert)
+	case c.SSLKey != "":
+		return fmt.Errorf("sslkey %s without sslcert", c.SSLKey)
+	}
+	return nil
+}
+
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 
 // RedactedDSN returns the DSN with its password replaced, for logs.
 func (d Database) RedactedDSN() string {
 	return RedactDSN(d.DSN)
+}
+
+// Where names the server of the DSN for messages: "host H port P" and the
+// DSN without its password.
+func (d Database) Where() string {
+	c, err := pq.NewConfig(d.DSN)
+	if err != nil {
+		return d.RedactedDSN()
+	}
+	return fmt.Sprintf("host %s port %d (%s)", c.Host, c.Port, d.RedactedDSN())
 }
 
 // RedactDSN replaces the password of a URL or key=value DSN.

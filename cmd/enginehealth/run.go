@@ -419,10 +419,19 @@ func stopped(ctx context.Context, log *slog.Logger, err error) error {
 }
 
 func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {
+	var refused error
 	if err := retry(ctx, log, "connect to PostgreSQL", cfg.Database.ConnectTimeout, func(ctx context.Context) error {
-		return pgdb.Ping(ctx, db, cfg.Database.ConnectTimeout)
+		err := pgdb.Ping(ctx, db, cfg.Database.ConnectTimeout)
+		if r := pgdb.Refusal(err); r != nil {
+			refused = r
+			return nil // no retry can help: stop and say why
+		}
+		return err
 	}); err != nil {
 		return err
+	}
+	if refused != nil {
+		return usageError{fmt.Errorf("database %s: %w", cfg.Database.Where(), refused)}
 	}
 	log.InfoContext(ctx, "connected to PostgreSQL")
 	return retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {

@@ -24,55 +24,13 @@ import (
 // file: it registers, takes office alone, becomes Ready and answers its
 // API; cancelling its context stops it cleanly (nil error, record gone).
 func TestRunDaemon(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte(dsn), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "enginehealth.yaml")
-	if err := os.WriteFile(path, []byte(`node:
-  name: wired
-  heartbeat_interval: 200ms
-  shutdown_timeout: 5s
-database:
-  dsn_file: dsn
-etcd:
-  endpoints: ["`+etcd.Endpoint+`"]
-  prefix: /wiring/
-  lease_ttl: 3s
-health:
-  schedule: "@every 1s"
-  not_responding_after: 1s
-api:
-  listen: 127.0.0.1:0
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := configs.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := daemonConfig(t, "wired", pg.NewDatabase(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- runDaemon(ctx, cfg, leadertest.Quiet) }()
 
-	db, err := pgdb.Open(pgdb.Config{DSN: dsn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	store := nodes.NewStore(db, "enginehealth", audit.New("enginehealth"))
-	var node nodes.Node
-	testkit.Eventually(t, 30*time.Second, "the node Ready and master", func() (bool, error) {
-		select {
-		case err := <-done:
-			t.Fatalf("runDaemon returned: %v", err)
-		default:
-		}
-		node, err = store.Get(ctx, "wired")
-		return err == nil && node.Status == nodes.StatusReady && node.IsMaster, err
-	})
+	node, store := waitReadyMaster(t, cfg, done)
 	cl := api.NewClient(node.APIAddress, "")
 	if l, err := cl.Leader(ctx); err != nil || l.Name != "wired" {
 		t.Fatalf("/v1/leader: %+v %v", l, err)
@@ -94,6 +52,65 @@ api:
 	if _, err := store.Get(context.Background(), "wired"); !errors.Is(err, nodes.ErrNotFound) {
 		t.Fatalf("record after a clean stop: %v", err)
 	}
+}
+
+// daemonConfig loads a configuration for a one-node daemon named name on
+// dsn and the package's etcd, under a prefix of the test's own, with
+// short periods.
+func daemonConfig(t *testing.T, name, dsn string) *configs.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte(dsn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "enginehealth.yaml")
+	if err := os.WriteFile(path, []byte(`node:
+  name: `+name+`
+  heartbeat_interval: 200ms
+  shutdown_timeout: 5s
+database:
+  dsn_file: dsn
+etcd:
+  endpoints: ["`+etcd.Endpoint+`"]
+  prefix: /`+strings.ReplaceAll(t.Name(), "/", "-")+`/
+  lease_ttl: 3s
+health:
+  schedule: "@every 1s"
+  not_responding_after: 1s
+api:
+  listen: 127.0.0.1:0
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// waitReadyMaster waits until the daemon of cfg, running until it sends
+// on done, is Ready and master, and returns its record and a store of the
+// database it uses.
+func waitReadyMaster(t *testing.T, cfg *configs.Config, done <-chan error) (nodes.Node, *nodes.Store) {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: cfg.Database.DSN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := nodes.NewStore(db, cfg.Database.Schema, audit.New(cfg.Database.Schema))
+	var node nodes.Node
+	testkit.Eventually(t, 30*time.Second, "the node Ready and master", func() (bool, error) {
+		select {
+		case err := <-done:
+			t.Fatalf("runDaemon returned: %v", err)
+		default:
+		}
+		node, err = store.Get(context.Background(), cfg.Node.Name)
+		return err == nil && node.Status == nodes.StatusReady && node.IsMaster, err
+	})
+	return node, store
 }
 
 // TestRunRefusesBadSweepInterval: a health.sweep_interval shorter than

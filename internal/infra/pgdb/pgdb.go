@@ -11,11 +11,14 @@ package pgdb
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -223,4 +226,38 @@ func Await[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, 
 		var zero T
 		return zero, fmt.Errorf("the database did not answer in time: %w", context.Cause(ctx))
 	}
+}
+
+// Refusal returns what makes a first connection to PostgreSQL fail for
+// good, or nil when the failure may pass (a server starting, a network
+// down): a certificate that does not verify (unknown CA, wrong host name,
+// expired), a TLS file that cannot be read, a server without TLS under
+// sslmode=require or stricter, or the server's refusal of our role or
+// password or of a connection without TLS (SQLSTATE class 28). Retrying
+// these would only hide a configuration error behind a daemon that never
+// starts.
+func Refusal(err error) error {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		path    *fs.PathError
+		pqErr   *pq.Error
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
+		return fmt.Errorf("TLS: the server's certificate does not verify: %w", err)
+	case errors.Is(err, pq.ErrSSLNotSupported):
+		return fmt.Errorf("TLS: the server does not accept TLS connections: %w", err)
+	case errors.Is(err, pq.ErrSSLKeyHasWorldPermissions), errors.Is(err, pq.ErrSSLKeyUnknownOwnership):
+		return fmt.Errorf("TLS: sslkey: %w", err)
+	case errors.As(err, &path):
+		return fmt.Errorf("TLS: a file the DSN names (sslrootcert, sslcert, sslkey) cannot be read: %w", err)
+	case errors.As(err, &pqErr) && pqErr.Code.Class() == "28":
+		return fmt.Errorf("refused by the server: %w", err)
+	}
+	return nil
 }

@@ -55,18 +55,45 @@ type Server struct {
 	uid     int
 	gid     int
 
+	tls *TLS // nil: plain TCP only
+
 	mu   sync.Mutex
 	proc *proc
 	dbs  atomic.Int64
 }
 
+// TLS makes a server accept only TLS connections over TCP (hostssl lines
+// alone in pg_hba.conf: a client that does not speak TLS is refused), with
+// the server certificate CertFile and its key KeyFile (PEM; copied into the
+// server's directory, owned by the server user, mode 0600 as PostgreSQL
+// demands).
+type TLS struct {
+	CertFile, KeyFile string
+}
+
 // Start initialises and starts a new local server. Close removes it.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return start(nil) }
+
+// StartTLS is Start with TLS on.
+func StartTLS(t TLS) (*Server, error) { return start(&t) }
+
+// NewTLS is New with TLS on.
+func NewTLS(tb testing.TB, t TLS) *Server {
+	tb.Helper()
+	s, err := StartTLS(t)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+func start(t *TLS) (*Server, error) {
 	bin, err := findBinDir()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{binDir: bin, uid: -1, gid: -1}
+	s := &Server{binDir: bin, uid: -1, gid: -1, tls: t}
 	if os.Geteuid() == 0 {
 		if err := s.pickUser(); err != nil {
 			return nil, err
@@ -87,6 +114,12 @@ func Start() (*Server, error) {
 	if err := s.initdb(); err != nil {
 		os.RemoveAll(s.baseDir)
 		return nil, err
+	}
+	if s.tls != nil {
+		if err := s.setupTLS(); err != nil {
+			os.RemoveAll(s.baseDir)
+			return nil, err
+		}
 	}
 	// A free port can be taken between our probe and the server's bind:
 	// try a few.
@@ -172,7 +205,39 @@ func (s *Server) URL(db string) string {
 		u.Path = "/" + db
 		return u.String()
 	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
+	mode := "disable"
+	if s.tls != nil {
+		mode = "require" // encrypted, server not verified: tests add verify-full themselves
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=%s", s.Port, db, mode)
+}
+
+// setupTLS copies the certificate and key into the data directory and
+// allows TCP connections over TLS only.
+func (s *Server) setupTLS() error {
+	data := filepath.Join(s.baseDir, "data")
+	write := func(name string, b []byte) error {
+		p := filepath.Join(data, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return fmt.Errorf("pgtest: TLS: %w", err)
+		}
+		if s.uid >= 0 {
+			if err := os.Chown(p, s.uid, s.gid); err != nil {
+				return fmt.Errorf("pgtest: TLS: %w", err)
+			}
+		}
+		return nil
+	}
+	for src, dst := range map[string]string{s.tls.CertFile: "server.crt", s.tls.KeyFile: "server.key"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("pgtest: TLS: %w", err)
+		}
+		if err := write(dst, b); err != nil {
+			return err
+		}
+	}
+	return write("pg_hba.conf", []byte("local all all trust\nhostssl all all 127.0.0.1/32 trust\n"))
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -255,6 +320,9 @@ func (s *Server) Resume() error {
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=300",
 	)
+	if s.tls != nil {
+		cmd.Args = append(cmd.Args, "-c", "ssl=on", "-c", "ssl_cert_file=server.crt", "-c", "ssl_key_file=server.key")
+	}
 	cmd.Dir = s.baseDir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
