@@ -401,3 +401,35 @@ func TestSweepIntervalDefaultFollowsALongSchedule(t *testing.T) {
 	_, err = Parse([]byte(minimal+"health: {schedule: \"@every 1h\", sweep_interval: 10m}\n"), "hourly.yaml", testEnv)
 	problemAt(t, err, "health.sweep_interval", "10m0s is shorter than one period of health.schedule (1h0m0s)", 5)
 }
+
+// TestCredentialFiles: a *_file key written credential:NAME reads NAME in
+// $CREDENTIALS_DIRECTORY (systemd's LoadCredential=); without that
+// variable, or with a name that is a path, it is refused at the key.
+func TestCredentialFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte("postgres://eh:s3cret@db:5432/eh?sslmode=disable\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("tok-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc := "database: {dsn_file: \"credential:dsn\"}\netcd: {endpoints: [\"h:2379\"]}\napi: {token_file: \"credential:token\"}\n"
+	cfg, err := Parse([]byte(doc), "/etc/enginehealth/c.yaml", env("CREDENTIALS_DIRECTORY", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Database.DSN != "postgres://eh:s3cret@db:5432/eh?sslmode=disable" || cfg.API.Token != "tok-123" {
+		t.Fatalf("DSN %q, token %q: want the credentials' contents", cfg.Database.RedactedDSN(), cfg.API.Token)
+	}
+
+	_, err = Parse([]byte(doc), "c.yaml", env())
+	problemAt(t, err, "database.dsn_file", "CREDENTIALS_DIRECTORY is not set", 0)
+	problemAt(t, err, "api.token_file", "LoadCredential=token", 0)
+
+	for _, bad := range []string{"credential:", "credential:../dsn", "credential:a/b", "credential:.."} {
+		_, err := Parse([]byte("database: {dsn_file: \""+bad+"\"}\netcd: {endpoints: [\"h:2379\"]}\n"), "c.yaml", env("CREDENTIALS_DIRECTORY", dir))
+		problemAt(t, err, "database.dsn_file", "want credential:NAME", 0)
+	}
+	_, err = Parse([]byte("database: {dsn_file: \"credential:absent\"}\netcd: {endpoints: [\"h:2379\"]}\n"), "c.yaml", env("CREDENTIALS_DIRECTORY", dir))
+	problemAt(t, err, "database.dsn_file", filepath.Join(dir, "absent"), 0)
+}

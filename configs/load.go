@@ -357,8 +357,9 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		v.add(envKey, "set only one of %s and %s", fileKey, envKey)
 		return ""
 	case file != "":
-		if !filepath.IsAbs(file) {
-			file = filepath.Join(dir, file)
+		file = v.filePath(fileKey, file, dir, lookupEnv)
+		if file == "" {
+			return ""
 		}
 		s, err := ReadSecretFile(file)
 		if err != nil {
@@ -383,6 +384,36 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		v.add(section, "one of %s or %s is required", fileKey, envKey)
 	}
 	return ""
+}
+
+// CredentialPrefix marks a file key's value as the name of a systemd
+// credential: "credential:NAME" is the file NAME in the directory
+// $CREDENTIALS_DIRECTORY, where systemd puts what LoadCredential= and
+// LoadCredentialEncrypted= load for the service.
+const CredentialPrefix = "credential:"
+
+// filePath resolves the value of a *_file key: "credential:NAME" in
+// $CREDENTIALS_DIRECTORY, a relative path from dir (the configuration
+// file's directory), an absolute path as it is. It returns "" after
+// adding a problem at key when the value cannot name a file.
+func (v *validator) filePath(key, file, dir string, lookupEnv func(string) (string, bool)) string {
+	name, ok := strings.CutPrefix(file, CredentialPrefix)
+	if !ok {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		return file
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		v.add(key, "%s: want credential:NAME, NAME a credential's name (no '/')", pathText(file))
+		return ""
+	}
+	credDir, set := lookupEnv("CREDENTIALS_DIRECTORY")
+	if !set || credDir == "" {
+		v.add(key, "%s: CREDENTIALS_DIRECTORY is not set (systemd sets it for a unit with LoadCredential=%s:…)", pathText(file), name)
+		return ""
+	}
+	return filepath.Join(credDir, name)
 }
 
 func unwrapPathError(err error) error {

@@ -39,15 +39,33 @@ func install(t *testing.T, dir, name string, data []byte) string {
 	return path
 }
 
+// variants returns the shipped unit and the unit with its commented
+// LoadCredential= lines turned on, as an operator who uses systemd
+// credentials would.
+func variants(t *testing.T) map[string][]byte {
+	t.Helper()
+	unit, err := os.ReadFile("enginehealth.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := regexp.MustCompile(`(?m)^#(LoadCredential=)`)
+	if n := len(creds.FindAll(unit, -1)); n < 5 {
+		t.Fatalf("unit has %d commented LoadCredential= lines, want the DSN, tokens, etcd password, etcd key and API key", n)
+	}
+	return map[string][]byte{"as shipped": unit, "with credentials": creds.ReplaceAll(unit, []byte("$1"))}
+}
+
 // TestUnitVerifies runs systemd-analyze verify on the shipped unit, with
 // ExecStart pointed at an existing binary. verify only warns on unknown
 // keys, so any output fails the test.
 func TestUnitVerifies(t *testing.T) {
 	analyze := analyzer(t)
-	unit, err := os.ReadFile("enginehealth.service")
-	if err != nil {
-		t.Fatal(err)
+	for name, unit := range variants(t) {
+		t.Run(name, func(t *testing.T) { verifyUnit(t, analyze, unit) })
 	}
+}
+
+func verifyUnit(t *testing.T, analyze string, unit []byte) {
 	for _, want := range []string{"Type=notify", "WatchdogSec=", "Restart=on-failure", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict",
 		"WatchdogSignal=SIGTERM", "PrivateMounts=yes", "RemoveIPC=yes", "ProcSubset=pid", "RestartPreventExitStatus=2"} {
 		if !bytes.Contains(unit, []byte(want)) {
@@ -104,10 +122,12 @@ func TestEngineDropInVerifies(t *testing.T) {
 // at an overall exposure of at most 1.5 (0 is best, 10 worst).
 func TestUnitExposure(t *testing.T) {
 	analyze := analyzer(t)
-	unit, err := os.ReadFile("enginehealth.service")
-	if err != nil {
-		t.Fatal(err)
+	for name, unit := range variants(t) {
+		t.Run(name, func(t *testing.T) { unitExposure(t, analyze, unit) })
 	}
+}
+
+func unitExposure(t *testing.T, analyze string, unit []byte) {
 	path := install(t, t.TempDir(), "enginehealth.service", unit)
 	out, err := exec.Command(analyze, "security", "--offline=true", path).CombinedOutput()
 	m := regexp.MustCompile(`Overall exposure level for enginehealth.service: ([0-9.]+)`).FindSubmatch(out)
