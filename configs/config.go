@@ -8,6 +8,7 @@
 package configs
 
 import (
+	"slices"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -94,7 +95,13 @@ type Config struct {
 	// Warnings: settings that are valid but probably not what an operator
 	// wants (e.g. a trust window shorter than an etcd election).
 	Warnings []Problem `yaml:"-"`
+
+	files []string // every file a key names, resolved
 }
+
+// Files returns every file the configuration's keys name (secrets,
+// certificates), resolved as Load read them: what a reload re-reads.
+func (c *Config) Files() []string { return slices.Clone(c.files) }
 
 // Node identifies this sidecar.
 type Node struct {

@@ -112,6 +112,7 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Co
 		return nil, &Error{File: path, Problems: v.problems}
 	}
 	cfg.Warnings = v.warnings
+	cfg.files = v.files
 	return &cfg, nil
 }
 
@@ -402,6 +403,7 @@ func (v *validator) filePath(key, file, dir string, lookupEnv func(string) (stri
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
+		v.files = append(v.files, file)
 		return file
 	}
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
@@ -413,7 +415,9 @@ func (v *validator) filePath(key, file, dir string, lookupEnv func(string) (stri
 		v.add(key, "%s: CREDENTIALS_DIRECTORY is not set (systemd sets it for a unit with LoadCredential=%s:…)", pathText(file), name)
 		return ""
 	}
-	return filepath.Join(credDir, name)
+	file = filepath.Join(credDir, name)
+	v.files = append(v.files, file)
+	return file
 }
 
 func unwrapPathError(err error) error {

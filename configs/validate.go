@@ -46,6 +46,8 @@ type validator struct {
 	bad map[string]bool
 	// dropped counts the problems beyond maxProblems, not listed.
 	dropped int
+	// files: every file a key names, resolved (Config.Files).
+	files []string
 }
 
 // maxProblems is how many problems a file reports at most: enough to fix

@@ -128,10 +128,10 @@ func TestUnknownCommandIsUsage(t *testing.T) {
 // error, not a silent default.
 func TestNewLoggerRefusesUnknownLevel(t *testing.T) {
 	var buf bytes.Buffer
-	if _, err := newLogger("json", "loud", &buf); !errors.As(err, new(usageError)) {
+	if _, _, err := newLogger("json", "loud", &buf); !errors.As(err, new(usageError)) {
 		t.Fatalf("level loud: %v, want a usage error", err)
 	}
-	log, err := newLogger("json", "warn", &buf)
+	log, _, err := newLogger("json", "warn", &buf)
 	if err != nil {
 		t.Fatal(err)
 	}

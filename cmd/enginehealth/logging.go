@@ -13,18 +13,19 @@ import (
 
 // newLogger builds the process logger: tint on a terminal (or format
 // "text"), JSON otherwise (journald, files). A level it cannot parse is a
-// usage error (the configuration's checks refuse it first).
-func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
-	var lv slog.Level
+// usage error (the configuration's checks refuse it first). The returned
+// LevelVar changes the level while the logger runs (a reload).
+func newLogger(format, level string, w io.Writer) (*slog.Logger, *slog.LevelVar, error) {
+	lv := new(slog.LevelVar)
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Errorf("log.level: %w", err)}
+		return nil, nil, usageError{fmt.Errorf("log.level: %w", err)}
 	}
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	if format == "text" || (format == "auto" && tty) {
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty})), lv, nil
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), lv, nil
 }

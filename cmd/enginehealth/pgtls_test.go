@@ -63,7 +63,7 @@ func TestPostgresTLS(t *testing.T) {
 		cfg := daemonConfig(t, "tls", dsn("localhost", "verify-full", ca.CertFile))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- runDaemon(ctx, cfg, leadertest.Quiet) }()
+		go func() { done <- runDaemon(ctx, cfg, leadertest.Quiet, nil) }()
 		waitReadyMaster(t, cfg, done)
 		cancel()
 		if err := <-done; err != nil {
@@ -92,7 +92,7 @@ func TestPostgresTLS(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			start := time.Now()
-			err := runDaemon(ctx, cfg, leadertest.Quiet)
+			err := runDaemon(ctx, cfg, leadertest.Quiet, nil)
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("runDaemon: %v after %s: want an error at once", err, time.Since(start))
 			}

@@ -49,11 +49,11 @@ text or json). SIGTERM or SIGINT stops it cleanly (a second one at once).`,
 			if err != nil {
 				return err
 			}
-			log, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
+			log, level, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			return runDaemon(c.Context(), cfg, log)
+			return runDaemon(c.Context(), cfg, log, level)
 		},
 	}
 	configFlag(c, &path)
@@ -79,7 +79,11 @@ func retry(ctx context.Context, log *slog.Logger, what string, timeout time.Dura
 
 // runDaemon runs one node until ctx is cancelled (SIGTERM/SIGINT), then
 // shuts down cleanly. A slow dependency is waited for, never crashed on.
-func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error {
+// level is the logger's level, changed by a reload (nil: fixed).
+func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level *slog.LevelVar) error {
+	// From the start: a SIGHUP (systemctl reload) while the daemon still
+	// connects must not end it (Go's default), it is served once it runs.
+	hup := notifyHUP(ctx)
 	name, err := cfg.NodeName(os.Hostname)
 	if err != nil {
 		return usageError{err}
@@ -289,6 +293,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return hb.Run(gctx) })
+	// SIGHUP (systemctl reload) and changed files: what can change while
+	// the daemon runs is applied, the rest is logged as needing a restart.
+	reload := newReloader(cfg, log, DefaultReloadPoll, hup, logLevel(level))
+	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error {
 		// Fed while the daemon's own loops run and the master is not
 		// stuck; a database or etcd outage is waited out, not restarted.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
@@ -28,9 +28,21 @@ func TestRunDaemon(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- runDaemon(ctx, cfg, leadertest.Quiet) }()
+	var out logBuffer
+	log, level, err := newLogger("json", "info", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- runDaemon(ctx, cfg, log, level) }()
 
 	node, store := waitReadyMaster(t, cfg, done)
+	// systemctl reload: a SIGHUP to the process is a reload, not its end.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the daemon reloads on SIGHUP", func() (bool, error) {
+		return len(out.records("configuration reloaded")) == 1, nil
+	})
 	cl := api.NewClient(node.APIAddress, "")
 	if l, err := cl.Leader(ctx); err != nil || l.Name != "wired" {
 		t.Fatalf("/v1/leader: %+v %v", l, err)

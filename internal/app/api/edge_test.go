@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -165,28 +165,10 @@ func (s *store) Retry(_ context.Context, m recovery.ManualRetry) (recovery.Retry
 	return recovery.RetryResult{}, s.call("retry", m.Workflow, m.Instance, m.Task, m.Reason)
 }
 
-// logBuffer collects JSON log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newTestHandler(t *testing.T) (http.Handler, *store, *logBuffer) {
+func newTestHandler(t *testing.T) (http.Handler, *store, *testkit.Buffer) {
 	t.Helper()
 	s := &store{}
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events, Log: log})
 	return h, s, logs

@@ -79,7 +79,7 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	opts := ServerOptions{ReadTimeout: time.Minute}
 	maxConns := opts.withDefaults().MaxConns
 	raiseFDLimit(t, clients+uint64(maxConns)+256)
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	h := NewHandler(Config{Log: log, Live: []Check{{Name: "heartbeat", Check: func() error { return nil }}}})
 	addr, ln := serve(t, h, log, opts)
@@ -248,7 +248,7 @@ func TestLongRoutesOutliveServerTimeouts(t *testing.T) {
 // TestServerErrorLogGoesToSlog: what net/http logs itself (here a
 // handler's panic) becomes a structured record, not a plain-text line.
 func TestServerErrorLogGoesToSlog(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	addr, _ := serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), log, ServerOptions{})
 	if resp, err := http.Get("http://" + addr + "/"); err == nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/goccy/go-yaml"
 )
@@ -84,7 +85,7 @@ func startPrometheus(t *testing.T, targets []string) prometheus {
 	ln.Close()
 	cmd := exec.Command(path, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

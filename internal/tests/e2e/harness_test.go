@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,25 +69,6 @@ func testMain(m *testing.M) int {
 	}
 	defer etcd.Close()
 	return pgtest.Main(m, &pg)
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing and a test
-// reading.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // cluster is one test's database and the settings its daemons share.
@@ -179,7 +159,7 @@ health:
 type daemon struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -223,7 +203,7 @@ func (c *cluster) startProcess(name, cfg string, env []string, program string, a
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
-	d := &daemon{name: name, stderr: &syncBuffer{}, done: make(chan struct{})}
+	d := &daemon{name: name, stderr: &testkit.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(program, append(args, "--config", path)...)
 	d.cmd.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.stderr, d.stderr

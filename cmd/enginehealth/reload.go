@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/lmittmann/tint"
+)
+
+// DefaultReloadPoll is how often the daemon looks at its configuration
+// file and the files it names for a change it did not get a SIGHUP for
+// (a certificate renewed by cert-manager or certbot, a tokens file
+// edited in place).
+const DefaultReloadPoll = 30 * time.Second
+
+// reloader re-reads the configuration on SIGHUP, and when the
+// configuration file or a file it names changes, and applies what can
+// change without a restart; every other key whose value differs from the
+// one the daemon started with is logged as needing a restart, by its key
+// path. A reload that fails (a file that does not parse, a certificate
+// that does not load) keeps everything as it was and says why: the daemon
+// never stops serving over it.
+type reloader struct {
+	path  string
+	log   *slog.Logger
+	poll  time.Duration
+	hup   <-chan os.Signal
+	parts []reloadable
+
+	started *configs.Config // what the daemon started with
+	last    *configs.Config // the last configuration loaded
+	seen    []byte          // fingerprint of the files the last attempt read
+}
+
+// reloadable is a part of the configuration the daemon applies while it
+// runs: keys are the key paths it takes (a key or a prefix ending in
+// "."), apply installs next's values (or refuses them, changing nothing).
+type reloadable struct {
+	keys  []string
+	apply func(next *configs.Config) error
+}
+
+// logLevel makes log.level reloadable through level (nil: the logger's
+// level is fixed, e.g. in tests).
+func logLevel(level *slog.LevelVar) reloadable {
+	return reloadable{keys: []string{"log.level"}, apply: func(next *configs.Config) error {
+		if level == nil {
+			return errors.New("this process's logger has a fixed level")
+		}
+		return level.UnmarshalText([]byte(next.Log.Level))
+	}}
+}
+
+func newReloader(cfg *configs.Config, log *slog.Logger, poll time.Duration, hup <-chan os.Signal, parts ...reloadable) *reloader {
+	r := &reloader{path: cfg.Path, log: log, poll: poll, hup: hup, parts: parts, started: cfg, last: cfg}
+	r.seen = r.fingerprint(cfg)
+	return r
+}
+
+// notifyHUP returns a channel of SIGHUPs, stopped when ctx ends.
+func notifyHUP(ctx context.Context) <-chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	context.AfterFunc(ctx, func() { signal.Stop(ch) })
+	return ch
+}
+
+// Run reloads on every SIGHUP and on every change seen by the poll until
+// ctx ends.
+func (r *reloader) Run(ctx context.Context) error {
+	t := time.NewTicker(r.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.hup:
+			r.reload(ctx, "SIGHUP")
+		case <-t.C:
+			if cur := r.fingerprint(r.last); !bytes.Equal(cur, r.seen) {
+				r.reload(ctx, "a file changed")
+			}
+		}
+	}
+}
+
+// reload loads the configuration file again and applies it.
+func (r *reloader) reload(ctx context.Context, why string) {
+	next, err := configs.Load(r.path)
+	if err != nil {
+		// Tried again when something changes again, or on SIGHUP.
+		r.seen = r.fingerprint(r.last)
+		r.log.ErrorContext(ctx, "reload failed: the running configuration is kept", "trigger", why, tint.Err(err))
+		return
+	}
+	r.seen = r.fingerprint(next)
+	fresh := configs.Changed(r.last, next)
+	failed := 0
+	for _, p := range r.parts {
+		// Applied every time: a part compares with what it runs (a
+		// certificate renewed in place changes no key).
+		if err := p.apply(next); err != nil {
+			failed++
+			r.log.ErrorContext(ctx, "reload of "+strings.Join(p.keys, ", ")+" failed: the running values are kept", "trigger", why, tint.Err(err))
+			continue
+		}
+		for _, k := range fresh {
+			if p.owns(k) {
+				r.log.InfoContext(ctx, "reloaded", "key", k)
+			}
+		}
+	}
+	pending := configs.Changed(r.started, next)
+	if r.started.Database.DSN != next.Database.DSN {
+		pending = append(pending, "database (the DSN)")
+	}
+	pending = slices.DeleteFunc(pending, func(k string) bool {
+		return slices.ContainsFunc(r.parts, func(p reloadable) bool { return p.owns(k) })
+	})
+	for _, k := range pending {
+		r.log.WarnContext(ctx, "this key changed but needs a restart to take effect; running with the value the daemon started with", "key", k)
+	}
+	r.last = next
+	r.log.InfoContext(ctx, "configuration reloaded", "trigger", why, "parts_failed", failed, "keys_needing_restart", len(pending))
+}
+
+func (p reloadable) owns(key string) bool {
+	for _, k := range p.keys {
+		if key == k || strings.HasSuffix(k, ".") && strings.HasPrefix(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// fingerprint hashes the configuration file and every file it names, so
+// the poll sees an edit, a rename over the file (certbot, cert-manager)
+// and a removal alike.
+func (r *reloader) fingerprint(cfg *configs.Config) []byte {
+	h := sha256.New()
+	for _, p := range append([]string{r.path}, cfg.Files()...) {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+		b, err := os.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			h.Write([]byte("absent"))
+		case err != nil:
+			h.Write([]byte("unreadable"))
+		default:
+			h.Write(b)
+		}
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
+}
