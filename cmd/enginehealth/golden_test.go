@@ -73,6 +73,9 @@ func fixtureDaemon(t *testing.T) string {
 		{ID: 1003, At: at(-14 * time.Second), Kind: audit.KindRetryScheduled, Actor: "n1", Term: i64(7), RunID: i64(42), Node: str("n2"),
 			Workflow: str("orders"), Instance: str("51"), Task: str("reserve"), FromState: str("Reserving"), ToState: str("Reserving"),
 			Attempt: new(2), Reason: "interrupted: retry 2 of 3 in 1m0s"},
+		{ID: 1004, At: at(-5 * time.Second), Kind: audit.KindManualRetry, Actor: "alice (operator)", Term: i64(7), Via: str("n3"),
+			Workflow: str("orders"), Instance: str("77"), Task: str("ship"), FromState: str("ShipFailed"), ToState: str("Reserved"),
+			Attempt: new(1), Reason: "manual retry of task ship: customer called"},
 	}
 	// Paused since 09:55: no sweep is expected (next_sweep null); the
 	// last one came before.

@@ -77,15 +77,15 @@ func (s *store) Get(_ context.Context, name string) (nodes.Node, error) {
 	return nodes.Node{Name: name}, nil
 }
 
-func (s *store) Ack(_ context.Context, name, actor, reason string) (nodes.Node, error) {
-	if err := s.call("ack", name, actor, reason); err != nil {
+func (s *store) Ack(_ context.Context, name string, by audit.By, reason string) (nodes.Node, error) {
+	if err := s.call("ack", name, by.Actor, by.Via, reason); err != nil {
 		return nodes.Node{}, err
 	}
 	return nodes.Node{Name: name, StatusReason: reason}, nil
 }
 
-func (s *store) ResetGrade(_ context.Context, name, actor, reason string) (nodes.GradeChange, error) {
-	if err := s.call("reset-grade", name, actor, reason); err != nil {
+func (s *store) ResetGrade(_ context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error) {
+	if err := s.call("reset-grade", name, by.Actor, by.Via, reason); err != nil {
 		return nodes.GradeChange{}, err
 	}
 	return nodes.GradeChange{Name: name, From: nodes.GradeError, To: nodes.GradeNormal, Reason: reason}, nil
@@ -102,12 +102,12 @@ func (s *store) Check(_ context.Context, req health.CheckRequest) (health.CheckR
 	return health.CheckResult{RunID: 1, Forced: req.Force}, s.call("check", req.Reason)
 }
 
-func (s *store) Pause(_ context.Context, actor, reason string) (health.Pause, error) {
-	return health.Pause{Paused: true, Actor: actor, Reason: reason}, s.call("pause", reason)
+func (s *store) Pause(_ context.Context, by audit.By, reason string) (health.Pause, error) {
+	return health.Pause{Paused: true, Actor: by.Actor, Reason: reason}, s.call("pause", reason)
 }
 
-func (s *store) Resume(_ context.Context, actor, reason string) (health.Pause, error) {
-	return health.Pause{Actor: actor, Reason: reason}, s.call("resume", reason)
+func (s *store) Resume(_ context.Context, by audit.By, reason string) (health.Pause, error) {
+	return health.Pause{Actor: by.Actor, Reason: reason}, s.call("resume", reason)
 }
 
 func (s *store) HoldsOpen(context.Context) (int64, time.Duration, error) {
@@ -502,7 +502,7 @@ func TestClientShowsRequestID(t *testing.T) {
 // notMaster is the store of a node that is not the master.
 type notMaster struct{ *store }
 
-func (notMaster) Pause(context.Context, string, string) (health.Pause, error) {
+func (notMaster) Pause(context.Context, audit.By, string) (health.Pause, error) {
 	return health.Pause{}, health.ErrNotMaster
 }
 

@@ -55,16 +55,16 @@ type NodeReader interface {
 // NodeAcker takes an operator's decisions on node records: the ack of an
 // unexpected shutdown, the reset of a failover grade.
 type NodeAcker interface {
-	Ack(ctx context.Context, name, actor, reason string) (nodes.Node, error)
-	ResetGrade(ctx context.Context, name, actor, reason string) (nodes.GradeChange, error)
+	Ack(ctx context.Context, name string, by audit.By, reason string) (nodes.Node, error)
+	ResetGrade(ctx context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error)
 }
 
 // MasterOps are the operations that need master-ship; on a non-master
 // node they fail with health.ErrNotMaster and the request is forwarded.
 type MasterOps interface {
 	Check(ctx context.Context, req health.CheckRequest) (health.CheckResult, error)
-	Pause(ctx context.Context, actor, reason string) (health.Pause, error)
-	Resume(ctx context.Context, actor, reason string) (health.Pause, error)
+	Pause(ctx context.Context, by audit.By, reason string) (health.Pause, error)
+	Resume(ctx context.Context, by audit.By, reason string) (health.Pause, error)
 	PauseState(ctx context.Context) (health.Pause, error)
 	Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error)
 	Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error)
@@ -370,16 +370,15 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// operator is the actor recorded for an operator's request: the node
-// that took it from the operator ("<node> (operator)"), which is the node
-// that forwarded it when it came through one (the token is shared, so no
-// person is named).
-func (h *handler) operator(r *http.Request) string {
-	by := r.Header.Get(forwardedHeader)
-	if by == "" || nodes.ValidName(by) != nil {
-		by = h.cfg.Self
+// operator is who an operator's request is recorded as done by: the
+// actor "<node> (operator)", via the node that took it from the operator
+// (the node that forwarded it, when it came through one).
+func (h *handler) operator(r *http.Request) audit.By {
+	via := r.Header.Get(forwardedHeader)
+	if via == "" || nodes.ValidName(via) != nil {
+		via = h.cfg.Self
 	}
-	return by + " (operator)"
+	return audit.By{Actor: via + " (operator)", Via: via}
 }
 
 // forwardedHeader marks a request a node forwarded to the master.
@@ -476,7 +475,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	h.extendDeadlines(w)
 	// A run, once started, completes even if the client goes away.
 	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()),
-		health.CheckRequest{Force: req.Force, Actor: h.operator(r), Reason: req.Reason})
+		health.CheckRequest{Force: req.Force, By: h.operator(r), Reason: req.Reason})
 	switch {
 	case errors.Is(err, health.ErrNotMaster):
 		h.forward(w, r, body)

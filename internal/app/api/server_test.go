@@ -9,22 +9,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
 // acker records acknowledgements; the API's own seam, not a database fake.
 type acker struct{ calls []string }
 
-func (a *acker) Ack(_ context.Context, name, actor, reason string) (nodes.Node, error) {
-	a.calls = append(a.calls, name+"|"+actor+"|"+reason)
+func (a *acker) Ack(_ context.Context, name string, by audit.By, reason string) (nodes.Node, error) {
+	a.calls = append(a.calls, name+"|"+by.Actor+" via "+by.Via+"|"+reason)
 	if name == "missing" {
 		return nodes.Node{}, nodes.ErrNotFound
 	}
 	return nodes.Node{Name: name, Status: nodes.StatusReady, StatusReason: reason}, nil
 }
 
-func (a *acker) ResetGrade(_ context.Context, name, actor, reason string) (nodes.GradeChange, error) {
-	a.calls = append(a.calls, "reset "+name+"|"+actor+"|"+reason)
+func (a *acker) ResetGrade(_ context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error) {
+	a.calls = append(a.calls, "reset "+name+"|"+by.Actor+" via "+by.Via+"|"+reason)
 	switch name {
 	case "missing":
 		return nodes.GradeChange{}, nodes.ErrNotFound
@@ -81,8 +82,8 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if len(a.calls) != 8 || a.calls[1] != "n|me (operator)|checked" || a.calls[2] != "n|me (operator)|checked" ||
-		a.calls[5] != "reset n|me (operator)|disk replaced" || a.calls[6] != "n|node-b (operator)|fwd" || a.calls[7] != "n|me (operator)|lie" {
+	if len(a.calls) != 8 || a.calls[1] != "n|me (operator) via me|checked" || a.calls[2] != "n|me (operator) via me|checked" ||
+		a.calls[5] != "reset n|me (operator) via me|disk replaced" || a.calls[6] != "n|node-b (operator) via node-b|fwd" || a.calls[7] != "n|me (operator) via me|lie" {
 		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
 	}
 }
