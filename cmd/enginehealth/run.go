@@ -93,6 +93,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
 	}
 
+	auth, err := apiAuth(cfg.API.Operators)
+	if err != nil {
+		return usageError{err}
+	}
+
 	// The listener first: an address that cannot be bound fails the start
 	// before anything touches the database or etcd.
 	ln, err := net.Listen("tcp", cfg.API.Listen)
@@ -264,7 +269,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger) error
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
-			Token: cfg.API.Token,
+			Auth:      auth,
+			AuthReads: cfg.API.AuthReads,
 			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads,
 				Pauses: apiPauses},
 			Metrics:  mx.Handler(),
@@ -489,4 +495,17 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// apiAuth is the API's authenticator of the configured operators; nil
+// (mutations off) when there are none.
+func apiAuth(ops []configs.Operator) (api.Authenticator, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	set := make([]api.Operator, 0, len(ops))
+	for _, o := range ops {
+		set = append(set, api.Operator{Name: o.Name, SHA256: o.SHA256, Role: api.Role(o.Role)})
+	}
+	return api.NewTokens(set)
 }

@@ -150,7 +150,7 @@ func (s *store) Waiting(_ context.Context, wf string, _ int) ([]recovery.Waiting
 }
 
 func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
-	return recovery.HoldResult{}, s.call("holds "+d.Action, d.Workflow, d.Reason)
+	return recovery.HoldResult{}, s.call("holds "+d.Action, d.By.Actor, d.By.Via, d.Workflow, d.Reason)
 }
 
 func (s *store) Instance(_ context.Context, ref recovery.Ref, _ int) (recovery.InstanceView, error) {
@@ -188,7 +188,7 @@ func newTestHandler(t *testing.T) (http.Handler, *store, *logBuffer) {
 	s := &store{}
 	logs := &logBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events, Log: log})
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: s, Events: s.Events, Log: log})
 	return h, s, logs
 }
 
@@ -506,12 +506,16 @@ func (notMaster) Pause(context.Context, audit.By, string) (health.Pause, error) 
 	return health.Pause{}, health.ErrNotMaster
 }
 
+func (notMaster) DecideHolds(context.Context, recovery.HoldDecision) (recovery.HoldResult, error) {
+	return recovery.HoldResult{}, health.ErrNotMaster
+}
+
 // TestRefusalIsMarked: a mutation no master can take is a 503 marked as
 // a refusal (the CLI exits 4: try later); a database failure is a 503
 // without the mark (exit 1).
 func TestRefusalIsMarked(t *testing.T) {
 	s := &store{}
-	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: notMaster{s}, Events: s.Events,
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: notMaster{s}, Events: s.Events,
 		Local: func() (Leader, error) { return Leader{}, errors.New("not in office") },
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rec := do(h, "POST", "/v1/pause", "application/json", `{"reason":"x"}`)
@@ -525,7 +529,7 @@ func TestRefusalIsMarked(t *testing.T) {
 	// The master itself, its office not trusted now (a frozen etcd, a
 	// partition): a refusal to retry, not an internal error (second
 	// outside review).
-	h = NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events,
+	h = NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: s, Events: s.Events,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rec = do(h, "POST", "/v1/pause", "application/json", `{"reason":"not-trusted"}`)
 	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "no-master" || !strings.Contains(rec.Body.String(), "office cannot act now") {
