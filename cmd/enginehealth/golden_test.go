@@ -319,7 +319,8 @@ func TestExitCodes(t *testing.T) {
 	mux.HandleFunc("POST /v1/holds/retry", problem(http.StatusServiceUnavailable, "internal error"))
 	mux.HandleFunc("POST /v1/resume", problem(http.StatusConflict, "not paused"))
 	mux.HandleFunc("POST /v1/retry", problem(http.StatusUnauthorized, "a bearer token is required"))
-	mux.HandleFunc("POST /v1/nodes/{name}/ack", problem(http.StatusForbidden, "mutations are off: no api.token configured"))
+	mux.HandleFunc("POST /v1/nodes/{name}/ack", problem(http.StatusForbidden, "operator grafana has role read: this needs role operate"))
+	mux.HandleFunc("POST /v1/holds/fail", problem(http.StatusTooManyRequests, "too many failed authentications from this address: try again in 42s"))
 	mux.HandleFunc("GET /v1/nodes", problem(http.StatusServiceUnavailable, "database unavailable"))
 	mux.HandleFunc("GET /v1/runs", problem(http.StatusBadRequest, "query parameter limit: want 1..10000"))
 	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, r *http.Request) {
@@ -361,7 +362,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nodes"}, exitFailure, "database unavailable"},
 		{[]string{"retry", "orders", "1"}, exitFailure, "401"},
 		{[]string{"retry", "orders/1"}, exitFailure, "401"}, // the same request
-		{[]string{"node", "ack", "n2"}, exitFailure, "403"},
+		{[]string{"node", "ack", "n2"}, exitFailure, "403: operator grafana has role read: this needs role operate"},
+		{[]string{"holds", "fail", "--all"}, exitFailure, "429: too many failed authentications"},
 		{[]string{"runs"}, exitFailure, "query parameter limit"},
 		{[]string{"runs", "x"}, exitUsage, "positive integer"},
 		{[]string{"nodes", "-o", "yaml"}, exitUsage, "want table or json"},

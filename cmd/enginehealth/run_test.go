@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,11 +25,25 @@ import (
 
 // TestRunDaemon: the daemon's wiring, in process, from a configuration
 // file: it registers, takes office alone, becomes Ready and answers its
-// API; cancelling its context stops it cleanly (nil error, record gone).
+// API, to the operators of its tokens file (reads behind tokens); an
+// operator's pause is recorded under their name; cancelling its context
+// stops it cleanly (nil error, record gone).
 func TestRunDaemon(t *testing.T) {
 	dsn := pg.NewDatabase(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte(dsn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hash := func(token string) string {
+		sum := sha256.Sum256([]byte(token))
+		return hex.EncodeToString(sum[:])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte("- {name: alice, sha256: "+hash("alice-token")+", role: operate}\n"+
+		"- {name: reader, sha256: "+hash("reader-token")+", role: read}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "alice.token")
+	if err := os.WriteFile(tokenFile, []byte("alice-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "enginehealth.yaml")
@@ -45,6 +62,8 @@ health:
   not_responding_after: 1s
 api:
   listen: 127.0.0.1:0
+  tokens_file: tokens.yaml
+  auth_reads: true
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +92,11 @@ api:
 		node, err = store.Get(ctx, "wired")
 		return err == nil && node.Status == nodes.StatusReady && node.IsMaster, err
 	})
-	cl := api.NewClient(node.APIAddress, "")
+	var se *api.StatusError
+	if _, err := api.NewClient(node.APIAddress, "").Leader(ctx); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Fatalf("/v1/leader without a token, reads behind tokens: %v, want 401", err)
+	}
+	cl := api.NewClient(node.APIAddress, "reader-token")
 	if l, err := cl.Leader(ctx); err != nil || l.Name != "wired" {
 		t.Fatalf("/v1/leader: %+v %v", l, err)
 	}
@@ -81,6 +104,22 @@ api:
 		l, err := cl.Leader(ctx)
 		return err == nil && !l.Passes.LastSuccess.IsZero(), err
 	})
+
+	t.Setenv("ENGINEHEALTH_TOKEN", "no-such-token")
+	if _, errOut, code := runCLI(t, "pause", "--reason", "x", "--api", node.APIAddress); code != exitFailure || !strings.Contains(errOut, "401") {
+		t.Fatalf("pause with a token no operator has: exit %d: %s", code, errOut)
+	}
+	t.Setenv("ENGINEHEALTH_TOKEN", "reader-token")
+	if _, errOut, code := runCLI(t, "pause", "--reason", "x", "--api", node.APIAddress); code != exitFailure || !strings.Contains(errOut, "needs role operate") {
+		t.Fatalf("pause with a read token: exit %d: %s", code, errOut)
+	}
+	if out, errOut, code := runCLI(t, "pause", "--reason", "disk swap", "--api", node.APIAddress, "--token-file", tokenFile); code != exitOK {
+		t.Fatalf("pause: exit %d: %s%s", code, out, errOut)
+	}
+	es, err := cl.Events(ctx, audit.ListParams{Kind: audit.KindPaused})
+	if err != nil || len(es) != 1 || es[0].Actor != "alice (operator)" || es[0].Via == nil || *es[0].Via != "wired" {
+		t.Fatalf("pause events %+v %v, want one by alice (operator) via wired", es, err)
+	}
 
 	cancel()
 	select {
