@@ -125,7 +125,11 @@ func (t *Tokens) Authenticate(r *http.Request) (Identity, error) {
 		return Identity{}, ErrBadCredential
 	}
 	sum := sha256.Sum256([]byte(token))
-	ops := *t.set.Load()
+	set := t.set.Load()
+	if set == nil { // a Tokens whose first Set failed knows no one
+		return Identity{}, ErrBadCredential
+	}
+	ops := *set
 	found, at := 0, 0
 	for i := range ops {
 		eq := subtle.ConstantTimeCompare(sum[:], ops[i].SHA256[:])
