@@ -211,13 +211,22 @@ type API struct {
 	// Advertise is the address other nodes and the CLI use; default: the
 	// address actually bound.
 	Advertise string `yaml:"advertise"`
-	// TokenFile / TokenEnv: the bearer token for mutations (optional; with
-	// neither, mutations are off).
+	// TokensFile names the operators: a YAML list of {name, sha256,
+	// role}, each the SHA-256 of a bearer token (see Operator).
+	TokensFile string `yaml:"tokens_file"`
+	// TokenFile / TokenEnv: one bearer token, the operator named
+	// "operator" with role operate (not with TokensFile). With none of
+	// the three, mutations are off.
 	TokenFile string `yaml:"token_file"`
 	TokenEnv  string `yaml:"token_env"`
+	// AuthReads: every read but /healthz, /readyz, /metrics and the
+	// nodes' own /v1/leader?local=true needs a token of either role.
+	AuthReads bool `yaml:"auth_reads"`
 
-	// Token is the resolved secret; never log it.
+	// Token is the resolved secret of TokenFile or TokenEnv; never log it.
 	Token string `yaml:"-"`
+	// Operators: from TokensFile, or Token as the operator "operator".
+	Operators []Operator `yaml:"-"`
 }
 
 // Log configures logging.

@@ -326,10 +326,11 @@ func policyOf(r recovery.Policy) *Policy {
 func ptr[T any](v T) *T { return &v }
 
 // resolveSecrets reads the DSN and the API token from their files or
-// environment variables.
+// environment variables, and the operators' token hashes.
 func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string) (string, bool)) {
 	c.Database.DSN = v.secret("database", "dsn", c.Database.DSNFile, c.Database.DSNEnv, true, dir, lookupEnv)
 	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
+	c.resolveOperators(v, dir)
 }
 
 // ReadSecretFile reads a secret (a DSN, a token) from a file: a regular

@@ -263,6 +263,12 @@ func (c *Config) validate(v *validator) {
 			v.warn(key, "the token has %d characters: use at least 16 random ones (e.g. openssl rand -hex 32)", len(t))
 		}
 	}
+	if a := c.API; a.AuthReads && a.TokensFile == "" && a.TokenFile == "" && a.TokenEnv == "" {
+		v.add("api.auth_reads", "true needs operators to read with: set api.tokens_file (or api.token_file or api.token_env)")
+	}
+	if ops := c.API.Operators; len(ops) > 0 && !slices.ContainsFunc(ops, func(o Operator) bool { return o.Role == RoleOperate }) {
+		v.warn("api.tokens_file", "no operator has role %s: every mutation (ack, check, recover, pause, holds, retry) is refused", RoleOperate)
+	}
 	if err := checkHostPort(c.API.Listen, 0); err != nil {
 		v.add("api.listen", "%v", err)
 	} else if h, _, _ := net.SplitHostPort(c.API.Listen); c.API.Advertise == "" && (h == "" || isUnspecified(h)) {

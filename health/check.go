@@ -294,7 +294,8 @@ func (c *Checker) threshold() time.Duration {
 // Override is an operator's override of the disruption guard for one
 // pass (check --force).
 type Override struct {
-	Actor, Reason string
+	By     audit.By
+	Reason string
 }
 
 // RunOnce runs one pass under office o as a run with the given trigger.
@@ -389,7 +390,7 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 			if force != nil {
 				res.Forced = true
 				res.DisruptionReason += "; overridden for this pass by an operator"
-				if err := c.events.Write(ctx, tx, audit.Event{Kind: audit.KindGuardOverride, Actor: force.Actor, Term: &term, RunID: &run,
+				if err := c.events.Write(ctx, tx, audit.Event{Kind: audit.KindGuardOverride, Actor: force.By.Actor, Via: audit.Str(force.By.Via), Term: &term, RunID: &run,
 					Reason: fmt.Sprintf("disruption guard overridden for one pass: %s; %d of %d nodes looked unresponsive (%s)",
 						force.Reason, len(stale), total, strings.Join(stale, ", "))}); err != nil {
 					return err
@@ -430,8 +431,8 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 	}
 	switch {
 	case res.Forced:
-		c.log.WarnContext(ctx, "disruption guard overridden by an operator for one pass", "actor", force.Actor, "reason", force.Reason,
-			"stale", strings.Join(res.Stale, ","))
+		c.log.WarnContext(ctx, "disruption guard overridden by an operator for one pass", append(force.By.Args(), "reason", force.Reason,
+			"stale", strings.Join(res.Stale, ","))...)
 		c.disrupted.Store(false)
 	case c.disrupted.Load():
 		c.log.InfoContext(ctx, "left disruption mode")
@@ -481,13 +482,13 @@ func (c *Checker) repair(ctx context.Context, o *leader.Office, run int64, wfs [
 // with an event. It waits for a running pass, so once it returns no pass
 // of this office repairs anything until Resume. ErrPaused, ErrNotPaused
 // when the switch is there already.
-func (c *Checker) SetPause(ctx context.Context, o *leader.Office, paused bool, actor, reason string) (Pause, error) {
+func (c *Checker) SetPause(ctx context.Context, o *leader.Office, paused bool, by audit.By, reason string) (Pause, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var p Pause
 	err := c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		var err error
-		p, err = c.cfg.Pauses.set(ctx, tx, paused, actor, reason)
+		p, err = c.cfg.Pauses.set(ctx, tx, paused, by, reason)
 		return err
 	})
 	if err == nil {

@@ -56,7 +56,7 @@ func status(t *testing.T, b bundle, name string) string {
 func kinds(t *testing.T, b bundle, kind string) []audit.Event {
 	t.Helper()
 	var es []audit.Event
-	if err := b.db.Select(&es, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
+	if err := b.db.Select(&es, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via
 		FROM enginehealth.event_log WHERE kind = $1 ORDER BY id`, kind); err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +607,7 @@ func TestSweepIntervalAndNextSweep(t *testing.T) {
 			t.Fatalf("%s: after the second sweep: last %v, next %v", tc.name, st.LastSweep, st.NextSweep)
 		}
 		// Paused: no sweep is expected; after the resume, the next pass.
-		if _, err := c.SetPause(ctx, o, true, "op", "sweep test"); err != nil {
+		if _, err := c.SetPause(ctx, o, true, audit.By{Actor: "op"}, "sweep test"); err != nil {
 			t.Fatal(err)
 		}
 		if st := c.Stats(); !st.NextSweep.IsZero() || !st.LastSweep.Equal(due) {
@@ -619,7 +619,7 @@ func TestSweepIntervalAndNextSweep(t *testing.T) {
 		if st := c.Stats(); !st.NextSweep.IsZero() {
 			t.Fatalf("%s: after a paused pass: next sweep %v, want none", tc.name, st.NextSweep)
 		}
-		if _, err := c.SetPause(ctx, o, false, "op", "sweep test done"); err != nil {
+		if _, err := c.SetPause(ctx, o, false, audit.By{Actor: "op"}, "sweep test done"); err != nil {
 			t.Fatal(err)
 		}
 		if st := c.Stats(); !st.NextSweep.Equal(due.Add(2 * time.Minute)) {

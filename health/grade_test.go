@@ -291,7 +291,7 @@ func TestGradeFinishedElsewhere(t *testing.T) {
 		t.Fatalf("finished elsewhere, capped: %+v", ch)
 	}
 	// Once n1 is reset, the next such case may be ERROR.
-	if _, err := r.b.nodes.ResetGrade(ctx, "n1", "op", "host replaced"); err != nil {
+	if _, err := r.b.nodes.ResetGrade(ctx, "n1", audit.By{Actor: "op"}, "host replaced"); err != nil {
 		t.Fatal(err)
 	}
 	r.interrupt("n4", 401)
@@ -400,19 +400,19 @@ func TestGradeResetAndRestart(t *testing.T) {
 		t.Fatalf("claims.Grades: %v, %v", all, err)
 	}
 
-	c, err := r.b.nodes.ResetGrade(ctx, "n1", "ops (operator)", "host replaced")
+	c, err := r.b.nodes.ResetGrade(ctx, "n1", audit.By{Actor: "ops (operator)", Via: "n2"}, "host replaced")
 	if err != nil || c.From != nodes.GradeError || c.To != nodes.GradeNormal {
 		t.Fatalf("reset: %+v, %v", c, err)
 	}
 	r.wantGrade("n1", nodes.GradeNormal)
 	ev := kinds(t, r.b, audit.KindNodeGrade)
-	if last := ev[len(ev)-1]; last.Actor != "ops (operator)" || last.Reason != "host replaced" || *last.ToState != nodes.GradeNormal {
+	if last := ev[len(ev)-1]; last.Actor != "ops (operator)" || last.Via == nil || *last.Via != "n2" || last.Reason != "host replaced" || *last.ToState != nodes.GradeNormal {
 		t.Fatalf("reset event %+v", last)
 	}
-	if _, err := r.b.nodes.ResetGrade(ctx, "n1", "ops", "again"); !errors.Is(err, nodes.ErrGradeNormal) {
+	if _, err := r.b.nodes.ResetGrade(ctx, "n1", audit.By{Actor: "ops"}, "again"); !errors.Is(err, nodes.ErrGradeNormal) {
 		t.Fatalf("second reset: %v", err)
 	}
-	if _, err := r.b.nodes.ResetGrade(ctx, "nobody", "ops", "x"); !errors.Is(err, nodes.ErrNotFound) {
+	if _, err := r.b.nodes.ResetGrade(ctx, "nobody", audit.By{Actor: "ops"}, "x"); !errors.Is(err, nodes.ErrNotFound) {
 		t.Fatalf("reset of an unknown node: %v", err)
 	}
 	if _, err := claims.Grade(ctx, r.b.db, "enginehealth", "nobody"); !errors.Is(err, claims.ErrUnknownNode) {
@@ -567,7 +567,7 @@ func TestGradeResetForgivesOwnInterruptions(t *testing.T) {
 	r.interrupt("n1", 101)
 	r.pass()
 	r.wantGrade("n1", nodes.GradeError)
-	if _, err := r.b.nodes.ResetGrade(context.Background(), "n1", "op", "host replaced"); err != nil {
+	if _, err := r.b.nodes.ResetGrade(context.Background(), "n1", audit.By{Actor: "op"}, "host replaced"); err != nil {
 		t.Fatal(err)
 	}
 	r.interrupt("n1", 102)

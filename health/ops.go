@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -44,9 +45,9 @@ func (p *Ops) office() (*leader.Office, error) {
 // CheckRequest asks for a manual CheckEngineHealth pass.
 type CheckRequest struct {
 	// Force runs the pass through the disruption guard (once), recorded
-	// with Actor and Reason (required with Force).
+	// with By and Reason (required with Force).
 	Force  bool
-	Actor  string
+	By     audit.By
 	Reason string
 }
 
@@ -57,29 +58,29 @@ func (p *Ops) Check(ctx context.Context, req CheckRequest) (CheckResult, error) 
 		return CheckResult{}, err
 	}
 	if req.Force {
-		return p.Checker.RunForced(ctx, o, Override{Actor: req.Actor, Reason: req.Reason})
+		return p.Checker.RunForced(ctx, o, Override{By: req.By, Reason: req.Reason})
 	}
 	return p.Checker.RunOnce(ctx, o, recovery.TriggerManual, nil)
 }
 
 // Pause stops automatic repair cluster-wide until Resume (see Pause);
 // ErrPaused when paused already.
-func (p *Ops) Pause(ctx context.Context, actor, reason string) (Pause, error) {
+func (p *Ops) Pause(ctx context.Context, by audit.By, reason string) (Pause, error) {
 	o, err := p.office()
 	if err != nil {
 		return Pause{}, err
 	}
-	return p.Checker.SetPause(ctx, o, true, actor, reason)
+	return p.Checker.SetPause(ctx, o, true, by, reason)
 }
 
 // Resume lets automatic repair go on; the next pass catches up.
 // ErrNotPaused when not paused.
-func (p *Ops) Resume(ctx context.Context, actor, reason string) (Pause, error) {
+func (p *Ops) Resume(ctx context.Context, by audit.By, reason string) (Pause, error) {
 	o, err := p.office()
 	if err != nil {
 		return Pause{}, err
 	}
-	return p.Checker.SetPause(ctx, o, false, actor, reason)
+	return p.Checker.SetPause(ctx, o, false, by, reason)
 }
 
 // PauseState reads the pause switch.

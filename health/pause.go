@@ -80,7 +80,7 @@ func (p *Pauses) Read(ctx context.Context, q sqlx.QueryerContext) (Pause, error)
 // set turns the switch to paused in the master's fenced tx, with an event;
 // ErrPaused or ErrNotPaused (wrapped with who and why) when it is there
 // already.
-func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, actor, reason string) (Pause, error) {
+func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, by audit.By, reason string) (Pause, error) {
 	var cur Pause
 	if err := tx.GetContext(ctx, &cur, `SELECT paused, changed_at, actor, reason, term FROM `+p.table+` FOR UPDATE`); err != nil {
 		return Pause{}, fmt.Errorf("read pause: %w", err)
@@ -93,7 +93,7 @@ func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, actor, rea
 	}
 	var s Pause
 	if err := tx.GetContext(ctx, &s, `UPDATE `+p.table+` SET paused = $1, changed_at = now(), actor = $2, reason = $3, term = $4
-		RETURNING paused, changed_at, actor, reason, term`, paused, actor, reason, tx.Term); err != nil {
+		RETURNING paused, changed_at, actor, reason, term`, paused, by.Actor, reason, tx.Term); err != nil {
 		return Pause{}, fmt.Errorf("write pause: %w", err)
 	}
 	kind := audit.KindResumed
@@ -101,5 +101,5 @@ func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, actor, rea
 		kind = audit.KindPaused
 	}
 	term := tx.Term
-	return s, p.events.Write(ctx, tx, audit.Event{Kind: kind, Actor: actor, Term: &term, Reason: reason})
+	return s, p.events.Write(ctx, tx, audit.Event{Kind: kind, Actor: by.Actor, Via: audit.Str(by.Via), Term: &term, Reason: reason})
 }

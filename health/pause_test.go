@@ -39,14 +39,14 @@ func TestPause(t *testing.T) {
 	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second})
 	c.begin()
 	ctx := context.Background()
-	if _, err := c.SetPause(ctx, o, false, "op", "x"); !errors.Is(err, ErrNotPaused) {
+	if _, err := c.SetPause(ctx, o, false, audit.By{Actor: "op"}, "x"); !errors.Is(err, ErrNotPaused) {
 		t.Fatalf("resume of a running cluster: %v, want ErrNotPaused", err)
 	}
-	p, err := c.SetPause(ctx, o, true, "m (operator)", "schema migration")
+	p, err := c.SetPause(ctx, o, true, audit.By{Actor: "m (operator)", Via: "n2"}, "schema migration")
 	if err != nil || !p.Paused || p.Actor != "m (operator)" || p.Reason != "schema migration" || p.Term == nil || *p.Term != o.Term {
 		t.Fatalf("pause: %+v %v", p, err)
 	}
-	if _, err := c.SetPause(ctx, o, true, "other", "again"); !errors.Is(err, ErrPaused) || !strings.Contains(err.Error(), "schema migration") {
+	if _, err := c.SetPause(ctx, o, true, audit.By{Actor: "other"}, "again"); !errors.Is(err, ErrPaused) || !strings.Contains(err.Error(), "schema migration") {
 		t.Fatalf("second pause: %v, want ErrPaused saying who paused and why", err)
 	}
 
@@ -77,11 +77,11 @@ func TestPause(t *testing.T) {
 	if err != nil || res.Paused == nil || res.Recovery.Done() != 0 {
 		t.Fatalf("new master's pass: %+v %v, want paused and nothing repaired", res, err)
 	}
-	if _, err := c.SetPause(ctx, o, false, "m", "x"); err == nil {
+	if _, err := c.SetPause(ctx, o, false, audit.By{Actor: "m"}, "x"); err == nil {
 		t.Fatal("the deposed master resumed")
 	}
 
-	p, err = c2.SetPause(ctx, o2, false, "m2 (operator)", "migration done")
+	p, err = c2.SetPause(ctx, o2, false, audit.By{Actor: "m2 (operator)"}, "migration done")
 	if err != nil || p.Paused || p.Reason != "migration done" {
 		t.Fatalf("resume: %+v %v", p, err)
 	}
@@ -90,7 +90,8 @@ func TestPause(t *testing.T) {
 		t.Fatalf("pass after resume: %+v %v, want the claim expired and both instances repaired in a sweep", res.Recovery, err)
 	}
 	ps, rs := kinds(t, b, audit.KindPaused), kinds(t, b, audit.KindResumed)
-	if len(ps) != 1 || ps[0].Actor != "m (operator)" || ps[0].Reason != "schema migration" || len(rs) != 1 || rs[0].Actor != "m2 (operator)" {
+	if len(ps) != 1 || ps[0].Actor != "m (operator)" || ps[0].Via == nil || *ps[0].Via != "n2" || ps[0].Reason != "schema migration" ||
+		len(rs) != 1 || rs[0].Actor != "m2 (operator)" || rs[0].Via != nil {
 		t.Fatalf("pause events %+v, resume events %+v", ps, rs)
 	}
 }
@@ -106,7 +107,7 @@ func TestPauseWaitsForRunningPass(t *testing.T) {
 	c.mu.Lock()
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.SetPause(context.Background(), o, true, "op", "x")
+		_, err := c.SetPause(context.Background(), o, true, audit.By{Actor: "op"}, "x")
 		done <- err
 	}()
 	testkit.Never(t, 200*time.Millisecond, "pause returned while a pass held the lock", func() bool { return len(done) > 0 })
@@ -139,12 +140,12 @@ func TestForceOverridesGuard(t *testing.T) {
 	if err != nil || !res.Disruption || !strings.Contains(res.DisruptionReason, "3 of 4 nodes") {
 		t.Fatalf("unforced pass: %+v %v, want the guard to hold and say why", res, err)
 	}
-	res, err = c.RunForced(ctx, o, Override{Actor: "m (operator)", Reason: "rack 3 lost power"})
+	res, err = c.RunForced(ctx, o, Override{By: audit.By{Actor: "m (operator)", Via: "n3"}, Reason: "rack 3 lost power"})
 	if err != nil || res.Disruption || !res.Forced || len(res.NotResponding) != 3 || res.Recovery.ClaimsExpired != 1 || res.Recovery.Done() != 1 {
 		t.Fatalf("forced pass: %+v %v", res, err)
 	}
 	ov := kinds(t, b, audit.KindGuardOverride)
-	if len(ov) != 1 || ov[0].Actor != "m (operator)" || !strings.Contains(ov[0].Reason, "rack 3 lost power") ||
+	if len(ov) != 1 || ov[0].Actor != "m (operator)" || ov[0].Via == nil || *ov[0].Via != "n3" || !strings.Contains(ov[0].Reason, "rack 3 lost power") ||
 		!strings.Contains(ov[0].Reason, "x, y, z") || *ov[0].RunID != res.RunID {
 		t.Fatalf("guard_override events %+v", ov)
 	}
@@ -156,18 +157,18 @@ func TestForceOverridesGuard(t *testing.T) {
 		t.Fatalf("pass after the forced one: %+v %v", res, err)
 	}
 	// Force without a guard to override writes no override event.
-	if _, err := c.RunForced(ctx, o, Override{Actor: "op", Reason: "again"}); err != nil {
+	if _, err := c.RunForced(ctx, o, Override{By: audit.By{Actor: "op"}, Reason: "again"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(kinds(t, b, audit.KindGuardOverride)); n != 1 {
 		t.Fatalf("%d guard_override events, want 1", n)
 	}
 	// A forced pass does not override a pause.
-	if _, err := c.SetPause(ctx, o, true, "op", "hands off"); err != nil {
+	if _, err := c.SetPause(ctx, o, true, audit.By{Actor: "op"}, "hands off"); err != nil {
 		t.Fatal(err)
 	}
 	b.db.MustExec(`INSERT INTO app.invoice (id, status) VALUES (1001, 'Sending')`)
-	res, err = c.RunForced(ctx, o, Override{Actor: "op", Reason: "force"})
+	res, err = c.RunForced(ctx, o, Override{By: audit.By{Actor: "op"}, Reason: "force"})
 	if err != nil || res.Paused == nil || res.Recovery.Done() != 0 {
 		t.Fatalf("forced pass while paused: %+v %v", res, err)
 	}

@@ -494,7 +494,7 @@ var ErrGradeNormal = errors.New("nodes: grade is " + GradeNormal + " already")
 // ResetGrade is an operator's reset of node name's grade to NORMAL, with
 // an event. A node without a record may be reset while it still has a
 // grade (it shut down cleanly while WARNING or ERROR).
-func (s *Store) ResetGrade(ctx context.Context, name, actor, reason string) (GradeChange, error) {
+func (s *Store) ResetGrade(ctx context.Context, name string, by audit.By, reason string) (GradeChange, error) {
 	var c GradeChange
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var r gradeRow
@@ -522,7 +522,7 @@ func (s *Store) ResetGrade(ctx context.Context, name, actor, reason string) (Gra
 		}
 		from, to := r.Grade, GradeNormal
 		c = GradeChange{Name: name, From: from, To: to, Reason: reason}
-		return s.events.Write(ctx, tx, audit.Event{Kind: audit.KindNodeGrade, Actor: actor, Node: &name,
+		return s.events.Write(ctx, tx, audit.Event{Kind: audit.KindNodeGrade, Actor: by.Actor, Via: audit.Str(by.Via), Node: &name,
 			FromState: &from, ToState: &to, Reason: reason})
 	})
 	if err != nil {

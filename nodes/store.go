@@ -306,7 +306,7 @@ var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdo
 // there on like a newly registered node: it campaigns, and the master
 // makes it Ready after start-up recovery. It is the only way out of
 // Unexpected shutdown.
-func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, error) {
+func (s *Store) Ack(ctx context.Context, name string, by audit.By, reason string) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var status string
@@ -323,12 +323,12 @@ func (s *Store) Ack(ctx context.Context, name, actor, reason string) (Node, erro
 		if err := sqlx.GetContext(ctx, tx, &n,
 			`UPDATE `+s.table+` SET status = '`+StatusRecovering+`', status_changed_at = now(),
 				status_changed_by = $2, status_reason = $3
-			 WHERE name = $1 RETURNING `+s.columns, name, actor, reason); err != nil {
+			 WHERE name = $1 RETURNING `+s.columns, name, by.Actor, reason); err != nil {
 			return err
 		}
 		from, to := StatusUnexpectedShutdown, StatusRecovering
 		return s.events.Write(ctx, tx, audit.Event{
-			Kind: audit.KindNodeAck, Actor: actor, Node: &name, FromState: &from, ToState: &to, Reason: reason,
+			Kind: audit.KindNodeAck, Actor: by.Actor, Via: audit.Str(by.Via), Node: &name, FromState: &from, ToState: &to, Reason: reason,
 		})
 	})
 	if err != nil {

@@ -245,7 +245,7 @@ func TestDeregisterKeepsUnackedRecord(t *testing.T) {
 		t.Fatalf("event of the restart: %+v", last)
 	}
 	// After the ack, a clean stop deletes the record as usual.
-	if _, err := s.Ack(ctx, "a", "op", "checked the host"); err != nil {
+	if _, err := s.Ack(ctx, "a", audit.By{Actor: "op"}, "checked the host"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Deregister(ctx, restarted.Name, restarted.Incarnation, "clean shutdown"); err != nil {

@@ -587,11 +587,11 @@ type parkedMove struct {
 	// reason: SQL text of a move's reason, over d.attempt (the retries
 	// made before).
 	reason string
-	// run counting the moves (0: none), actor and term of the events of
-	// an operator's decision (empty and 0 for a run's).
-	run   int64
-	actor string
-	term  int64
+	// run counting the moves (0: none), who did it and the term of the
+	// events of an operator's decision (empty and 0 for a run's).
+	run  int64
+	by   audit.By
+	term int64
 }
 
 // moveParked applies m to the parked instances ids (whose attempts rows
@@ -623,7 +623,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 	}
 	ev := r.cfg.Events.InsertSelect(audit.Columns{
 		Kind:  "CASE WHEN x.ok THEN $10 ELSE $11 END",
-		Actor: "nullif($12::text, '')", Term: "nullif($13::bigint, 0)",
+		Actor: "nullif($12::text, '')", Via: "nullif($17::text, '')", Term: "nullif($13::bigint, 0)",
 		RunID: "nullif($9::bigint, 0)", Workflow: "$3", Instance: "x.id", Task: "$4", FromState: "$5",
 		ToState: "CASE WHEN x.ok THEN $6 END",
 		Attempt: "CASE WHEN x.ok THEN " + evAttempt + " WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END", Reason: "x.reason"}, "res x")
@@ -676,7 +676,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 	var wrote int64
 	var gone, why pq.StringArray
 	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(ids), w.Name, t.Name, m.left, m.to, m.parked, m.done,
-		m.run, m.kind, m.cancelKind, m.actor, m.term, m.cancelled, pq.Array(t.Ends), t.Begin).Scan(&moved, &gone, &why, &wrote)
+		m.run, m.kind, m.cancelKind, m.by.Actor, m.term, m.cancelled, pq.Array(t.Ends), t.Begin, m.by.Via).Scan(&moved, &gone, &why, &wrote)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
 	}

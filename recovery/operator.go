@@ -189,8 +189,9 @@ type HoldDecision struct {
 	Instances []Ref
 	All       bool
 	Workflow  string
-	// Actor and Reason are recorded in each event.
-	Actor, Reason string
+	// By and Reason are recorded in each event.
+	By     audit.By
+	Reason string
 }
 
 // HoldOutcome is a hold that was closed without its decision applied.
@@ -286,7 +287,7 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 			for _, k := range order {
 				w, t := r.task(k.w, k.t)
 				m := parkedMove{w: w, t: t, left: k.left, parked: AttemptHeld, kind: audit.KindHoldDecided,
-					cancelKind: audit.KindHoldDecided, cancelled: "hold cancelled", actor: d.Actor, term: tx.Term}
+					cancelKind: audit.KindHoldDecided, cancelled: "hold cancelled", by: d.By, term: tx.Term}
 				why := "hold released by an operator: " + d.Reason
 				if d.Action == DecideRetry {
 					m.to, m.done, m.manual = t.Begin, AttemptRetried, true
@@ -329,8 +330,8 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 func (r *Repairer) logDecision(ctx context.Context, tx *leader.Tx, d HoldDecision, workflow, task, left, to, why string, moved int64, ids []string, gone []parkedCancel) {
 	tx.AfterCommit(func() {
 		r.log.LogAttrs(ctx, slog.LevelInfo, "holds decided", slog.String("decision", d.Action), slog.Int64("moved", moved),
-			slog.Int("cancelled", len(gone)), slog.Group("event", "kind", audit.KindHoldDecided, "actor", d.Actor, "term", tx.Term,
-				"workflow", workflow, "task", task, "from_state", left, "to_state", to, "reason", why))
+			slog.Int("cancelled", len(gone)), slog.Group("event", append(append([]any{"kind", audit.KindHoldDecided}, d.By.Args()...), "term", tx.Term,
+				"workflow", workflow, "task", task, "from_state", left, "to_state", to, "reason", why)...))
 		if !r.log.Enabled(ctx, slog.LevelDebug) {
 			return
 		}
@@ -343,8 +344,8 @@ func (r *Repairer) logDecision(ctx context.Context, tx *leader.Tx, d HoldDecisio
 			if w, ok := cancelled[id]; ok {
 				state, reason = "", w
 			}
-			r.log.LogAttrs(ctx, slog.LevelDebug, "hold decided", slog.Group("event", "kind", audit.KindHoldDecided, "actor", d.Actor,
-				"term", tx.Term, "workflow", workflow, "instance", id, "task", task, "from_state", left, "to_state", state, "reason", reason))
+			r.log.LogAttrs(ctx, slog.LevelDebug, "hold decided", slog.Group("event", append(append([]any{"kind", audit.KindHoldDecided}, d.By.Args()...),
+				"term", tx.Term, "workflow", workflow, "instance", id, "task", task, "from_state", left, "to_state", state, "reason", reason)...))
 		}
 	})
 }
@@ -359,8 +360,10 @@ type ManualRetry struct {
 	// request is refused: the check will run it).
 	Soon time.Duration
 	// Paused: the check runs no retry now, so none is left to it.
-	Paused        bool
-	Actor, Reason string
+	Paused bool
+	// By and Reason are recorded in the event.
+	By     audit.By
+	Reason string
 }
 
 // RetryResult is what a manual retry did.
@@ -528,7 +531,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 			return fmt.Errorf("write attempts: %w", ErrConflict)
 		}
 		term := tx.Term
-		return r.cfg.Events.Write(ctx, tx, audit.Event{Kind: audit.KindManualRetry, Actor: m.Actor, Term: &term,
+		return r.cfg.Events.Write(ctx, tx, audit.Event{Kind: audit.KindManualRetry, Actor: m.By.Actor, Via: audit.Str(m.By.Via), Term: &term,
 			Workflow: &w.Name, Instance: &m.Instance, Task: &t.Name, FromState: &cur.State, ToState: &t.Begin,
 			Attempt: &attempt, Reason: reason})
 	})

@@ -9,13 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 )
 
-// eventsOf returns the kind, actor and reason of instance id's events.
+// eventsOf returns the kind, actor (and via), term and reason of
+// instance id's events.
 func (f policyFixture) eventsOf(t *testing.T, id string) []string {
 	t.Helper()
 	var es []string
-	if err := f.db.Select(&es, `SELECT kind || '|' || coalesce(actor, '') || '|' || coalesce(term::text, '') || '|' || reason
+	if err := f.db.Select(&es, `SELECT kind || '|' || coalesce(actor, '') || coalesce(' via ' || via, '') || '|' || coalesce(term::text, '') || '|' || reason
 		FROM enginehealth.event_log WHERE workflow = 'orders' AND instance = $1 ORDER BY id`, id); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +50,7 @@ func TestHoldDecisions(t *testing.T) {
 
 	// "01" names row 1, whose hold is keyed "1".
 	res, err := f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "01"}},
-		Actor: "ops (operator)", Reason: "carrier fixed"})
+		By: audit.By{Actor: "ops (operator)", Via: "n2"}, Reason: "carrier fixed"})
 	if err != nil || res.Decided != 1 || len(res.NotHeld) != 0 || len(res.Cancelled) != 0 {
 		t.Fatalf("holds retry orders/1: %+v, %v", res, err)
 	}
@@ -58,7 +61,7 @@ func TestHoldDecisions(t *testing.T) {
 		t.Fatalf("released instance's attempts row: %+v", a)
 	}
 	es := f.eventsOf(t, "1")
-	if last := es[len(es)-1]; !strings.HasPrefix(last, "hold_decided|ops (operator)|") || !strings.HasSuffix(last, "hold released by an operator: carrier fixed") {
+	if last := es[len(es)-1]; !strings.HasPrefix(last, "hold_decided|ops (operator) via n2|") || !strings.HasSuffix(last, "hold released by an operator: carrier fixed") {
 		t.Fatalf("events of orders/1: %q", es)
 	}
 
@@ -68,7 +71,7 @@ func TestHoldDecisions(t *testing.T) {
 	f.db.MustExec(`UPDATE app.orders SET status = 'Cancelled' WHERE id = 3`)
 	var logs strings.Builder
 	f.r.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideFail, All: true, Workflow: "orders", Actor: "ops", Reason: "gave up"})
+	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideFail, All: true, Workflow: "orders", By: audit.By{Actor: "ops"}, Reason: "gave up"})
 	if err != nil || res.Decided != 1 || len(res.Cancelled) != 1 || res.Cancelled[0].Instance != "3" ||
 		!strings.Contains(res.Cancelled[0].Reason, "hold cancelled: instance moved to Cancelled by someone else") {
 		t.Fatalf("holds fail --all: %+v, %v", res, err)
@@ -95,7 +98,7 @@ func TestHoldDecisions(t *testing.T) {
 	}
 
 	// The same request again: nothing is held any more.
-	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "1"}}, Actor: "ops"})
+	res, err = f.r.DecideHolds(ctx, f.o, HoldDecision{Action: DecideRetry, Instances: []Ref{{"orders", "1"}}, By: audit.By{Actor: "ops"}})
 	if err != nil || res.Decided != 0 || !slices.Equal(res.NotHeld, []Ref{{"orders", "1"}}) {
 		t.Fatalf("repeated holds retry: %+v, %v", res, err)
 	}
@@ -131,7 +134,7 @@ func TestManualRetry(t *testing.T) {
 		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
 	ctx := context.Background()
 	retry := func(id string) (RetryResult, error) {
-		return f.r.Retry(ctx, f.o, ManualRetry{Ref: Ref{"orders", id}, Soon: time.Minute, Actor: "ops (operator)", Reason: "replayed"})
+		return f.r.Retry(ctx, f.o, ManualRetry{Ref: Ref{"orders", id}, Soon: time.Minute, By: audit.By{Actor: "ops (operator)", Via: "n3"}, Reason: "replayed"})
 	}
 	// A failure the engine made, never seen by a policy.
 	f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 5`)
@@ -145,7 +148,7 @@ func TestManualRetry(t *testing.T) {
 	if a := attemptOf(t, f.db, "orders", "5", "ship"); a.State != AttemptRetried || a.Manual != 1 || a.Attempt != 0 {
 		t.Fatalf("attempts row: %+v", a)
 	}
-	if es := f.eventsOf(t, "5"); len(es) != 1 || !strings.HasPrefix(es[0], "manual_retry|ops (operator)|") ||
+	if es := f.eventsOf(t, "5"); len(es) != 1 || !strings.HasPrefix(es[0], "manual_retry|ops (operator) via n3|") ||
 		!strings.Contains(es[0], "manual retry 1 by an operator (not counted against max_attempts): replayed") {
 		t.Fatalf("events: %q", es)
 	}
@@ -253,7 +256,7 @@ func TestRetryStats(t *testing.T) {
 	// begin.
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1; UPDATE app.orders SET status = 'Shipping' WHERE id = 3`)
 	f.check()
-	if _, err := f.r.Retry(context.Background(), f.o, ManualRetry{Ref: Ref{"orders", "3"}, Actor: "ops"}); err != nil {
+	if _, err := f.r.Retry(context.Background(), f.o, ManualRetry{Ref: Ref{"orders", "3"}, By: audit.By{Actor: "ops"}}); err != nil {
 		t.Fatal(err)
 	}
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 3`)
@@ -374,7 +377,7 @@ func TestManualRetryWhilePausedAndWhileLocked(t *testing.T) {
 		t.Fatalf("%+v", res.Tasks[0])
 	}
 	f.db.MustExec(`UPDATE enginehealth.attempts SET next_attempt_at = now() - interval '10s'`) // overdue
-	m := ManualRetry{Ref: Ref{"orders", "1"}, Soon: time.Second, Actor: "ops (operator)"}
+	m := ManualRetry{Ref: Ref{"orders", "1"}, Soon: time.Second, By: audit.By{Actor: "ops (operator)"}}
 	if _, err := f.r.Retry(ctx, f.o, m); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "the check runs it") {
 		t.Fatalf("overdue retry, not paused: %v, want refused: the check runs it", err)
 	}

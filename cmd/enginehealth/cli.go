@@ -375,11 +375,20 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s, trust margin %s\n", strings.Join(cfg.Etcd.RedactedEndpoints(), ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL, cfg.Etcd.TrustMargin)
 	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s, sweep every %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter,
 		cfg.Health.ForgetAfter, cfg.Health.SweepInterval)
-	token := "off (no token)"
-	if cfg.API.Token != "" {
-		token = "on"
+	roles := map[string]int{}
+	for _, o := range cfg.API.Operators {
+		roles[o.Role]++
 	}
-	fmt.Fprintf(w, "api        %s, mutations %s\n", cfg.API.Listen, token)
+	ops := "mutations off (no operator)"
+	if n := len(cfg.API.Operators); n > 0 {
+		ops = fmt.Sprintf("%d %s (%d %s, %d %s)", n, plural(int64(n), "operator", "operators"),
+			roles[configs.RoleOperate], configs.RoleOperate, roles[configs.RoleRead], configs.RoleRead)
+	}
+	reads := "reads open"
+	if cfg.API.AuthReads {
+		reads = "reads need a token"
+	}
+	fmt.Fprintf(w, "api        %s, %s, %s\n", cfg.API.Listen, ops, reads)
 	models := cfg.RecoveryWorkflows()
 	for i, wf := range cfg.Workflows {
 		kind := "not claimable"

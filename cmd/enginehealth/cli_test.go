@@ -189,3 +189,35 @@ func TestBadTokensAreUsageErrors(t *testing.T) {
 		t.Errorf("--api with a path: exit %d: %s", code, errOut)
 	}
 }
+
+// TestConfigCheckTokensFile: config check and run refuse a bad tokens
+// file with exit 2, naming api.tokens_file and the file, never what the
+// file holds (here a token pasted where its hash belongs); a good one is
+// summed up by role.
+func TestConfigCheckTokensFile(t *testing.T) {
+	t.Setenv("ENGINEHEALTH_DSN", "postgres://eh@127.0.0.1:1/eh?sslmode=disable")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "enginehealth.yaml")
+	tokens := filepath.Join(dir, "tokens.yaml")
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(path, "database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"127.0.0.1:1\", \"127.0.0.2:1\"]}\napi:\n  tokens_file: tokens.yaml\n  auth_reads: true\n")
+	const pasted = "s3cr3t-pasted-token"
+	write(tokens, "- {name: alice, sha256: "+pasted+", role: operate}\n")
+	for _, cmd := range []string{"config check", "run"} {
+		out, errOut, code := runCLI(t, append(strings.Fields(cmd), "--config", path)...)
+		if code != exitUsage || !strings.Contains(errOut, "api.tokens_file: "+tokens+":1: [0].sha256: not 64 lowercase hex digits") ||
+			strings.Contains(out+errOut, pasted) {
+			t.Fatalf("%s with a token for a hash: exit %d, want %d naming api.tokens_file and %s, not the token:\n%s%s", cmd, code, exitUsage, tokens, out, errOut)
+		}
+	}
+	write(tokens, "- {name: alice, sha256: "+strings.Repeat("ab", 32)+", role: operate}\n- {name: bob, sha256: "+strings.Repeat("cd", 32)+", role: read}\n")
+	out, errOut, code := runCLI(t, "config", "check", "--config", path)
+	if code != 0 || !strings.Contains(out, "2 operators (1 operate, 1 read), reads need a token") {
+		t.Fatalf("config check of a good tokens file: exit %d:\n%s%s", code, out, errOut)
+	}
+}

@@ -595,6 +595,15 @@ func opt(p *string) string {
 	return safe(*p)
 }
 
+// actor is an event's actor, with the node that took the request when
+// it was an operator's.
+func actor(e audit.Event) string {
+	if e.Via == nil {
+		return safe(e.Actor)
+	}
+	return safe(e.Actor) + " via " + safe(*e.Via)
+}
+
 func eventsTable(w io.Writer, es []audit.Event) error {
 	return tabs(w, "ID\tAT\tKIND\tACTOR\tTERM\tNODE\tWORKFLOW\tINSTANCE\tTASK\tFROM\tTO\tREASON", func(tw io.Writer) {
 		for _, e := range es {
@@ -602,7 +611,7 @@ func eventsTable(w io.Writer, es []audit.Event) error {
 			if e.Term != nil {
 				term = fmt.Sprint(*e.Term)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(e.Kind), safe(e.Actor), term,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(e.Kind), actor(e), term,
 				opt(e.Node), opt(e.Workflow), opt(e.Instance), opt(e.Task), opt(e.FromState), opt(e.ToState), safe(e.Reason))
 		}
 	})
@@ -644,7 +653,7 @@ func instanceTable(w io.Writer, v recovery.InstanceView) error {
 			if e.Attempt != nil {
 				attempt = fmt.Sprint(*e.Attempt)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339Nano), attempt, safe(e.Kind), opt(e.Node), safe(e.Actor),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339Nano), attempt, safe(e.Kind), opt(e.Node), actor(e),
 				opt(e.FromState), opt(e.ToState), safe(e.Reason))
 		}
 	})

@@ -73,6 +73,9 @@ func fixtureDaemon(t *testing.T) string {
 		{ID: 1003, At: at(-14 * time.Second), Kind: audit.KindRetryScheduled, Actor: "n1", Term: i64(7), RunID: i64(42), Node: str("n2"),
 			Workflow: str("orders"), Instance: str("51"), Task: str("reserve"), FromState: str("Reserving"), ToState: str("Reserving"),
 			Attempt: new(2), Reason: "interrupted: retry 2 of 3 in 1m0s"},
+		{ID: 1004, At: at(-5 * time.Second), Kind: audit.KindManualRetry, Actor: "alice (operator)", Term: i64(7), Via: str("n3"),
+			Workflow: str("orders"), Instance: str("77"), Task: str("ship"), FromState: str("ShipFailed"), ToState: str("Reserved"),
+			Attempt: new(1), Reason: "manual retry of task ship: customer called"},
 	}
 	// Paused since 09:55: no sweep is expected (next_sweep null); the
 	// last one came before.
@@ -316,7 +319,8 @@ func TestExitCodes(t *testing.T) {
 	mux.HandleFunc("POST /v1/holds/retry", problem(http.StatusServiceUnavailable, "internal error"))
 	mux.HandleFunc("POST /v1/resume", problem(http.StatusConflict, "not paused"))
 	mux.HandleFunc("POST /v1/retry", problem(http.StatusUnauthorized, "a bearer token is required"))
-	mux.HandleFunc("POST /v1/nodes/{name}/ack", problem(http.StatusForbidden, "mutations are off: no api.token configured"))
+	mux.HandleFunc("POST /v1/nodes/{name}/ack", problem(http.StatusForbidden, "operator grafana has role read: this needs role operate"))
+	mux.HandleFunc("POST /v1/holds/fail", problem(http.StatusTooManyRequests, "too many failed authentications from this address: try again in 42s"))
 	mux.HandleFunc("GET /v1/nodes", problem(http.StatusServiceUnavailable, "database unavailable"))
 	mux.HandleFunc("GET /v1/runs", problem(http.StatusBadRequest, "query parameter limit: want 1..10000"))
 	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, r *http.Request) {
@@ -358,7 +362,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nodes"}, exitFailure, "database unavailable"},
 		{[]string{"retry", "orders", "1"}, exitFailure, "401"},
 		{[]string{"retry", "orders/1"}, exitFailure, "401"}, // the same request
-		{[]string{"node", "ack", "n2"}, exitFailure, "403"},
+		{[]string{"node", "ack", "n2"}, exitFailure, "403: operator grafana has role read: this needs role operate"},
+		{[]string{"holds", "fail", "--all"}, exitFailure, "429: too many failed authentications"},
 		{[]string{"runs"}, exitFailure, "query parameter limit"},
 		{[]string{"runs", "x"}, exitUsage, "positive integer"},
 		{[]string{"nodes", "-o", "yaml"}, exitUsage, "want table or json"},

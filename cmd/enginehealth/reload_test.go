@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,9 @@ func (b *logBuffer) records(msg string) []map[string]any {
 	return out
 }
 
-// keysOf returns the "key" attribute of the records whose msg contains msg.
+// keysOf returns the distinct "key" attributes of the records whose msg
+// contains msg, sorted (a poll may reload between two writes of a test,
+// and a key that needs a restart is named at every reload).
 func (b *logBuffer) keysOf(msg string) []string {
 	var keys []string
 	for _, r := range b.records(msg) {
@@ -37,7 +40,8 @@ func (b *logBuffer) keysOf(msg string) []string {
 			keys = append(keys, k)
 		}
 	}
-	return keys
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 const reloadBase = `database: {dsn_file: dsn}
@@ -112,7 +116,7 @@ func TestReloadAppliesAndNamesTheRest(t *testing.T) {
 	write("c.yaml", reloadBase+"bogus_key: 1\n")
 	hup <- nil
 	testkit.Eventually(t, 10*time.Second, "a failed reload logged", func() (bool, error) {
-		return len(out.records("reload failed")) == 1, nil
+		return len(out.records("reload failed")) >= 1, nil
 	})
 	if level.Level() != slog.LevelDebug {
 		t.Fatalf("a failed reload changed the level to %v", level.Level())

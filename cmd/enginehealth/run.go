@@ -97,6 +97,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
 	}
 
+	auth, err := apiAuth(cfg.API.Operators)
+	if err != nil {
+		return usageError{err}
+	}
+
 	// The listener first: an address that cannot be bound fails the start
 	// before anything touches the database or etcd.
 	ln, err := net.Listen("tcp", cfg.API.Listen)
@@ -268,7 +273,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
-			Token: cfg.API.Token,
+			Auth:      auth,
+			AuthReads: cfg.API.AuthReads,
 			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads,
 				Pauses: apiPauses},
 			Metrics:  mx.Handler(),
@@ -506,4 +512,17 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// apiAuth is the API's authenticator of the configured operators; nil
+// (mutations off) when there are none.
+func apiAuth(ops []configs.Operator) (api.Authenticator, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	set := make([]api.Operator, 0, len(ops))
+	for _, o := range ops {
+		set = append(set, api.Operator{Name: o.Name, SHA256: o.SHA256, Role: api.Role(o.Role)})
+	}
+	return api.NewTokens(set)
 }

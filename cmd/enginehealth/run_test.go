@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +25,25 @@ import (
 
 // TestRunDaemon: the daemon's wiring, in process, from a configuration
 // file: it registers, takes office alone, becomes Ready and answers its
-// API; cancelling its context stops it cleanly (nil error, record gone).
+// API, to the operators of its tokens file (reads behind tokens); an
+// operator's pause is recorded under their name; cancelling its context
+// stops it cleanly (nil error, record gone).
 func TestRunDaemon(t *testing.T) {
-	cfg := daemonConfig(t, "wired", pg.NewDatabase(t))
+	dir := t.TempDir()
+	hash := func(token string) string {
+		sum := sha256.Sum256([]byte(token))
+		return hex.EncodeToString(sum[:])
+	}
+	tokens := filepath.Join(dir, "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("- {name: alice, sha256: "+hash("alice-token")+", role: operate}\n"+
+		"- {name: reader, sha256: "+hash("reader-token")+", role: read}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "alice.token")
+	if err := os.WriteFile(tokenFile, []byte("alice-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := daemonConfig(t, "wired", pg.NewDatabase(t), "tokens_file: "+tokens, "auth_reads: true")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -43,7 +62,11 @@ func TestRunDaemon(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the daemon reloads on SIGHUP", func() (bool, error) {
 		return len(out.records("configuration reloaded")) == 1, nil
 	})
-	cl := api.NewClient(node.APIAddress, "")
+	var se *api.StatusError
+	if _, err := api.NewClient(node.APIAddress, "").Leader(ctx); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Fatalf("/v1/leader without a token, reads behind tokens: %v, want 401", err)
+	}
+	cl := api.NewClient(node.APIAddress, "reader-token")
 	if l, err := cl.Leader(ctx); err != nil || l.Name != "wired" {
 		t.Fatalf("/v1/leader: %+v %v", l, err)
 	}
@@ -51,6 +74,22 @@ func TestRunDaemon(t *testing.T) {
 		l, err := cl.Leader(ctx)
 		return err == nil && !l.Passes.LastSuccess.IsZero(), err
 	})
+
+	t.Setenv("ENGINEHEALTH_TOKEN", "no-such-token")
+	if _, errOut, code := runCLI(t, "pause", "--reason", "x", "--api", node.APIAddress); code != exitFailure || !strings.Contains(errOut, "401") {
+		t.Fatalf("pause with a token no operator has: exit %d: %s", code, errOut)
+	}
+	t.Setenv("ENGINEHEALTH_TOKEN", "reader-token")
+	if _, errOut, code := runCLI(t, "pause", "--reason", "x", "--api", node.APIAddress); code != exitFailure || !strings.Contains(errOut, "needs role operate") {
+		t.Fatalf("pause with a read token: exit %d: %s", code, errOut)
+	}
+	if out, errOut, code := runCLI(t, "pause", "--reason", "disk swap", "--api", node.APIAddress, "--token-file", tokenFile); code != exitOK {
+		t.Fatalf("pause: exit %d: %s%s", code, out, errOut)
+	}
+	es, err := cl.Events(ctx, audit.ListParams{Kind: audit.KindPaused})
+	if err != nil || len(es) != 1 || es[0].Actor != "alice (operator)" || es[0].Via == nil || *es[0].Via != "wired" {
+		t.Fatalf("pause events %+v %v, want one by alice (operator) via wired", es, err)
+	}
 
 	cancel()
 	select {
@@ -69,7 +108,7 @@ func TestRunDaemon(t *testing.T) {
 // daemonConfig loads a configuration for a one-node daemon named name on
 // dsn and the package's etcd, under a prefix of the test's own, with
 // short periods.
-func daemonConfig(t *testing.T, name, dsn string) *configs.Config {
+func daemonConfig(t *testing.T, name, dsn string, apiKeys ...string) *configs.Config {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte(dsn), 0o600); err != nil {
@@ -91,7 +130,7 @@ health:
   not_responding_after: 1s
 api:
   listen: 127.0.0.1:0
-`), 0o600); err != nil {
+`+indent(apiKeys)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := configs.Load(path)
@@ -99,6 +138,14 @@ api:
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+func indent(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
 }
 
 // waitReadyMaster waits until the daemon of cfg, running until it sends

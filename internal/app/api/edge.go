@@ -180,9 +180,14 @@ func (w *edgeWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *edgeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// reqLog returns the handler's logger for request r.
+// reqLog returns the handler's logger for request r: with its request
+// id, and the operator who sent it once authenticated.
 func (h *handler) reqLog(r *http.Request) *slog.Logger {
-	return h.log.With("request_id", requestID(r.Context()))
+	log := h.log.With("request_id", requestID(r.Context()))
+	if id, ok := identityOf(r.Context()); ok {
+		log = log.With("operator", id.Name)
+	}
+	return log
 }
 
 // extendDeadlines gives a long-running route (a check or recovery run,

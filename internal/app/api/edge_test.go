@@ -77,15 +77,15 @@ func (s *store) Get(_ context.Context, name string) (nodes.Node, error) {
 	return nodes.Node{Name: name}, nil
 }
 
-func (s *store) Ack(_ context.Context, name, actor, reason string) (nodes.Node, error) {
-	if err := s.call("ack", name, actor, reason); err != nil {
+func (s *store) Ack(_ context.Context, name string, by audit.By, reason string) (nodes.Node, error) {
+	if err := s.call("ack", name, by.Actor, by.Via, reason); err != nil {
 		return nodes.Node{}, err
 	}
 	return nodes.Node{Name: name, StatusReason: reason}, nil
 }
 
-func (s *store) ResetGrade(_ context.Context, name, actor, reason string) (nodes.GradeChange, error) {
-	if err := s.call("reset-grade", name, actor, reason); err != nil {
+func (s *store) ResetGrade(_ context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error) {
+	if err := s.call("reset-grade", name, by.Actor, by.Via, reason); err != nil {
 		return nodes.GradeChange{}, err
 	}
 	return nodes.GradeChange{Name: name, From: nodes.GradeError, To: nodes.GradeNormal, Reason: reason}, nil
@@ -102,12 +102,12 @@ func (s *store) Check(_ context.Context, req health.CheckRequest) (health.CheckR
 	return health.CheckResult{RunID: 1, Forced: req.Force}, s.call("check", req.Reason)
 }
 
-func (s *store) Pause(_ context.Context, actor, reason string) (health.Pause, error) {
-	return health.Pause{Paused: true, Actor: actor, Reason: reason}, s.call("pause", reason)
+func (s *store) Pause(_ context.Context, by audit.By, reason string) (health.Pause, error) {
+	return health.Pause{Paused: true, Actor: by.Actor, Reason: reason}, s.call("pause", reason)
 }
 
-func (s *store) Resume(_ context.Context, actor, reason string) (health.Pause, error) {
-	return health.Pause{Actor: actor, Reason: reason}, s.call("resume", reason)
+func (s *store) Resume(_ context.Context, by audit.By, reason string) (health.Pause, error) {
+	return health.Pause{Actor: by.Actor, Reason: reason}, s.call("resume", reason)
 }
 
 func (s *store) HoldsOpen(context.Context) (int64, time.Duration, error) {
@@ -150,7 +150,7 @@ func (s *store) Waiting(_ context.Context, wf string, _ int) ([]recovery.Waiting
 }
 
 func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
-	return recovery.HoldResult{}, s.call("holds "+d.Action, d.Workflow, d.Reason)
+	return recovery.HoldResult{}, s.call("holds "+d.Action, d.By.Actor, d.By.Via, d.Workflow, d.Reason)
 }
 
 func (s *store) Instance(_ context.Context, ref recovery.Ref, _ int) (recovery.InstanceView, error) {
@@ -170,7 +170,7 @@ func newTestHandler(t *testing.T) (http.Handler, *store, *testkit.Buffer) {
 	s := &store{}
 	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events, Log: log})
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: s, Events: s.Events, Log: log})
 	return h, s, logs
 }
 
@@ -484,8 +484,12 @@ func TestClientShowsRequestID(t *testing.T) {
 // notMaster is the store of a node that is not the master.
 type notMaster struct{ *store }
 
-func (notMaster) Pause(context.Context, string, string) (health.Pause, error) {
+func (notMaster) Pause(context.Context, audit.By, string) (health.Pause, error) {
 	return health.Pause{}, health.ErrNotMaster
+}
+
+func (notMaster) DecideHolds(context.Context, recovery.HoldDecision) (recovery.HoldResult, error) {
+	return recovery.HoldResult{}, health.ErrNotMaster
 }
 
 // TestRefusalIsMarked: a mutation no master can take is a 503 marked as
@@ -493,7 +497,7 @@ func (notMaster) Pause(context.Context, string, string) (health.Pause, error) {
 // without the mark (exit 1).
 func TestRefusalIsMarked(t *testing.T) {
 	s := &store{}
-	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: notMaster{s}, Events: s.Events,
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: notMaster{s}, Events: s.Events,
 		Local: func() (Leader, error) { return Leader{}, errors.New("not in office") },
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rec := do(h, "POST", "/v1/pause", "application/json", `{"reason":"x"}`)
@@ -507,7 +511,7 @@ func TestRefusalIsMarked(t *testing.T) {
 	// The master itself, its office not trusted now (a frozen etcd, a
 	// partition): a refusal to retry, not an internal error (second
 	// outside review).
-	h = NewHandler(Config{Self: "me", Nodes: s, Acker: s, Token: "tok", Ops: s, Events: s.Events,
+	h = NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: s, Events: s.Events,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rec = do(h, "POST", "/v1/pause", "application/json", `{"reason":"not-trusted"}`)
 	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "no-master" || !strings.Contains(rec.Body.String(), "office cannot act now") {

@@ -2,10 +2,12 @@ package api
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -162,4 +164,95 @@ func (h *handler) busy(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(RefusedHeader, "busy")
 	writeProblem(w, http.StatusServiceUnavailable, "busy: too many requests are using the database or being answered",
 		strconv.Itoa(cap(h.slots.ch))+" database requests and "+strconv.Itoa(answerBytes>>20)+" MiB of answers at a time; try again")
+}
+
+// The lockout of addresses that fail to authenticate: after
+// authFailLimit failed authentications from one address within
+// authFailWindow, every request of it that needs authentication is
+// answered 429 for authLockout, a right token included, and the lockout is
+// logged once. A success does not clear the count: a holder of a read
+// token could otherwise guess operate tokens between two of its own
+// reads. At most authFailAddrs addresses are tracked, the one that failed
+// least recently forgotten first, so a flood of addresses takes bounded
+// memory.
+const (
+	authFailLimit  = 10
+	authFailWindow = time.Minute
+	authLockout    = time.Minute
+	authFailAddrs  = 4096
+)
+
+// authFailures counts failed authentications by address.
+type authFailures struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	max   int
+	addrs map[string]*list.Element // of *failedAddr
+	lru   *list.List               // least recently failed at the front
+}
+
+// failedAddr is what is known of one address.
+type failedAddr struct {
+	addr string
+	// at: the times (unix nanoseconds) of its last n failures (at most
+	// authFailLimit), a ring whose oldest is at next once it is full.
+	at      [authFailLimit]int64
+	next, n int
+	// until: the end of its lockout (unix nanoseconds), 0 when none.
+	until int64
+}
+
+func newAuthFailures(max int, now func() time.Time) *authFailures {
+	return &authFailures{now: now, max: max, addrs: map[string]*list.Element{}, lru: list.New()}
+}
+
+// locked returns how long addr stays locked out, when it is.
+func (f *authFailures) locked(addr string) (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.addrs[addr]
+	if !ok {
+		return 0, false
+	}
+	left := time.Duration(e.Value.(*failedAddr).until - f.now().UnixNano())
+	return left, left > 0
+}
+
+// fail records a failed authentication from addr; true when it locks the
+// address out.
+func (f *authFailures) fail(addr string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now().UnixNano()
+	e, ok := f.addrs[addr]
+	if ok {
+		f.lru.MoveToBack(e)
+	} else {
+		if f.lru.Len() >= f.max {
+			oldest := f.lru.Front()
+			f.lru.Remove(oldest)
+			delete(f.addrs, oldest.Value.(*failedAddr).addr)
+		}
+		e = f.lru.PushBack(&failedAddr{addr: addr})
+		f.addrs[addr] = e
+	}
+	a := e.Value.(*failedAddr)
+	a.at[a.next] = now
+	a.next = (a.next + 1) % authFailLimit
+	a.n = min(a.n+1, authFailLimit)
+	// The last authFailLimit failures all within the window: lock it out,
+	// and count afresh after the lockout.
+	if a.n == authFailLimit && now-a.at[a.next] < int64(authFailWindow) {
+		a.until = now + int64(authLockout)
+		a.n = 0
+		return true
+	}
+	return false
+}
+
+// tracked is how many addresses are known.
+func (f *authFailures) tracked() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.addrs)
 }

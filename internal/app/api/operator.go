@@ -97,7 +97,7 @@ func (h *handler) decideHolds(action string) http.HandlerFunc {
 		}
 		h.extendDeadlines(w)
 		d := recovery.HoldDecision{Action: action, Instances: req.Instances, All: req.All, Workflow: req.Workflow,
-			Actor: h.operator(r), Reason: req.Reason}
+			By: h.operator(r), Reason: req.Reason}
 		if d.Reason == "" {
 			d.Reason = "decided by an operator"
 		}
@@ -169,7 +169,7 @@ func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.Timeout)
 	defer cancel()
 	res, err := h.cfg.Ops.Retry(ctx, recovery.ManualRetry{Ref: recovery.Ref{Workflow: req.Workflow, Instance: req.Instance},
-		Task: req.Task, Actor: h.operator(r), Reason: req.Reason})
+		Task: req.Task, By: h.operator(r), Reason: req.Reason})
 	switch {
 	case errors.Is(err, health.ErrNotMaster):
 		h.forward(w, r, body)

@@ -2,8 +2,10 @@
 //
 // NewHandler (server.go) serves liveness and readiness, the node, run and
 // event reads, and the operator's mutations (node ack, check, recovery),
-// which need the configured bearer token; check and recovery on a node
-// that is not the master are forwarded to it. GET /v1/leader (leader.go)
+// which need an operator's token of role operate (auth.go: named
+// operators and their roles, reads behind tokens with AuthReads, the
+// lockout of addresses that fail to authenticate); check and recovery on
+// a node that is not the master are forwarded to it, with the token. GET /v1/leader (leader.go)
 // names the acting master: this node's own state, else the answer of the
 // node that last took office or of the etcd election holder.
 //
@@ -25,7 +27,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,16 +56,16 @@ type NodeReader interface {
 // NodeAcker takes an operator's decisions on node records: the ack of an
 // unexpected shutdown, the reset of a failover grade.
 type NodeAcker interface {
-	Ack(ctx context.Context, name, actor, reason string) (nodes.Node, error)
-	ResetGrade(ctx context.Context, name, actor, reason string) (nodes.GradeChange, error)
+	Ack(ctx context.Context, name string, by audit.By, reason string) (nodes.Node, error)
+	ResetGrade(ctx context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error)
 }
 
 // MasterOps are the operations that need master-ship; on a non-master
 // node they fail with health.ErrNotMaster and the request is forwarded.
 type MasterOps interface {
 	Check(ctx context.Context, req health.CheckRequest) (health.CheckResult, error)
-	Pause(ctx context.Context, actor, reason string) (health.Pause, error)
-	Resume(ctx context.Context, actor, reason string) (health.Pause, error)
+	Pause(ctx context.Context, by audit.By, reason string) (health.Pause, error)
+	Resume(ctx context.Context, by audit.By, reason string) (health.Pause, error)
 	PauseState(ctx context.Context) (health.Pause, error)
 	Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error)
 	Plan(ctx context.Context, sc recovery.Scope) ([]recovery.WorkflowPlan, error)
@@ -141,8 +142,14 @@ type Config struct {
 	// last took office, the etcd election holder), asked when this node
 	// does not act; ctx carries a short deadline.
 	Candidates func(ctx context.Context) ([]leader.Candidate, error)
-	// Token enables mutations; empty turns them off.
-	Token string
+	// Auth finds who sent a request (Tokens: bearer tokens); nil turns
+	// mutations off.
+	Auth Authenticator
+	// AuthReads: reads need role read too (see read); else they are open.
+	AuthReads bool
+	// Clock, when set, replaces time.Now for the lockout of addresses
+	// that fail to authenticate (tests).
+	Clock func() time.Time
 	Ops   MasterOps
 	// Events lists the audit trail; LastEventID returns the newest
 	// event's id (the status page shows the events before it).
@@ -180,13 +187,26 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Forward == nil {
 		cfg.Forward = &http.Client{Timeout: 10 * time.Minute}
 	}
-	h := &handler{cfg: cfg, log: cfg.Log.With("component", "api"), slots: newSlots(cmp.Or(cfg.MaxDBRequests, DefaultMaxDBRequests))}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	h := &handler{cfg: cfg, log: cfg.Log.With("component", "api"), slots: newSlots(cmp.Or(cfg.MaxDBRequests, DefaultMaxDBRequests)),
+		fails: newAuthFailures(authFailAddrs, cfg.Clock)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	// Each /v1 route and the page name the query parameters they take:
 	// any other (a typo such as ?Limit= or ?nod=) is a 400, not ignored.
-	mux.HandleFunc("GET /v1/leader", only(h.leader, "local"))
+	// A node asks the others for their own view (?local=true) without a
+	// token: from memory, like /readyz, it stays open.
+	readLeader := h.read(h.leader)
+	mux.HandleFunc("GET /v1/leader", only(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("local") == "true" {
+			h.leader(w, r)
+			return
+		}
+		readLeader(w, r)
+	}, "local"))
 	mux.HandleFunc("POST /v1/nodes/{name}/ack", only(h.mutation(h.limited(h.ackNode))))
 	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", only(h.mutation(h.limited(h.resetGrade))))
 	mux.HandleFunc("POST /v1/check", only(h.mutation(h.check)))
@@ -196,24 +216,25 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/holds/retry", only(h.mutation(h.decideHolds(recovery.DecideRetry))))
 	mux.HandleFunc("POST /v1/holds/fail", only(h.mutation(h.decideHolds(recovery.DecideFail))))
 	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.limited(h.retry))))
-	mux.HandleFunc("GET /v1/holds", only(h.limited(h.listHolds), "workflow", "limit"))
-	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.limited(h.instance("path")), "limit"))
-	mux.HandleFunc("GET /v1/instances", only(h.limited(h.instance("query")), "workflow", "id", "limit"))
+	mux.HandleFunc("GET /v1/holds", only(h.read(h.limited(h.listHolds)), "workflow", "limit"))
+	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.read(h.limited(h.instance("path"))), "limit"))
+	mux.HandleFunc("GET /v1/instances", only(h.read(h.limited(h.instance("query"))), "workflow", "id", "limit"))
 	// Without an id: a 404 here, where the mux would redirect to the
 	// path with a slash (and an empty id).
 	mux.HandleFunc("/v1/instances/{workflow}", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "no such endpoint: "+quoteShort(r.Method)+" "+quoteShort(r.URL.Path),
 			"an instance is GET /v1/instances/{workflow}/{id}")
 	})
-	mux.HandleFunc("GET /v1/retries/stats", only(h.limited(h.retryStats)))
-	mux.HandleFunc("GET /v1/runs", only(h.limited(h.runs), "limit"))
-	mux.HandleFunc("GET /v1/runs/{id}", only(h.limited(h.getRun)))
-	mux.HandleFunc("GET /v1/status", only(h.withMaster(h.getStatus)))
-	mux.HandleFunc("GET /{$}", only(h.withMaster(h.page)))
-	mux.HandleFunc("GET /v1/events", only(h.limited(h.events), "after", "limit", "node", "workflow", "instance", "kind", "run", "since", "until"))
-	mux.HandleFunc("GET /v1/nodes", only(h.limited(h.listNodes)))
-	mux.HandleFunc("GET /v1/nodes/{name}", only(h.limited(h.getNode)))
+	mux.HandleFunc("GET /v1/retries/stats", only(h.read(h.limited(h.retryStats))))
+	mux.HandleFunc("GET /v1/runs", only(h.read(h.limited(h.runs)), "limit"))
+	mux.HandleFunc("GET /v1/runs/{id}", only(h.read(h.limited(h.getRun))))
+	mux.HandleFunc("GET /v1/status", only(h.read(h.withMaster(h.getStatus))))
+	mux.HandleFunc("GET /{$}", only(h.read(h.withMaster(h.page))))
+	mux.HandleFunc("GET /v1/events", only(h.read(h.limited(h.events)), "after", "limit", "node", "workflow", "instance", "kind", "run", "since", "until"))
+	mux.HandleFunc("GET /v1/nodes", only(h.read(h.limited(h.listNodes))))
+	mux.HandleFunc("GET /v1/nodes/{name}", only(h.read(h.limited(h.getNode))))
 	if cfg.Metrics != nil {
+		// Open, like /healthz and /readyz: scraped by Prometheus.
 		mux.HandleFunc("GET /metrics", h.limited(cfg.Metrics.ServeHTTP))
 	}
 	// Anything else: 405 with Allow when the path is a route's under
@@ -249,6 +270,7 @@ type handler struct {
 	cfg   Config
 	log   *slog.Logger
 	slots *slots
+	fails *authFailures
 }
 
 // Health is the body of /healthz.
@@ -278,32 +300,6 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, rd)
-}
-
-// mutation guards a state-changing route with the bearer token.
-func (h *handler) mutation(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if h.cfg.Token == "" {
-			writeError(w, http.StatusForbidden, "mutations are off: no API token is configured (api.token_file or api.token_env)")
-			return
-		}
-		// One credential: with several, which one counts would depend on
-		// their order (and on each proxy on the way).
-		if len(r.Header.Values("Authorization")) > 1 {
-			writeProblem(w, http.StatusBadRequest, "header Authorization: given more than once", "send one bearer token")
-			return
-		}
-		// The scheme is case-insensitive (RFC 7235); the token is not.
-		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="enginehealth"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-			return
-		}
-		// The node that does it: this one, unless forward says otherwise.
-		w.Header().Set(NodeHeader, h.cfg.Self)
-		next(w, r)
-	}
 }
 
 // AckRequest is the optional body of POST /v1/nodes/{name}/ack.
@@ -368,18 +364,6 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 		h.reqLog(r).InfoContext(ctx, "node acknowledged by operator", "subject", name, "reason", req.Reason)
 		writeJSON(w, http.StatusOK, n)
 	}
-}
-
-// operator is the actor recorded for an operator's request: the node
-// that took it from the operator ("<node> (operator)"), which is the node
-// that forwarded it when it came through one (the token is shared, so no
-// person is named).
-func (h *handler) operator(r *http.Request) string {
-	by := r.Header.Get(forwardedHeader)
-	if by == "" || nodes.ValidName(by) != nil {
-		by = h.cfg.Self
-	}
-	return by + " (operator)"
 }
 
 // forwardedHeader marks a request a node forwarded to the master.
@@ -476,7 +460,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	h.extendDeadlines(w)
 	// A run, once started, completes even if the client goes away.
 	res, err := h.cfg.Ops.Check(context.WithoutCancel(r.Context()),
-		health.CheckRequest{Force: req.Force, Actor: h.operator(r), Reason: req.Reason})
+		health.CheckRequest{Force: req.Force, By: h.operator(r), Reason: req.Reason})
 	switch {
 	case errors.Is(err, health.ErrNotMaster):
 		h.forward(w, r, body)

@@ -9,22 +9,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
 // acker records acknowledgements; the API's own seam, not a database fake.
 type acker struct{ calls []string }
 
-func (a *acker) Ack(_ context.Context, name, actor, reason string) (nodes.Node, error) {
-	a.calls = append(a.calls, name+"|"+actor+"|"+reason)
+func (a *acker) Ack(_ context.Context, name string, by audit.By, reason string) (nodes.Node, error) {
+	a.calls = append(a.calls, name+"|"+by.Actor+" via "+by.Via+"|"+reason)
 	if name == "missing" {
 		return nodes.Node{}, nodes.ErrNotFound
 	}
 	return nodes.Node{Name: name, Status: nodes.StatusReady, StatusReason: reason}, nil
 }
 
-func (a *acker) ResetGrade(_ context.Context, name, actor, reason string) (nodes.GradeChange, error) {
-	a.calls = append(a.calls, "reset "+name+"|"+actor+"|"+reason)
+func (a *acker) ResetGrade(_ context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error) {
+	a.calls = append(a.calls, "reset "+name+"|"+by.Actor+" via "+by.Via+"|"+reason)
 	switch name {
 	case "missing":
 		return nodes.GradeChange{}, nodes.ErrNotFound
@@ -36,7 +37,7 @@ func (a *acker) ResetGrade(_ context.Context, name, actor, reason string) (nodes
 
 func TestMutationGuardAndBadRequests(t *testing.T) {
 	a := &acker{}
-	h := NewHandler(Config{Self: "me", Acker: a, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHandler(Config{Self: "me", Acker: a, Auth: tokenAuth("tok"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	cases := []struct {
 		name, method, path, auth, body string
 		code                           int
@@ -58,7 +59,7 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound, ""},
 		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict, ""},
 		{"reset-grade", "POST", "/v1/nodes/n/reset-grade", "Bearer tok", `{"reason":"disk replaced"}`, http.StatusOK, ""},
-		// The actor is the node that took the request from the operator.
+		// Via: the node that took the request from the operator.
 		{"forwarded ack", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"fwd"}`, http.StatusOK, "node-b"},
 		{"forwarded ack, lying header", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"lie"}`, http.StatusOK, "<b>x</b>"},
 	}
@@ -81,8 +82,9 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if len(a.calls) != 8 || a.calls[1] != "n|me (operator)|checked" || a.calls[2] != "n|me (operator)|checked" ||
-		a.calls[5] != "reset n|me (operator)|disk replaced" || a.calls[6] != "n|node-b (operator)|fwd" || a.calls[7] != "n|me (operator)|lie" {
+	if len(a.calls) != 8 || a.calls[1] != "n|operator (operator) via me|checked" || a.calls[2] != "n|operator (operator) via me|checked" ||
+		a.calls[5] != "reset n|operator (operator) via me|disk replaced" || a.calls[6] != "n|operator (operator) via node-b|fwd" ||
+		a.calls[7] != "n|operator (operator) via me|lie" {
 		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
 	}
 }
@@ -90,7 +92,7 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 // TestTwoAuthorizationHeaders: two credentials are refused whatever their
 // order (outside review: a good one first and a bad one second passed).
 func TestTwoAuthorizationHeaders(t *testing.T) {
-	h := NewHandler(Config{Self: "me", Acker: &acker{}, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHandler(Config{Self: "me", Acker: &acker{}, Auth: tokenAuth("tok"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, order := range [][]string{{"Bearer tok", "Bearer nope"}, {"Bearer nope", "Bearer tok"}, {"Bearer tok", "Bearer tok"}} {
 		req := httptest.NewRequest("POST", "/v1/nodes/n/ack", strings.NewReader(`{"reason":"x"}`))
 		for _, a := range order {
@@ -120,7 +122,7 @@ func TestMutationsOffWithoutToken(t *testing.T) {
 // 405 that names the methods it takes (Allow); an unknown path is a 404
 // whatever the method.
 func TestWrongMethod(t *testing.T) {
-	h := NewHandler(Config{Self: "me", Acker: &acker{}, Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHandler(Config{Self: "me", Acker: &acker{}, Auth: tokenAuth("tok"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, c := range []struct {
 		method, path string
 		code         int

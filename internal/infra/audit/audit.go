@@ -82,12 +82,33 @@ type Event struct {
 	ToState   *string   `db:"to_state" json:"to_state"`
 	Attempt   *int      `db:"attempt" json:"attempt"`
 	Reason    string    `db:"reason" json:"reason"`
+	// Via: the node that took an operator's request (see By); null on
+	// every other event.
+	Via *string `db:"via" json:"via"`
 	// RunActor and RunTerm: the master and term of the event's run, when
 	// the writer knows them; never stored (the run has them, and
 	// event_log reads them back), only logged when Actor and Term are
 	// not set.
 	RunActor string `db:"-" json:"-"`
 	RunTerm  *int64 `db:"-" json:"-"`
+}
+
+// By is who did an operator's action, as its events record it: Actor
+// names the operator ("alice (operator)"); Via is the node that took the
+// request from the operator (the node the CLI asked: a request forwarded
+// to the master keeps it), "" when the action did not come through a
+// node's API.
+type By struct {
+	Actor, Via string
+}
+
+// Args are b as the arguments of a log line: actor, and via when set.
+func (b By) Args() []any {
+	args := []any{"actor", b.Actor}
+	if b.Via != "" {
+		args = append(args, "via", b.Via)
+	}
+	return args
 }
 
 // Str returns a pointer to s, or nil when s is empty: the NULL of an
@@ -124,8 +145,8 @@ func New(schema string) *Log {
 	view := pq.QuoteIdentifier(schema) + ".event_log"
 	return &Log{
 		table: t,
-		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
-			VALUES (:kind, nullif(:actor, ''), :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason)`,
+		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via)
+			VALUES (:kind, nullif(:actor, ''), :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason, nullif(:via, ''))`,
 		view: view,
 	}
 }
@@ -192,7 +213,7 @@ func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) 
 // leaves the column NULL (reason: empty). Events of a run leave Actor and
 // Term empty: readers get them from the run.
 type Columns struct {
-	Kind, Actor, Term, RunID, Node, Workflow, Instance, Task, FromState, ToState, Attempt, Reason string
+	Kind, Actor, Term, RunID, Node, Workflow, Instance, Task, FromState, ToState, Attempt, Reason, Via string
 }
 
 // InsertSelect returns an INSERT statement writing one event per row of
@@ -203,7 +224,7 @@ func (l *Log) InsertSelect(c Columns, from string) string {
 	cols := []struct{ name, expr string }{
 		{"kind", c.Kind}, {"actor", c.Actor}, {"term", c.Term}, {"run_id", c.RunID}, {"node", c.Node},
 		{"workflow", c.Workflow}, {"instance", c.Instance}, {"task", c.Task}, {"from_state", c.FromState},
-		{"to_state", c.ToState}, {"attempt", c.Attempt}, {"reason", c.Reason},
+		{"to_state", c.ToState}, {"attempt", c.Attempt}, {"reason", c.Reason}, {"via", c.Via},
 	}
 	var names, exprs []string
 	for _, col := range cols {
@@ -270,7 +291,7 @@ func (e Event) LogAttrs() []slog.Attr {
 	for _, f := range []struct {
 		key string
 		v   *string
-	}{{"node", e.Node}, {"workflow", e.Workflow}, {"instance", e.Instance}, {"task", e.Task}, {"from_state", e.FromState}, {"to_state", e.ToState}} {
+	}{{"node", e.Node}, {"workflow", e.Workflow}, {"instance", e.Instance}, {"task", e.Task}, {"from_state", e.FromState}, {"to_state", e.ToState}, {"via", e.Via}} {
 		if f.v != nil {
 			as = append(as, slog.String(f.key, *f.v))
 		}
@@ -338,12 +359,12 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 			where = append(where, fmt.Sprintf(f.cond, len(args)))
 		}
 	}
-	q := `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason
+	q := `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via
 		FROM (SELECT e.*,
 			row_number() OVER w AS n,
 			sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
 				+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
-				+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0)) OVER w AS text_bytes
+				+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0) + coalesce(octet_length(via), 0)) OVER w AS text_bytes
 			FROM ` + l.view + ` e
 			WHERE ` + strings.Join(where, " AND ") + `
 			WINDOW w AS (ORDER BY id)

@@ -66,7 +66,7 @@ func TestWriteStoresEveryField(t *testing.T) {
 	term, run, attempt := int64(7), int64(3), 2
 	full := Event{Kind: KindRepair, Actor: "node-a", Term: &term, RunID: &run, Node: Str("node-b"),
 		Workflow: Str("orders"), Instance: Str("42"), Task: Str("reserve"), FromState: Str("Reserving"),
-		ToState: Str("Created"), Attempt: &attempt, Reason: "claim expired"}
+		ToState: Str("Created"), Attempt: &attempt, Reason: "claim expired", Via: Str("node-c")}
 	var before, after time.Time
 	if err := b.db.Get(&before, `SELECT clock_timestamp()`); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestWriteStoresEveryField(t *testing.T) {
 	}
 	bare := es[1]
 	if bare.Term != nil || bare.RunID != nil || bare.Node != nil || bare.Workflow != nil || bare.Instance != nil ||
-		bare.Task != nil || bare.FromState != nil || bare.ToState != nil || bare.Attempt != nil || bare.Reason != "" {
+		bare.Task != nil || bare.FromState != nil || bare.ToState != nil || bare.Attempt != nil || bare.Reason != "" || bare.Via != nil {
 		t.Fatalf("optional fields not NULL: %v", deref(bare))
 	}
 	var nulls int
@@ -118,9 +118,9 @@ func deref(e Event) string {
 	if e.Attempt != nil {
 		a = fmt.Sprint(*e.Attempt)
 	}
-	return fmt.Sprintf("id=%d at=%s kind=%s actor=%s term=%s run=%s node=%s workflow=%s instance=%s task=%s from=%s to=%s attempt=%s reason=%q",
+	return fmt.Sprintf("id=%d at=%s kind=%s actor=%s term=%s run=%s node=%s workflow=%s instance=%s task=%s from=%s to=%s attempt=%s reason=%q via=%s",
 		e.ID, e.At.UTC().Format(time.RFC3339Nano), e.Kind, e.Actor, i(e.Term), i(e.RunID), s(e.Node), s(e.Workflow), s(e.Instance),
-		s(e.Task), s(e.FromState), s(e.ToState), a, e.Reason)
+		s(e.Task), s(e.FromState), s(e.ToState), a, e.Reason, s(e.Via))
 }
 
 // TestWriteIsPartOfTheCallersTransaction: an event written in a
@@ -267,7 +267,7 @@ func TestInsertSelect(t *testing.T) {
 	if err := b.db.Get(&run, `INSERT INTO enginehealth.runs (term, master, trigger) VALUES (9, 'node-m', 'manual') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	stmt := l.InsertSelect(Columns{Kind: "$1", RunID: "$2", Workflow: "'orders'", Instance: "g::text", ToState: "'Created'", Reason: "'r' || g"},
+	stmt := l.InsertSelect(Columns{Kind: "$1", RunID: "$2", Workflow: "'orders'", Instance: "g::text", ToState: "'Created'", Reason: "'r' || g", Via: "'node-v'"},
 		"generate_series(1, 3) g")
 	if _, err := b.db.Exec(stmt, KindRepair, run); err != nil {
 		t.Fatalf("%s: %v", stmt, err)
@@ -278,7 +278,7 @@ func TestInsertSelect(t *testing.T) {
 	}
 	for i, e := range es {
 		if e.Actor != "node-m" || e.Term == nil || *e.Term != 9 || *e.RunID != run || *e.Instance != fmt.Sprint(i+1) ||
-			e.Reason != fmt.Sprintf("r%d", i+1) || e.Task != nil || e.Attempt != nil {
+			e.Reason != fmt.Sprintf("r%d", i+1) || e.Task != nil || e.Attempt != nil || e.Via == nil || *e.Via != "node-v" {
 			t.Fatalf("event %d read back as %+v", i, e)
 		}
 	}

@@ -291,7 +291,7 @@ func TestMutationsOffWithoutToken(t *testing.T) {
 	d := c.start("node-a", c.config("node-a", ""))
 	n := c.waitRegistered(d, 30*time.Second)
 	_, errOut, code := cli(t, []string{"ENGINEHEALTH_TOKEN=anything"}, "node", "ack", "node-a", "--api", n.APIAddress)
-	if code != 1 || !strings.Contains(errOut, "403") || !strings.Contains(errOut, "no API token") {
+	if code != 1 || !strings.Contains(errOut, "403") || !strings.Contains(errOut, "no operator is configured") {
 		t.Fatalf("ack on a daemon without a token: exit %d: %s", code, errOut)
 	}
 }

@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,18 +20,23 @@ import (
 // TestManualRecoveryThroughNonMaster: the operator's check, recover,
 // holds decisions and retries, sent to a node that is not the master,
 // reach the master; a dry run changes nothing; a bad scope is a 400; a
-// refused retry exits 4.
+// refused retry exits 4. The operators are named (api.tokens_file) and
+// reads need a token (api.auth_reads): the decisions are recorded as
+// alice's, via the node she asked; a read token may read but not decide.
 func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
+	tokens := filepath.Join(c.dir, "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte(operatorEntry("alice", "alice-token", "operate")+operatorEntry("reader", "reader-token", "read")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := c.config("NAME", demoengine.WorkflowsYAML(time.Minute))
 	base = replaceOnce(t, base, "failed: ShipFailed\n", "failed: ShipFailed\n        on_interrupt: {strategy: hold}\n")
 	base = replaceOnce(t, base, "health:\n", "health:\n  schedule: \"@every 1h\"\n")
-	base = replaceOnce(t, base, "api:\n  listen: 127.0.0.1:0\n", "api:\n  listen: 127.0.0.1:0\n  token_env: EH_TOKEN\n")
-	c.seed(base, 20, "EH_TOKEN=tok")
-	env := []string{"EH_TOKEN=tok"}
-	a := c.startEnv("node-a", strings.ReplaceAll(base, "NAME", "node-a"), env...)
-	b := c.startEnv("node-b", strings.ReplaceAll(base, "NAME", "node-b"), env...)
+	base = replaceOnce(t, base, "api:\n  listen: 127.0.0.1:0\n", "api:\n  listen: 127.0.0.1:0\n  tokens_file: "+tokens+"\n  auth_reads: true\n")
+	c.seed(base, 20)
+	a := c.start("node-a", strings.ReplaceAll(base, "NAME", "node-a"))
+	b := c.start("node-b", strings.ReplaceAll(base, "NAME", "node-b"))
 	c.waitRegistered(a, 30*time.Second)
 	c.waitRegistered(b, 30*time.Second)
 	waitNodeStatus(t, c, "node-a", nodes.StatusReady)
@@ -44,7 +53,11 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	// expired claim.
 	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserving' WHERE id <= 6`)
 	c.db.MustExec(`INSERT INTO demo.orders_claim VALUES (6, 'engine-x', 'tok6', now() - interval '1h', now() - interval '1m')`)
-	tok := []string{"ENGINEHEALTH_TOKEN=tok"}
+	tok := []string{"ENGINEHEALTH_TOKEN=alice-token"}
+	ro := []string{"ENGINEHEALTH_TOKEN=reader-token"}
+	if _, errOut, code := cli(t, nil, "runs", "--api", addr); code != 1 || !strings.Contains(errOut, "401") {
+		t.Fatalf("runs without a token, reads behind tokens: exit %d: %s", code, errOut)
+	}
 
 	out, errOut, code := cli(t, tok, "recover", "--dry-run", "-o", "json", "--api", addr)
 	if code != 0 {
@@ -103,11 +116,11 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"run_id"`) {
 		t.Fatalf("check through %s: exit %d: %s%s", other, code, out, errOut)
 	}
-	out, _, code = cli(t, nil, "runs", "--api", addr)
+	out, _, code = cli(t, ro, "runs", "--api", addr)
 	if code != 0 || !strings.Contains(out, "manual") || !strings.Contains(out, master) {
 		t.Fatalf("runs:\n%s", out)
 	}
-	out, _, code = cli(t, nil, "events", "-o", "json", "--limit", "1000", "--api", addr)
+	out, _, code = cli(t, ro, "events", "-o", "json", "--limit", "1000", "--api", addr)
 	var es []audit.Event
 	if err := json.Unmarshal([]byte(out), &es); code != 0 || err != nil {
 		t.Fatalf("events: exit %d, %v", code, err)
@@ -122,13 +135,21 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 		t.Fatalf("%d repair events listed, want 6", repaired)
 	}
 
-	holdsAndRetry(t, c, addr, tok)
+	holdsAndRetry(t, c, addr, tok, ro, other)
+}
+
+// operatorEntry is an entry of a tokens file.
+func operatorEntry(name, token, role string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "- {name: " + name + ", sha256: " + hex.EncodeToString(sum[:]) + ", role: " + role + "}\n"
 }
 
 // holdsAndRetry: two shipments interrupted under a hold policy are
 // listed, one released by holds retry and one failed by holds fail
-// --all, then retried by hand; a repeated retry is refused.
-func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
+// --all, then retried by hand; a repeated retry is refused. tok may
+// decide, ro (a read token) only read; the decisions are recorded as
+// alice's, via the node at addr (via).
+func holdsAndRetry(t *testing.T, c *cluster, addr string, tok, ro []string, via string) {
 	status := func(id int) string {
 		var s string
 		if err := c.db.Get(&s, `SELECT status FROM demo.orders WHERE id = $1`, id); err != nil {
@@ -140,18 +161,22 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
 	if out, errOut, code := cli(t, tok, "check", "--api", addr); code != 0 {
 		t.Fatalf("check: exit %d: %s%s", code, out, errOut)
 	}
-	out, errOut, code := cli(t, nil, "holds", "-o", "json", "--api", addr)
+	out, errOut, code := cli(t, ro, "holds", "-o", "json", "--api", addr)
 	var hs []recovery.Hold
 	if err := json.Unmarshal([]byte(out), &hs); code != 0 || err != nil || len(hs) != 2 || hs[0].State != "Shipping" ||
 		hs[0].LastError == nil || *hs[0].LastError != "carrier timeout" {
 		t.Fatalf("holds: exit %d, %v: %s%s", code, err, out, errOut)
 	}
-	out, _, _ = cli(t, nil, "holds", "--api", addr)
+	out, _, _ = cli(t, ro, "holds", "--api", addr)
 	if !strings.Contains(out, "LAST ERROR") || !strings.Contains(out, "carrier timeout") {
 		t.Fatalf("holds table:\n%s", out)
 	}
 	if _, errOut, code := cli(t, nil, "holds", "retry", "orders/7", "--api", addr); code != 1 || !strings.Contains(errOut, "401") {
 		t.Fatalf("holds retry without a token: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, ro, "holds", "retry", "orders/7", "--api", addr); code != 1 || !strings.Contains(errOut, "403") ||
+		!strings.Contains(errOut, "needs role operate") {
+		t.Fatalf("holds retry with a read token: exit %d: %s", code, errOut)
 	}
 	out, errOut, code = cli(t, tok, "holds", "retry", "orders/7", "orders/99", "--reason", "carrier back", "--api", addr)
 	if code != 0 || !strings.Contains(out, "1 held instance sent back to begin") || !strings.Contains(out, "not held   orders/99") {
@@ -177,7 +202,7 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
 		t.Fatalf("retry of a hostile id: exit %d: %s", code, errOut)
 	}
 	// The instance's timeline, through the non-master.
-	out, errOut, code = cli(t, nil, "events", "--instance", "orders/8", "-o", "json", "--api", addr)
+	out, errOut, code = cli(t, ro, "events", "--instance", "orders/8", "-o", "json", "--api", addr)
 	var v recovery.InstanceView
 	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.State == nil || *v.State != "Reserved" ||
 		len(v.Attempts) != 1 || v.Attempts[0].Manual != 1 || v.Attempts[0].State != recovery.AttemptRetried {
@@ -190,28 +215,32 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok []string) {
 	if got := strings.Join(timeline, " "); got != "instance_held hold_decided manual_retry" {
 		t.Fatalf("timeline of orders/8: %s", got)
 	}
-	out, _, _ = cli(t, nil, "events", "--instance", "orders/8", "--api", addr)
+	out, _, _ = cli(t, ro, "events", "--instance", "orders/8", "--api", addr)
 	if !strings.HasPrefix(out, "orders/8: in Reserved, unclaimed\ntask ship: retried (failure), 0 retries by the policy, 1 by operators") {
 		t.Fatalf("events --instance:\n%s", out)
 	}
-	if _, errOut, code = cli(t, nil, "events", "--instance", "orders/424242", "--api", addr); code != 1 || !strings.Contains(errOut, "404") {
+	if _, errOut, code = cli(t, ro, "events", "--instance", "orders/424242", "--api", addr); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("events --instance of an unknown instance: exit %d: %s", code, errOut)
 	}
-	out, errOut, code = cli(t, nil, "retries", "stats", "-o", "json", "--api", addr)
+	out, errOut, code = cli(t, ro, "retries", "stats", "-o", "json", "--api", addr)
 	var st []recovery.RetryStats
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st) != 2 || st[0].Task != "reserve" ||
 		st[0].Scheduled != 6 || st[1].Task != "ship" || st[1].Instances != 2 || st[1].Manual != 2 || st[1].Failed != 0 || st[1].HoldsOpen != 0 {
 		t.Fatalf("retries stats: exit %d, %v: %s%s", code, err, out, errOut)
 	}
-	if out, _, _ = cli(t, nil, "retries", "stats", "--api", addr); !strings.Contains(out, "SUCCESS RATE") {
+	if out, _, _ = cli(t, ro, "retries", "stats", "--api", addr); !strings.Contains(out, "SUCCESS RATE") {
 		t.Fatalf("retries stats table:\n%s", out)
 	}
 	var kinds []string
-	if err := c.db.Select(&kinds, `SELECT kind || ':' || actor FROM enginehealth.event_log
+	if err := c.db.Select(&kinds, `SELECT kind || ':' || actor || ' via ' || coalesce(via, '-') FROM enginehealth.event_log
 		WHERE workflow = 'orders' AND instance IN ('7', '8') AND kind IN ('hold_decided', 'manual_retry') ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}
-	if len(kinds) != 3 || !strings.HasPrefix(kinds[0], "hold_decided:") || !strings.HasSuffix(kinds[2], "(operator)") {
-		t.Fatalf("operator events: %q", kinds)
+	by := "alice (operator) via " + via
+	if len(kinds) != 3 || kinds[0] != "hold_decided:"+by || kinds[1] != "hold_decided:"+by || kinds[2] != "manual_retry:"+by {
+		t.Fatalf("operator events: %q, want each by %s", kinds, by)
+	}
+	if out, _, _ = cli(t, ro, "events", "--kind", "manual_retry", "--api", addr); !strings.Contains(out, by) {
+		t.Fatalf("events table of the manual retry, want %q:\n%s", by, out)
 	}
 }

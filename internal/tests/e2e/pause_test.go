@@ -86,7 +86,7 @@ func TestPauseAcrossFailover(t *testing.T) {
 	}
 	out, errOut, code := cli(t, tok, "pause", "--reason", "engine schema migration", "-o", "json", "--api", addr)
 	var p health.Pause
-	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Actor != other+" (operator)" || p.Term == nil || *p.Term != term {
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Actor != "operator (operator)" || p.Term == nil || *p.Term != term {
 		t.Fatalf("pause through %s: exit %d: %s%s; want it done by the master %s in its term, by an operator at %s", other, code, out, errOut, master, other)
 	}
 	if _, errOut, code := cli(t, tok, "pause", "--reason", "again", "--api", addr); code != 4 || !strings.Contains(errOut, "engine schema migration") {
@@ -99,7 +99,7 @@ func TestPauseAcrossFailover(t *testing.T) {
 	c.db.MustExec(`INSERT INTO demo.orders_claim VALUES (6, 'engine-x', 'tok6', now() - interval '1h', now() - interval '1m')`)
 	c.waitCheckPassAfter(t, time.Now())
 	out, _, code = cli(t, tok, "check", "--api", addr)
-	if code != 4 || !strings.Contains(out, "paused by "+other+" (operator)") || !strings.Contains(out, "nothing repaired") ||
+	if code != 4 || !strings.Contains(out, "paused by operator (operator)") || !strings.Contains(out, "nothing repaired") ||
 		!strings.Contains(out, "done by "+master+"\n") {
 		t.Fatalf("check while paused: exit %d:\n%s", code, out)
 	}
@@ -127,7 +127,7 @@ func TestPauseAcrossFailover(t *testing.T) {
 	}
 
 	out, errOut, code = cli(t, tok, "resume", "--reason", "migration done", "--api", apiOf(t, c, next.Node))
-	if code != 0 || !strings.Contains(out, "resumed by "+next.Node+" (operator)") {
+	if code != 0 || !strings.Contains(out, "resumed by operator (operator)") {
 		t.Fatalf("resume: exit %d: %s%s", code, out, errOut)
 	}
 	eventually(t, 30*time.Second, "the paused work caught up", func() (bool, error) {
@@ -135,11 +135,12 @@ func TestPauseAcrossFailover(t *testing.T) {
 		return stuck == 0 && claims == 0, nil
 	})
 	var es []audit.Event
-	if err := c.db.Select(&es, `SELECT kind, actor, reason, term FROM enginehealth.events WHERE kind IN ('paused', 'resumed') ORDER BY id`); err != nil {
+	if err := c.db.Select(&es, `SELECT kind, actor, reason, term, via FROM enginehealth.events WHERE kind IN ('paused', 'resumed') ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 2 || es[0].Kind != audit.KindPaused || es[0].Reason != "engine schema migration" ||
-		es[1].Kind != audit.KindResumed || *es[1].Term != next.Term {
+	// The single token is the operator "operator"; via: the node asked.
+	if len(es) != 2 || es[0].Kind != audit.KindPaused || es[0].Reason != "engine schema migration" || es[0].Via == nil || *es[0].Via != other ||
+		es[1].Kind != audit.KindResumed || *es[1].Term != next.Term || es[1].Via == nil || *es[1].Via != next.Node {
 		t.Fatalf("pause events %+v", es)
 	}
 
@@ -149,10 +150,10 @@ func TestPauseAcrossFailover(t *testing.T) {
 		d      *daemon
 		fields map[string]any
 	}{
-		{ds[master], map[string]any{"kind": audit.KindPaused, "actor": other + " (operator)", "term": float64(term), "reason": "engine schema migration"}},
+		{ds[master], map[string]any{"kind": audit.KindPaused, "actor": "operator (operator)", "via": other, "term": float64(term), "reason": "engine schema migration"}},
 		{ds[next.Node], map[string]any{"kind": audit.KindNodeStatus, "node": master, "from_state": nodes.StatusReady,
 			"to_state": nodes.StatusNotResponding, "term": float64(next.Term)}},
-		{ds[next.Node], map[string]any{"kind": audit.KindResumed, "actor": next.Node + " (operator)", "reason": "migration done"}},
+		{ds[next.Node], map[string]any{"kind": audit.KindResumed, "actor": "operator (operator)", "via": next.Node, "reason": "migration done"}},
 	} {
 		if !want.d.logged("event", want.fields) {
 			t.Errorf("%s logged no event line with %v:\n%s", want.d.name, want.fields, want.d.stderr.String())
