@@ -5,12 +5,15 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/recovery"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
+	"github.com/enginehealth/enginehealth/recovery"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -324,11 +327,48 @@ func policyOf(r recovery.Policy) *Policy {
 
 func ptr[T any](v T) *T { return &v }
 
-// resolveSecrets reads the DSN and the API token from their files or
-// environment variables.
+// resolveSecrets reads the DSN, the API token and the etcd password from
+// their files or environment variables, and loads the etcd TLS files.
 func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string) (string, bool)) {
 	c.Database.DSN = v.secret("database", "dsn", c.Database.DSNFile, c.Database.DSNEnv, true, dir, lookupEnv)
 	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
+	e := &c.Etcd
+	if t := e.TLS; t != nil {
+		files := tlsfiles.Files{CAFile: relativeTo(dir, t.CAFile), CertFile: relativeTo(dir, t.CertFile), KeyFile: relativeTo(dir, t.KeyFile)}
+		cfg, cert, err := tlsfiles.Client("etcd.tls", files, time.Now())
+		var terr *tlsfiles.Error
+		switch {
+		case errors.As(err, &terr):
+			for _, p := range terr.Problems {
+				v.add(p.Key, "%s", p.Msg)
+			}
+		case err != nil:
+			v.add("etcd.tls", "%v", err)
+		default:
+			cfg.ServerName = t.ServerName
+			e.ClientTLS, e.ClientCert = cfg, cert
+		}
+	}
+	switch {
+	case e.Username != "":
+		e.Password = v.secret("etcd", "password", e.PasswordFile, e.PasswordEnv, false, dir, lookupEnv)
+		if e.PasswordFile == "" && e.PasswordEnv == "" {
+			v.add("etcd.username", "needs its password: set one of etcd.password_file or etcd.password_env")
+		}
+	case e.PasswordFile != "":
+		v.add("etcd.password_file", "set, but etcd.username is not: the password is a user's")
+	case e.PasswordEnv != "":
+		v.add("etcd.password_env", "set, but etcd.username is not: the password is a user's")
+	}
+}
+
+// relativeTo anchors a relative file path of the configuration at dir,
+// the configuration file's directory ("" stays "").
+func relativeTo(dir, file string) string {
+	if file == "" || filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(dir, file)
 }
 
 // ReadSecretFile reads a secret (a DSN, a token) from a file: a regular
@@ -357,10 +397,7 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 		v.add(envKey, "set only one of %s and %s", fileKey, envKey)
 		return ""
 	case file != "":
-		if !filepath.IsAbs(file) {
-			file = filepath.Join(dir, file)
-		}
-		s, err := ReadSecretFile(file)
+		s, err := ReadSecretFile(relativeTo(dir, file))
 		if err != nil {
 			v.add(fileKey, "cannot read %s: %v", name, err)
 		}
