@@ -343,11 +343,15 @@ func readFile(path string) ([]byte, error) {
 	return data, err
 }
 
-// fileText is a path as a message says it: as it is when printable, else
-// quoted.
+// fileText is a path as a message says it: as it is when printable and
+// at most 256 bytes, else a quoted excerpt (a path from a configuration
+// can be anything).
 func fileText(p string) string {
-	if strings.ContainsFunc(p, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return strconv.Quote(p)
+	if len(p) <= 256 && !strings.ContainsFunc(p, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return p
 	}
-	return p
+	if len(p) > 64 {
+		return strconv.Quote(strings.ToValidUTF8(p[:64], "")) + fmt.Sprintf("…(%d bytes)", len(p))
+	}
+	return strconv.Quote(p)
 }
