@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
+)
+
+// TestEtcdTLSAndAuth runs daemons against a 3-member etcd cluster (one
+// process per member) that serves clients over TLS only, with
+// --client-cert-auth --trusted-ca-file, and has auth enabled. The
+// daemon's user has a role with readwrite on its prefix only, not root,
+// and its certificate's CN is no etcd user (so the password is what
+// authenticates it).
+func TestEtcdTLSAndAuth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, err := testca.New(dir, "etcd-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user, password = "enginehealth", "etcd-pw-4Kq9"
+	// configWith's prefix is /TEST_SUBTEST/: the role's prefix holds
+	// every subtest's.
+	cl, err := etcdtest.StartCluster(etcdtest.ClusterConfig{Binary: memberBin, CA: ca, LogDir: t.ArtifactDir(),
+		Auth: &etcdtest.Auth{RootPassword: "root-pw-7Hs2", Users: []etcdtest.User{{Name: user, Password: password, Prefix: "/" + t.Name()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	good := issue(t, ca, "sidecar-cert")
+	rogueCA, err := testca.New(t.TempDir(), "rogue-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rogue := issue(t, rogueCA, "sidecar-cert")
+	secret := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodPassword, wrongPassword := secret("password", password), secret("wrong-password", "not-"+password)
+	config := func(c *cluster, name string, cert *testca.Issued, passwordFile string) string {
+		return c.configWith(name, cfgOpts{Endpoints: cl.Endpoints(), Etcd: fmt.Sprintf(`  dial_timeout: 1s
+  tls:
+    ca_file: %s
+    cert_file: %s
+    key_file: %s
+  username: %s
+  password_file: %s
+`, ca.CertFile, cert.CertFile, cert.KeyFile, user, passwordFile)})
+	}
+
+	// With the CA, its certificate and the user's password, the daemon
+	// becomes master (its lease, election keys, resignation all under
+	// TLS and auth) and stops cleanly.
+	t.Run("master", func(t *testing.T) {
+		t.Parallel()
+		c := newCluster(t)
+		d := c.start("tls-a", config(c, "tls-a", good, goodPassword))
+		if term := c.waitTerm(t, 0, 30*time.Second); term.Node != "tls-a" {
+			t.Fatalf("master %s", term.Node)
+		}
+		l, err := api.NewClient(apiOf(t, c, "tls-a"), "").Leader(context.Background())
+		if err != nil || l.Name != "tls-a" {
+			t.Fatalf("GET /v1/leader: %+v %v", l, err)
+		}
+		if !slices.ContainsFunc(strings.Split(d.stderr.String(), "\n"), func(l string) bool {
+			return strings.Contains(l, `"msg":"connected to etcd"`) && strings.Contains(l, `"tls":true,"client_certificate":true,"user":"enginehealth"`)
+		}) {
+			t.Fatalf("no TLS connection logged:\n%s", d.stderr.String())
+		}
+		d.signal(t, syscall.SIGTERM)
+		if code := d.wait(t, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d after SIGTERM", code)
+		}
+	})
+
+	// A refused connection is retried, each attempt logged with its cause,
+	// the daemon never crashes, and SIGTERM still stops it cleanly.
+	for _, c := range []struct {
+		name, node   string
+		cert         *testca.Issued
+		passwordFile string
+		cause        string // in every failed attempt's log line
+	}{
+		{"certificate of another CA", "tls-rogue", rogue, goodPassword,
+			"the member refused our client certificate (etcd.tls.cert_file: it must be signed by a CA in the members' --trusted-ca-file, and valid): remote error: tls: unknown certificate authority"},
+		{"wrong password", "tls-wrong", good, wrongPassword,
+			`etcd authentication failed: etcd refused user \"enginehealth\" and its password (etcd.username with etcd.password_file`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newCluster(t)
+			d := cc.start(c.node, config(cc, c.node, c.cert, c.passwordFile))
+			eventually(t, 30*time.Second, "two failed attempts logged with their cause", func() (bool, error) {
+				if !d.running() {
+					t.Fatalf("%s exited: %v\n%s", c.node, d.err, d.stderr.String())
+				}
+				return strings.Count(d.stderr.String(), c.cause) >= 2, nil
+			})
+			if log := d.stderr.String(); strings.Contains(log, "panic") || strings.Contains(log, password) {
+				t.Fatalf("a panic or the password in the log:\n%s", log)
+			}
+			d.signal(t, syscall.SIGTERM)
+			if code := d.wait(t, 15*time.Second); code != 0 {
+				t.Fatalf("exit %d after SIGTERM", code)
+			}
+		})
+	}
+}
+
+func issue(t *testing.T, ca *testca.CA, cn string) *testca.Issued {
+	t.Helper()
+	is, err := ca.Issue(cn, testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is
+}
