@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
@@ -154,6 +156,10 @@ func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error
 	c.NextProtos = []string{"h2"}
 	t := tls.Client(conn, c)
 	err = t.HandshakeContext(ctx)
+	// A member that serves clients without TLS closes the connection on
+	// our hello (or answers it with what is no TLS record).
+	var rerr tls.RecordHeaderError
+	notTLS := errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &rerr)
 	if err == nil {
 		// With TLS 1.3 the member checks our certificate after the
 		// handshake and, refusing it, sends an alert at once; else it
@@ -166,13 +172,12 @@ func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error
 		}
 	}
 	var verr *tls.CertificateVerificationError
-	var rerr tls.RecordHeaderError
 	var oe *net.OpError
 	switch {
 	case errors.As(err, &verr):
 		return fmt.Errorf("its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates, etcd.tls.server_name a name they are for): %w", err)
-	case errors.As(err, &rerr):
-		return fmt.Errorf("the member does not speak TLS (etcd.tls is set: the members must serve clients with --cert-file and --key-file): %w", err)
+	case notTLS:
+		return fmt.Errorf("the member does not speak TLS: it ended our TLS handshake (etcd.tls is set: the members must serve clients with --cert-file and --key-file): %w", err)
 	case errors.As(err, &oe) && oe.Op == "remote error" && c.GetClientCertificate == nil:
 		return fmt.Errorf("the member refused the TLS connection; it wants a client certificate (etcd.tls.cert_file and etcd.tls.key_file): %w", err)
 	case errors.As(err, &oe) && oe.Op == "remote error":

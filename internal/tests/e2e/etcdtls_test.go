@@ -21,7 +21,10 @@ import (
 // --client-cert-auth --trusted-ca-file, and has auth enabled. The
 // daemon's user has a role with readwrite on its prefix only, not root,
 // and its certificate's CN is no etcd user (so the password is what
-// authenticates it).
+// authenticates it). It becomes master. Daemons that cannot connect (a
+// client certificate of another CA or none, a wrong password, a CA file
+// that does not verify the members, TLS on one side only) keep running
+// and retrying, and log each attempt with its cause.
 func TestEtcdTLSAndAuth(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -52,15 +55,14 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		return p
 	}
 	goodPassword, wrongPassword := secret("password", password), secret("wrong-password", "not-"+password)
-	config := func(c *cluster, name string, cert *testca.Issued, passwordFile string) string {
-		return c.configWith(name, cfgOpts{Endpoints: cl.Endpoints(), Etcd: fmt.Sprintf(`  dial_timeout: 1s
-  tls:
-    ca_file: %s
-    cert_file: %s
-    key_file: %s
-  username: %s
-  password_file: %s
-`, ca.CertFile, cert.CertFile, cert.KeyFile, user, passwordFile)})
+	// access is the etcd section's TLS and user (the CA that verifies the
+	// members, the client certificate, the password file).
+	access := func(caFile string, cert *testca.Issued, passwordFile string) string {
+		return fmt.Sprintf("  tls:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n  username: %s\n  password_file: %s\n",
+			caFile, cert.CertFile, cert.KeyFile, user, passwordFile)
+	}
+	config := func(c *cluster, name string, endpoints []string, etcdLines string) string {
+		return c.configWith(name, cfgOpts{Endpoints: endpoints, Etcd: "  dial_timeout: 1s\n" + etcdLines})
 	}
 
 	// With the CA, its certificate and the user's password, the daemon
@@ -69,7 +71,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	t.Run("master", func(t *testing.T) {
 		t.Parallel()
 		c := newCluster(t)
-		d := c.start("tls-a", config(c, "tls-a", good, goodPassword))
+		d := c.start("tls-a", config(c, "tls-a", cl.Endpoints(), access(ca.CertFile, good, goodPassword)))
 		if term := c.waitTerm(t, 0, 30*time.Second); term.Node != "tls-a" {
 			t.Fatalf("master %s", term.Node)
 		}
@@ -91,20 +93,28 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	// A refused connection is retried, each attempt logged with its cause,
 	// the daemon never crashes, and SIGTERM still stops it cleanly.
 	for _, c := range []struct {
-		name, node   string
-		cert         *testca.Issued
-		passwordFile string
-		cause        string // in every failed attempt's log line
+		name, node string
+		endpoints  []string
+		etcd       string // lines under etcd:
+		cause      string // in every failed attempt's log line
 	}{
-		{"certificate of another CA", "tls-rogue", rogue, goodPassword,
+		{"certificate of another CA", "tls-rogue", cl.Endpoints(), access(ca.CertFile, rogue, goodPassword),
 			"the member refused our client certificate (etcd.tls.cert_file: it must be signed by a CA in the members' --trusted-ca-file, and valid): remote error: tls: unknown certificate authority"},
-		{"wrong password", "tls-wrong", good, wrongPassword,
+		{"wrong password", "tls-wrong", cl.Endpoints(), access(ca.CertFile, good, wrongPassword),
 			`etcd authentication failed: etcd refused user \"enginehealth\" and its password (etcd.username with etcd.password_file`},
+		{"members' CA not trusted", "tls-untrusted", cl.Endpoints(), access(rogueCA.CertFile, good, goodPassword),
+			"its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates"},
+		{"no etcd.tls", "tls-none", cl.Endpoints(), "  username: " + user + "\n  password_file: " + goodPassword + "\n",
+			"the member speaks TLS, and etcd.tls is not set"},
+		{"no client certificate", "tls-nocert", cl.Endpoints(), "  tls: {ca_file: " + ca.CertFile + "}\n  username: " + user + "\n  password_file: " + goodPassword + "\n",
+			"the member refused the TLS connection; it wants a client certificate (etcd.tls.cert_file and etcd.tls.key_file): remote error: tls: certificate required"},
+		{"etcd.tls to a plain member", "tls-plain", []string{etcd.Endpoint}, access(ca.CertFile, good, goodPassword),
+			"the member does not speak TLS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			cc := newCluster(t)
-			d := cc.start(c.node, config(cc, c.node, c.cert, c.passwordFile))
+			d := cc.start(c.node, config(cc, c.node, c.endpoints, c.etcd))
 			eventually(t, 30*time.Second, "two failed attempts logged with their cause", func() (bool, error) {
 				if !d.running() {
 					t.Fatalf("%s exited: %v\n%s", c.node, d.err, d.stderr.String())
