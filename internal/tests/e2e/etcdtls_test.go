@@ -21,9 +21,10 @@ import (
 // --client-cert-auth --trusted-ca-file, and has auth enabled. The
 // daemon's user has a role with readwrite on its prefix only, not root,
 // and its certificate's CN is no etcd user (so the password is what
-// authenticates it). It becomes master. Daemons that cannot connect (a
-// client certificate of another CA or none, a wrong password, a CA file
-// that does not verify the members, TLS on one side only) keep running
+// authenticates it). It becomes master, and resigns cleanly. Daemons that cannot connect (a
+// client certificate of another CA or none, a wrong password, a user
+// without permission on the prefix, a CA file that does not verify the
+// members, TLS on one side only) keep running
 // and retrying, and log each attempt with its cause.
 func TestEtcdTLSAndAuth(t *testing.T) {
 	t.Parallel()
@@ -36,7 +37,8 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	// configWith's prefix is /TEST_SUBTEST/: the role's prefix holds
 	// every subtest's.
 	cl, err := etcdtest.StartCluster(etcdtest.ClusterConfig{Binary: memberBin, CA: ca, LogDir: t.ArtifactDir(),
-		Auth: &etcdtest.Auth{RootPassword: "root-pw-7Hs2", Users: []etcdtest.User{{Name: user, Password: password, Prefix: "/" + t.Name()}}}})
+		Auth: &etcdtest.Auth{RootPassword: "root-pw-7Hs2", Users: []etcdtest.User{{Name: user, Password: password, Prefix: "/" + t.Name()},
+			{Name: "stranger", Password: password, Prefix: "/elsewhere/"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,10 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		if code := d.wait(t, 15*time.Second); code != 0 {
 			t.Fatalf("exit %d after SIGTERM", code)
 		}
+		// Resigning revoked its lease and wrote the resignation marker.
+		if log := d.stderr.String(); !strings.Contains(log, "revoking the etcd lease") || strings.Contains(log, "permission denied") {
+			t.Fatalf("no lease revoked, or etcd refused a request:\n%s", log)
+		}
 	})
 
 	// A refused connection is retried, each attempt logged with its cause,
@@ -106,6 +112,8 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 			"its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates"},
 		{"no etcd.tls", "tls-none", cl.Endpoints(), "  username: " + user + "\n  password_file: " + goodPassword + "\n",
 			"the member speaks TLS, and etcd.tls is not set"},
+		{"no permission on the prefix", "tls-stranger", cl.Endpoints(), strings.Replace(access(ca.CertFile, good, goodPassword), user, "stranger", 1),
+			`etcd authorization: user \"stranger\" may not read /TestEtcdTLSAndAuth_no_permission_on_the_prefix/ (grant it a role with readwrite on the prefix`},
 		{"no client certificate", "tls-nocert", cl.Endpoints(), "  tls: {ca_file: " + ca.CertFile + "}\n  username: " + user + "\n  password_file: " + goodPassword + "\n",
 			"the member refused the TLS connection; it wants a client certificate (etcd.tls.cert_file and etcd.tls.key_file): remote error: tls: certificate required"},
 		{"etcd.tls to a plain member", "tls-plain", []string{etcd.Endpoint}, access(ca.CertFile, good, goodPassword),
