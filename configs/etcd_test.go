@@ -122,6 +122,9 @@ func TestEtcdAccessProblems(t *testing.T) {
 		{"password env unset", threeEndpoints, user + "  password_env: ETCD_PW\n", nil, "etcd.password_env", "ETCD_PW is not set or empty", 5},
 		{"username and credentials in an endpoint", `["a:2379", "http://root:` + etcdPassword + `@b:2379"]`, user + "  password_file: " + f.password + "\n", nil,
 			"etcd.endpoints[1]", "carries user:password@, and etcd.username is set too", 0},
+		{"username and credentials in an https endpoint", `["https://root:` + etcdPassword + `@a:2379", "https://b:2379"]`, user + "  password_file: " + f.password + "\n", nil,
+			"etcd.endpoints[0]", "carries user:password@, and etcd.username is set too", 0},
+		{"HTTP in capitals with TLS", `["a:2379", "HTTP://b:2379"]`, withCA(""), nil, "etcd.endpoints[1]", "is http://, without TLS, but etcd.tls is set", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,6 +239,11 @@ func TestEtcdCredentialWarnings(t *testing.T) {
 	cfg, err = f.parse(etcdYAML(`["https://a:2379", "https://b:2379", "https://c:2379"]`, "  username: eh\n  password_file: "+f.password+"\n"), testEnv)
 	if err != nil || len(cfg.Warnings) != 0 {
 		t.Fatalf("a user over https: %v %v", err, cfg.Warnings)
+	}
+	// Credentials in an https endpoint: a secret in the file, encrypted.
+	cfg, err = f.parse(etcdYAML(`["https://a:2379", "HTTPS://root:`+etcdPassword+`@b:2379", "https://c:2379"]`, ""), testEnv)
+	if err != nil || len(cfg.Warnings) != 1 || cfg.Warnings[0].Path != "etcd.endpoints[1]" || !strings.Contains(cfg.Warnings[0].Msg, "puts a secret") {
+		t.Fatalf("credentials in an https endpoint: %v %v", err, cfg.Warnings)
 	}
 }
 

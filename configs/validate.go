@@ -705,19 +705,18 @@ func (e Etcd) validateAccess(v *validator) {
 	inURL := -1 // the first endpoint with user:password@
 	plain := false
 	for i, ep := range e.Endpoints {
-		key := fmt.Sprintf("etcd.endpoints[%d]", i)
 		scheme, _, hasScheme := strings.Cut(ep, "://")
-		if hasScheme && (scheme == "https" || scheme == "unixs") {
+		if hasScheme && inURL < 0 && strings.Contains(ep, "@") {
+			if u, err := url.Parse(ep); err == nil && u.User != nil {
+				inURL = i
+			}
+		}
+		if scheme = strings.ToLower(scheme); hasScheme && (scheme == "https" || scheme == "unixs") {
 			continue
 		}
 		plain = plain || e.TLS == nil
 		if e.TLS != nil && hasScheme {
-			v.add(key, "%s is %s://, without TLS, but etcd.tls is set: write https://host:port or host:port", excerpt(ep), scheme)
-		}
-		if hasScheme && strings.Contains(ep, "@") {
-			if u, err := url.Parse(ep); err == nil && u.User != nil && inURL < 0 {
-				inURL = i
-			}
+			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "%s is %s://, without TLS, but etcd.tls is set: write https://host:port or host:port", excerpt(ep), scheme)
 		}
 	}
 	if inURL >= 0 {
