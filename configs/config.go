@@ -8,12 +8,14 @@
 package configs
 
 import (
+	"crypto/tls"
 	"slices"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -153,6 +155,38 @@ type Etcd struct {
 	TrustMargin time.Duration `yaml:"trust_margin"`
 	// DialTimeout of one connection attempt; default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// TLS, when given, is how the client speaks TLS to etcd (endpoints
+	// without a scheme are then https); absent: plain http.
+	TLS *TLS `yaml:"tls"`
+	// Username for etcd authentication (etcd auth enabled); its password
+	// comes from PasswordFile or PasswordEnv, exactly one of them.
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+
+	// Password is the resolved secret; never log it.
+	Password string `yaml:"-"`
+	// ClientTLS is the client's TLS configuration, loaded from TLS by
+	// Load (nil without TLS).
+	ClientTLS *tls.Config `yaml:"-"`
+	// ClientCert holds the client certificate ClientTLS presents (nil
+	// without one): a reload can swap it under the running client.
+	ClientCert *tlsfiles.Cert `yaml:"-"`
+}
+
+// TLS is the client side of a TLS connection: PEM files (relative ones
+// are relative to the configuration file), every key optional.
+type TLS struct {
+	// CAFile verifies the servers' certificates; default: the system's
+	// roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile: the client certificate and its unencrypted
+	// key, for servers that ask for one; both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName the servers' certificates must be for; default: the
+	// host of each endpoint.
+	ServerName string `yaml:"server_name"`
 }
 
 // Health configures CheckEngineHealth.

@@ -16,6 +16,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal + workflow))
 	f.Add([]byte(minimal + "health: {schedule: \"@every 1m\", sweep_interval: 30s}\n"))
 	f.Add([]byte(minimal + "health: {schedule: \"*/5 * * * *\", sweep_interval: 5m}\n"))
+	f.Add([]byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"a:1\", \"http://u:p@b:1\"], tls: {ca_file: ca.pem, cert_file: c.pem, server_name: e}, username: u, password_env: P}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > MaxConfigBytes {
 			return // Load refuses such files before parsing

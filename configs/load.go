@@ -5,12 +5,15 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/recovery"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
+	"github.com/enginehealth/enginehealth/recovery"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -325,12 +328,56 @@ func policyOf(r recovery.Policy) *Policy {
 
 func ptr[T any](v T) *T { return &v }
 
-// resolveSecrets reads the DSN and the API token from their files or
-// environment variables, and the operators' token hashes.
+// resolveSecrets reads the DSN, the API token and the etcd password from
+// their files or environment variables, the operators' token hashes, and
+// loads the etcd TLS files.
 func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string) (string, bool)) {
 	c.Database.DSN = v.secret("database", "dsn", c.Database.DSNFile, c.Database.DSNEnv, true, dir, lookupEnv)
 	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
-	c.resolveOperators(v, dir)
+	c.resolveOperators(v, dir, lookupEnv)
+	e := &c.Etcd
+	if t := e.TLS; t != nil {
+		before := len(v.problems)
+		files := tlsfiles.Files{
+			CAFile:   v.optionalPath("etcd.tls.ca_file", t.CAFile, dir, lookupEnv),
+			CertFile: v.optionalPath("etcd.tls.cert_file", t.CertFile, dir, lookupEnv),
+			KeyFile:  v.optionalPath("etcd.tls.key_file", t.KeyFile, dir, lookupEnv),
+		}
+		cfg, cert, err := tlsfiles.Client("etcd.tls", files, time.Now())
+		var terr *tlsfiles.Error
+		switch {
+		case len(v.problems) > before:
+			// A credential:NAME that names no file: said at its key.
+		case errors.As(err, &terr):
+			for _, p := range terr.Problems {
+				v.add(p.Key, "%s", p.Msg)
+			}
+		case err != nil:
+			v.add("etcd.tls", "%v", err)
+		default:
+			cfg.ServerName = t.ServerName
+			e.ClientTLS, e.ClientCert = cfg, cert
+		}
+	}
+	switch {
+	case e.Username != "":
+		e.Password = v.secret("etcd", "password", e.PasswordFile, e.PasswordEnv, false, dir, lookupEnv)
+		if e.PasswordFile == "" && e.PasswordEnv == "" {
+			v.add("etcd.username", "needs its password: set one of etcd.password_file or etcd.password_env")
+		}
+	case e.PasswordFile != "":
+		v.add("etcd.password_file", "set, but etcd.username is not: the password is a user's")
+	case e.PasswordEnv != "":
+		v.add("etcd.password_env", "set, but etcd.username is not: the password is a user's")
+	}
+}
+
+// optionalPath is filePath for a key that may be empty ("" stays "").
+func (v *validator) optionalPath(key, file, dir string, lookupEnv func(string) (string, bool)) string {
+	if file == "" {
+		return ""
+	}
+	return v.filePath(key, file, dir, lookupEnv)
 }
 
 // ReadSecretFile reads a secret (a DSN, a token) from a file: a regular

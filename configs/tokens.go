@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -40,16 +39,16 @@ var tokenKeys = []string{"name", "sha256", "role"}
 // single token (api.token_file or api.token_env) as the operator
 // LegacyOperator with role operate. Both at once is a problem: one file
 // says who the operators are.
-func (c *Config) resolveOperators(v *validator, dir string) {
+func (c *Config) resolveOperators(v *validator, dir string, lookupEnv func(string) (string, bool)) {
 	a := &c.API
 	switch {
 	case a.TokensFile != "" && (a.TokenFile != "" || a.TokenEnv != ""):
 		v.add("api.tokens_file", "set either api.tokens_file or api.token_file/api.token_env, not both: give the single token an entry of its own in the tokens file ({name: %s, sha256: <its hash>, role: %s})",
 			LegacyOperator, RoleOperate)
 	case a.TokensFile != "":
-		file := a.TokensFile
-		if !filepath.IsAbs(file) {
-			file = filepath.Join(dir, file)
+		file := v.filePath("api.tokens_file", a.TokensFile, dir, lookupEnv)
+		if file == "" {
+			return
 		}
 		ops, problems := loadTokensFile(file)
 		for _, p := range problems {

@@ -191,6 +191,7 @@ func (c *Config) validate(v *validator) {
 	if len(c.Etcd.Endpoints) == 1 {
 		v.warn("etcd.endpoints", "one endpoint: if that member fails the lease is lost; list every member of the etcd cluster")
 	}
+	c.Etcd.validateAccess(v)
 	if !strings.HasPrefix(c.Etcd.Prefix, "/") || !strings.HasSuffix(c.Etcd.Prefix, "/") {
 		v.add("etcd.prefix", "%s must start and end with '/'", excerpt(c.Etcd.Prefix))
 	}
@@ -710,10 +711,59 @@ func (e Etcd) RedactedEndpoints() []string {
 	return out
 }
 
-// ClientEndpoints returns the endpoints without userinfo, and the user
-// and password given in them (the first one found), for the etcd client.
+// validateAccess checks how the client reaches and authenticates to
+// etcd: TLS and the endpoints' schemes, one source of credentials, and
+// says when a password sits in the file or travels unencrypted.
+func (e Etcd) validateAccess(v *validator) {
+	inURL := -1 // the first endpoint with user:password@
+	plain := false
+	for i, ep := range e.Endpoints {
+		scheme, _, hasScheme := strings.Cut(ep, "://")
+		if hasScheme && inURL < 0 && strings.Contains(ep, "@") {
+			if u, err := url.Parse(ep); err == nil && u.User != nil {
+				inURL = i
+			}
+		}
+		if scheme = strings.ToLower(scheme); hasScheme && (scheme == "https" || scheme == "unixs") {
+			continue
+		}
+		plain = plain || e.TLS == nil
+		if e.TLS != nil && hasScheme {
+			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "%s is %s://, without TLS, but etcd.tls is set: write https://host:port or host:port", excerpt(ep), scheme)
+		}
+	}
+	if inURL >= 0 {
+		key := fmt.Sprintf("etcd.endpoints[%d]", inURL)
+		if e.Username != "" {
+			v.add(key, "carries user:password@, and etcd.username is set too: give the credentials once, as etcd.username with etcd.password_file or etcd.password_env")
+		} else {
+			v.warn(key, "user:password@ puts a secret in the configuration file: use etcd.username with etcd.password_file or etcd.password_env")
+		}
+	}
+	if e.TLS != nil && e.TLS.ServerName != "" {
+		if err := checkHost(e.TLS.ServerName); err != nil {
+			v.add("etcd.tls.server_name", "%v", err)
+		}
+	}
+	if plain && (e.Username != "" || inURL >= 0) {
+		key := "etcd.username"
+		if e.Username == "" {
+			key = fmt.Sprintf("etcd.endpoints[%d]", inURL)
+		}
+		v.warn(key, "the etcd password travels unencrypted: set etcd.tls (etcd serving clients with --cert-file and --key-file)")
+	}
+}
+
+// ClientEndpoints returns the endpoints for the etcd client, with the user
+// and password to authenticate as: etcd.username's, or the first found in
+// an endpoint's userinfo, which is taken out of the endpoints. With
+// etcd.tls, an endpoint without a scheme is https.
 func (e Etcd) ClientEndpoints() (eps []string, user, password string) {
+	user, password = e.Username, e.Password
 	for _, ep := range e.Endpoints {
+		if !strings.Contains(ep, "://") && e.TLS != nil {
+			ep = "https://" + ep
+		}
 		u, err := url.Parse(ep)
 		if err != nil || u.User == nil || !strings.Contains(ep, "://") {
 			eps = append(eps, ep)

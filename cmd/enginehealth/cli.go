@@ -361,6 +361,36 @@ exists.`,
 	return c
 }
 
+// etcdAccess says how the daemon will reach and authenticate to etcd:
+// TLS (what verifies the members, which certificate it presents and
+// until when), and as which user.
+func etcdAccess(e configs.Etcd) string {
+	parts := []string{"plain (no TLS)"}
+	if t := e.TLS; t != nil {
+		roots := "the system's roots"
+		if t.CAFile != "" {
+			roots = t.CAFile
+		}
+		parts[0] = "TLS, members verified by " + roots
+		if t.ServerName != "" {
+			parts[0] += " as " + t.ServerName
+		}
+		if e.ClientCert != nil {
+			leaf := e.ClientCert.Load().Leaf
+			parts[0] += fmt.Sprintf(", client certificate %s (CN %q, valid until %s)", t.CertFile, leaf.Subject.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	switch _, user, _ := e.ClientEndpoints(); {
+	case e.Username != "":
+		parts = append(parts, fmt.Sprintf("user %q", user))
+	case user != "":
+		parts = append(parts, fmt.Sprintf("user %q (from an endpoint)", user))
+	default:
+		parts = append(parts, "no user")
+	}
+	return strings.Join(parts, "; ")
+}
+
 func configSummary(w io.Writer, cfg *configs.Config) error {
 	name, err := cfg.NodeName(os.Hostname)
 	if err != nil {
@@ -373,6 +403,7 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 	fmt.Fprintf(w, "node       %s (heartbeat every %s)\n", name, cfg.Node.HeartbeatInterval)
 	fmt.Fprintf(w, "database   %s, schema %s\n", cfg.Database.RedactedDSN(), cfg.Database.Schema)
 	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s, trust margin %s\n", strings.Join(cfg.Etcd.RedactedEndpoints(), ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL, cfg.Etcd.TrustMargin)
+	fmt.Fprintf(w, "etcd auth  %s\n", etcdAccess(cfg.Etcd))
 	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s, sweep every %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter,
 		cfg.Health.ForgetAfter, cfg.Health.SweepInterval)
 	roles := map[string]int{}

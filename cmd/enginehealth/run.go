@@ -27,8 +27,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lmittmann/tint"
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -473,38 +471,6 @@ func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *sl
 		return usageError{catErr}
 	}
 	return nil
-}
-
-func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
-	endpoints, user, password := cfg.Etcd.ClientEndpoints()
-	cli, err := clientv3.New(clientv3.Config{
-		// Every member: the client balances over them and moves on from
-		// one that does not answer; each request has its own deadline.
-		Endpoints:   endpoints,
-		Username:    user,
-		Password:    password,
-		DialTimeout: cfg.Etcd.DialTimeout,
-		// Keep-alive probes close a connection to a member that stopped
-		// answering (a frozen process keeps its TCP connections open).
-		// 10s is gRPC's floor for the probe interval (etcd allows ≥ 5s).
-		DialKeepAliveTime:    10 * time.Second,
-		DialKeepAliveTimeout: min(max(cfg.Etcd.LeaseTTL/3, time.Second), 5*time.Second),
-		Logger:               zap.NewNop(),
-		Context:              context.WithoutCancel(ctx),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
-	}
-	err = retry(ctx, log, "connect to etcd", cfg.Etcd.DialTimeout, func(ctx context.Context) error {
-		_, err := cli.Get(ctx, cfg.Etcd.Prefix, clientv3.WithCountOnly())
-		return err
-	})
-	if err != nil {
-		cli.Close()
-		return nil, err
-	}
-	log.InfoContext(ctx, "connected to etcd")
-	return cli, nil
 }
 
 func later(a, b time.Time) time.Time {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
@@ -172,11 +174,13 @@ func waitReadyMaster(t *testing.T, cfg *configs.Config, done <-chan error) (node
 	return node, store
 }
 
-// TestRunRefusesBadSweepInterval: a health.sweep_interval shorter than
-// the schedule's period stops run with exit 2, naming the key and its
-// line, before it connects to anything: the database and etcd addresses
-// it was given see no connection.
-func TestRunRefusesBadSweepInterval(t *testing.T) {
+// TestRunRefusesBadConfig: a configuration error stops run (and config
+// check) with exit 2, naming the key, its line and what is wrong, before
+// it connects to anything: the database and etcd addresses it was given
+// see no connection. Cases: a health.sweep_interval shorter than the
+// schedule's period; an etcd CA file that is missing; an etcd client
+// certificate given without its key.
+func TestRunRefusesBadConfig(t *testing.T) {
 	var mu sync.Mutex
 	dialled := 0
 	listen := func() string {
@@ -204,25 +208,82 @@ func TestRunRefusesBadSweepInterval(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dsn"), []byte("postgres://eh@"+db+"/eh?sslmode=disable"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "enginehealth.yaml")
-	if err := os.WriteFile(path, []byte(`database:
-  dsn_file: dsn
-etcd:
-  endpoints: ["`+etcdAddr+`"]
-health:
-  schedule: "@every 1m"
-  sweep_interval: 30s
-`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "client.pem"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCLI(t, "run", "--config", path)
-	if code != exitUsage || !strings.Contains(errOut, "health.sweep_interval") || !strings.Contains(errOut, "line 7") ||
-		!strings.Contains(errOut, "shorter than one period of health.schedule (1m0s)") {
-		t.Fatalf("exit %d, want %d naming health.sweep_interval at line 7:\n%s%s", code, exitUsage, out, errOut)
+	head := "database:\n  dsn_file: dsn\netcd:\n  endpoints: [\"" + etcdAddr + "\"]\n"
+	for _, c := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"sweep interval", head + "health:\n  schedule: \"@every 1m\"\n  sweep_interval: 30s\n",
+			[]string{"health.sweep_interval", "line 7", "shorter than one period of health.schedule (1m0s)"}},
+		{"etcd CA file missing", head + "  tls:\n    ca_file: nope/ca.pem\n",
+			[]string{"etcd.tls.ca_file: cannot read " + filepath.Join(dir, "nope/ca.pem") + ": no such file or directory (line 6)"}},
+		{"etcd certificate without key", head + "  tls:\n    cert_file: client.pem\n",
+			[]string{"etcd.tls.key_file: required with etcd.tls.cert_file: the key of " + filepath.Join(dir, "client.pem")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, "enginehealth.yaml")
+			if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range [][]string{{"run"}, {"config", "check"}} {
+				out, errOut, code := runCLI(t, append(cmd, "--config", path)...)
+				if code != exitUsage || !containsAll(errOut, c.want) {
+					t.Fatalf("%s: exit %d, want %d naming %q:\n%s%s", cmd[0], code, exitUsage, c.want, out, errOut)
+				}
+			}
+		})
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if dialled > 0 {
 		t.Fatalf("%d connections to the database or etcd before the configuration was refused", dialled)
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestConfigCheckSaysEtcdAccess: config check prints how the daemon will
+// reach etcd: TLS, what verifies the members, the client certificate
+// and its expiry, the user; never the password.
+func TestConfigCheckSaysEtcdAccess(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := testca.New(dir, "etcd-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue("sidecar", testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"dsn": "postgres://eh@127.0.0.1:1/eh", "etcd-password": "pw-Zq81xv"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "enginehealth.yaml")
+	if err := os.WriteFile(path, []byte(`database: {dsn_file: dsn}
+etcd:
+  endpoints: ["a:2379", "b:2379", "c:2379"]
+  tls: {ca_file: `+ca.CertFile+`, cert_file: `+cert.CertFile+`, key_file: `+cert.KeyFile+`, server_name: etcd.internal}
+  username: enginehealth
+  password_file: etcd-password
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "config", "check", "--config", path)
+	want := fmt.Sprintf(`etcd auth  TLS, members verified by %s as etcd.internal, client certificate %s (CN "sidecar", valid until %s); user "enginehealth"`,
+		ca.CertFile, cert.CertFile, cert.Cert.NotAfter.UTC().Format(time.RFC3339))
+	if code != exitOK || !strings.Contains(out, want) || strings.Contains(out+errOut, "Zq81") || strings.Contains(out, "warning") {
+		t.Fatalf("exit %d, want the line %q, no warning:\n%s%s", code, want, out, errOut)
 	}
 }

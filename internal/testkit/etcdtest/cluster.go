@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -39,6 +41,31 @@ type ClusterConfig struct {
 	// LogDir, when set, receives each member's own etcd log (NAME.log,
 	// appended across restarts): leader changes, lease revocations.
 	LogDir string
+	// CA, when set, has the members serve clients over TLS only: https
+	// client URLs with a certificate CA issues (for 127.0.0.1 and
+	// localhost), accepting only clients with a certificate CA signed
+	// (etcd's --client-cert-auth --trusted-ca-file). Peers talk plain
+	// http. The cluster's own client presents a certificate of CA.
+	CA *testca.CA
+	// Auth, when set, enables etcd authentication once the cluster is up.
+	Auth *Auth
+}
+
+// Auth is etcd authentication for a test cluster.
+type Auth struct {
+	// RootPassword of the root user (the root role), which the cluster's
+	// own client authenticates as.
+	RootPassword string
+	// Users added before authentication is enabled.
+	Users []User
+}
+
+// User is an etcd user.
+type User struct {
+	Name, Password string
+	// Prefix the user may read and write, granted by a role named after
+	// the user; empty: the user has the root role.
+	Prefix string
 }
 
 // Cluster is a multi-member etcd cluster, one process per member.
@@ -46,12 +73,17 @@ type Cluster struct {
 	Members []*Member
 	cfg     ClusterConfig
 	dir     string
+	// server is the members' certificate (with CA).
+	server *testca.Issued
+	// access is how the cluster's own client reaches the members: TLS
+	// with its certificate, root's credentials once auth is on.
+	access clientv3.Config
 }
 
 // Member is one member process.
 type Member struct {
 	Name      string
-	ClientURL string // http://127.0.0.1:PORT
+	ClientURL string // http://127.0.0.1:PORT, https:// with ClusterConfig.CA
 	PeerURL   string
 
 	c       *Cluster
@@ -62,7 +94,10 @@ type Member struct {
 }
 
 // Endpoint returns the member's client address, host:port.
-func (m *Member) Endpoint() string { return strings.TrimPrefix(m.ClientURL, "http://") }
+func (m *Member) Endpoint() string {
+	_, hostport, _ := strings.Cut(m.ClientURL, "://")
+	return hostport
+}
 
 // StartCluster starts the members and waits until the cluster has a leader
 // and every member answers. Close stops it.
@@ -80,7 +115,15 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, dir: dir}
+	c := &Cluster{cfg: cfg, dir: dir, access: clientv3.Config{DialTimeout: time.Second, Logger: zap.NewNop()}}
+	scheme := "http"
+	if cfg.CA != nil {
+		if err := c.issue(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		scheme = "https"
+	}
 	ports, err := freePorts(2 * cfg.Members)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -90,7 +133,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	for i := range cfg.Members {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i+1),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			c:         c,
 		}
@@ -116,7 +159,81 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
+	if cfg.Auth != nil {
+		if err := c.enableAuth(ctx, cfg.Auth); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// issue makes the members' certificate (also their client certificate to
+// themselves: etcd's gateway dials its own server with it) and the
+// cluster client's, both of the CA.
+func (c *Cluster) issue() error {
+	name := filepath.Base(c.dir)
+	server, err := c.cfg.CA.Issue(name+"-member", testca.Options{})
+	if err != nil {
+		return fmt.Errorf("etcdtest: member certificate: %w", err)
+	}
+	client, err := c.cfg.CA.Issue(name+"-client", testca.Options{Client: true})
+	if err != nil {
+		return fmt.Errorf("etcdtest: client certificate: %w", err)
+	}
+	c.server = server
+	c.access.TLS = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.cfg.CA.Pool(), Certificates: []tls.Certificate{client.TLS}}
+	return nil
+}
+
+// enableAuth adds root and the users (each with a role granting read and
+// write on its prefix, or root), enables authentication, and from then on
+// the cluster's client authenticates as root.
+func (c *Cluster) enableAuth(ctx context.Context, a *Auth) error {
+	cli, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	steps := []func() error{
+		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "root", a.RootPassword); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+	}
+	for _, u := range a.Users {
+		role := "root"
+		steps = append(steps, func() error { _, err := cli.UserAdd(ctx, u.Name, u.Password); return err })
+		if u.Prefix != "" {
+			role = u.Name
+			steps = append(steps,
+				func() error { _, err := cli.RoleAdd(ctx, role); return err },
+				func() error {
+					_, err := cli.RoleGrantPermission(ctx, role, u.Prefix, clientv3.GetPrefixRangeEnd(u.Prefix), clientv3.PermissionType(clientv3.PermReadWrite))
+					return err
+				})
+		}
+		steps = append(steps, func() error { _, err := cli.UserGrantRole(ctx, u.Name, role); return err })
+	}
+	steps = append(steps, func() error { _, err := cli.AuthEnable(ctx); return err })
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("etcdtest: enable auth: %w", err)
+		}
+	}
+	c.access.Username, c.access.Password = "root", a.RootPassword
+	return nil
+}
+
+// Client returns a client of every member, with the cluster's own access
+// (its client certificate, root's credentials once auth is on). Close it.
+func (c *Cluster) Client() (*clientv3.Client, error) {
+	return c.clientOf(c.Endpoints()...)
+}
+
+func (c *Cluster) clientOf(endpoints ...string) (*clientv3.Client, error) {
+	cfg := c.access
+	cfg.Endpoints = endpoints
+	return clientv3.New(cfg)
 }
 
 // freePorts reserves n loopback ports by listening on port 0, then frees
@@ -145,6 +262,9 @@ func (m *Member) start(initial, state string, ready chan<- error) error {
 	args := []string{"-name", m.Name, "-dir", data, "-client", m.ClientURL, "-peer", m.PeerURL,
 		"-initial-cluster", initial, "-state", state,
 		"-tick-ms", fmt.Sprint(m.c.cfg.TickMs), "-election-ms", fmt.Sprint(m.c.cfg.ElectionMs)}
+	if s := m.c.server; s != nil {
+		args = append(args, "-cert-file", s.CertFile, "-key-file", s.KeyFile, "-trusted-ca-file", m.c.cfg.CA.CertFile)
+	}
 	if m.c.cfg.LogDir != "" {
 		args = append(args, "-log", filepath.Join(m.c.cfg.LogDir, m.Name+".log"))
 	}
@@ -191,7 +311,7 @@ func (c *Cluster) Endpoints() []string {
 
 // client returns a client of one member only.
 func (m *Member) client() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: []string{m.Endpoint()}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	return m.c.clientOf(m.Endpoint())
 }
 
 // status asks one member for its status.

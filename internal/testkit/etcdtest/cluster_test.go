@@ -2,11 +2,17 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 var member string // the etcdmember binary
@@ -56,19 +62,112 @@ func TestClusterFaults(t *testing.T) {
 	if err := old.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	if err := next.Kill(); err != nil {
+	killAndRestart(ctx, t, c, next)
+}
+
+// killAndRestart kills m, waits until the others are healthy, restarts
+// it and waits until all are.
+func killAndRestart(ctx context.Context, t *testing.T, c *Cluster, m *Member) {
+	t.Helper()
+	if err := m.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if next.Running() {
+	if m.Running() {
 		t.Fatal("a killed member counts as running")
 	}
 	if err := c.WaitHealthy(ctx); err != nil {
 		t.Fatalf("two of three members: %v", err)
 	}
-	if err := next.Restart(); err != nil {
+	if err := m.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitHealthy(ctx); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
+}
+
+// TestTLSAuthCluster: members that serve clients over TLS with
+// client-cert-auth and etcd auth on; the harness's own helpers (Leader,
+// WaitHealthy, Restart) work against them, a user reaches its prefix and
+// only it, and a client without a certificate of the CA, or without
+// credentials and a certificate naming a user, gets nothing.
+func TestTLSAuthCluster(t *testing.T) {
+	ca, err := testca.New(t.TempDir(), "kit-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartCluster(ClusterConfig{Binary: member, CA: ca,
+		Auth: &Auth{RootPassword: "root-pw", Users: []User{{Name: "eh", Password: "eh-pw", Prefix: "/eh/"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Leader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue("eh", testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := testca.New(t.TempDir(), "stranger-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := stranger.Issue("eh", testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	try := func(tc *tls.Config, user, password, key string) error {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), TLS: tc, Username: user, Password: password,
+			DialTimeout: 500 * time.Millisecond, Logger: zap.NewNop()})
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err = cli.Put(rctx, key, "x")
+		return err
+	}
+	withCert := func(is *testca.Issued) *tls.Config {
+		return &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{is.TLS}}
+	}
+	if err := try(withCert(cert), "eh", "eh-pw", "/eh/k"); err != nil {
+		t.Fatalf("the user on its prefix: %v", err)
+	}
+	if err := try(withCert(cert), "eh", "eh-pw", "/other/k"); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Fatalf("the user outside its prefix: %v, want permission denied", err)
+	}
+	if err := try(withCert(cert), "eh", "wrong", "/eh/k"); !errors.Is(err, rpctypes.ErrAuthFailed) {
+		t.Fatalf("a wrong password: %v, want authentication failed", err)
+	}
+	// Without credentials, etcd takes the certificate's CN as the user.
+	if err := try(withCert(cert), "", "", "/eh/k"); err != nil {
+		t.Fatalf("a certificate whose CN is the user, without a password: %v", err)
+	}
+	nobody, err := ca.Issue("nobody", testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := try(withCert(nobody), "", "", "/eh/k"); err == nil {
+		t.Fatal("a certificate whose CN is no user, without credentials, wrote")
+	}
+	if err := try(&tls.Config{RootCAs: ca.Pool()}, "eh", "eh-pw", "/eh/k"); err == nil {
+		t.Fatal("a client without a certificate wrote")
+	}
+	if err := try(withCert(foreign), "eh", "eh-pw", "/eh/k"); err == nil {
+		t.Fatal("a client with a certificate of another CA wrote")
+	}
+	if err := try(nil, "eh", "eh-pw", "/eh/k"); err == nil {
+		t.Fatal("a plain-text client wrote")
+	}
+
+	// A killed member restarts with its TLS flags.
+	lead, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killAndRestart(ctx, t, c, lead)
 }

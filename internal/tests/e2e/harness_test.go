@@ -117,6 +117,9 @@ type cfgOpts struct {
 	TokenEnv string
 	// Extra YAML appended (top-level keys not set above).
 	Extra string
+	// Etcd: YAML lines appended under etcd: (keys not set above: tls,
+	// username…), each indented by two spaces.
+	Etcd string
 	// Listen address of the API; default 127.0.0.1:0.
 	Listen string
 }
@@ -147,12 +150,12 @@ etcd:
   endpoints: ["%s"]
   prefix: /%s/
   lease_ttl: %s
-health:
+%shealth:
 %sapi:
 %slog:
   format: json
   level: debug
-%s`, name, hb, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, health, api, o.Extra)
+%s`, name, hb, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, o.Etcd, health, api, o.Extra)
 }
 
 // daemon is one enginehealth process.

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// connectEtcd makes the etcd client and waits until etcd answers a read
+// of the prefix. Every failure is retried (etcd may start late, a
+// certificate or a user may be fixed meanwhile) and logged with its cause:
+// TLS refused either way, etcd authentication or permissions.
+func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
+	endpoints, user, password := cfg.Etcd.ClientEndpoints()
+	ccfg := clientv3.Config{
+		// Every member: the client balances over them and moves on from
+		// one that does not answer; each request has its own deadline.
+		Endpoints:   endpoints,
+		Username:    user,
+		Password:    password,
+		TLS:         cfg.Etcd.ClientTLS,
+		DialTimeout: cfg.Etcd.DialTimeout,
+		// Keep-alive probes close a connection to a member that stopped
+		// answering (a frozen process keeps its TCP connections open).
+		// 10s is gRPC's floor for the probe interval (etcd allows ≥ 5s).
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: min(max(cfg.Etcd.LeaseTTL/3, time.Second), 5*time.Second),
+		Logger:               zap.NewNop(),
+		Context:              context.WithoutCancel(ctx),
+	}
+	var cli *clientv3.Client
+	err := retry(ctx, log, "connect to etcd", cfg.Etcd.DialTimeout, func(ctx context.Context) error {
+		if cli == nil {
+			// With a user, New authenticates: it fails when etcd cannot
+			// be reached, so it is retried like the read.
+			c, err := clientv3.New(ccfg)
+			if err != nil {
+				return explainEtcd(ctx, cfg, endpoints, user, err)
+			}
+			cli = c
+		}
+		_, err := cli.Get(ctx, cfg.Etcd.Prefix, clientv3.WithCountOnly())
+		return explainEtcd(ctx, cfg, endpoints, user, err)
+	})
+	if err != nil {
+		if cli != nil {
+			cli.Close()
+		}
+		return nil, err
+	}
+	log.InfoContext(ctx, "connected to etcd", "tls", cfg.Etcd.ClientTLS != nil, "client_certificate", cfg.Etcd.ClientCert != nil, "user", user)
+	return cli, nil
+}
+
+// explainEtcd says what an etcd request's error means for the
+// configuration. The client only says "context deadline exceeded" when
+// no connection could be made (it waits for one): then each endpoint is
+// probed for the cause (unreachable, TLS refused either way).
+func explainEtcd(ctx context.Context, cfg *configs.Config, endpoints []string, user string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrAuthFailed):
+		return fmt.Errorf("etcd authentication failed: etcd refused user %q and its password (etcd.username with etcd.password_file or etcd.password_env, or user:password@ in etcd.endpoints): %w", user, err)
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		who := "this client"
+		if user != "" {
+			who = fmt.Sprintf("user %q", user)
+		}
+		return fmt.Errorf("etcd authorization: %s may not read %s (grant it a role with readwrite on the prefix %s): %w", who, cfg.Etcd.Prefix, cfg.Etcd.Prefix, err)
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return fmt.Errorf("etcd authentication is enabled and no user is configured (etcd.username, or a client certificate whose CN is an etcd user): %w", err)
+	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled):
+		// Not when the daemon is stopping.
+		if cause := probeEtcd(cfg.Etcd.ClientTLS, endpoints, min(cfg.Etcd.DialTimeout, time.Second)); cause != nil {
+			return fmt.Errorf("%w (%w)", cause, err)
+		}
+	}
+	return err
+}
+
+// probeWait is how long a probe waits, after a TLS 1.3 handshake, for the
+// member to refuse the client certificate (it does so at once).
+const probeWait = 300 * time.Millisecond
+
+// probeEtcd connects to every endpoint as the client would, at the level
+// of TCP and TLS, and returns why the first that fails does (nil when
+// none fails there).
+func probeEtcd(tc *tls.Config, endpoints []string, timeout time.Duration) error {
+	errs := make([]error, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Go(func() {
+			if err := probeEndpoint(tc, ep, timeout); err != nil {
+				errs[i] = fmt.Errorf("etcd at %s: %w", ep, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error {
+	hostport := endpoint
+	if _, rest, ok := strings.Cut(endpoint, "://"); ok {
+		hostport = rest
+	}
+	if strings.HasPrefix(endpoint, "unix") {
+		return nil // not probed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	host, _, _ := net.SplitHostPort(hostport)
+	if tc == nil {
+		if strings.HasPrefix(endpoint, "https://") {
+			return nil // verified with the system's roots: probed no further
+		}
+		// A member that serves clients over TLS answers a hello with its
+		// certificate (which the system's roots may not verify): nothing
+		// but the handshake is sent.
+		err := tls.Client(conn, &tls.Config{ServerName: host}).HandshakeContext(ctx)
+		var verr *tls.CertificateVerificationError
+		if err == nil || errors.As(err, &verr) {
+			return errors.New("the member speaks TLS, and etcd.tls is not set (a member started with --cert-file and --key-file): set etcd.tls.ca_file")
+		}
+		return nil
+	}
+	c := tc.Clone()
+	if c.ServerName == "" {
+		c.ServerName = host
+	}
+	c.NextProtos = []string{"h2"}
+	t := tls.Client(conn, c)
+	err = t.HandshakeContext(ctx)
+	// A member that serves clients without TLS closes the connection on
+	// our hello (or answers it with what is no TLS record).
+	var rerr tls.RecordHeaderError
+	notTLS := errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &rerr)
+	if err == nil {
+		// With TLS 1.3 the member checks our certificate after the
+		// handshake and, refusing it, sends an alert at once; else it
+		// waits for us to speak.
+		_ = t.SetReadDeadline(time.Now().Add(min(probeWait, timeout)))
+		_, err = t.Read(make([]byte, 1))
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+	}
+	var verr *tls.CertificateVerificationError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &verr):
+		return fmt.Errorf("its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates, etcd.tls.server_name a name they are for): %w", err)
+	case notTLS:
+		return fmt.Errorf("the member does not speak TLS: it ended our TLS handshake (etcd.tls is set: the members must serve clients with --cert-file and --key-file): %w", err)
+	case errors.As(err, &oe) && oe.Op == "remote error" && c.GetClientCertificate == nil:
+		return fmt.Errorf("the member refused the TLS connection; it wants a client certificate (etcd.tls.cert_file and etcd.tls.key_file): %w", err)
+	case errors.As(err, &oe) && oe.Op == "remote error":
+		return fmt.Errorf("the member refused our client certificate (etcd.tls.cert_file: it must be signed by a CA in the members' --trusted-ca-file, and valid): %w", err)
+	}
+	return err
+}

@@ -1,0 +1,357 @@
+// Package tlsfiles builds the client side of a TLS setting from PEM files:
+// a CA file that verifies the servers, and a client certificate with its
+// key. It checks at load what a handshake would otherwise find out late,
+// or not say at all: a file that is missing, unreadable or not PEM, a CA
+// file without a certificate, a key that is not the certificate's, a
+// certificate out of its validity or not made for client authentication.
+// Each problem names the key path of the setting and the file, never what
+// the file holds.
+//
+// The client certificate is served through tls.Config.GetClientCertificate
+// from a Cert holder, so that a reload can swap it (Cert.Store) under a
+// client that keeps running: every new handshake presents the new one.
+package tlsfiles
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// MaxFileBytes bounds one PEM file (a CA bundle of a few hundred
+// certificates fits).
+const MaxFileBytes = 1 << 20
+
+// Files are the PEM files of one TLS setting; each is optional, but
+// CertFile and KeyFile go together.
+type Files struct {
+	// CAFile holds the certificates that verify the servers; without it,
+	// the system's roots do.
+	CAFile string
+	// CertFile and KeyFile: the client certificate (with any
+	// intermediates after it) and its unencrypted private key.
+	CertFile, KeyFile string
+}
+
+// Problem is one thing wrong with a TLS setting.
+type Problem struct {
+	// Key is the key path of the file's setting, e.g. "etcd.tls.ca_file".
+	Key string
+	// Msg says what is wrong, naming the file.
+	Msg string
+}
+
+func (p Problem) String() string { return p.Key + ": " + p.Msg }
+
+// Error lists every problem of a TLS setting.
+type Error struct{ Problems []Problem }
+
+func (e *Error) Error() string {
+	s := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		s[i] = p.String()
+	}
+	return strings.Join(s, "; ")
+}
+
+// Client loads files and returns a client *tls.Config: TLS 1.2 at least,
+// servers verified against CAFile (the system's roots without one), and,
+// with CertFile and KeyFile, the client certificate served from the
+// returned Cert (nil without one). prefix is the key path of the setting
+// ("etcd.tls"): problems name prefix.ca_file, prefix.cert_file and
+// prefix.key_file. now decides validity. The error is an *Error listing
+// every problem.
+func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
+	var problems []Problem
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.CAFile != "" {
+		var ps []Problem
+		cfg.RootCAs, ps = pool(prefix, f.CAFile, now)
+		problems = append(problems, ps...)
+	}
+	var holder *Cert
+	switch {
+	case f.CertFile != "" && f.KeyFile == "":
+		problems = append(problems, Problem{prefix + ".key_file", "required with " + prefix + ".cert_file: the key of " + fileText(f.CertFile)})
+	case f.CertFile == "" && f.KeyFile != "":
+		problems = append(problems, Problem{prefix + ".cert_file", "required with " + prefix + ".key_file: the certificate of the key " + fileText(f.KeyFile)})
+	case f.CertFile != "":
+		cert, ps := keyPair(prefix, f.CertFile, f.KeyFile, now)
+		if len(ps) > 0 {
+			problems = append(problems, ps...)
+			break
+		}
+		holder = &Cert{}
+		holder.Store(cert)
+		cfg.GetClientCertificate = holder.GetClientCertificate
+	}
+	if len(problems) > 0 {
+		return nil, nil, &Error{problems}
+	}
+	return cfg, holder, nil
+}
+
+// Pool loads a CA file: PEM, with at least one certificate, one of them
+// valid at now. Problems are named prefix.ca_file.
+func Pool(prefix, file string, now time.Time) (*x509.CertPool, error) {
+	return orError(pool(prefix, file, now))
+}
+
+func pool(prefix, file string, now time.Time) (*x509.CertPool, []Problem) {
+	key := prefix + ".ca_file"
+	certs, err := certificates(file, "")
+	if err != nil {
+		return nil, []Problem{{key, err.Error()}}
+	}
+	p := x509.NewCertPool()
+	var invalid []string
+	for _, c := range certs {
+		p.AddCert(c)
+		if why := validity(c, now); why != "" {
+			invalid = append(invalid, why)
+		}
+	}
+	// An expired CA among valid ones is a bundle mid-rotation; with none
+	// valid, no server can be verified.
+	if len(invalid) == len(certs) {
+		msg := fmt.Sprintf("%s: its certificate %s", fileText(file), invalid[0])
+		if len(certs) > 1 {
+			msg = fmt.Sprintf("%s: none of its %d certificates is valid now (the first %s)", fileText(file), len(certs), invalid[0])
+		}
+		return nil, []Problem{{key, msg}}
+	}
+	return p, nil
+}
+
+// KeyPair loads a client certificate and its key: PEM, the key unencrypted
+// and the certificate's, the certificate valid at now and made for client
+// authentication. Problems are named prefix.cert_file or prefix.key_file.
+// A reload stores the result in the client's Cert.
+func KeyPair(prefix, certFile, keyFile string, now time.Time) (*tls.Certificate, error) {
+	return orError(keyPair(prefix, certFile, keyFile, now))
+}
+
+func keyPair(prefix, certFile, keyFile string, now time.Time) (*tls.Certificate, []Problem) {
+	certKey, keyKey := prefix+".cert_file", prefix+".key_file"
+	var problems []Problem
+	certs, err := certificates(certFile, swapped)
+	if err != nil {
+		problems = append(problems, Problem{certKey, err.Error()})
+	}
+	keyPEM, err := privateKey(keyFile)
+	if err != nil {
+		problems = append(problems, Problem{keyKey, err.Error()})
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	leaf := certs[0]
+	if why := validity(leaf, now); why != "" {
+		problems = append(problems, Problem{certKey, fmt.Sprintf("%s: the certificate %s", fileText(certFile), why)})
+	}
+	if len(leaf.ExtKeyUsage) > 0 && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
+		problems = append(problems, Problem{certKey, fmt.Sprintf("%s: the certificate (%s) is not for client authentication: its extended key usage lacks clientAuth", fileText(certFile), subject(leaf))})
+	}
+	var certPEM []byte
+	for _, c := range certs {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		// Go's messages hold no key material; say which files.
+		why := strings.TrimPrefix(err.Error(), "tls: ")
+		if strings.Contains(why, "does not match") {
+			why = fmt.Sprintf("the key does not match the certificate in %s (%s)", fileText(certFile), why)
+		}
+		problems = append(problems, Problem{keyKey, fmt.Sprintf("%s: %s", fileText(keyFile), why)})
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return &pair, nil
+}
+
+// orError turns a problem list into an *Error (nil when empty).
+func orError[T any](v *T, problems []Problem) (*T, error) {
+	if len(problems) > 0 {
+		return nil, &Error{problems}
+	}
+	return v, nil
+}
+
+// Cert holds the client certificate a tls.Config presents; Store swaps it
+// for the next handshakes, while connections keep running.
+type Cert struct {
+	p atomic.Pointer[tls.Certificate]
+}
+
+// Store makes c the certificate of every later handshake.
+func (h *Cert) Store(c *tls.Certificate) { h.p.Store(c) }
+
+// Load returns the certificate presented now (its Leaf is set).
+func (h *Cert) Load() *tls.Certificate { return h.p.Load() }
+
+// GetClientCertificate is the tls.Config hook: the certificate held now,
+// whatever the server asks for (a server that trusts another CA refuses
+// it, and says so).
+func (h *Cert) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	if c := h.p.Load(); c != nil {
+		return c, nil
+	}
+	return &tls.Certificate{}, nil // none: the server decides
+}
+
+// swapped is the hint when a certificate or key file holds the other.
+const swapped = " (are cert_file and key_file swapped?)"
+
+// certificates reads the X.509 certificates of a PEM file; hint follows
+// the message when the file holds a key instead.
+func certificates(file, hint string) ([]*x509.Certificate, error) {
+	blocks, err := pemBlocks(file)
+	if err != nil {
+		return nil, err
+	}
+	var certs []*x509.Certificate
+	var others []string
+	for _, b := range blocks {
+		if b.Type != "CERTIFICATE" {
+			others = append(others, b.Type)
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: certificate %d does not parse: %v", fileText(file), len(certs)+1, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("%s holds no certificate, only %s", fileText(file), blockTypes(others, hint))
+	}
+	return certs, nil
+}
+
+// privateKey reads a PEM file that holds a private key and returns its
+// PEM text (for tls.X509KeyPair).
+func privateKey(file string) ([]byte, error) {
+	blocks, err := pemBlocks(file)
+	if err != nil {
+		return nil, err
+	}
+	var types []string
+	for _, b := range blocks {
+		switch {
+		case b.Type == "ENCRYPTED PRIVATE KEY" || b.Headers["Proc-Type"] != "":
+			return nil, fmt.Errorf("%s holds an encrypted key: give the key unencrypted (protected by the file's mode)", fileText(file))
+		case strings.HasSuffix(b.Type, "PRIVATE KEY"):
+			return pem.EncodeToMemory(b), nil
+		}
+		types = append(types, b.Type)
+	}
+	return nil, fmt.Errorf("%s holds no private key, only %s", fileText(file), blockTypes(types, swapped))
+}
+
+// pemBlocks reads every PEM block of a file.
+func pemBlocks(file string) ([]*pem.Block, error) {
+	data, err := readFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", fileText(file), err)
+	}
+	var blocks []*pem.Block
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		blocks = append(blocks, b)
+	}
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("%s is not PEM: it holds no -----BEGIN block", fileText(file))
+	}
+	return blocks, nil
+}
+
+// blockTypes says which PEM blocks a file holds instead of the one
+// wanted; hint follows a certificate or a key.
+func blockTypes(types []string, hint string) string {
+	switch {
+	case slices.Contains(types, "CERTIFICATE"):
+		return "a certificate" + hint
+	case slices.ContainsFunc(types, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }):
+		return "a private key" + hint
+	}
+	quoted := make([]string, len(types))
+	for i, t := range types {
+		quoted[i] = strconv.Quote(t)
+	}
+	return "PEM blocks of type " + strings.Join(quoted, ", ")
+}
+
+// validity says why c is not valid at now ("" when it is).
+func validity(c *x509.Certificate, now time.Time) string {
+	switch {
+	case now.After(c.NotAfter):
+		return fmt.Sprintf("(%s) expired on %s", subject(c), c.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(c.NotBefore):
+		return fmt.Sprintf("(%s) is not valid before %s", subject(c), c.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+func subject(c *x509.Certificate) string {
+	if c.Subject.CommonName != "" {
+		return "CN " + strconv.Quote(c.Subject.CommonName)
+	}
+	return "serial " + c.SerialNumber.String()
+}
+
+// readFile reads a regular file of at most MaxFileBytes; it never blocks
+// on a FIFO or a device.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, errors.New("not a regular file")
+	case st.Size() > MaxFileBytes:
+		return nil, fmt.Errorf("%d bytes, more than the limit of %d", st.Size(), MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err == nil && len(data) > MaxFileBytes {
+		err = fmt.Errorf("more than the limit of %d bytes", MaxFileBytes)
+	}
+	return data, err
+}
+
+// fileText is a path as a message says it: as it is when printable and
+// at most 256 bytes, else a quoted excerpt (a path from a configuration
+// can be anything).
+func fileText(p string) string {
+	if len(p) <= 256 && !strings.ContainsFunc(p, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return p
+	}
+	if len(p) > 64 {
+		return strconv.Quote(strings.ToValidUTF8(p[:64], "")) + fmt.Sprintf("…(%d bytes)", len(p))
+	}
+	return strconv.Quote(p)
+}

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
+)
+
+// TestEtcdTLSAndAuth runs daemons against a 3-member etcd cluster (one
+// process per member) that serves clients over TLS only, with
+// --client-cert-auth --trusted-ca-file, and has auth enabled. The
+// daemon's user has a role with readwrite on its prefix only, not root,
+// and its certificate's CN is no etcd user (so the password is what
+// authenticates it). It becomes master, and resigns cleanly. Daemons that cannot connect (a
+// client certificate of another CA or none, a wrong password, a user
+// without permission on the prefix, a CA file that does not verify the
+// members, TLS on one side only) keep running
+// and retrying, and log each attempt with its cause.
+func TestEtcdTLSAndAuth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, err := testca.New(dir, "etcd-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user, password = "enginehealth", "etcd-pw-4Kq9"
+	// configWith's prefix is /TEST_SUBTEST/: the role's prefix holds
+	// every subtest's.
+	cl, err := etcdtest.StartCluster(etcdtest.ClusterConfig{Binary: memberBin, CA: ca, LogDir: t.ArtifactDir(),
+		Auth: &etcdtest.Auth{RootPassword: "root-pw-7Hs2", Users: []etcdtest.User{{Name: user, Password: password, Prefix: "/" + t.Name()},
+			{Name: "stranger", Password: password, Prefix: "/elsewhere/"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	good := issue(t, ca, "sidecar-cert")
+	rogueCA, err := testca.New(t.TempDir(), "rogue-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rogue := issue(t, rogueCA, "sidecar-cert")
+	secret := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodPassword, wrongPassword := secret("password", password), secret("wrong-password", "not-"+password)
+	// access is the etcd section's TLS and user (the CA that verifies the
+	// members, the client certificate, the password file).
+	access := func(caFile string, cert *testca.Issued, passwordFile string) string {
+		return fmt.Sprintf("  tls:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n  username: %s\n  password_file: %s\n",
+			caFile, cert.CertFile, cert.KeyFile, user, passwordFile)
+	}
+	config := func(c *cluster, name string, endpoints []string, etcdLines string) string {
+		return c.configWith(name, cfgOpts{Endpoints: endpoints, Etcd: "  dial_timeout: 1s\n" + etcdLines})
+	}
+
+	// With the CA, its certificate and the user's password, the daemon
+	// becomes master (its lease, election keys, resignation all under
+	// TLS and auth) and stops cleanly.
+	t.Run("master", func(t *testing.T) {
+		t.Parallel()
+		c := newCluster(t)
+		d := c.start("tls-a", config(c, "tls-a", cl.Endpoints(), access(ca.CertFile, good, goodPassword)))
+		if term := c.waitTerm(t, 0, 30*time.Second); term.Node != "tls-a" {
+			t.Fatalf("master %s", term.Node)
+		}
+		l, err := api.NewClient(apiOf(t, c, "tls-a"), "").Leader(context.Background())
+		if err != nil || l.Name != "tls-a" {
+			t.Fatalf("GET /v1/leader: %+v %v", l, err)
+		}
+		if !slices.ContainsFunc(strings.Split(d.stderr.String(), "\n"), func(l string) bool {
+			return strings.Contains(l, `"msg":"connected to etcd"`) && strings.Contains(l, `"tls":true,"client_certificate":true,"user":"enginehealth"`)
+		}) {
+			t.Fatalf("no TLS connection logged:\n%s", d.stderr.String())
+		}
+		d.signal(t, syscall.SIGTERM)
+		if code := d.wait(t, 15*time.Second); code != 0 {
+			t.Fatalf("exit %d after SIGTERM", code)
+		}
+		// Resigning revoked its lease and wrote the resignation marker.
+		if log := d.stderr.String(); !strings.Contains(log, "revoking the etcd lease") || strings.Contains(log, "permission denied") {
+			t.Fatalf("no lease revoked, or etcd refused a request:\n%s", log)
+		}
+	})
+
+	// A refused connection is retried, each attempt logged with its cause,
+	// the daemon never crashes, and SIGTERM still stops it cleanly.
+	for _, c := range []struct {
+		name, node string
+		endpoints  []string
+		etcd       string // lines under etcd:
+		cause      string // in every failed attempt's log line
+	}{
+		{"certificate of another CA", "tls-rogue", cl.Endpoints(), access(ca.CertFile, rogue, goodPassword),
+			"the member refused our client certificate (etcd.tls.cert_file: it must be signed by a CA in the members' --trusted-ca-file, and valid): remote error: tls: unknown certificate authority"},
+		{"wrong password", "tls-wrong", cl.Endpoints(), access(ca.CertFile, good, wrongPassword),
+			`etcd authentication failed: etcd refused user \"enginehealth\" and its password (etcd.username with etcd.password_file`},
+		{"members' CA not trusted", "tls-untrusted", cl.Endpoints(), access(rogueCA.CertFile, good, goodPassword),
+			"its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates"},
+		{"no etcd.tls", "tls-none", cl.Endpoints(), "  username: " + user + "\n  password_file: " + goodPassword + "\n",
+			"the member speaks TLS, and etcd.tls is not set"},
+		{"no permission on the prefix", "tls-stranger", cl.Endpoints(), strings.Replace(access(ca.CertFile, good, goodPassword), user, "stranger", 1),
+			`etcd authorization: user \"stranger\" may not read /TestEtcdTLSAndAuth_no_permission_on_the_prefix/ (grant it a role with readwrite on the prefix`},
+		{"no client certificate", "tls-nocert", cl.Endpoints(), "  tls: {ca_file: " + ca.CertFile + "}\n  username: " + user + "\n  password_file: " + goodPassword + "\n",
+			"the member refused the TLS connection; it wants a client certificate (etcd.tls.cert_file and etcd.tls.key_file): remote error: tls: certificate required"},
+		{"etcd.tls to a plain member", "tls-plain", []string{etcd.Endpoint}, access(ca.CertFile, good, goodPassword),
+			"the member does not speak TLS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newCluster(t)
+			d := cc.start(c.node, config(cc, c.node, c.endpoints, c.etcd))
+			eventually(t, 30*time.Second, "two failed attempts logged with their cause", func() (bool, error) {
+				if !d.running() {
+					t.Fatalf("%s exited: %v\n%s", c.node, d.err, d.stderr.String())
+				}
+				return strings.Count(d.stderr.String(), c.cause) >= 2, nil
+			})
+			if log := d.stderr.String(); strings.Contains(log, "panic") || strings.Contains(log, password) {
+				t.Fatalf("a panic or the password in the log:\n%s", log)
+			}
+			d.signal(t, syscall.SIGTERM)
+			if code := d.wait(t, 15*time.Second); code != 0 {
+				t.Fatalf("exit %d after SIGTERM", code)
+			}
+		})
+	}
+}
+
+func issue(t *testing.T, ca *testca.CA, cn string) *testca.Issued {
+	t.Helper()
+	is, err := ca.Issue(cn, testca.Options{Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is
+}
