@@ -10,6 +10,7 @@ package configs
 import (
 	"crypto/tls"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -254,13 +255,78 @@ type API struct {
 	TokenFile string `yaml:"token_file"`
 	TokenEnv  string `yaml:"token_env"`
 	// AuthReads: every read but /healthz, /readyz, /metrics and the
-	// nodes' own /v1/leader?local=true needs a token of either role.
+	// nodes' own /v1/leader?local=true needs a token of either role (or
+	// a client certificate from TLS.ClientCAFile: role read, its CN the
+	// name).
 	AuthReads bool `yaml:"auth_reads"`
+	// TLS serves the API over HTTPS (nil: plain HTTP).
+	TLS *APITLS `yaml:"tls"`
 
 	// Token is the resolved secret of TokenFile or TokenEnv; never log it.
 	Token string `yaml:"-"`
 	// Operators: from TokensFile, or Token as the operator "operator".
 	Operators []Operator `yaml:"-"`
+
+	// ServerTLS serves the API (from TLS; nil without). Its certificate
+	// comes from ServerCert and its client CAs from ClientCAs, which a
+	// reload replaces.
+	ServerTLS  *tls.Config    `yaml:"-"`
+	ServerCert *tlsfiles.Cert `yaml:"-"`
+	ClientCAs  *tlsfiles.CAs  `yaml:"-"`
+	// PeerTLS is the client side between nodes (forwarding to the master,
+	// asking a node for its view): it verifies the other node's
+	// certificate against PeerCAs (nil: the system's roots) and presents
+	// ServerCert.
+	PeerTLS *tls.Config   `yaml:"-"`
+	PeerCAs *tlsfiles.CAs `yaml:"-"`
+}
+
+// Client authentication modes of api.tls.client_auth.
+const (
+	ClientAuthNone    = "none"
+	ClientAuthRequest = "request"
+	ClientAuthRequire = "require"
+)
+
+// APITLS is api.tls: the API's certificate, and the CAs it trusts.
+type APITLS struct {
+	// CertFile and KeyFile: this node's certificate and key (PEM),
+	// required. Under client_auth require, the same certificate is
+	// presented when this node forwards a request to the master: issue it
+	// for both server and client authentication.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile verifies client certificates (optional).
+	ClientCAFile string `yaml:"client_ca_file"`
+	// ClientAuth: none (no client certificate asked), request (verified
+	// when given) or require (every connection presents one from
+	// ClientCAFile); default require with ClientCAFile, else none.
+	ClientAuth string `yaml:"client_auth"`
+	// CAFile verifies the other nodes' certificates when this node talks
+	// to them; default ClientCAFile, else the system's roots.
+	CAFile string `yaml:"ca_file"`
+}
+
+// Scheme is the API's URL scheme: https with api.tls, else http.
+func (a API) Scheme() string {
+	if a.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// AdvertiseURL is the address other nodes and the CLI reach this node at:
+// api.advertise, else bound (the address actually bound); with api.tls,
+// as an https:// URL.
+func (a API) AdvertiseURL(bound string) string {
+	addr := a.Advertise
+	if addr == "" {
+		addr = bound
+	}
+	if a.TLS != nil && !strings.Contains(addr, "://") {
+		addr = "https://" + addr
+	}
+	return addr
 }
 
 // Log configures logging.

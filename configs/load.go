@@ -3,6 +3,7 @@ package configs
 import (
 	"bytes"
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -335,6 +336,7 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 	c.Database.DSN = v.secret("database", "dsn", c.Database.DSNFile, c.Database.DSNEnv, true, dir, lookupEnv)
 	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
 	c.resolveOperators(v, dir, lookupEnv)
+	c.resolveAPITLS(v, dir, lookupEnv)
 	e := &c.Etcd
 	if t := e.TLS; t != nil {
 		before := len(v.problems)
@@ -344,16 +346,11 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 			KeyFile:  v.optionalPath("etcd.tls.key_file", t.KeyFile, dir, lookupEnv),
 		}
 		cfg, cert, err := tlsfiles.Client("etcd.tls", files, time.Now())
-		var terr *tlsfiles.Error
 		switch {
 		case len(v.problems) > before:
 			// A credential:NAME that names no file: said at its key.
-		case errors.As(err, &terr):
-			for _, p := range terr.Problems {
-				v.add(p.Key, "%s", p.Msg)
-			}
 		case err != nil:
-			v.add("etcd.tls", "%v", err)
+			v.addTLS("etcd.tls", err)
 		default:
 			cfg.ServerName = t.ServerName
 			e.ClientTLS, e.ClientCert = cfg, cert
@@ -369,6 +366,93 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 		v.add("etcd.password_file", "set, but etcd.username is not: the password is a user's")
 	case e.PasswordEnv != "":
 		v.add("etcd.password_env", "set, but etcd.username is not: the password is a user's")
+	}
+}
+
+// resolveAPITLS loads api.tls: the server's side, and the client's side
+// between nodes.
+func (c *Config) resolveAPITLS(v *validator, dir string, lookupEnv func(string) (string, bool)) {
+	a := &c.API
+	t := a.TLS
+	if t == nil {
+		return
+	}
+	if t.ClientAuth == "" {
+		t.ClientAuth = ClientAuthNone
+		if t.ClientCAFile != "" {
+			t.ClientAuth = ClientAuthRequire
+		}
+	}
+	auth, ok := map[string]tls.ClientAuthType{
+		ClientAuthNone: tls.NoClientCert, ClientAuthRequest: tls.VerifyClientCertIfGiven, ClientAuthRequire: tls.RequireAndVerifyClientCert,
+	}[t.ClientAuth]
+	switch {
+	case !ok:
+		v.add("api.tls.client_auth", "%s: want none, request or require", excerpt(t.ClientAuth))
+		return
+	case auth != tls.NoClientCert && t.ClientCAFile == "":
+		v.add("api.tls.client_auth", "%s needs api.tls.client_ca_file: the CA that verifies the clients' certificates", t.ClientAuth)
+		return
+	}
+	before := len(v.problems)
+	files := tlsfiles.ServerFiles{
+		CertFile:     v.optionalPath("api.tls.cert_file", t.CertFile, dir, lookupEnv),
+		KeyFile:      v.optionalPath("api.tls.key_file", t.KeyFile, dir, lookupEnv),
+		ClientCAFile: v.optionalPath("api.tls.client_ca_file", t.ClientCAFile, dir, lookupEnv),
+		ClientAuth:   auth,
+	}
+	caFile := v.optionalPath("api.tls.ca_file", t.CAFile, dir, lookupEnv)
+	if len(v.problems) > before {
+		return
+	}
+	// Under require, this node's certificate is also its client
+	// certificate when it forwards to the master.
+	usage := tlsfiles.ServerAuth
+	if auth == tls.RequireAndVerifyClientCert {
+		usage |= tlsfiles.ClientAuth
+	}
+	now := time.Now()
+	srv, cert, clientCAs, err := tlsfiles.Server("api.tls", files, usage, now)
+	var peerCAs *tlsfiles.CAs
+	switch {
+	case caFile != "":
+		pool, perr := tlsfiles.Pool("api.tls", caFile, now)
+		err = errors.Join(err, perr)
+		peerCAs = &tlsfiles.CAs{}
+		peerCAs.Store(pool)
+	case clientCAs != nil:
+		peerCAs = clientCAs
+	}
+	if err != nil {
+		v.addTLS("api.tls", err)
+		return
+	}
+	a.ServerTLS, a.ServerCert, a.ClientCAs, a.PeerCAs = srv, cert, clientCAs, peerCAs
+	if peerCAs != nil {
+		a.PeerTLS = tlsfiles.Verifying(peerCAs, cert)
+	} else {
+		a.PeerTLS = &tls.Config{MinVersion: tls.VersionTLS12, GetClientCertificate: cert.GetClientCertificate}
+	}
+}
+
+// addTLS adds the problems of a tlsfiles error (or of several, joined)
+// at their keys; any other error at key.
+func (v *validator) addTLS(key string, err error) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var terr *tlsfiles.Error
+		switch {
+		case e == nil:
+		case errors.As(e, &terr):
+			for _, p := range terr.Problems {
+				v.add(p.Key, "%s", p.Msg)
+			}
+		default:
+			v.add(key, "%v", e)
+		}
 	}
 }
 

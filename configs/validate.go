@@ -278,11 +278,22 @@ func (c *Config) validate(v *validator) {
 		v.add("api.advertise", "required when api.listen (%s) binds every address: the address other nodes and the CLI reach this node at, e.g. 10.0.0.5:%s",
 			excerpt(c.API.Listen), portOf(c.API.Listen))
 	}
-	if c.API.Advertise != "" {
-		if err := checkHostPort(c.API.Advertise, 1); err != nil {
+	if adv := c.API.Advertise; adv != "" {
+		if scheme, rest, ok := strings.Cut(adv, "://"); ok {
+			switch {
+			case scheme == "https" && c.API.TLS == nil:
+				v.add("api.advertise", "%s: https, but this node serves plain HTTP: set api.tls or write host:port", excerpt(adv))
+			case scheme == "http" && c.API.TLS != nil:
+				v.add("api.advertise", "%s: http, but api.tls serves HTTPS: write https:// or leave the scheme out", excerpt(adv))
+			case scheme != "http" && scheme != "https":
+				v.add("api.advertise", "%s: want host:port, http://host:port or https://host:port", excerpt(adv))
+			}
+			adv = rest
+		}
+		if err := checkHostPort(adv, 1); err != nil {
 			v.add("api.advertise", "%v (the address other nodes and the CLI reach this node at)", err)
-		} else if h, _, _ := net.SplitHostPort(c.API.Advertise); isUnspecified(h) {
-			v.add("api.advertise", "%s is no address another node can reach: name this host", excerpt(c.API.Advertise))
+		} else if h, _, _ := net.SplitHostPort(adv); isUnspecified(h) {
+			v.add("api.advertise", "%s is no address another node can reach: name this host", excerpt(adv))
 		}
 	}
 

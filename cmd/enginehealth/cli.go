@@ -3,11 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"runtime"
@@ -22,6 +24,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/spf13/cobra"
@@ -32,19 +35,46 @@ type clientFlags struct {
 	addr      string
 	output    string
 	tokenFile string
+	// TLS: the CA that verifies the daemon, and a client certificate.
+	caCert, cert, key string
 }
 
 func (f *clientFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.addr, "api", "", "daemon API address (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
+	f.registerAPI(c)
 	c.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	c.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the API token for mutations (default: the token itself from $ENGINEHEALTH_TOKEN)")
 }
 
-// registerAPI registers --api alone (a command that prints no listing
-// and sends no mutation).
+// registerAPI registers --api and the TLS flags alone (a command that
+// prints no listing and sends no mutation).
 func (f *clientFlags) registerAPI(c *cobra.Command) {
 	f.output = "table"
-	c.Flags().StringVar(&f.addr, "api", "", "daemon API address (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
+	c.Flags().StringVar(&f.addr, "api", "", "daemon API address: host:port or https://host:port (default $ENGINEHEALTH_API, else "+configs.DefaultListen+")")
+	c.Flags().StringVar(&f.caCert, "cacert", "", "CA certificate (PEM) that verifies the daemon's, for https:// (default $ENGINEHEALTH_CACERT, else the system's roots)")
+	c.Flags().StringVar(&f.cert, "cert", "", "client certificate (PEM) for a daemon that asks for one (default $ENGINEHEALTH_CERT)")
+	c.Flags().StringVar(&f.key, "key", "", "key of --cert (PEM) (default $ENGINEHEALTH_KEY)")
+}
+
+// tlsConfig loads the CLI's TLS files (nil: none given), each problem
+// named by its flag.
+func (f *clientFlags) tlsConfig() (*tls.Config, error) {
+	ca := cmp.Or(f.caCert, os.Getenv("ENGINEHEALTH_CACERT"))
+	cert := cmp.Or(f.cert, os.Getenv("ENGINEHEALTH_CERT"))
+	key := cmp.Or(f.key, os.Getenv("ENGINEHEALTH_KEY"))
+	if ca == "" && cert == "" && key == "" {
+		return nil, nil
+	}
+	cfg, _, err := tlsfiles.Client("cli", tlsfiles.Files{CAFile: ca, CertFile: cert, KeyFile: key}, time.Now())
+	var terr *tlsfiles.Error
+	if errors.As(err, &terr) {
+		flags := map[string]string{"cli.ca_file": "--cacert", "cli.cert_file": "--cert", "cli.key_file": "--key"}
+		var msgs []string
+		for _, p := range terr.Problems {
+			msgs = append(msgs, flags[p.Key]+": "+p.Msg)
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	return cfg, err
 }
 
 func (f *clientFlags) client() (*api.Client, error) {
@@ -67,7 +97,17 @@ func (f *clientFlags) client() (*api.Client, error) {
 	if p := configs.TokenProblem(token); token != "" && p != "" {
 		return nil, usageError{fmt.Errorf("%s: %s", from, p)}
 	}
-	return api.NewClient(addr, token), nil
+	cl := api.NewClient(addr, token)
+	tc, err := f.tlsConfig()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if tc != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tc
+		cl.HTTP.Transport = tr
+	}
+	return cl, nil
 }
 
 // validAddr checks a daemon address: host:port, or an http(s) base URL.
@@ -87,7 +127,7 @@ func validAddr(addr string) error {
 		if i := strings.LastIndex(shown, "@"); i >= 0 {
 			shown = "…@" + shown[i+1:] // never echo credentials
 		}
-		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// URL with a port from 1 to 65535, without credentials or a path", shown)
+		return fmt.Errorf("--api %q: want host:port (127.0.0.1:8642) or an http:// or https:// URL with a port from 1 to 65535, without credentials or a path", shown)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/lmittmann/tint"
 )
 
@@ -45,21 +48,106 @@ type reloader struct {
 
 // reloadable is a part of the configuration the daemon applies while it
 // runs: keys are the key paths it takes (a key or a prefix ending in
-// "."), apply installs next's values (or refuses them, changing nothing).
+// "."), apply installs next's values (or refuses them, changing nothing)
+// and says what changed that no key shows (a certificate renewed in
+// place), if anything.
 type reloadable struct {
 	keys  []string
-	apply func(next *configs.Config) error
+	apply func(next *configs.Config) (changed []string, err error)
 }
 
 // logLevel makes log.level reloadable through level (nil: the logger's
 // level is fixed, e.g. in tests).
 func logLevel(level *slog.LevelVar) reloadable {
-	return reloadable{keys: []string{"log.level"}, apply: func(next *configs.Config) error {
+	return reloadable{keys: []string{"log.level"}, apply: func(next *configs.Config) ([]string, error) {
 		if level == nil {
-			return errors.New("this process's logger has a fixed level")
+			return nil, errors.New("this process's logger has a fixed level")
 		}
-		return level.UnmarshalText([]byte(next.Log.Level))
+		return nil, level.UnmarshalText([]byte(next.Log.Level))
 	}}
+}
+
+// operators makes the API's operators reloadable: the tokens file (or
+// the single token) is read again and replaces the set every later
+// request is checked against. Turning mutations on or off (no operators
+// at start, or none now) needs a restart.
+func operators(tokens *api.Tokens) reloadable {
+	return reloadable{keys: []string{"api.tokens_file", "api.token_file", "api.token_env"}, apply: func(next *configs.Config) ([]string, error) {
+		ops := next.API.Operators
+		switch {
+		case tokens == nil && len(ops) == 0:
+			return nil, nil
+		case tokens == nil:
+			return nil, errors.New("the daemon started without operators (mutations off): adding them needs a restart")
+		case len(ops) == 0:
+			return nil, errors.New("no operators left: the running ones are kept (turning mutations off needs a restart)")
+		}
+		before := tokens.Operators()
+		if err := tokens.Set(apiOperators(ops)); err != nil {
+			return nil, err
+		}
+		if !slices.Equal(before, tokens.Operators()) {
+			return []string{fmt.Sprintf("operators (%d)", len(ops))}, nil
+		}
+		return nil, nil
+	}}
+}
+
+// certificates makes the TLS material reloadable: the API's certificate
+// and key, the CAs that verify its clients and the other nodes, and the
+// etcd client certificate; each is swapped for the next handshakes, the
+// connections open go on. Adding or removing a file (or TLS itself), the
+// client_auth mode, and the etcd CA need a restart.
+func certificates(run *configs.Config) reloadable {
+	return reloadable{
+		keys: []string{"api.tls.cert_file", "api.tls.key_file", "api.tls.client_ca_file", "api.tls.ca_file", "etcd.tls.cert_file", "etcd.tls.key_file"},
+		apply: func(next *configs.Config) ([]string, error) {
+			var changed []string
+			swapCert := func(which string, cur, nxt *tlsfiles.Cert) error {
+				switch {
+				case cur == nil && nxt == nil:
+					return nil
+				case cur == nil || nxt == nil:
+					return fmt.Errorf("%s added or removed: that needs a restart", which)
+				}
+				if old, now := cur.Load(), nxt.Load(); !bytes.Equal(old.Certificate[0], now.Certificate[0]) {
+					cur.Store(now)
+					changed = append(changed, fmt.Sprintf("%s (CN %q, expires %s)", which, now.Leaf.Subject.CommonName, now.Leaf.NotAfter.UTC().Format(time.RFC3339)))
+				}
+				return nil
+			}
+			swapCAs := func(which string, cur, nxt *tlsfiles.CAs) error {
+				switch {
+				case cur == nil && nxt == nil:
+					return nil
+				case cur == nil || nxt == nil:
+					return fmt.Errorf("%s added or removed: that needs a restart", which)
+				}
+				if !cur.Load().Equal(nxt.Load()) {
+					cur.Store(nxt.Load())
+					changed = append(changed, which)
+				}
+				return nil
+			}
+			a, n := run.API, next.API
+			if (a.TLS == nil) != (n.TLS == nil) {
+				return nil, nil // api.tls itself changed: said as needing a restart
+			}
+			// Checked whole before anything is swapped: all or nothing.
+			for _, pair := range [][2]bool{{a.ServerCert == nil, n.ServerCert == nil}, {a.ClientCAs == nil, n.ClientCAs == nil}, {a.PeerCAs == nil, n.PeerCAs == nil}, {run.Etcd.ClientCert == nil, next.Etcd.ClientCert == nil}} {
+				if pair[0] != pair[1] {
+					return nil, errors.New("a certificate, key or CA file was added or removed: that needs a restart")
+				}
+			}
+			err := errors.Join(
+				swapCert("api.tls.cert_file", a.ServerCert, n.ServerCert),
+				swapCAs("api.tls.client_ca_file", a.ClientCAs, n.ClientCAs),
+				swapCAs("api.tls.ca_file", a.PeerCAs, n.PeerCAs),
+				swapCert("etcd.tls.cert_file", run.Etcd.ClientCert, next.Etcd.ClientCert),
+			)
+			return changed, err
+		},
+	}
 }
 
 func newReloader(cfg *configs.Config, log *slog.Logger, poll time.Duration, hup <-chan os.Signal, parts ...reloadable) *reloader {
@@ -110,10 +198,14 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	for _, p := range r.parts {
 		// Applied every time: a part compares with what it runs (a
 		// certificate renewed in place changes no key).
-		if err := p.apply(next); err != nil {
+		changed, err := p.apply(next)
+		if err != nil {
 			failed++
 			r.log.ErrorContext(ctx, "reload of "+strings.Join(p.keys, ", ")+" failed: the running values are kept", "trigger", why, tint.Err(err))
 			continue
+		}
+		for _, c := range changed {
+			r.log.InfoContext(ctx, "reloaded", "what", c)
 		}
 		for _, k := range fresh {
 			if p.owns(k) {

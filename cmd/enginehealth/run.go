@@ -1,8 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,9 +95,18 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
 	}
 
-	auth, err := apiAuth(cfg.API.Operators)
+	tokens, err := apiAuth(cfg.API.Operators)
 	if err != nil {
 		return usageError{err}
+	}
+	// Who may use the API: the operators' tokens, and with client CAs a
+	// verified client certificate (role read, its CN the name).
+	var auth api.Authenticator
+	if tokens != nil {
+		auth = tokens
+	}
+	if cfg.API.ClientCAs != nil {
+		auth = api.Either(auth, api.ClientCerts{})
 	}
 
 	// The listener first: an address that cannot be bound fails the start
@@ -107,7 +116,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		return fmt.Errorf("api.listen: %w", err)
 	}
 	defer ln.Close()
-	advertise := cmp.Or(cfg.API.Advertise, ln.Addr().String())
+	advertise := cfg.API.AdvertiseURL(ln.Addr().String())
 
 	db, err := pgdb.Open(cfg.Database.Pool("enginehealth/" + name))
 	if err != nil {
@@ -273,6 +282,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			},
 			Auth:      auth,
 			AuthReads: cfg.API.AuthReads,
+			Forward:   peerClient(cfg.API.PeerTLS),
 			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads,
 				Pauses: apiPauses},
 			Metrics:  mx.Handler(),
@@ -289,7 +299,13 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			Log:           log,
 		}),
 		log, api.ServerOptions{})
+	// Capped first, then TLS: a connection in its handshake counts
+	// against the cap and is closed to make room like a slow header, and
+	// the handshake has the read timeout.
 	ln = api.NewListener(ln, log, api.ServerOptions{})
+	if cfg.API.ServerTLS != nil {
+		ln = tls.NewListener(ln, cfg.API.ServerTLS)
+	}
 
 	// Shutdown is bounded: every step has a share of node.shutdown_timeout,
 	// and the process exits if they overrun it.
@@ -299,7 +315,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	g.Go(func() error { return hb.Run(gctx) })
 	// SIGHUP (systemctl reload) and changed files: what can change while
 	// the daemon runs is applied, the rest is logged as needing a restart.
-	reload := newReloader(cfg, log, DefaultReloadPoll, hup, logLevel(level))
+	reload := newReloader(cfg, log, DefaultReloadPoll, hup, logLevel(level), operators(tokens), certificates(cfg))
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error {
 		// Fed while the daemon's own loops run and the master is not
@@ -482,13 +498,29 @@ func later(a, b time.Time) time.Time {
 
 // apiAuth is the API's authenticator of the configured operators; nil
 // (mutations off) when there are none.
-func apiAuth(ops []configs.Operator) (api.Authenticator, error) {
+func apiAuth(ops []configs.Operator) (*api.Tokens, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
+	return api.NewTokens(apiOperators(ops))
+}
+
+func apiOperators(ops []configs.Operator) []api.Operator {
 	set := make([]api.Operator, 0, len(ops))
 	for _, o := range ops {
 		set = append(set, api.Operator{Name: o.Name, SHA256: o.SHA256, Role: api.Role(o.Role)})
 	}
-	return api.NewTokens(set)
+	return set
+}
+
+// peerClient is the HTTP client between nodes (forwarding to the master,
+// asking a node for its view): over TLS with tc (nil: plain HTTP).
+func peerClient(tc *tls.Config) *http.Client {
+	c := &http.Client{Timeout: 10 * time.Minute}
+	if tc != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tc
+		c.Transport = tr
+	}
+	return c
 }

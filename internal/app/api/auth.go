@@ -110,6 +110,14 @@ func (t *Tokens) Set(ops []Operator) error {
 	return nil
 }
 
+// Operators returns the operators of the set used now.
+func (t *Tokens) Operators() []Operator {
+	if set := t.set.Load(); set != nil {
+		return append([]Operator(nil), (*set)...)
+	}
+	return nil
+}
+
 // Authenticate reads the bearer token of r's Authorization header (the
 // scheme in any case, RFC 7235; the token exact). Its SHA-256 is compared
 // with every operator's, each comparison in constant time and all of
@@ -140,6 +148,47 @@ func (t *Tokens) Authenticate(r *http.Request) (Identity, error) {
 		return Identity{}, ErrBadCredential
 	}
 	return Identity{Name: ops[at].Name, Role: ops[at].Role}, nil
+}
+
+// ClientCerts authenticates a client certificate the TLS handshake
+// verified (against api.tls.client_ca_file): its subject's common name is
+// the name, with role read. A certificate whose CN is not a valid name
+// (the rule of node names) names no one.
+type ClientCerts struct{}
+
+// Authenticate implements Authenticator.
+func (ClientCerts) Authenticate(r *http.Request) (Identity, error) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return Identity{}, ErrNoCredential
+	}
+	cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+	if nodes.ValidName(cn) != nil {
+		return Identity{}, ErrNoCredential
+	}
+	return Identity{Name: cn, Role: RoleRead}, nil
+}
+
+// Either authenticates with first, and with second when the request
+// carries no credential first reads (a wrong one is wrong: no second
+// chance). A nil one is skipped.
+func Either(first, second Authenticator) Authenticator {
+	switch {
+	case first == nil:
+		return second
+	case second == nil:
+		return first
+	}
+	return either{first, second}
+}
+
+type either struct{ first, second Authenticator }
+
+func (e either) Authenticate(r *http.Request) (Identity, error) {
+	id, err := e.first.Authenticate(r)
+	if errors.Is(err, ErrNoCredential) {
+		return e.second.Authenticate(r)
+	}
+	return id, err
 }
 
 type identityKey struct{}

@@ -39,12 +39,15 @@ func NewClient(addr, token string) *Client {
 	return &Client{Addr: addr, Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
 }
 
-func (c *Client) url(path string) string {
-	base := c.Addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+func (c *Client) url(path string) string { return URL(c.Addr, path) }
+
+// URL is the URL of path on the daemon at addr: a base URL
+// (https://host:port) or host:port, which is plain HTTP.
+func URL(addr, path string) string {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
 	}
-	return strings.TrimSuffix(base, "/") + path
+	return strings.TrimSuffix(addr, "/") + path
 }
 
 // StatusError is a non-2xx answer of the daemon.

@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
 	stdlog "log"
 	"log/slog"
@@ -262,8 +263,14 @@ func (l *connLimiter) setState(c *trackedConn, s http.ConnState) {
 	}
 }
 
-// trackConnState is the http.Server.ConnState hook of NewServer.
+// trackConnState is the http.Server.ConnState hook of NewServer. Over
+// TLS (a tls.NewListener around NewListener's), the connection is the
+// TLS one around ours: a connection still in its handshake is StateNew,
+// idle, and may be closed to make room like a slow header.
 func trackConnState(c net.Conn, s http.ConnState) {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
 	if tc, ok := c.(*trackedConn); ok {
 		tc.l.setState(tc, s)
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,19 +18,30 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 )
 
 // serve runs NewServer(h) on a NewListener over a free loopback port.
 func serve(t *testing.T, h http.Handler, log *slog.Logger, opts ServerOptions) (addr string, ln *connLimiter) {
+	return serveTLS(t, h, log, opts, nil)
+}
+
+// serveTLS is serve over TLS with tc (nil: plain), the listeners stacked
+// as the daemon stacks them: the cap, then TLS.
+func serveTLS(t *testing.T, h http.Handler, log *slog.Logger, opts ServerOptions, tc *tls.Config) (addr string, ln *connLimiter) {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ln = NewListener(inner, log, opts).(*connLimiter)
+	var served net.Listener = ln
+	if tc != nil {
+		served = tls.NewListener(ln, tc)
+	}
 	srv := NewServer(h, log, opts)
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(served) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
@@ -70,6 +82,34 @@ func openFDs(t *testing.T) int {
 // idle and half sending their headers one byte at a time, neither lock
 // out GET /healthz nor take more file descriptors than the cap.
 func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
+	slowClients(t, nil, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ")
+}
+
+// TestHandshakeFloodDoesNotLockOutHealthz: over TLS, 2,000 connections
+// that never finish their handshake (half silent, half sending a
+// ClientHello's first bytes one at a time) count against the connection
+// cap like slow headers: GET /healthz over TLS is still answered, and
+// the server's descriptors stay within the cap.
+func TestHandshakeFloodDoesNotLockOutHealthz(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := testca.New(dir, "api-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue("node", testca.Options{Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert.TLS}}
+	// A TLS record of type handshake, version 3.1, then a ClientHello's
+	// header: the server waits for the rest.
+	slowClients(t, srv, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", &tls.Config{RootCAs: ca.Pool()})
+}
+
+// slowClients floods the server (plain, or TLS with srvTLS) with idle
+// connections and connections sending slow, one byte a round, and checks
+// GET /healthz (with clientTLS over TLS).
+func slowClients(t *testing.T, srvTLS *tls.Config, slowBytes string, clientTLS ...*tls.Config) {
 	const clients = 2000
 	// The daemon's defaults, but for a header timeout far beyond the
 	// client's: locked out, a request would wait for a slow connection to
@@ -82,7 +122,7 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	h := NewHandler(Config{Log: log, Live: []Check{{Name: "heartbeat", Check: func() error { return nil }}}})
-	addr, ln := serve(t, h, log, opts)
+	addr, ln := serveTLS(t, h, log, opts, srvTLS)
 	baseline := openFDs(t)
 
 	var conns, slow []net.Conn
@@ -107,7 +147,7 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		const header = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: "
+		header := slowBytes
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ; i++ {
@@ -128,12 +168,17 @@ func TestSlowClientsDoNotLockOutHealthz(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 
-	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	tr := &http.Transport{DisableKeepAlives: true}
+	scheme := "http://"
+	if len(clientTLS) > 0 {
+		tr.TLSClientConfig, scheme = clientTLS[0], "https://"
+	}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: tr}
 	defer client.CloseIdleConnections()
 	var worst time.Duration
 	for range 5 {
 		start := time.Now()
-		resp, err := client.Get("http://" + addr + "/healthz")
+		resp, err := client.Get(scheme + addr + "/healthz")
 		took := time.Since(start)
 		if err != nil {
 			t.Fatalf("GET /healthz with %d slow connections: %v after %s", clients, err, took)

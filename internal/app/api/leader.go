@@ -133,7 +133,7 @@ func (h *handler) acting(r *http.Request) (Leader, error) {
 
 // askLocal asks the node at addr for its own view (GET /v1/leader?local=true).
 func (h *handler) askLocal(ctx context.Context, addr, id string) (Leader, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/leader?local=true", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, URL(addr, "/v1/leader?local=true"), nil)
 	if err != nil {
 		return Leader{}, err
 	}

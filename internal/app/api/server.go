@@ -406,7 +406,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusServiceUnavailable, "this node just took office: retry")
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+l.APIAddress+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, URL(l.APIAddress, r.URL.RequestURI()), bytes.NewReader(body))
 	if err != nil {
 		h.internal(w, r, err)
 		return

@@ -76,7 +76,7 @@ func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f.CAFile != "" {
 		var ps []Problem
-		cfg.RootCAs, ps = pool(prefix, f.CAFile, now)
+		cfg.RootCAs, ps = pool(prefix+".ca_file", f.CAFile, now)
 		problems = append(problems, ps...)
 	}
 	var holder *Cert
@@ -86,7 +86,7 @@ func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
 	case f.CertFile == "" && f.KeyFile != "":
 		problems = append(problems, Problem{prefix + ".cert_file", "required with " + prefix + ".key_file: the certificate of the key " + fileText(f.KeyFile)})
 	case f.CertFile != "":
-		cert, ps := keyPair(prefix, f.CertFile, f.KeyFile, now)
+		cert, ps := keyPair(prefix, f.CertFile, f.KeyFile, now, ClientAuth)
 		if len(ps) > 0 {
 			problems = append(problems, ps...)
 			break
@@ -104,11 +104,10 @@ func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
 // Pool loads a CA file: PEM, with at least one certificate, one of them
 // valid at now. Problems are named prefix.ca_file.
 func Pool(prefix, file string, now time.Time) (*x509.CertPool, error) {
-	return orError(pool(prefix, file, now))
+	return orError(pool(prefix+".ca_file", file, now))
 }
 
-func pool(prefix, file string, now time.Time) (*x509.CertPool, []Problem) {
-	key := prefix + ".ca_file"
+func pool(key, file string, now time.Time) (*x509.CertPool, []Problem) {
 	certs, err := certificates(file, "")
 	if err != nil {
 		return nil, []Problem{{key, err.Error()}}
@@ -133,15 +132,37 @@ func pool(prefix, file string, now time.Time) (*x509.CertPool, []Problem) {
 	return p, nil
 }
 
-// KeyPair loads a client certificate and its key: PEM, the key unencrypted
-// and the certificate's, the certificate valid at now and made for client
-// authentication. Problems are named prefix.cert_file or prefix.key_file.
-// A reload stores the result in the client's Cert.
-func KeyPair(prefix, certFile, keyFile string, now time.Time) (*tls.Certificate, error) {
-	return orError(keyPair(prefix, certFile, keyFile, now))
+// Usage is what a certificate must be made for (its extended key usage;
+// a certificate without one is good for any).
+type Usage int
+
+const (
+	ClientAuth Usage = 1 << iota // presented by a client
+	ServerAuth                   // presented by a server
+)
+
+func (u Usage) wants() []x509.ExtKeyUsage {
+	var eku []x509.ExtKeyUsage
+	if u&ServerAuth != 0 {
+		eku = append(eku, x509.ExtKeyUsageServerAuth)
+	}
+	if u&ClientAuth != 0 {
+		eku = append(eku, x509.ExtKeyUsageClientAuth)
+	}
+	return eku
 }
 
-func keyPair(prefix, certFile, keyFile string, now time.Time) (*tls.Certificate, []Problem) {
+var usageNames = map[x509.ExtKeyUsage]string{x509.ExtKeyUsageServerAuth: "serverAuth", x509.ExtKeyUsageClientAuth: "clientAuth"}
+
+// KeyPair loads a certificate and its key: PEM, the key unencrypted and
+// the certificate's, the certificate valid at now and made for usage.
+// Problems are named prefix.cert_file or prefix.key_file. A reload stores
+// the result in a Cert.
+func KeyPair(prefix, certFile, keyFile string, now time.Time, usage Usage) (*tls.Certificate, error) {
+	return orError(keyPair(prefix, certFile, keyFile, now, usage))
+}
+
+func keyPair(prefix, certFile, keyFile string, now time.Time, usage Usage) (*tls.Certificate, []Problem) {
 	certKey, keyKey := prefix+".cert_file", prefix+".key_file"
 	var problems []Problem
 	certs, err := certificates(certFile, swapped)
@@ -159,8 +180,11 @@ func keyPair(prefix, certFile, keyFile string, now time.Time) (*tls.Certificate,
 	if why := validity(leaf, now); why != "" {
 		problems = append(problems, Problem{certKey, fmt.Sprintf("%s: the certificate %s", fileText(certFile), why)})
 	}
-	if len(leaf.ExtKeyUsage) > 0 && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
-		problems = append(problems, Problem{certKey, fmt.Sprintf("%s: the certificate (%s) is not for client authentication: its extended key usage lacks clientAuth", fileText(certFile), subject(leaf))})
+	for _, want := range usage.wants() {
+		if len(leaf.ExtKeyUsage) > 0 && !slices.Contains(leaf.ExtKeyUsage, want) && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
+			role := map[x509.ExtKeyUsage]string{x509.ExtKeyUsageServerAuth: "server", x509.ExtKeyUsageClientAuth: "client"}[want]
+			problems = append(problems, Problem{certKey, fmt.Sprintf("%s: the certificate (%s) is not for %s authentication: its extended key usage lacks %s", fileText(certFile), subject(leaf), role, usageNames[want])})
+		}
 	}
 	var certPEM []byte
 	for _, c := range certs {
@@ -209,6 +233,119 @@ func (h *Cert) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certifica
 		return c, nil
 	}
 	return &tls.Certificate{}, nil // none: the server decides
+}
+
+// GetCertificate is the tls.Config hook of a server: the certificate held
+// now.
+func (h *Cert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := h.p.Load(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("no certificate loaded")
+}
+
+// CAs holds a CA pool a running TLS setting verifies peers with; Store
+// swaps it for the next handshakes.
+type CAs struct {
+	p atomic.Pointer[x509.CertPool]
+}
+
+// Store makes pool the CAs of every later handshake.
+func (h *CAs) Store(pool *x509.CertPool) { h.p.Store(pool) }
+
+// Load returns the pool used now.
+func (h *CAs) Load() *x509.CertPool { return h.p.Load() }
+
+// ServerFiles are the PEM files of a server's TLS setting.
+type ServerFiles struct {
+	// CertFile and KeyFile: the server's certificate and key (required).
+	CertFile, KeyFile string
+	// ClientCAFile verifies client certificates (optional).
+	ClientCAFile string
+	// ClientAuth: whether a client certificate is asked for and
+	// required (tls.NoClientCert without ClientCAFile).
+	ClientAuth tls.ClientAuthType
+}
+
+// Server loads files and returns a server *tls.Config (TLS 1.2 at
+// least) whose certificate comes from the returned Cert and whose client
+// CAs come from the returned CAs (nil without ClientCAFile): a reload
+// stores new ones, and every later handshake uses them. usage is what
+// the certificate must be made for (ServerAuth, and ClientAuth too when
+// the same certificate is presented to other servers). Problems are
+// named prefix.cert_file, prefix.key_file and prefix.client_ca_file.
+func Server(prefix string, f ServerFiles, usage Usage, now time.Time) (*tls.Config, *Cert, *CAs, error) {
+	var problems []Problem
+	switch {
+	case f.CertFile == "":
+		problems = append(problems, Problem{prefix + ".cert_file", "required: the server's certificate"})
+	case f.KeyFile == "":
+		problems = append(problems, Problem{prefix + ".key_file", "required with " + prefix + ".cert_file: the key of " + fileText(f.CertFile)})
+	}
+	if f.KeyFile != "" && f.CertFile == "" {
+		problems = append(problems, Problem{prefix + ".cert_file", "required with " + prefix + ".key_file: the certificate of the key " + fileText(f.KeyFile)})
+	}
+	var cert *tls.Certificate
+	if len(problems) == 0 {
+		var ps []Problem
+		cert, ps = keyPair(prefix, f.CertFile, f.KeyFile, now, usage)
+		problems = append(problems, ps...)
+	}
+	var cas *CAs
+	if f.ClientCAFile != "" {
+		p, ps := pool(prefix+".client_ca_file", f.ClientCAFile, now)
+		problems = append(problems, ps...)
+		cas = &CAs{}
+		cas.Store(p)
+	}
+	if len(problems) > 0 {
+		return nil, nil, nil, &Error{problems}
+	}
+	holder := &Cert{}
+	holder.Store(cert)
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: holder.GetCertificate}
+	if cas != nil {
+		cfg.ClientAuth = f.ClientAuth
+		base := cfg.Clone()
+		cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := base.Clone()
+			c.ClientCAs = cas.Load()
+			return c, nil
+		}
+	}
+	return cfg, holder, cas, nil
+}
+
+// Verifying returns a client *tls.Config (TLS 1.2 at least) that
+// verifies servers against the pool cas holds now (so a reload of the CA
+// file applies to the next connections) and presents the certificate
+// cert holds, if any (nil: none).
+func Verifying(cas *CAs, cert *Cert) *tls.Config {
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// Verified in VerifyConnection, against the pool of the moment,
+		// exactly as Go would (chain and host name).
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("tls: the server presented no certificate")
+			}
+			if cs.ServerName == "" {
+				// Never a chain check alone: the host must match too.
+				return errors.New("tls: no server name to verify the certificate against")
+			}
+			opts := x509.VerifyOptions{Roots: cas.Load(), DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+			for _, c := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(opts)
+			return err
+		},
+	}
+	if cert != nil {
+		cfg.GetClientCertificate = cert.GetClientCertificate
+	}
+	return cfg
 }
 
 // swapped is the hint when a certificate or key file holds the other.

@@ -220,7 +220,7 @@ func TestCertificateSwap(t *testing.T) {
 	}
 	// A rotation: the files are reissued and loaded again.
 	rotated := issue(t, k.ca, "client-2", testca.Options{Client: true})
-	next, err := KeyPair("etcd.tls", rotated.CertFile, rotated.KeyFile, time.Now())
+	next, err := KeyPair("etcd.tls", rotated.CertFile, rotated.KeyFile, time.Now(), ClientAuth)
 	if err != nil {
 		t.Fatal(err)
 	}
