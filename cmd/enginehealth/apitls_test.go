@@ -241,4 +241,3 @@ func servedSerial(t *testing.T, hostPort string, ca *testca.CA, is *testca.Issue
 	defer c.Close()
 	return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
 }
-
