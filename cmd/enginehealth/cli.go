@@ -132,6 +132,17 @@ func validAddr(addr string) error {
 	return nil
 }
 
+// apiAccess says how the API is served, for config check.
+func apiAccess(a configs.API) string {
+	if a.TLS == nil {
+		return "plain HTTP (no api.tls): tokens cross the network in clear"
+	}
+	leaf := a.ServerCert.Load().Leaf
+	s := fmt.Sprintf("HTTPS, advertised as %s, certificate CN %q expires %s, client certificates: %s",
+		a.AdvertiseURL(a.Listen), leaf.Subject.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339), a.TLS.ClientAuth)
+	return s
+}
+
 // statusReport is the output of `enginehealth status`: the node's
 // liveness and the cluster's status (GET /v1/status); when the status
 // cannot be read (the database is down), this node's readiness and why
@@ -460,6 +471,7 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 		reads = "reads need a token"
 	}
 	fmt.Fprintf(w, "api        %s, %s, %s\n", cfg.API.Listen, ops, reads)
+	fmt.Fprintf(w, "api tls    %s\n", apiAccess(cfg.API))
 	models := cfg.RecoveryWorkflows()
 	for i, wf := range cfg.Workflows {
 		kind := "not claimable"
