@@ -115,6 +115,15 @@ func TestAPIOverTLS(t *testing.T) {
 	if _, e, code := cli(append([]string{"nodes"}, "--cacert", other.CertFile, "--cert", carol.CertFile, "--key", carol.KeyFile)...); code != exitUnreachable || !strings.Contains(e, "certificate") {
 		t.Fatalf("nodes trusting another CA: exit %d: %s", code, e)
 	}
+	// An expired client certificate: refused in the handshake (the CLI
+	// refuses to load it at all, so dialled by hand).
+	expired := issue(ca, "carol-expired", testca.Options{Client: true, NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	if err := handshake(hostPort, ca, expired); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("handshake with an expired client certificate: %v, want refused as expired", err)
+	}
+	if _, e, code := cli("nodes", "--cacert", ca.CertFile, "--cert", expired.CertFile, "--key", expired.KeyFile); code != exitUsage || !strings.Contains(e, "--cert") || !strings.Contains(e, "expired") {
+		t.Fatalf("nodes --cert expired: exit %d: %s", code, e)
+	}
 	// A bad flag is a usage error naming it.
 	if _, e, code := cli("nodes", "--cacert", filepath.Join(dir, "absent.pem")); code != exitUsage || !strings.Contains(e, "--cacert") {
 		t.Fatalf("nodes --cacert absent: exit %d: %s", code, e)
@@ -226,6 +235,25 @@ func leaderTerm(t *testing.T, cl *api.Client) int64 {
 		t.Fatalf("/v1/leader: %v", err)
 	}
 	return l.Term
+}
+
+// handshake completes a TLS handshake with hostPort presenting is, and a
+// read: a client certificate the server refuses fails one or the other
+// (TLS 1.3 reports it after the handshake).
+func handshake(hostPort string, ca *testca.CA, is *testca.Issued) error {
+	host, _, _ := net.SplitHostPort(hostPort)
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", hostPort,
+		&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{is.TLS}, ServerName: host})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		return err
+	}
+	_, err = c.Read(make([]byte, 1))
+	return err
 }
 
 // servedSerial returns the serial of the certificate a new TLS
