@@ -274,9 +274,9 @@ type API struct {
 	ServerCert *tlsfiles.Cert `yaml:"-"`
 	ClientCAs  *tlsfiles.CAs  `yaml:"-"`
 	// PeerTLS is the client side between nodes (forwarding to the master,
-	// asking a node for its view): it verifies the other node's
-	// certificate against PeerCAs (nil: the system's roots) and presents
-	// ServerCert.
+	// asking a node for its view): dialled with tlsfiles.DialFunc, it
+	// verifies the other node's certificate against PeerCAs (nil: the
+	// system's roots) and presents ServerCert.
 	PeerTLS *tls.Config   `yaml:"-"`
 	PeerCAs *tlsfiles.CAs `yaml:"-"`
 }

@@ -428,11 +428,8 @@ func (c *Config) resolveAPITLS(v *validator, dir string, lookupEnv func(string) 
 		return
 	}
 	a.ServerTLS, a.ServerCert, a.ClientCAs, a.PeerCAs = srv, cert, clientCAs, peerCAs
-	if peerCAs != nil {
-		a.PeerTLS = tlsfiles.Verifying(peerCAs, cert)
-	} else {
-		a.PeerTLS = &tls.Config{MinVersion: tls.VersionTLS12, GetClientCertificate: cert.GetClientCertificate}
-	}
+	// The CAs come from PeerCAs at each dial (tlsfiles.DialFunc).
+	a.PeerTLS = &tls.Config{MinVersion: tls.VersionTLS12, GetClientCertificate: cert.GetClientCertificate}
 }
 
 // addTLS adds the problems of a tlsfiles error (or of several, joined)

@@ -19,6 +19,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -282,7 +283,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			},
 			Auth:      auth,
 			AuthReads: cfg.API.AuthReads,
-			Forward:   peerClient(cfg.API.PeerTLS),
+			Forward:   peerClient(cfg.API.PeerTLS, cfg.API.PeerCAs),
 			Ops: &health.Ops{Elector: elector, Checker: checker, Recovery: repairer, Reads: reads,
 				Pauses: apiPauses},
 			Metrics:  mx.Handler(),
@@ -514,12 +515,14 @@ func apiOperators(ops []configs.Operator) []api.Operator {
 }
 
 // peerClient is the HTTP client between nodes (forwarding to the master,
-// asking a node for its view): over TLS with tc (nil: plain HTTP).
-func peerClient(tc *tls.Config) *http.Client {
+// asking a node for its view): https with tc, verifying against the CAs
+// cas holds at each dial (a reload applies at once); tc nil: plain HTTP
+// only.
+func peerClient(tc *tls.Config, cas *tlsfiles.CAs) *http.Client {
 	c := &http.Client{Timeout: 10 * time.Minute}
 	if tc != nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tc
+		tr.DialTLSContext = tlsfiles.DialFunc(tc, cas)
 		c.Transport = tr
 	}
 	return c

@@ -13,12 +13,14 @@
 package tlsfiles
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -316,36 +318,28 @@ func Server(prefix string, f ServerFiles, usage Usage, now time.Time) (*tls.Conf
 	return cfg, holder, cas, nil
 }
 
-// Verifying returns a client *tls.Config (TLS 1.2 at least) that
-// verifies servers against the pool cas holds now (so a reload of the CA
-// file applies to the next connections) and presents the certificate
-// cert holds, if any (nil: none).
-func Verifying(cas *CAs, cert *Cert) *tls.Config {
-	cfg := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// Verified in VerifyConnection, against the pool of the moment,
-		// exactly as Go would (chain and host name).
-		InsecureSkipVerify: true,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("tls: the server presented no certificate")
-			}
-			if cs.ServerName == "" {
-				// Never a chain check alone: the host must match too.
-				return errors.New("tls: no server name to verify the certificate against")
-			}
-			opts := x509.VerifyOptions{Roots: cas.Load(), DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		},
+// DialFunc returns a TLS dial function (for http.Transport's
+// DialTLSContext) whose every connection verifies the server against the
+// pool cas holds at that moment (nil cas: base's RootCAs, else the
+// system's roots), for the host dialled, and otherwise uses base (its
+// client certificate, its minimum version): a reload of the CA file
+// applies to the next connections.
+func DialFunc(base *tls.Config, cas *CAs) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := base.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = host
+		}
+		if cas != nil {
+			cfg.RootCAs = cas.Load()
+		}
+		d := tls.Dialer{Config: cfg}
+		return d.DialContext(ctx, network, addr)
 	}
-	if cert != nil {
-		cfg.GetClientCertificate = cert.GetClientCertificate
-	}
-	return cfg
 }
 
 // swapped is the hint when a certificate or key file holds the other.

@@ -232,3 +232,86 @@ func TestCertificateSwap(t *testing.T) {
 		t.Fatal("Load does not return the stored certificate with its leaf")
 	}
 }
+
+// TestServerAndDialFunc: a Server config serves its Cert and asks for
+// client certificates from its CAs; DialFunc verifies the server for the
+// host dialled (an IP address too) against the CAs held at each dial:
+// after a swap to another CA, the next dial is refused; a host the
+// certificate is not for is refused; the server's own certificate swap
+// is served to the next connection.
+func TestServerAndDialFunc(t *testing.T) {
+	k := newKit(t)
+	srvCert := issue(t, k.ca, "node", testca.Options{Hosts: []string{"127.0.0.1"}})
+	cfg, held, clientCAs, err := Server("api.tls", ServerFiles{CertFile: srvCert.CertFile, KeyFile: srvCert.KeyFile, ClientCAFile: k.ca.CertFile,
+		ClientAuth: tls.RequireAndVerifyClientCert}, ServerAuth|ClientAuth, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clientCAs == nil || cfg.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("server config: %+v", cfg)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.(*tls.Conn).Handshake()
+				_, _ = c.Write([]byte("x"))
+			}()
+		}
+	}()
+	cas := &CAs{}
+	cas.Store(k.ca.Pool())
+	client := &Cert{}
+	client.Store(&k.client.TLS)
+	dial := DialFunc(&tls.Config{MinVersion: tls.VersionTLS12, GetClientCertificate: client.GetClientCertificate}, cas)
+	serial := func(addr string) (string, error) {
+		c, err := dial(t.Context(), "tcp", addr)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			return "", err
+		}
+		return c.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+	}
+	addr := ln.Addr().String()
+	if got, err := serial(addr); err != nil || got != srvCert.Cert.SerialNumber.String() {
+		t.Fatalf("dial %s: serial %s, %v", addr, got, err)
+	}
+	// The server's certificate swapped: served to the next connection.
+	rotated := issue(t, k.ca, "node", testca.Options{Hosts: []string{"127.0.0.1"}})
+	held.Store(&rotated.TLS)
+	if got, err := serial(addr); err != nil || got != rotated.Cert.SerialNumber.String() {
+		t.Fatalf("after the swap: serial %s, %v", got, err)
+	}
+	// A name the certificate is not for.
+	_, port, _ := net.SplitHostPort(addr)
+	if _, err := serial("localhost:" + port); err == nil {
+		t.Fatalf("dial localhost with a certificate for 127.0.0.1 only: accepted")
+	}
+	// The client's CAs swapped to another CA: the next dial is refused.
+	other, err := testca.New(k.dir, "other-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas.Store(other.Pool())
+	if _, err := serial(addr); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("dial after a swap to another CA: %v, want unknown authority", err)
+	}
+	// The server's client CAs swapped: our client certificate is refused.
+	cas.Store(k.ca.Pool())
+	clientCAs.Store(other.Pool())
+	if _, err := serial(addr); err == nil {
+		t.Fatalf("dial after the server's client CAs changed: accepted")
+	}
+}
