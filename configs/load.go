@@ -343,7 +343,7 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 			CertFile: v.optionalPath("etcd.tls.cert_file", t.CertFile, dir, lookupEnv),
 			KeyFile:  v.optionalPath("etcd.tls.key_file", t.KeyFile, dir, lookupEnv),
 		}
-		cfg, cert, err := tlsfiles.Client("etcd.tls", files, time.Now())
+		client, err := tlsfiles.Client("etcd.tls", files, time.Now())
 		var terr *tlsfiles.Error
 		switch {
 		case len(v.problems) > before:
@@ -355,8 +355,8 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 		case err != nil:
 			v.add("etcd.tls", "%v", err)
 		default:
-			cfg.ServerName = t.ServerName
-			e.ClientTLS, e.ClientCert = cfg, cert
+			client.Config.ServerName = t.ServerName
+			e.ClientTLS, e.ClientCert, e.CACerts = client.Config, client.Cert, client.CAs
 		}
 	}
 	switch {

@@ -64,22 +64,33 @@ func (e *Error) Error() string {
 	return strings.Join(s, "; ")
 }
 
-// Client loads files and returns a client *tls.Config: TLS 1.2 at least,
-// servers verified against CAFile (the system's roots without one), and,
-// with CertFile and KeyFile, the client certificate served from the
-// returned Cert (nil without one). prefix is the key path of the setting
-// ("etcd.tls"): problems name prefix.ca_file, prefix.cert_file and
-// prefix.key_file. now decides validity. The error is an *Error listing
-// every problem.
-func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
+// ClientTLS is the client side of a TLS setting, loaded from its files.
+type ClientTLS struct {
+	// Config: TLS 1.2 at least, servers verified against the CA file
+	// (the system's roots without one), the client certificate served
+	// from Cert.
+	Config *tls.Config
+	// Cert holds the client certificate Config presents (nil without
+	// one).
+	Cert *Cert
+	// CAs: the CA file's certificates, in the file's order (nil without
+	// a CA file), for watching their expiry.
+	CAs []*x509.Certificate
+}
+
+// Client loads files and returns the client side of the setting: with
+// CertFile and KeyFile, the client certificate is served from its Cert.
+// prefix is the key path of the setting ("etcd.tls"): problems name
+// prefix.ca_file, prefix.cert_file and prefix.key_file. now decides
+// validity. The error is an *Error listing every problem.
+func Client(prefix string, f Files, now time.Time) (*ClientTLS, error) {
 	var problems []Problem
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	c := &ClientTLS{Config: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if f.CAFile != "" {
 		var ps []Problem
-		cfg.RootCAs, ps = pool(prefix, f.CAFile, now)
+		c.Config.RootCAs, c.CAs, ps = pool(prefix, f.CAFile, now)
 		problems = append(problems, ps...)
 	}
-	var holder *Cert
 	switch {
 	case f.CertFile != "" && f.KeyFile == "":
 		problems = append(problems, Problem{prefix + ".key_file", "required with " + prefix + ".cert_file: the key of " + fileText(f.CertFile)})
@@ -91,27 +102,26 @@ func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
 			problems = append(problems, ps...)
 			break
 		}
-		holder = &Cert{}
-		holder.Store(cert)
-		cfg.GetClientCertificate = holder.GetClientCertificate
+		c.Cert = &Cert{}
+		c.Cert.Store(cert)
+		c.Config.GetClientCertificate = c.Cert.GetClientCertificate
 	}
-	if len(problems) > 0 {
-		return nil, nil, &Error{problems}
-	}
-	return cfg, holder, nil
+	return orError(c, problems)
 }
 
 // Pool loads a CA file: PEM, with at least one certificate, one of them
 // valid at now. Problems are named prefix.ca_file.
 func Pool(prefix, file string, now time.Time) (*x509.CertPool, error) {
-	return orError(pool(prefix, file, now))
+	p, _, problems := pool(prefix, file, now)
+	return orError(p, problems)
 }
 
-func pool(prefix, file string, now time.Time) (*x509.CertPool, []Problem) {
+// pool loads a CA file as Pool does, and returns its certificates too.
+func pool(prefix, file string, now time.Time) (*x509.CertPool, []*x509.Certificate, []Problem) {
 	key := prefix + ".ca_file"
 	certs, err := certificates(file, "")
 	if err != nil {
-		return nil, []Problem{{key, err.Error()}}
+		return nil, nil, []Problem{{key, err.Error()}}
 	}
 	p := x509.NewCertPool()
 	var invalid []string
@@ -128,9 +138,9 @@ func pool(prefix, file string, now time.Time) (*x509.CertPool, []Problem) {
 		if len(certs) > 1 {
 			msg = fmt.Sprintf("%s: none of its %d certificates is valid now (the first %s)", fileText(file), len(certs), invalid[0])
 		}
-		return nil, []Problem{{key, msg}}
+		return nil, nil, []Problem{{key, msg}}
 	}
-	return p, nil
+	return p, certs, nil
 }
 
 // KeyPair loads a client certificate and its key: PEM, the key unencrypted
@@ -200,6 +210,29 @@ func (h *Cert) Store(c *tls.Certificate) { h.p.Store(c) }
 
 // Load returns the certificate presented now (its Leaf is set).
 func (h *Cert) Load() *tls.Certificate { return h.p.Load() }
+
+// Chain returns the certificate presented now and the intermediates
+// sent with it, parsed, leaf first (nil when none is held): for watching
+// their expiry. It reads the holder at each call, so a swap shows at
+// once.
+func (h *Cert) Chain() []*x509.Certificate {
+	c := h.p.Load()
+	if c == nil || len(c.Certificate) == 0 {
+		return nil
+	}
+	chain := make([]*x509.Certificate, 0, len(c.Certificate))
+	for i, der := range c.Certificate {
+		if i == 0 && c.Leaf != nil {
+			chain = append(chain, c.Leaf)
+			continue
+		}
+		// Parsed at load already: an error cannot happen here.
+		if x, err := x509.ParseCertificate(der); err == nil {
+			chain = append(chain, x)
+		}
+	}
+	return chain
+}
 
 // GetClientCertificate is the tls.Config hook: the certificate held now,
 // whatever the server asks for (a server that trusts another CA refuses
