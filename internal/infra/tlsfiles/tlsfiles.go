@@ -212,10 +212,13 @@ func (h *Cert) Store(c *tls.Certificate) { h.p.Store(c) }
 func (h *Cert) Load() *tls.Certificate { return h.p.Load() }
 
 // Chain returns the certificate presented now and the intermediates
-// sent with it, parsed, leaf first (nil when none is held): for watching
-// their expiry. It reads the holder at each call, so a swap shows at
-// once.
+// sent with it, parsed, leaf first (nil when none is held, or h is nil):
+// for watching their expiry. It reads the holder at each call, so a swap
+// shows at once.
 func (h *Cert) Chain() []*x509.Certificate {
+	if h == nil {
+		return nil
+	}
 	c := h.p.Load()
 	if c == nil || len(c.Certificate) == 0 {
 		return nil

@@ -241,11 +241,12 @@ func TestCertificateSwap(t *testing.T) {
 }
 
 // TestChain: the held certificate's leaf and intermediates, parsed, leaf
-// first; nil when none is held.
+// first; nil when none is held, or without a holder.
 func TestChain(t *testing.T) {
 	k := newKit(t)
-	if chain := (&Cert{}).Chain(); chain != nil {
-		t.Fatalf("empty holder: %v", chain)
+	var none *Cert // no client certificate configured
+	if chain, empty := none.Chain(), (&Cert{}).Chain(); chain != nil || empty != nil {
+		t.Fatalf("no holder: %v; an empty one: %v", chain, empty)
 	}
 	// The CA certificate stands in for an intermediate after the leaf.
 	withChain := file(t, k.dir, "chain.pem", append(read(t, k.client.CertFile), k.ca.PEM()...))
