@@ -9,6 +9,7 @@ package configs
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"slices"
 	"strings"
 	"time"
@@ -173,6 +174,8 @@ type Etcd struct {
 	// ClientCert holds the client certificate ClientTLS presents (nil
 	// without one): a reload can swap it under the running client.
 	ClientCert *tlsfiles.Cert `yaml:"-"`
+	// CACerts are the certificates of TLS.CAFile (nil without one).
+	CACerts []*x509.Certificate `yaml:"-"`
 }
 
 // TLS is the client side of a TLS connection: PEM files (relative ones

@@ -174,6 +174,9 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	if err != nil || presented.Leaf.Subject.CommonName != "enginehealth" || cfg.Etcd.ClientCert.Load() != presented {
 		t.Fatalf("client certificate %v, %v", presented, err)
 	}
+	if cas := cfg.Etcd.CACerts; len(cas) != 1 || cas[0].Subject.CommonName != "etcd-ca" {
+		t.Fatalf("CA certificates %v, want the CA file's", cas)
+	}
 	eps, user, pw := cfg.Etcd.ClientEndpoints()
 	if strings.Join(eps, ",") != "https://a:2379,https://b:2379,https://c:2379" || user != "enginehealth" || pw != etcdPassword {
 		t.Fatalf("endpoints %v, user %q, password set %v", eps, user, pw == etcdPassword)

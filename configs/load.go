@@ -345,15 +345,15 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 			CertFile: v.optionalPath("etcd.tls.cert_file", t.CertFile, dir, lookupEnv),
 			KeyFile:  v.optionalPath("etcd.tls.key_file", t.KeyFile, dir, lookupEnv),
 		}
-		cfg, cert, err := tlsfiles.Client("etcd.tls", files, time.Now())
+		client, err := tlsfiles.Client("etcd.tls", files, time.Now())
 		switch {
 		case len(v.problems) > before:
 			// A credential:NAME that names no file: said at its key.
 		case err != nil:
 			v.addTLS("etcd.tls", err)
 		default:
-			cfg.ServerName = t.ServerName
-			e.ClientTLS, e.ClientCert = cfg, cert
+			client.Config.ServerName = t.ServerName
+			e.ClientTLS, e.ClientCert, e.CACerts = client.Config, client.Cert, client.CAs
 		}
 	}
 	switch {
@@ -416,10 +416,9 @@ func (c *Config) resolveAPITLS(v *validator, dir string, lookupEnv func(string) 
 	var peerCAs *tlsfiles.CAs
 	switch {
 	case caFile != "":
-		pool, perr := tlsfiles.Pool("api.tls", caFile, now)
+		var perr error
+		peerCAs, perr = tlsfiles.LoadCAs("api.tls.ca_file", caFile, now)
 		err = errors.Join(err, perr)
-		peerCAs = &tlsfiles.CAs{}
-		peerCAs.Store(pool)
 	case clientCAs != nil:
 		peerCAs = clientCAs
 	}

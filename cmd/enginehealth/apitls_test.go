@@ -156,6 +156,18 @@ func TestAPIOverTLS(t *testing.T) {
 		t.Fatalf("pause events %+v %v, want one by alice (operator)", events, err)
 	}
 	term := leaderTerm(t, reader)
+	// The API's certificate and client CA are watched for their expiry.
+	st, err := reader.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := map[string]bool{}
+	for _, c := range st.Certificates {
+		watched[c.Which] = true
+	}
+	if !watched["api.tls.cert_file"] || !watched["api.tls.client_ca_file"] {
+		t.Fatalf("status certificates %+v, want api.tls.cert_file and api.tls.client_ca_file", st.Certificates)
+	}
 
 	// Rotation: a new server certificate and a new tokens file, SIGHUP.
 	before := servedSerial(t, hostPort, ca, carol)

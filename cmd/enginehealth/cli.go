@@ -64,7 +64,7 @@ func (f *clientFlags) tlsConfig() (*tls.Config, error) {
 	if ca == "" && cert == "" && key == "" {
 		return nil, nil
 	}
-	cfg, _, err := tlsfiles.Client("cli", tlsfiles.Files{CAFile: ca, CertFile: cert, KeyFile: key}, time.Now())
+	client, err := tlsfiles.Client("cli", tlsfiles.Files{CAFile: ca, CertFile: cert, KeyFile: key}, time.Now())
 	var terr *tlsfiles.Error
 	if errors.As(err, &terr) {
 		flags := map[string]string{"cli.ca_file": "--cacert", "cli.cert_file": "--cert", "cli.key_file": "--key"}
@@ -74,7 +74,10 @@ func (f *clientFlags) tlsConfig() (*tls.Config, error) {
 		}
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
-	return cfg, err
+	if err != nil {
+		return nil, err
+	}
+	return client.Config, nil
 }
 
 func (f *clientFlags) client() (*api.Client, error) {
@@ -167,7 +170,8 @@ func newStatusCmd() *cobra.Command {
 		Long: `Show this node (status, readiness, liveness checks), the acting master and
 its term, whether the cluster is paused or the disruption guard holds, the
 master's check passes, the nodes that are not Ready or not NORMAL and why,
-the last run and the holds waiting. Exit 0 only when this node is ready
+the last run, the holds waiting, and this node's certificate files that
+expire within 7 days or have expired (a warning). Exit 0 only when this node is ready
 and healthy and the cluster's status could be read (1 otherwise, 3 when
 the daemon is unreachable).`,
 		Example: `  enginehealth status
@@ -221,9 +225,7 @@ the daemon is unreachable).`,
 
 // statusTable prints a status report on one screen.
 func statusTable(w io.Writer, rep statusReport, now time.Time) error {
-	line := func(label, format string, args ...any) {
-		fmt.Fprintf(w, "%-9s"+format+"\n", append([]any{label}, args...)...)
-	}
+	line := labelled(w)
 	rd := rep.Ready
 	if rep.Status != nil {
 		rd = &rep.Status.Node.Ready
@@ -299,7 +301,54 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 	} else {
 		line("holds", "none waiting")
 	}
+	certificateLines(st.Certificates, line)
 	return nil
+}
+
+// certificateLines says which of the node's certificate files expire
+// within 7 days or have expired (nothing without any file).
+func certificateLines(cs []api.Certificate, line func(label, format string, args ...any)) {
+	var soon []api.Certificate
+	for _, c := range cs {
+		if c.ExpiringSoon {
+			soon = append(soon, c)
+		}
+	}
+	switch {
+	case len(cs) == 0:
+		return
+	case len(soon) == 0:
+		line("certs", "%d watched, none expiring within 7 days", len(cs))
+		return
+	}
+	line("certs", "WARNING: %d of %d expiring within 7 days or expired; renew them", len(soon), len(cs))
+	for _, c := range soon {
+		cn := ""
+		if c.CN != "" {
+			cn = fmt.Sprintf(" (CN %q)", c.CN)
+		}
+		when := "expires in " + days(c.ExpiresInSeconds)
+		if c.Expired() {
+			when = "EXPIRED " + days(-c.ExpiresInSeconds) + " ago"
+		}
+		line("", "%s%s %s, at %s", safe(c.Which), safe(cn), when, c.NotAfter.UTC().Format(time.RFC3339))
+	}
+}
+
+// days says a number of seconds in days, or in hours below two days.
+func days(s float64) string {
+	if s < 2*86400 {
+		return fmt.Sprintf("%.1f hours", s/3600)
+	}
+	return fmt.Sprintf("%.1f days", s/86400)
+}
+
+// labelled returns the line printer of the status table: a label, then
+// the text.
+func labelled(w io.Writer) func(label, format string, args ...any) {
+	return func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-9s"+format+"\n", append([]any{label}, args...)...)
+	}
 }
 
 // runLine says what a run did, on one line.

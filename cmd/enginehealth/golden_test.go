@@ -97,6 +97,10 @@ func fixtureDaemon(t *testing.T) string {
 		LastRun:   &idle,
 		LastActed: &run,
 		Holds:     api.HoldsSummary{Open: 2, OldestAgeSeconds: new(5400.0)},
+		Certificates: []api.Certificate{
+			{Which: "etcd.tls.cert_file", CN: "enginehealth", NotAfter: at(3*24*time.Hour + 2*time.Hour), ExpiresInSeconds: 266400, ExpiringSoon: true},
+			{Which: "etcd.tls.ca_file", CN: "etcd-ca", NotAfter: at(3 * 365 * 24 * time.Hour), ExpiresInSeconds: 3 * 365 * 86400},
+		},
 	}
 	holds := []recovery.Hold{
 		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),
@@ -275,6 +279,31 @@ func TestSweepSummary(t *testing.T) {
 	} {
 		if got := sweepSummary(c.p, c.paused, t0); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
+	}
+}
+
+// TestCertificateLines: the certs lines of status: nothing without a
+// watched file, one line when none expires within 7 days, else a
+// warning and a line for each that does or has expired.
+func TestCertificateLines(t *testing.T) {
+	fine := api.Certificate{Which: "etcd.tls.ca_file", CN: "etcd-ca", NotAfter: at(900 * 24 * time.Hour), ExpiresInSeconds: 900 * 86400}
+	soon := api.Certificate{Which: "etcd.tls.cert_file", CN: "sidecar", NotAfter: at(5 * time.Hour), ExpiresInSeconds: 5 * 3600, ExpiringSoon: true}
+	expired := api.Certificate{Which: "api.tls.cert_file", NotAfter: at(-3 * 24 * time.Hour), ExpiresInSeconds: -3 * 86400, ExpiringSoon: true}
+	for _, c := range []struct {
+		certs []api.Certificate
+		want  string
+	}{
+		{nil, ""},
+		{[]api.Certificate{fine}, "certs    1 watched, none expiring within 7 days\n"},
+		{[]api.Certificate{fine, soon, expired}, "certs    WARNING: 2 of 3 expiring within 7 days or expired; renew them\n" +
+			"         etcd.tls.cert_file (CN \"sidecar\") expires in 5.0 hours, at 2026-11-24T15:00:00Z\n" +
+			"         api.tls.cert_file EXPIRED 3.0 days ago, at 2026-11-21T10:00:00Z\n"},
+	} {
+		var b strings.Builder
+		certificateLines(c.certs, labelled(&b))
+		if b.String() != c.want {
+			t.Errorf("%d certificates:\n%s\nwant\n%s", len(c.certs), b.String(), c.want)
 		}
 	}
 }

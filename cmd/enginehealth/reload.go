@@ -124,7 +124,7 @@ func certificates(run *configs.Config) reloadable {
 					return fmt.Errorf("%s added or removed: that needs a restart", which)
 				}
 				if !cur.Load().Equal(nxt.Load()) {
-					cur.Store(nxt.Load())
+					cur.Set(nxt.Load(), nxt.Certs())
 					changed = append(changed, which)
 				}
 				return nil

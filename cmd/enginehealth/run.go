@@ -18,6 +18,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/app/metrics"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
+	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/leader"
@@ -95,6 +96,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	for _, w := range cfg.Warnings {
 		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
 	}
+	// A certificate that expires soon is said at once (before a
+	// connection it may break is tried), then once a day.
+	certs := watchCertificates(cfg, certexpiry.Options{})
+	certLog := log.With("component", "certificates")
+	certs.Check(ctx, certLog)
 
 	tokens, err := apiAuth(cfg.API.Operators)
 	if err != nil {
@@ -249,7 +255,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			}
 			return p
 		},
-		Disrupted: func() bool { return checker.Disrupted() },
+		Disrupted:    func() bool { return checker.Disrupted() },
+		Certificates: certs.Expiries,
 	})
 	checker = health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Events: events,
@@ -297,6 +304,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 				{Name: "master", Check: master.Stuck},
 			},
 			MaxDBRequests: api.DefaultMaxDBRequests,
+			Certificates:  certs.Expiries,
 			Log:           log,
 		}),
 		log, api.ServerOptions{})
@@ -318,6 +326,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	// the daemon runs is applied, the rest is logged as needing a restart.
 	reload := newReloader(cfg, log, DefaultReloadPoll, hup, logLevel(level), operators(tokens), certificates(cfg))
 	g.Go(func() error { return reload.Run(gctx) })
+	g.Go(func() error { return certs.Run(gctx, certLog) })
 	g.Go(func() error {
 		// Fed while the daemon's own loops run and the master is not
 		// stuck; a database or etcd outage is waited out, not restarted.

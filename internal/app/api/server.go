@@ -40,6 +40,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -176,6 +177,9 @@ type Config struct {
 	// pattern ("" when refused before routing, "/" when no route
 	// matched) and status code.
 	Requests func(route string, code int)
+	// Certificates: when this node's certificate files expire
+	// (certexpiry.Watch.Expiries), for the status; nil: none.
+	Certificates func() []certexpiry.Expiry
 }
 
 // NewHandler returns the daemon's HTTP handler.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +48,47 @@ type Status struct {
 	LastRun   *recovery.RunRow `json:"last_run"`
 	LastActed *recovery.RunRow `json:"last_acted"`
 	Holds     HoldsSummary     `json:"holds"`
+	// Certificates: the answering node's certificate files, and when
+	// each expires (empty without any); those expiring soon are
+	// warnings.
+	Certificates []Certificate `json:"certificates"`
+}
+
+// Certificate is one certificate file of the answering node and when it
+// expires: a certificate with its intermediates when the first of them
+// does, a CA file when the first of its CAs valid now does (see
+// internal/infra/certexpiry).
+type Certificate struct {
+	// Which is the key path of the file's setting (etcd.tls.cert_file).
+	Which string `json:"which"`
+	// CN is the subject common name of the certificate that expires
+	// (null when it has none).
+	CN       string    `json:"cn" null:"zero"`
+	NotAfter time.Time `json:"not_after"`
+	// ExpiresInSeconds: until NotAfter; negative once expired.
+	ExpiresInSeconds float64 `json:"expires_in_seconds"`
+	// ExpiringSoon: less than 7 days left, or expired.
+	ExpiringSoon bool `json:"expiring_soon"`
+}
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (c Certificate) MarshalJSON() ([]byte, error) { return jsonx.Marshal(c) }
+
+// Expired reports whether the certificate has expired.
+func (c Certificate) Expired() bool { return c.ExpiresInSeconds < 0 }
+
+// certificates returns this node's certificate files now ([] without
+// any).
+func (h *handler) certificates() []Certificate {
+	out := []Certificate{}
+	if h.cfg.Certificates == nil {
+		return out
+	}
+	for _, e := range h.cfg.Certificates() {
+		out = append(out, Certificate{Which: e.Which, CN: e.CN, NotAfter: e.NotAfter.UTC(),
+			ExpiresInSeconds: math.Round(e.Left.Seconds()), ExpiringSoon: e.Soon()})
+	}
+	return out
 }
 
 // MarshalJSON sends every field, null when it has no value (jsonx).
@@ -106,7 +149,7 @@ func (h *handler) master(r *http.Request) (*Leader, string, error) {
 // newest first included up to runs, and returns every node as well.
 func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (Status, []NodeState, []recovery.RunRow, error) {
 	st := Status{Node: SelfState{Name: h.cfg.Self, Ready: h.cfg.Ready()}, Master: l, MasterError: why,
-		Nodes: map[string]int{}, NotReady: []NodeState{}}
+		Nodes: map[string]int{}, NotReady: []NodeState{}, Certificates: h.certificates()}
 	if l != nil {
 		st.Checks, st.Disruption = l.Passes, l.Passes.Disruption
 	}
@@ -331,7 +374,8 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why st
 		d.Error = "the database could not be read (the daemon logged the cause under request id " + w.Header().Get(requestIDHeader) + ")"
 		code = http.StatusServiceUnavailable
 	}
-	d.Banners = d.Error != "" || d.Status.Paused.Paused || d.Status.Disruption != "" || d.Status.Master == nil
+	d.Banners = d.Error != "" || d.Status.Paused.Paused || d.Status.Disruption != "" || d.Status.Master == nil ||
+		slices.ContainsFunc(d.Status.Certificates, func(c Certificate) bool { return c.ExpiringSoon })
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,9 @@ type Source struct {
 	// Tasks: the configured workflow tasks, whose repair counters are
 	// exported from the start (at 0).
 	Tasks []Task
+	// Certificates: when this node's certificate files expire
+	// (certexpiry.Watch.Expiries).
+	Certificates func() []certexpiry.Expiry
 }
 
 // Task names a configured workflow task.
@@ -189,7 +193,7 @@ type scrape struct {
 	src                                                      Source
 	nodes, age, grade, dbUp, self, selfGrade, master, term   *prometheus.Desc
 	disruption, lastSuccess, failures, holds, oldest, period *prometheus.Desc
-	paused, pausedFor, events, readAge                       *prometheus.Desc
+	paused, pausedFor, events, readAge, certExpiry           *prometheus.Desc
 
 	// mu guards last: the database's values as the last scrape that
 	// could read them saw them. A scrape that cannot read the database
@@ -244,6 +248,7 @@ func newScrape(src Source) *scrape {
 		pausedFor:   d("paused_seconds", "Seconds the cluster has been paused; 0 when it is not."),
 		events:      d("events_written_total", "Events written to the audit trail, cluster-wide (the newest event id)."),
 		readAge:     d("database_read_age_seconds", "Seconds since the registry, holds and pause values exported were read: 0 when this scrape read them, more while the database cannot be read (they are exported for up to 10 min)."),
+		certExpiry:  d("certificate_expiry_seconds", "Seconds until each certificate file of this node expires, negative once expired, by the key path of its setting (which).", "which"),
 	}
 }
 
@@ -297,7 +302,7 @@ func (s *scrape) readNow(ctx context.Context) dbValues {
 // happens before the daemon's parts exist).
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
-		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge} {
+		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge, s.certExpiry} {
 		ch <- d
 	}
 }
@@ -390,5 +395,10 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 			gauge(s.lastSuccess, time.Since(p.LastSuccess).Seconds())
 		}
 		gauge(s.failures, float64(p.ConsecutiveFailures))
+	}
+	if s.src.Certificates != nil {
+		for _, e := range s.src.Certificates() {
+			gauge(s.certExpiry, math.Round(e.Left.Seconds()), e.Which)
+		}
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -42,6 +45,9 @@ func sourceWith(db func() error) Source {
 		Paused:        func(context.Context) (bool, time.Time, error) { return true, pausedAt, db() },
 		EventsWritten: func(context.Context) (int64, error) { return 1234, db() },
 		Tasks:         []Task{{"orders", "reserve"}, {"orders", "ship"}},
+		Certificates: func() []certexpiry.Expiry {
+			return []certexpiry.Expiry{{Which: "etcd.tls.cert_file", Left: 3 * 24 * time.Hour}}
+		},
 	}
 }
 
@@ -117,6 +123,7 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_api_requests_total{code="400",route="refused"} 1`,
 		`enginehealth_api_requests_total{code="404",route="unknown"} 1`,
 		`enginehealth_check_last_success_age_seconds`,
+		`enginehealth_certificate_expiry_seconds{which="etcd.tls.cert_file"} 259200`,
 		`process_resident_memory_bytes`,
 		`go_goroutines`,
 	} {
@@ -169,5 +176,52 @@ func TestMetricsSurviveDatabaseBlip(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape during the outage lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// TestCertificateExpiry: the gauge of a watched certificate is its time
+// left at each scrape: about 3 days for one that expires in 3 days, a
+// year once the holder is swapped for a fresh one, negative once expired.
+func TestCertificateExpiry(t *testing.T) {
+	ca, err := testca.New(t.TempDir(), "metrics-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second) // as NotAfter is
+	var h tlsfiles.Cert
+	hold := func(notAfter time.Time) {
+		is, err := ca.Issue("sidecar", testca.Options{Client: true, NotAfter: notAfter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Store(&is.TLS)
+	}
+	hold(now.Add(3 * 24 * time.Hour))
+	w := certexpiry.New(certexpiry.Options{Now: func() time.Time { return now }})
+	w.Add("etcd.tls.cert_file", certexpiry.Chain, h.Chain)
+	m := New(Source{Certificates: w.Expiries})
+	value := func() string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		const name = `enginehealth_certificate_expiry_seconds{which="etcd.tls.cert_file"} `
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if v, ok := strings.CutPrefix(l, name); ok {
+				return v
+			}
+		}
+		t.Fatalf("no %s in the scrape:\n%s", name, rec.Body.String())
+		return ""
+	}
+	if v := value(); v != "259200" {
+		t.Fatalf("3 days left: %s", v)
+	}
+	hold(now.Add(365 * 24 * time.Hour))
+	if v := value(); v != "3.1536e+07" {
+		t.Fatalf("a year left after the swap: %s", v)
+	}
+	now = now.Add(366 * 24 * time.Hour)
+	if v := value(); v != "-86400" {
+		t.Fatalf("expired a day ago: %s", v)
 	}
 }

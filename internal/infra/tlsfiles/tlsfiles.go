@@ -66,22 +66,33 @@ func (e *Error) Error() string {
 	return strings.Join(s, "; ")
 }
 
-// Client loads files and returns a client *tls.Config: TLS 1.2 at least,
-// servers verified against CAFile (the system's roots without one), and,
-// with CertFile and KeyFile, the client certificate served from the
-// returned Cert (nil without one). prefix is the key path of the setting
-// ("etcd.tls"): problems name prefix.ca_file, prefix.cert_file and
-// prefix.key_file. now decides validity. The error is an *Error listing
-// every problem.
-func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
+// ClientTLS is the client side of a TLS setting, loaded from its files.
+type ClientTLS struct {
+	// Config: TLS 1.2 at least, servers verified against the CA file
+	// (the system's roots without one), the client certificate served
+	// from Cert.
+	Config *tls.Config
+	// Cert holds the client certificate Config presents (nil without
+	// one).
+	Cert *Cert
+	// CAs: the CA file's certificates, in the file's order (nil without
+	// a CA file), for watching their expiry.
+	CAs []*x509.Certificate
+}
+
+// Client loads files and returns the client side of the setting: with
+// CertFile and KeyFile, the client certificate is served from its Cert.
+// prefix is the key path of the setting ("etcd.tls"): problems name
+// prefix.ca_file, prefix.cert_file and prefix.key_file. now decides
+// validity. The error is an *Error listing every problem.
+func Client(prefix string, f Files, now time.Time) (*ClientTLS, error) {
 	var problems []Problem
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	c := &ClientTLS{Config: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if f.CAFile != "" {
 		var ps []Problem
-		cfg.RootCAs, ps = pool(prefix+".ca_file", f.CAFile, now)
+		c.Config.RootCAs, c.CAs, ps = pool(prefix+".ca_file", f.CAFile, now)
 		problems = append(problems, ps...)
 	}
-	var holder *Cert
 	switch {
 	case f.CertFile != "" && f.KeyFile == "":
 		problems = append(problems, Problem{prefix + ".key_file", "required with " + prefix + ".cert_file: the key of " + fileText(f.CertFile)})
@@ -93,26 +104,26 @@ func Client(prefix string, f Files, now time.Time) (*tls.Config, *Cert, error) {
 			problems = append(problems, ps...)
 			break
 		}
-		holder = &Cert{}
-		holder.Store(cert)
-		cfg.GetClientCertificate = holder.GetClientCertificate
+		c.Cert = &Cert{}
+		c.Cert.Store(cert)
+		c.Config.GetClientCertificate = c.Cert.GetClientCertificate
 	}
-	if len(problems) > 0 {
-		return nil, nil, &Error{problems}
-	}
-	return cfg, holder, nil
+	return orError(c, problems)
 }
 
 // Pool loads a CA file: PEM, with at least one certificate, one of them
 // valid at now. Problems are named prefix.ca_file.
 func Pool(prefix, file string, now time.Time) (*x509.CertPool, error) {
-	return orError(pool(prefix+".ca_file", file, now))
+	p, _, problems := pool(prefix+".ca_file", file, now)
+	return orError(p, problems)
 }
 
-func pool(key, file string, now time.Time) (*x509.CertPool, []Problem) {
+// pool loads a CA file as Pool does, and returns its certificates too;
+// problems are named key.
+func pool(key, file string, now time.Time) (*x509.CertPool, []*x509.Certificate, []Problem) {
 	certs, err := certificates(file, "")
 	if err != nil {
-		return nil, []Problem{{key, err.Error()}}
+		return nil, nil, []Problem{{key, err.Error()}}
 	}
 	p := x509.NewCertPool()
 	var invalid []string
@@ -129,9 +140,9 @@ func pool(key, file string, now time.Time) (*x509.CertPool, []Problem) {
 		if len(certs) > 1 {
 			msg = fmt.Sprintf("%s: none of its %d certificates is valid now (the first %s)", fileText(file), len(certs), invalid[0])
 		}
-		return nil, []Problem{{key, msg}}
+		return nil, nil, []Problem{{key, msg}}
 	}
-	return p, nil
+	return p, certs, nil
 }
 
 // Usage is what a certificate must be made for (its extended key usage;
@@ -227,6 +238,32 @@ func (h *Cert) Store(c *tls.Certificate) { h.p.Store(c) }
 // Load returns the certificate presented now (its Leaf is set).
 func (h *Cert) Load() *tls.Certificate { return h.p.Load() }
 
+// Chain returns the certificate presented now and the intermediates
+// sent with it, parsed, leaf first (nil when none is held, or h is nil):
+// for watching their expiry. It reads the holder at each call, so a swap
+// shows at once.
+func (h *Cert) Chain() []*x509.Certificate {
+	if h == nil {
+		return nil
+	}
+	c := h.p.Load()
+	if c == nil || len(c.Certificate) == 0 {
+		return nil
+	}
+	chain := make([]*x509.Certificate, 0, len(c.Certificate))
+	for i, der := range c.Certificate {
+		if i == 0 && c.Leaf != nil {
+			chain = append(chain, c.Leaf)
+			continue
+		}
+		// Parsed at load already: an error cannot happen here.
+		if x, err := x509.ParseCertificate(der); err == nil {
+			chain = append(chain, x)
+		}
+	}
+	return chain
+}
+
 // GetClientCertificate is the tls.Config hook: the certificate held now,
 // whatever the server asks for (a server that trusts another CA refuses
 // it, and says so).
@@ -249,14 +286,54 @@ func (h *Cert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 // CAs holds a CA pool a running TLS setting verifies peers with; Store
 // swaps it for the next handshakes.
 type CAs struct {
-	p atomic.Pointer[x509.CertPool]
+	p atomic.Pointer[caSet]
+}
+
+type caSet struct {
+	pool  *x509.CertPool
+	certs []*x509.Certificate
 }
 
 // Store makes pool the CAs of every later handshake.
-func (h *CAs) Store(pool *x509.CertPool) { h.p.Store(pool) }
+func (h *CAs) Store(pool *x509.CertPool) { h.Set(pool, nil) }
+
+// Set makes pool, made of certs, the CAs of every later handshake (the
+// certificates are kept for their expiry).
+func (h *CAs) Set(pool *x509.CertPool, certs []*x509.Certificate) {
+	h.p.Store(&caSet{pool, certs})
+}
 
 // Load returns the pool used now.
-func (h *CAs) Load() *x509.CertPool { return h.p.Load() }
+func (h *CAs) Load() *x509.CertPool {
+	if s := h.p.Load(); s != nil {
+		return s.pool
+	}
+	return nil
+}
+
+// Certs returns the certificates of the pool used now (nil when only a
+// pool was stored).
+func (h *CAs) Certs() []*x509.Certificate {
+	if h == nil {
+		return nil
+	}
+	if s := h.p.Load(); s != nil {
+		return s.certs
+	}
+	return nil
+}
+
+// LoadCAs loads a CA file into a new holder (see Pool); problems are
+// named key.
+func LoadCAs(key, file string, now time.Time) (*CAs, error) {
+	p, certs, problems := pool(key, file, now)
+	if len(problems) > 0 {
+		return nil, &Error{problems}
+	}
+	h := &CAs{}
+	h.Set(p, certs)
+	return h, nil
+}
 
 // ServerFiles are the PEM files of a server's TLS setting.
 type ServerFiles struct {
@@ -295,10 +372,10 @@ func Server(prefix string, f ServerFiles, usage Usage, now time.Time) (*tls.Conf
 	}
 	var cas *CAs
 	if f.ClientCAFile != "" {
-		p, ps := pool(prefix+".client_ca_file", f.ClientCAFile, now)
+		p, certs, ps := pool(prefix+".client_ca_file", f.ClientCAFile, now)
 		problems = append(problems, ps...)
 		cas = &CAs{}
-		cas.Store(p)
+		cas.Set(p, certs)
 	}
 	if len(problems) > 0 {
 		return nil, nil, nil, &Error{problems}

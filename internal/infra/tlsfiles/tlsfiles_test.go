@@ -122,7 +122,7 @@ func TestClientProblems(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
-				_, _, err := Client("etcd.tls", c.f, c.now)
+				_, err := Client("etcd.tls", c.f, c.now)
 				done <- err
 			}()
 			var err error
@@ -152,7 +152,7 @@ func TestClientProblems(t *testing.T) {
 // TestEveryProblemAtOnce: a bad CA file and a bad key pair are both said.
 func TestEveryProblemAtOnce(t *testing.T) {
 	k := newKit(t)
-	_, _, err := Client("api.tls", Files{CAFile: k.client.KeyFile, CertFile: k.client.CertFile, KeyFile: filepath.Join(k.dir, "none")}, time.Now())
+	_, err := Client("api.tls", Files{CAFile: k.client.KeyFile, CertFile: k.client.CertFile, KeyFile: filepath.Join(k.dir, "none")}, time.Now())
 	var te *Error
 	if !errors.As(err, &te) || len(te.Problems) != 2 || te.Problems[0].Key != "api.tls.ca_file" || te.Problems[1].Key != "api.tls.key_file" {
 		t.Fatalf("want a ca_file and a key_file problem, got %v", err)
@@ -163,16 +163,19 @@ func TestEveryProblemAtOnce(t *testing.T) {
 // and presents no certificate; a key pair is presented.
 func TestClientConfig(t *testing.T) {
 	k := newKit(t)
-	cfg, cert, err := Client("etcd.tls", Files{CAFile: k.ca.CertFile}, time.Now())
+	c, err := Client("etcd.tls", Files{CAFile: k.ca.CertFile}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MinVersion != tls.VersionTLS12 || cfg.RootCAs == nil || cfg.GetClientCertificate != nil || cert != nil {
-		t.Fatalf("CA only: min version %x, roots %v, client certificate %v", cfg.MinVersion, cfg.RootCAs != nil, cert)
+	if cfg := c.Config; cfg.MinVersion != tls.VersionTLS12 || cfg.RootCAs == nil || cfg.GetClientCertificate != nil || c.Cert != nil {
+		t.Fatalf("CA only: min version %x, roots %v, client certificate %v", cfg.MinVersion, cfg.RootCAs != nil, c.Cert)
 	}
-	cfg, cert, err = Client("etcd.tls", Files{}, time.Now())
-	if err != nil || cfg.RootCAs != nil || cert != nil {
-		t.Fatalf("no files (the system's roots): %v %v %v", cfg, cert, err)
+	if len(c.CAs) != 1 || c.CAs[0].Subject.CommonName != "tlsfiles-ca" {
+		t.Fatalf("CA certificates %v, want the CA's", c.CAs)
+	}
+	c, err = Client("etcd.tls", Files{}, time.Now())
+	if err != nil || c.Config.RootCAs != nil || c.Cert != nil || c.CAs != nil {
+		t.Fatalf("no files (the system's roots): %+v %v", c, err)
 	}
 	// A CA bundle mid-rotation (an expired CA beside a valid one) loads.
 	old, err := testca.New(t.TempDir(), "old")
@@ -191,10 +194,11 @@ func TestClientConfig(t *testing.T) {
 func TestCertificateSwap(t *testing.T) {
 	k := newKit(t)
 	server := issue(t, k.ca, "server", testca.Options{Server: true})
-	cfg, holder, err := Client("etcd.tls", Files{CAFile: k.ca.CertFile, CertFile: k.client.CertFile, KeyFile: k.client.KeyFile}, time.Now())
+	c, err := Client("etcd.tls", Files{CAFile: k.ca.CertFile, CertFile: k.client.CertFile, KeyFile: k.client.KeyFile}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg, holder := c.Config, c.Cert
 	cfg.ServerName = "localhost"
 	presented := func() string {
 		t.Helper()
@@ -230,6 +234,31 @@ func TestCertificateSwap(t *testing.T) {
 	}
 	if holder.Load().Leaf.Subject.CommonName != "client-2" {
 		t.Fatal("Load does not return the stored certificate with its leaf")
+	}
+	if chain := holder.Chain(); len(chain) != 1 || chain[0].Subject.CommonName != "client-2" {
+		t.Fatalf("Chain after the swap: %v, want client-2's leaf", chain)
+	}
+}
+
+// TestChain: the held certificate's leaf and intermediates, parsed, leaf
+// first; nil when none is held, or without a holder.
+func TestChain(t *testing.T) {
+	k := newKit(t)
+	var none *Cert // no client certificate configured
+	if chain, empty := none.Chain(), (&Cert{}).Chain(); chain != nil || empty != nil {
+		t.Fatalf("no holder: %v; an empty one: %v", chain, empty)
+	}
+	// The CA certificate stands in for an intermediate after the leaf.
+	withChain := file(t, k.dir, "chain.pem", append(read(t, k.client.CertFile), k.ca.PEM()...))
+	pair, err := KeyPair("etcd.tls", withChain, k.client.KeyFile, time.Now(), ClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h Cert
+	h.Store(pair)
+	chain := h.Chain()
+	if len(chain) != 2 || chain[0].Subject.CommonName != "client" || chain[1].Subject.CommonName != "tlsfiles-ca" {
+		t.Fatalf("chain %v, want client then tlsfiles-ca", chain)
 	}
 }
 

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,11 +71,16 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 
 	// With the CA, its certificate and the user's password, the daemon
 	// becomes master (its lease, election keys, resignation all under
-	// TLS and auth) and stops cleanly.
+	// TLS and auth) and stops cleanly. Its certificate expires in 3
+	// days: a warning in its log, its metric, its status.
 	t.Run("master", func(t *testing.T) {
 		t.Parallel()
+		soon, err := ca.Issue("sidecar-soon", testca.Options{Client: true, NotAfter: time.Now().Add(3 * 24 * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := newCluster(t)
-		d := c.start("tls-a", config(c, "tls-a", cl.Endpoints(), access(ca.CertFile, good, goodPassword)))
+		d := c.start("tls-a", config(c, "tls-a", cl.Endpoints(), access(ca.CertFile, soon, goodPassword)))
 		if term := c.waitTerm(t, 0, 30*time.Second); term.Node != "tls-a" {
 			t.Fatalf("master %s", term.Node)
 		}
@@ -81,10 +88,38 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		if err != nil || l.Name != "tls-a" {
 			t.Fatalf("GET /v1/leader: %+v %v", l, err)
 		}
-		if !slices.ContainsFunc(strings.Split(d.stderr.String(), "\n"), func(l string) bool {
-			return strings.Contains(l, `"msg":"connected to etcd"`) && strings.Contains(l, `"tls":true,"client_certificate":true,"user":"enginehealth"`)
-		}) {
+		// logged: a line of the log holds every part.
+		logged := func(parts ...string) bool {
+			return slices.ContainsFunc(strings.Split(d.stderr.String(), "\n"), func(l string) bool {
+				for _, p := range parts {
+					if !strings.Contains(l, p) {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		if !logged(`"msg":"connected to etcd"`, `"tls":true,"client_certificate":true,"user":"enginehealth"`) {
 			t.Fatalf("no TLS connection logged:\n%s", d.stderr.String())
+		}
+		if !logged(`"level":"WARN"`, `"msg":"certificate expires soon"`, `"which":"etcd.tls.cert_file"`, `"cn":"sidecar-soon"`, `"days_left":3`) {
+			t.Fatalf("no warning of the certificate logged:\n%s", d.stderr.String())
+		}
+		resp, err := http.Get("http://" + apiOf(t, c, "tls-a") + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, which := range []string{"etcd.tls.cert_file", "etcd.tls.ca_file"} {
+			if !strings.Contains(string(body), `enginehealth_certificate_expiry_seconds{which="`+which+`"} `) {
+				t.Errorf("/metrics lacks the expiry of %s", which)
+			}
+		}
+		st, err := api.NewClient(apiOf(t, c, "tls-a"), "").Status(context.Background())
+		if cs := st.Certificates; err != nil || len(cs) != 2 || cs[0].Which != "etcd.tls.cert_file" || !cs[0].ExpiringSoon ||
+			cs[1].Which != "etcd.tls.ca_file" || cs[1].ExpiringSoon {
+			t.Fatalf("status certificates %+v %v", st.Certificates, err)
 		}
 		d.signal(t, syscall.SIGTERM)
 		if code := d.wait(t, 15*time.Second); code != 0 {

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"bytes"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
+	"github.com/enginehealth/enginehealth/nodes"
+)
+
+// TestStatusCertificates: GET /v1/status lists the node's watched
+// certificate files with when each expires, those within 7 days (or
+// expired) marked expiring_soon; the status page shows those as banners
+// (a warning, an error once expired). Without any, the list is empty,
+// never null, and no banner is shown.
+func TestStatusCertificates(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	cert := func(cn string, left time.Duration) []*x509.Certificate {
+		return []*x509.Certificate{{Subject: pkix.Name{CommonName: cn}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(left), Raw: []byte(cn)}}
+	}
+	w := certexpiry.New(certexpiry.Options{Now: func() time.Time { return now }})
+	w.Add("etcd.tls.cert_file", certexpiry.Chain, certexpiry.Fixed(cert("sidecar", 3*24*time.Hour)))
+	w.Add("etcd.tls.ca_file", certexpiry.Roots, certexpiry.Fixed(cert("etcd-ca", 3650*24*time.Hour)))
+	w.Add("api.tls.cert_file", certexpiry.Chain, certexpiry.Fixed(cert("", -time.Hour)))
+	handler := func(certs func() []certexpiry.Expiry) http.Handler {
+		s := &store{}
+		return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Certificates: certs,
+			Ready: func() Ready { return Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal} },
+			Local: func() (Leader, error) { return Leader{Name: "me", Term: 7}, nil },
+			Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
+	// certificates returns the field of GET /v1/status, compact.
+	certificates := func(h http.Handler) string {
+		t.Helper()
+		rec := do(h, "GET", "/v1/status", "", "")
+		var st map[string]json.RawMessage
+		var b bytes.Buffer
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 200 || err != nil || json.Compact(&b, st["certificates"]) != nil {
+			t.Fatalf("GET /v1/status: %d %v %s", rec.Code, err, rec.Body)
+		}
+		return b.String()
+	}
+
+	h := handler(w.Expiries)
+	want := `[{"which":"etcd.tls.cert_file","cn":"sidecar","not_after":"2026-11-27T10:00:00Z","expires_in_seconds":259200,"expiring_soon":true},` +
+		`{"which":"etcd.tls.ca_file","cn":"etcd-ca","not_after":"2036-11-21T10:00:00Z","expires_in_seconds":315360000,"expiring_soon":false},` +
+		`{"which":"api.tls.cert_file","cn":null,"not_after":"2026-11-24T09:00:00Z","expires_in_seconds":-3600,"expiring_soon":true}]`
+	if got := certificates(h); got != want {
+		t.Fatalf("certificates\n%s\nwant\n%s", got, want)
+	}
+	page := do(h, "GET", "/", "", "").Body.String()
+	for _, want := range []string{
+		"<title>⚠ ",
+		`<div class="banner warn" id="banner-certificate-etcd.tls.cert_file">Certificate expires soon <span>— etcd.tls.cert_file (CN sidecar) expires on 2026-11-27 10:00:00Z, in 3 days: renew it.`,
+		`<div class="banner bad" id="banner-certificate-api.tls.cert_file">Certificate expired <span>— api.tls.cert_file expired on 2026-11-24 09:00:00Z`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "banner-certificate-etcd.tls.ca_file") {
+		t.Error("a banner for a CA that expires in 10 years")
+	}
+
+	h = handler(nil)
+	if got := certificates(h); got != "[]" {
+		t.Fatalf("no certificates: %s, want []", got)
+	}
+	if page := do(h, "GET", "/", "", "").Body.String(); strings.Contains(page, "banner-certificate") || strings.Contains(page, "<title>⚠") {
+		t.Fatal("a certificate banner without certificates")
+	}
+}
