@@ -19,6 +19,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -514,12 +515,14 @@ func apiOperators(ops []configs.Operator) []api.Operator {
 }
 
 // peerClient is the HTTP client between nodes (forwarding to the master,
-// asking a node for its view): over TLS with tc (nil: plain HTTP).
+// asking a node for its view): over TLS with tc (nil: plain HTTP), the
+// other node verified for the host of its advertised address, an IP
+// address too (tlsfiles.DialTLS).
 func peerClient(tc *tls.Config) *http.Client {
 	c := &http.Client{Timeout: 10 * time.Minute}
 	if tc != nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tc
+		tr.DialTLSContext = tlsfiles.DialTLS(tc)
 		c.Transport = tr
 	}
 	return c

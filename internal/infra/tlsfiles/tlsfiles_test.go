@@ -3,7 +3,11 @@ package tlsfiles
 import (
 	"crypto/tls"
 	"errors"
+	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,5 +234,46 @@ func TestCertificateSwap(t *testing.T) {
 	}
 	if holder.Load().Leaf.Subject.CommonName != "client-2" {
 		t.Fatal("Load does not return the stored certificate with its leaf")
+	}
+}
+
+// TestDialTLSVerifiesAddresses: a node reached at an IP address (how
+// nodes advertise themselves) is verified for that address through
+// DialTLS; Verifying's config set as TLSClientConfig alone sees no server
+// name in the handshake (no SNI for an address) and refuses it; a
+// certificate for another address is refused.
+func TestDialTLSVerifiesAddresses(t *testing.T) {
+	k := newKit(t)
+	cas := &CAs{}
+	cas.Store(k.ca.Pool())
+	serve := func(hosts ...string) string {
+		t.Helper()
+		is := issue(t, k.ca, "node-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{is.TLS}}
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.URL // https://127.0.0.1:PORT
+	}
+	get := func(tr *http.Transport, url string) error {
+		t.Helper()
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	good, other := serve("127.0.0.1"), serve("127.0.0.2")
+	if err := get(&http.Transport{DialTLSContext: DialTLS(Verifying(cas, nil))}, good); err != nil {
+		t.Fatalf("a node at its certificate's address through DialTLS: %v", err)
+	}
+	if err := get(&http.Transport{TLSClientConfig: Verifying(cas, nil)}, good); err == nil || !strings.Contains(err.Error(), "no server name") {
+		t.Fatalf("Verifying as TLSClientConfig alone, to an address: %v, want refused for want of a server name", err)
+	}
+	if err := get(&http.Transport{DialTLSContext: DialTLS(Verifying(cas, nil))}, other); err == nil || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("a certificate for 127.0.0.2 served at 127.0.0.1: %v, want refused", err)
 	}
 }
