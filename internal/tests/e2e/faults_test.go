@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +111,7 @@ const faultSidecars = 3
 type sidecar struct {
 	name   string
 	listen string // its API address, kept across restarts
+	api    string // the CLI's --api for it: https:// under TLS
 	etcd   []*faultproxy.Proxy
 	db     *faultproxy.Proxy
 
@@ -363,7 +366,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: cmp.Or(o.schedule, "@every 1s"), TokenEnv: "EH_TOKEN", Listen: listen,
 			Heartbeat: 300 * time.Millisecond, Extra: faultTasks})
 	}
-	r.leases = startLeaseWatch(t, r.etcd.Endpoints(), electionPrefix(t))
+	r.leases = startLeaseWatch(t, r.etcd.ClientConfig(), electionPrefix(t))
 	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
 	migrate := filepath.Join(c.dir, "migrate.yaml")
 	if err := os.WriteFile(migrate, []byte(base("migrate", r.etcd.Endpoints(), "")), 0o600); err != nil {
@@ -381,6 +384,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 			t.Fatal(err)
 		}
 		s.listen = fmt.Sprintf("127.0.0.1:%d", port)
+		s.api = c.apiURL(s.listen)
 		var eps []string
 		for _, m := range r.etcd.Members {
 			p := faultproxy.New(t, m.Endpoint())
@@ -400,7 +404,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		addrs[s.name] = s.listen
 	}
 	// Every 50 ms, which nodes act: never two at once.
-	r.probe = startActingProbe(t, addrs)
+	r.probe = c.startActingProbe(t, addrs)
 	for _, s := range r.sidecars {
 		e := &engine{name: s.name}
 		r.engines = append(r.engines, e)
@@ -428,9 +432,16 @@ func (r *faultRun) feed() {
 	}
 }
 
-// sidecarDSN is the DSN a sidecar uses: through its proxy.
+// sidecarDSN is the DSN a sidecar uses: through its proxy (the same
+// host name, which verify-full checks, on the proxy's port).
 func (r *faultRun) sidecarDSN(s *sidecar) string {
-	return strings.Replace(r.c.dsn, fmt.Sprintf("127.0.0.1:%d", r.pg.Port), s.db.Addr, 1)
+	u, err := url.Parse(r.c.dsn)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(s.db.Addr)
+	u.Host = net.JoinHostPort(u.Hostname(), port)
+	return u.String()
 }
 
 func (r *faultRun) startSidecar(s *sidecar) {
@@ -863,7 +874,7 @@ func (r *faultRun) ack(s *sidecar, old string) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r.op("node ack", "node", "ack", s.name, "--reason", "fault run", "--api", to.listen)
+					r.op("node ack", "node", "ack", s.name, "--reason", "fault run", "--api", to.api)
 				}()
 			}
 			wg.Wait()
@@ -884,7 +895,7 @@ func (r *faultRun) incarnation(s *sidecar) string {
 
 // op runs one operator command and counts its exit code.
 func (r *faultRun) op(what string, args ...string) int {
-	_, _, code := cli(r.t, []string{"ENGINEHEALTH_TOKEN=tok"}, args...)
+	_, _, code := cli(r.t, r.c.operatorEnv(), args...)
 	r.mu.Lock()
 	r.opCodes[fmt.Sprintf("%s → %d", what, code)]++
 	r.mu.Unlock()
@@ -905,16 +916,16 @@ func (r *faultRun) operatorStorm() {
 		go func() { defer wg.Done(); r.op(what, args...) }()
 	}
 	for _, s := range []*sidecar{a, b} {
-		run("recover", "recover", "--api", s.listen)
-		run("holds retry", "holds", "retry", "--all", "--reason", "storm", "--api", s.listen)
+		run("recover", "recover", "--api", s.api)
+		run("holds retry", "holds", "retry", "--all", "--reason", "storm", "--api", s.api)
 		if len(failed) == 1 {
-			run("retry", "retry", "orders", failed[0], "--reason", "storm", "--api", s.listen)
+			run("retry", "retry", "orders", failed[0], "--reason", "storm", "--api", s.api)
 		}
-		run("pause", "pause", "--reason", "storm", "--api", s.listen)
+		run("pause", "pause", "--reason", "storm", "--api", s.api)
 	}
 	wg.Wait()
 	for _, s := range []*sidecar{a, b} {
-		run("resume", "resume", "--reason", "storm over", "--api", s.listen)
+		run("resume", "resume", "--reason", "storm over", "--api", s.api)
 	}
 	wg.Wait()
 	// Both resumes may be refused (the master's office suspended at that
@@ -931,7 +942,7 @@ func (r *faultRun) operatorStorm() {
 			return
 		}
 		pause(200 * time.Millisecond)
-		r.op("resume (again)", "resume", "--reason", "storm over", "--api", r.sidecars[r.rnd.IntN(len(r.sidecars))].listen)
+		r.op("resume (again)", "resume", "--reason", "storm over", "--api", r.sidecars[r.rnd.IntN(len(r.sidecars))].api)
 	}
 }
 
@@ -999,7 +1010,7 @@ func (r *faultRun) healAll() {
 	for _, s := range r.sidecars {
 		waitNodeStatus(r.t, r.c, s.name, nodes.StatusReady)
 	}
-	if _, errOut, code := cli(r.t, []string{"ENGINEHEALTH_TOKEN=tok"}, "resume", "--reason", "faults over", "--api", r.sidecars[0].listen); code != 0 && code != 4 {
+	if _, errOut, code := cli(r.t, r.c.operatorEnv(), "resume", "--reason", "faults over", "--api", r.sidecars[0].api); code != 0 && code != 4 {
 		r.t.Fatalf("resume: exit %d: %s", code, errOut)
 	}
 }
