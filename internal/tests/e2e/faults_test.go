@@ -11,6 +11,7 @@ package e2e
 // EH_FAULTS=300 EH_FAULT_SEED=7 go test … -run TestFaults  make faults
 // EH_FAULT_STARVE=busy                                      CPU starvation (off, pauses, busy)
 // EH_FAULT_UNSAFE=confirm                                   a faultinject build with mechanisms off
+// EH_FAULT_TLS=1                                            the TLS-everywhere cluster (newTLSCluster)
 
 import (
 	"cmp"
@@ -212,6 +213,13 @@ func TestFaults(t *testing.T) {
 		// faultinject build), e.g. to see what one prevents.
 		opts = faultOpts{bin: unsafeBinary(t), unsafe: v}
 	}
+	switch v := os.Getenv("EH_FAULT_TLS"); v {
+	case "", "0":
+	case "1":
+		opts.tls = true
+	default:
+		t.Fatalf("EH_FAULT_TLS=%q: want 1 (TLS everywhere) or 0", v)
+	}
 	r := startFaultRun(t, seed, opts)
 	calm := r.starve(starve)
 	start := time.Now()
@@ -343,6 +351,10 @@ type faultOpts struct {
 	bin, unsafe string
 	// schedule of the check (default @every 1s).
 	schedule string
+	// tls: the cluster runs with TLS everywhere (newTLSCluster): etcd
+	// with client certificates and auth, PostgreSQL with verify-full,
+	// the API with client_auth require and named operators.
+	tls bool
 }
 
 func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
@@ -350,14 +362,23 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	pgs, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
+	var c *cluster
+	var pgs *pgtest.Server
+	var ec *etcdtest.Cluster
+	if o.tls {
+		c = newTLSCluster(t)
+		pgs, ec = c.tls.pg, c.tls.etcd
+	} else {
+		var err error
+		if pgs, err = pgtest.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pgs.Close)
+		c = newClusterOn(t, pgs.NewDatabase(t))
+		ec = startEtcdCluster(t)
 	}
-	t.Cleanup(pgs.Close)
-	c := newClusterOn(t, pgs.NewDatabase(t))
 	c.logDir = t.ArtifactDir()
-	r := &faultRun{t: t, c: c, pg: pgs, etcd: startEtcdCluster(t), seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	r := &faultRun{t: t, c: c, pg: pgs, etcd: ec, seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
 		opCodes: map[string]int{}, pauses: map[string]int{}, starveMode: starveOff, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
 	r.beginFault(0)
@@ -1035,7 +1056,11 @@ func (r *faultRun) finalPass() {
 // the test on any violation.
 func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s\n", r.seed, n, took.Round(time.Second), len(r.sidecars), r.starveMode)
+	security := "plain"
+	if r.opts.tls {
+		security = "TLS everywhere (etcd with client certificates and auth, PostgreSQL verify-full, API client_auth require)"
+	}
+	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s, %s\n", r.seed, n, took.Round(time.Second), len(r.sidecars), r.starveMode, security)
 	if len(r.pauses) > 0 {
 		var ps []string
 		for _, k := range slices.Sorted(maps.Keys(r.pauses)) {
