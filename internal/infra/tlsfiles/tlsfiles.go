@@ -414,7 +414,8 @@ func DialFunc(base *tls.Config, cas *CAs) func(ctx context.Context, network, add
 		if cas != nil {
 			cfg.RootCAs = cas.Load()
 		}
-		d := tls.Dialer{Config: cfg}
+		// The timeout covers the handshake too: http.DefaultTransport's.
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, Config: cfg}
 		return d.DialContext(ctx, network, addr)
 	}
 }

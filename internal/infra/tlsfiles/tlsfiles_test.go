@@ -3,7 +3,11 @@ package tlsfiles
 import (
 	"crypto/tls"
 	"errors"
+	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -342,5 +346,43 @@ func TestServerAndDialFunc(t *testing.T) {
 	clientCAs.Store(other.Pool())
 	if _, err := serial(addr); err == nil {
 		t.Fatalf("dial after the server's client CAs changed: accepted")
+	}
+}
+
+// TestDialFuncVerifiesAddresses: a node reached at an IP address (how
+// nodes advertise themselves; TLS sends no address as the server name)
+// is verified for that address through DialFunc; a certificate for
+// another address is refused.
+func TestDialFuncVerifiesAddresses(t *testing.T) {
+	k := newKit(t)
+	cas := &CAs{}
+	cas.Store(k.ca.Pool())
+	serve := func(hosts ...string) string {
+		t.Helper()
+		is := issue(t, k.ca, "node-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{is.TLS}}
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.URL // https://127.0.0.1:PORT
+	}
+	get := func(tr *http.Transport, url string) error {
+		t.Helper()
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	good, other := serve("127.0.0.1"), serve("127.0.0.2")
+	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	if err := get(&http.Transport{DialTLSContext: DialFunc(base, cas)}, good); err != nil {
+		t.Fatalf("a node at its certificate's address through DialFunc: %v", err)
+	}
+	if err := get(&http.Transport{DialTLSContext: DialFunc(base, cas)}, other); err == nil || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("a certificate for 127.0.0.2 served at 127.0.0.1: %v, want refused", err)
 	}
 }

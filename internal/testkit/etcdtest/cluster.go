@@ -236,6 +236,15 @@ func (c *Cluster) clientOf(endpoints ...string) (*clientv3.Client, error) {
 	return clientv3.New(cfg)
 }
 
+// ClientConfig returns the cluster's own access as a client configuration
+// of every member (its client certificate, root's credentials once auth is
+// on), for a client a test tunes itself (timeouts, keep-alives).
+func (c *Cluster) ClientConfig() clientv3.Config {
+	cfg := c.access
+	cfg.Endpoints = c.Endpoints()
+	return cfg
+}
+
 // freePorts reserves n loopback ports by listening on port 0, then frees
 // them for the members.
 func freePorts(n int) ([]int, error) {

@@ -57,7 +57,7 @@ func TestCheckerBites(t *testing.T) {
 			scenario: func(r *faultRun) {
 				m := r.waitMaster()
 				for range 5 {
-					r.op("check", "check", "--api", m.listen)
+					r.op("check", "check", "--api", m.api)
 					pause(time.Second)
 				}
 			},
@@ -79,7 +79,7 @@ func TestCheckerBites(t *testing.T) {
 					err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.nodes WHERE last_active < now() - interval '3 seconds'`)
 					return n == len(r.sidecars)-1, err
 				})
-				r.op("check", "check", "--api", m.listen)
+				r.op("check", "check", "--api", m.api)
 				for _, s := range r.sidecars {
 					if s != m {
 						r.check1(s.db.Restore())

@@ -58,14 +58,14 @@ func (c *cluster) probeActing(t testing.TB, ds []*daemon) *actingProbe {
 	for _, d := range ds {
 		addrs[d.name] = c.waitRegistered(d, 30*time.Second).APIAddress
 	}
-	return startActingProbe(t, addrs)
+	return c.startActingProbe(t, addrs)
 }
 
 // startActingProbe asks the daemons at addrs (name → API address) every
 // 50 ms whether they act, until the test ends.
-func startActingProbe(t testing.TB, addrs map[string]string) *actingProbe {
+func (c *cluster) startActingProbe(t testing.TB, addrs map[string]string) *actingProbe {
 	p := &actingProbe{stop: make(chan struct{}), done: make(chan struct{})}
-	hc := &http.Client{Timeout: 300 * time.Millisecond}
+	hc := c.httpClient(300 * time.Millisecond)
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -78,7 +78,7 @@ func startActingProbe(t testing.TB, addrs map[string]string) *actingProbe {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resp, err := hc.Get("http://" + addr + "/v1/leader?local=true")
+					resp, err := c.get(hc, addr, "/v1/leader?local=true")
 					if err != nil {
 						if !errors.Is(err, syscall.ECONNREFUSED) {
 							mu.Lock()

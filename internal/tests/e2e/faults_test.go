@@ -11,6 +11,7 @@ package e2e
 // EH_FAULTS=300 EH_FAULT_SEED=7 go test … -run TestFaults  make faults
 // EH_FAULT_STARVE=busy                                      CPU starvation (off, pauses, busy)
 // EH_FAULT_UNSAFE=confirm                                   a faultinject build with mechanisms off
+// EH_FAULT_TLS=1                                            the TLS-everywhere cluster (newTLSCluster)
 
 import (
 	"cmp"
@@ -18,6 +19,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +112,7 @@ const faultSidecars = 3
 type sidecar struct {
 	name   string
 	listen string // its API address, kept across restarts
+	api    string // the CLI's --api for it: https:// under TLS
 	etcd   []*faultproxy.Proxy
 	db     *faultproxy.Proxy
 
@@ -208,6 +212,13 @@ func TestFaults(t *testing.T) {
 		// An investigation: the run with mechanisms turned off (the
 		// faultinject build), e.g. to see what one prevents.
 		opts = faultOpts{bin: unsafeBinary(t), unsafe: v}
+	}
+	switch v := os.Getenv("EH_FAULT_TLS"); v {
+	case "", "0":
+	case "1":
+		opts.tls = true
+	default:
+		t.Fatalf("EH_FAULT_TLS=%q: want 1 (TLS everywhere) or 0", v)
 	}
 	r := startFaultRun(t, seed, opts)
 	calm := r.starve(starve)
@@ -340,6 +351,10 @@ type faultOpts struct {
 	bin, unsafe string
 	// schedule of the check (default @every 1s).
 	schedule string
+	// tls: the cluster runs with TLS everywhere (newTLSCluster): etcd
+	// with client certificates and auth, PostgreSQL with verify-full,
+	// the API with client_auth require and named operators.
+	tls bool
 }
 
 func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
@@ -347,14 +362,23 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	pgs, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
+	var c *cluster
+	var pgs *pgtest.Server
+	var ec *etcdtest.Cluster
+	if o.tls {
+		c = newTLSCluster(t)
+		pgs, ec = c.tls.pg, c.tls.etcd
+	} else {
+		var err error
+		if pgs, err = pgtest.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pgs.Close)
+		c = newClusterOn(t, pgs.NewDatabase(t))
+		ec = startEtcdCluster(t)
 	}
-	t.Cleanup(pgs.Close)
-	c := newClusterOn(t, pgs.NewDatabase(t))
 	c.logDir = t.ArtifactDir()
-	r := &faultRun{t: t, c: c, pg: pgs, etcd: startEtcdCluster(t), seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	r := &faultRun{t: t, c: c, pg: pgs, etcd: ec, seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
 		opCodes: map[string]int{}, pauses: map[string]int{}, starveMode: starveOff, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
 	r.beginFault(0)
@@ -363,7 +387,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: cmp.Or(o.schedule, "@every 1s"), TokenEnv: "EH_TOKEN", Listen: listen,
 			Heartbeat: 300 * time.Millisecond, Extra: faultTasks})
 	}
-	r.leases = startLeaseWatch(t, r.etcd.Endpoints(), electionPrefix(t))
+	r.leases = startLeaseWatch(t, r.etcd.ClientConfig(), electionPrefix(t))
 	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
 	migrate := filepath.Join(c.dir, "migrate.yaml")
 	if err := os.WriteFile(migrate, []byte(base("migrate", r.etcd.Endpoints(), "")), 0o600); err != nil {
@@ -381,6 +405,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 			t.Fatal(err)
 		}
 		s.listen = fmt.Sprintf("127.0.0.1:%d", port)
+		s.api = c.apiURL(s.listen)
 		var eps []string
 		for _, m := range r.etcd.Members {
 			p := faultproxy.New(t, m.Endpoint())
@@ -400,7 +425,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		addrs[s.name] = s.listen
 	}
 	// Every 50 ms, which nodes act: never two at once.
-	r.probe = startActingProbe(t, addrs)
+	r.probe = c.startActingProbe(t, addrs)
 	for _, s := range r.sidecars {
 		e := &engine{name: s.name}
 		r.engines = append(r.engines, e)
@@ -428,9 +453,16 @@ func (r *faultRun) feed() {
 	}
 }
 
-// sidecarDSN is the DSN a sidecar uses: through its proxy.
+// sidecarDSN is the DSN a sidecar uses: through its proxy (the same
+// host name, which verify-full checks, on the proxy's port).
 func (r *faultRun) sidecarDSN(s *sidecar) string {
-	return strings.Replace(r.c.dsn, fmt.Sprintf("127.0.0.1:%d", r.pg.Port), s.db.Addr, 1)
+	u, err := url.Parse(r.c.dsn)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(s.db.Addr)
+	u.Host = net.JoinHostPort(u.Hostname(), port)
+	return u.String()
 }
 
 func (r *faultRun) startSidecar(s *sidecar) {
@@ -863,7 +895,7 @@ func (r *faultRun) ack(s *sidecar, old string) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r.op("node ack", "node", "ack", s.name, "--reason", "fault run", "--api", to.listen)
+					r.op("node ack", "node", "ack", s.name, "--reason", "fault run", "--api", to.api)
 				}()
 			}
 			wg.Wait()
@@ -884,7 +916,7 @@ func (r *faultRun) incarnation(s *sidecar) string {
 
 // op runs one operator command and counts its exit code.
 func (r *faultRun) op(what string, args ...string) int {
-	_, _, code := cli(r.t, []string{"ENGINEHEALTH_TOKEN=tok"}, args...)
+	_, _, code := cli(r.t, r.c.operatorEnv(), args...)
 	r.mu.Lock()
 	r.opCodes[fmt.Sprintf("%s → %d", what, code)]++
 	r.mu.Unlock()
@@ -905,16 +937,16 @@ func (r *faultRun) operatorStorm() {
 		go func() { defer wg.Done(); r.op(what, args...) }()
 	}
 	for _, s := range []*sidecar{a, b} {
-		run("recover", "recover", "--api", s.listen)
-		run("holds retry", "holds", "retry", "--all", "--reason", "storm", "--api", s.listen)
+		run("recover", "recover", "--api", s.api)
+		run("holds retry", "holds", "retry", "--all", "--reason", "storm", "--api", s.api)
 		if len(failed) == 1 {
-			run("retry", "retry", "orders", failed[0], "--reason", "storm", "--api", s.listen)
+			run("retry", "retry", "orders", failed[0], "--reason", "storm", "--api", s.api)
 		}
-		run("pause", "pause", "--reason", "storm", "--api", s.listen)
+		run("pause", "pause", "--reason", "storm", "--api", s.api)
 	}
 	wg.Wait()
 	for _, s := range []*sidecar{a, b} {
-		run("resume", "resume", "--reason", "storm over", "--api", s.listen)
+		run("resume", "resume", "--reason", "storm over", "--api", s.api)
 	}
 	wg.Wait()
 	// Both resumes may be refused (the master's office suspended at that
@@ -931,7 +963,7 @@ func (r *faultRun) operatorStorm() {
 			return
 		}
 		pause(200 * time.Millisecond)
-		r.op("resume (again)", "resume", "--reason", "storm over", "--api", r.sidecars[r.rnd.IntN(len(r.sidecars))].listen)
+		r.op("resume (again)", "resume", "--reason", "storm over", "--api", r.sidecars[r.rnd.IntN(len(r.sidecars))].api)
 	}
 }
 
@@ -999,7 +1031,7 @@ func (r *faultRun) healAll() {
 	for _, s := range r.sidecars {
 		waitNodeStatus(r.t, r.c, s.name, nodes.StatusReady)
 	}
-	if _, errOut, code := cli(r.t, []string{"ENGINEHEALTH_TOKEN=tok"}, "resume", "--reason", "faults over", "--api", r.sidecars[0].listen); code != 0 && code != 4 {
+	if _, errOut, code := cli(r.t, r.c.operatorEnv(), "resume", "--reason", "faults over", "--api", r.sidecars[0].api); code != 0 && code != 4 {
 		r.t.Fatalf("resume: exit %d: %s", code, errOut)
 	}
 }
@@ -1024,7 +1056,11 @@ func (r *faultRun) finalPass() {
 // the test on any violation.
 func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s\n", r.seed, n, took.Round(time.Second), len(r.sidecars), r.starveMode)
+	security := "plain"
+	if r.opts.tls {
+		security = "TLS everywhere (etcd with client certificates and auth, PostgreSQL verify-full, API client_auth require)"
+	}
+	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s, %s\n", r.seed, n, took.Round(time.Second), len(r.sidecars), r.starveMode, security)
 	if len(r.pauses) > 0 {
 		var ps []string
 		for _, k := range slices.Sorted(maps.Keys(r.pauses)) {

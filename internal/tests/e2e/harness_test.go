@@ -80,6 +80,9 @@ type cluster struct {
 	// logDir, when set, keeps every process's log: appended to
 	// logDir/NAME.log when the test ends (all incarnations of a node).
 	logDir string
+	// tls, when set, is a TLS-everywhere cluster's (newTLSCluster): its
+	// etcd, PostgreSQL and certificates; nil: plain, on the package's etcd.
+	tls *tlsSetup
 }
 
 func newCluster(t testing.TB) *cluster {
@@ -113,7 +116,8 @@ type cfgOpts struct {
 	// Heartbeat interval; default 200ms (not_responding_after: 5 × it,
 	// at least 1s).
 	Heartbeat time.Duration
-	// TokenEnv names the variable holding the API token.
+	// TokenEnv names the variable holding the API token; in a TLS
+	// cluster, the tokens file's operators take its place (operatorEnv).
 	TokenEnv string
 	// Extra YAML appended (top-level keys not set above).
 	Extra string
@@ -122,12 +126,18 @@ type cfgOpts struct {
 	Etcd string
 	// Listen address of the API; default 127.0.0.1:0.
 	Listen string
+	// PlainAPI: in a TLS cluster, this node serves its API without TLS
+	// (to compare with one that does).
+	PlainAPI bool
 }
 
 func (c *cluster) configWith(name string, o cfgOpts) string {
 	eps := o.Endpoints
 	if len(eps) == 0 {
 		eps = []string{etcd.Endpoint}
+		if c.tls != nil {
+			eps = c.tls.etcd.Endpoints()
+		}
 	}
 	ttl := cmp.Or(o.LeaseTTL, leaseTTL)
 	hb := cmp.Or(o.Heartbeat, 200*time.Millisecond)
@@ -136,7 +146,12 @@ func (c *cluster) configWith(name string, o cfgOpts) string {
 		health += fmt.Sprintf("  schedule: %q\n", o.Schedule)
 	}
 	api := "  listen: " + cmp.Or(o.Listen, "127.0.0.1:0") + "\n"
-	if o.TokenEnv != "" {
+	etcdLines := o.Etcd
+	switch {
+	case c.tls != nil:
+		etcdLines += c.tls.etcdLines()
+		api += c.tls.apiLines(c.t, name, o.PlainAPI)
+	case o.TokenEnv != "":
 		api += "  token_env: " + o.TokenEnv + "\n"
 	}
 	return fmt.Sprintf(`node:
@@ -148,14 +163,19 @@ database:
   connect_timeout: 1s
 etcd:
   endpoints: ["%s"]
-  prefix: /%s/
+  prefix: %s
   lease_ttl: %s
 %shealth:
 %sapi:
 %slog:
   format: json
   level: debug
-%s`, name, hb, strings.Join(eps, `", "`), strings.ReplaceAll(c.t.Name(), "/", "_"), ttl, o.Etcd, health, api, o.Extra)
+%s`, name, hb, strings.Join(eps, `", "`), etcdPrefix(c.t), ttl, etcdLines, health, api, o.Extra)
+}
+
+// etcdPrefix is etcd.prefix of the harness's daemons in test t.
+func etcdPrefix(t testing.TB) string {
+	return "/" + strings.ReplaceAll(t.Name(), "/", "_") + "/"
 }
 
 // daemon is one enginehealth process.

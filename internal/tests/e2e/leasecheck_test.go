@@ -35,10 +35,14 @@ type leaseDeletion struct {
 	seen time.Time
 }
 
-func startLeaseWatch(t testing.TB, endpoints []string, prefix string) *leaseWatch {
+// startLeaseWatch watches the election keys under prefix with a client
+// of cfg (the etcd cluster's own access: its certificate and root's
+// credentials on a cluster with TLS and auth).
+func startLeaseWatch(t testing.TB, cfg clientv3.Config, prefix string) *leaseWatch {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+	cfg.DialTimeout, cfg.Logger = 5*time.Second, zap.NewNop()
+	cfg.DialKeepAliveTime, cfg.DialKeepAliveTimeout = 10*time.Second, 2*time.Second
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +191,5 @@ func (w *leaseWatch) report(logs []string, ttl time.Duration) leaseReport {
 
 // electionPrefix is the election prefix of the harness's daemons in test t.
 func electionPrefix(t testing.TB) string {
-	return leader.ElectionPrefix("/" + strings.ReplaceAll(t.Name(), "/", "_") + "/")
+	return leader.ElectionPrefix(etcdPrefix(t))
 }

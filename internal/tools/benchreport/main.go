@@ -91,6 +91,14 @@ var rows = []row{
 		},
 		func(v float64, m map[string]float64) bool { return v <= 2*m["ttl-ms"] }},
 	{"acting master after SIGTERM of the master (it resigned: no wait)", "BenchmarkFailover/graceful", "acting-ms", fixed("≤ 1000 ms"), atMost(1000)},
+	{"failover after SIGKILL of the master, TLS everywhere", "BenchmarkTLSFailover", "tls-failover-ms",
+		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 1000 = %.0f ms", m["ttl-ms"]+1000) },
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+1000 }},
+	{"acting master after SIGKILL of the master, TLS everywhere", "BenchmarkTLSFailover", "tls-acting-ms",
+		func(m map[string]float64) string {
+			return fmt.Sprintf("≤ TTL + trust window + 1000 = %.0f ms", 2*m["ttl-ms"])
+		},
+		func(v float64, m map[string]float64) bool { return v <= 2*m["ttl-ms"] }},
 	{"no acting master, one etcd member frozen, TTL 3 s (worst role)", "BenchmarkFrozenMember/ttl=3s", "frozen-member-failover-ms",
 		func(m map[string]float64) string {
 			return fmt.Sprintf("≤ TTL + trust window + 2000 = %.0f ms", 2*m["ttl-ms"]+1000)
@@ -136,6 +144,9 @@ var rows = []row{
 	{"scale: GET /v1/nodes p99, 1,000 nodes", "BenchmarkScale", "nodes-api-p99-ms-1000", fixed("—"), nil},
 	{"scale: pass marking 1 dead node of 10", "BenchmarkScale", "mark-1-of-10-ms", fixed("—"), nil},
 	{"scale: pass marking 10 dead nodes of 1,000 (slowest)", "BenchmarkScale", "mark-10-of-1000-ms", fixed("—"), nil},
+	{"API request over TLS, client certificate, reused connection (GET /healthz, 2 clients), p99", "BenchmarkAPIOverTLS", "tls-p99-us", fixed("—"), nil},
+	{"API request over plain HTTP at the same load, p99", "BenchmarkAPIOverTLS", "plain-p99-us", fixed("—"), nil},
+	{"API request p99, TLS / plain HTTP", "BenchmarkAPIOverTLS", "tls-ratio-vs-plain", fixed("≤ 2"), atMost(2)},
 	{"idle RSS, master", "BenchmarkIdleFootprint", "rss-master-MB", fixed("< 40 MB"), atMost(40)},
 	{"idle RSS, standby", "BenchmarkIdleFootprint", "rss-standby-MB", fixed("< 40 MB"), atMost(40)},
 	{"idle CPU per 60 s, master", "BenchmarkIdleFootprint", "cpu-s-per-60s-master", fixed("no busy loop (≪ 60 s)"), atMost(3)},
