@@ -58,6 +58,11 @@ func TestAPITLS(t *testing.T) {
 	if got := cfg.API.AdvertiseURL("127.0.0.1:1"); got != "https://node1.example:8642" {
 		t.Fatalf("advertise %q", got)
 	}
+	// The certificate is for localhost and 127.0.0.1, not node1.example:
+	// a warning (the other nodes would refuse it).
+	if w := strings.Join(problemTexts(cfg.Warnings), "\n"); !strings.Contains(w, `is not for "node1.example"`) {
+		t.Fatalf("no warning about a certificate not for the advertised host: %q", w)
+	}
 	cfg, err = Parse(doc(files(server, "")), "c.yaml", testEnv)
 	if err != nil || cfg.API.TLS.ClientAuth != ClientAuthNone || cfg.API.AdvertiseURL("127.0.0.1:8642") != "https://127.0.0.1:8642" {
 		t.Fatalf("server-only api.tls: %v %+v", err, cfg)

@@ -6,9 +6,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -352,9 +354,16 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 		case err != nil:
 			v.addTLS("etcd.tls", err)
 		default:
-			client.Config.ServerName = t.ServerName
+			if t.ServerName != "" {
+				tlsfiles.VerifyAs(client.Config, t.ServerName)
+			}
 			e.ClientTLS, e.ClientCert, e.CACerts = client.Config, client.Cert, client.CAs
 		}
+	}
+	if e.TLS == nil && slices.ContainsFunc(e.Endpoints, func(ep string) bool { return strings.HasPrefix(ep, "https://") }) {
+		// An https:// endpoint without etcd.tls: TLS, the members
+		// verified by the system's roots.
+		e.ClientTLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	switch {
 	case e.Username != "":
@@ -427,6 +436,14 @@ func (c *Config) resolveAPITLS(v *validator, dir string, lookupEnv func(string) 
 		return
 	}
 	a.ServerTLS, a.ServerCert, a.ClientCAs, a.PeerCAs = srv, cert, clientCAs, peerCAs
+	// Other nodes and the CLI verify the certificate for the advertised
+	// host: one it is not for is refused by all of them.
+	if u, perr := url.Parse(a.AdvertiseURL(a.Listen)); perr == nil && u.Hostname() != "" && !isUnspecified(u.Hostname()) {
+		if leaf := cert.Load().Leaf; leaf != nil && leaf.VerifyHostname(u.Hostname()) != nil {
+			v.warn("api.tls.cert_file", "the certificate (CN %q) is not for %s, the host other nodes and the CLI reach this node at (api.advertise, else api.listen): they will refuse it; add it to the certificate's subjectAltName",
+				leaf.Subject.CommonName, excerpt(u.Hostname()))
+		}
+	}
 	// The CAs come from PeerCAs at each dial (tlsfiles.DialFunc).
 	a.PeerTLS = &tls.Config{MinVersion: tls.VersionTLS12, GetClientCertificate: cert.GetClientCertificate}
 }

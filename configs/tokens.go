@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -91,6 +92,7 @@ func loadTokensFile(path string) ([]Operator, []string) {
 
 // parseTokens reads a tokens file: a YAML list of {name, sha256, role}.
 func parseTokens(data []byte) ([]Operator, []tokenProblem) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark is not part of the first entry
 	if p := checkShape(data); p != nil {
 		// Its path is made of the file's keys, which may be anything.
 		return nil, []tokenProblem{{p.Line, p.Msg}}

@@ -55,6 +55,12 @@ func TestTokensFile(t *testing.T) {
 		t.Fatalf("operators read as %+v", cfg.API.Operators)
 	}
 
+	// A byte order mark (an editor on another system) is skipped.
+	bom := "\ufeff" + good
+	if cfg, err := Load(withTokens(t, "  tokens_file: tokens.yaml\n", &bom)); err != nil || len(cfg.API.Operators) != 2 {
+		t.Fatalf("tokens file with a byte order mark: %v", err)
+	}
+
 	// The single token is the operator "operator", role operate.
 	cfg, err = Parse([]byte(minimal+"api: {token_env: TOK}\n"), "t.yaml", env("ENGINEHEALTH_DSN", "postgres://h/db", "TOK", "the-single-token-0123"))
 	if err != nil {

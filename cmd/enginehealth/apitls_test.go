@@ -124,6 +124,16 @@ func TestAPIOverTLS(t *testing.T) {
 	if _, e, code := cli("nodes", "--cacert", ca.CertFile, "--cert", expired.CertFile, "--key", expired.KeyFile); code != exitUsage || !strings.Contains(e, "--cert") || !strings.Contains(e, "expired") {
 		t.Fatalf("nodes --cert expired: exit %d: %s", code, e)
 	}
+	// The address without https://: told to give it.
+	if _, e, code := runCLI(t, "nodes", "--api", hostPort); code == exitOK || !strings.Contains(e, "https://"+hostPort) {
+		t.Fatalf("nodes --api %s (no scheme) against HTTPS: exit %d: %s", hostPort, code, e)
+	}
+	// A file from the environment is named by its variable.
+	t.Setenv("ENGINEHEALTH_CACERT", filepath.Join(dir, "absent.pem"))
+	if _, e, code := cli("nodes"); code != exitUsage || !strings.Contains(e, "$ENGINEHEALTH_CACERT") {
+		t.Fatalf("nodes with ENGINEHEALTH_CACERT absent: exit %d: %s", code, e)
+	}
+	t.Setenv("ENGINEHEALTH_CACERT", "")
 	// A bad flag is a usage error naming it.
 	if _, e, code := cli("nodes", "--cacert", filepath.Join(dir, "absent.pem")); code != exitUsage || !strings.Contains(e, "--cacert") {
 		t.Fatalf("nodes --cacert absent: exit %d: %s", code, e)

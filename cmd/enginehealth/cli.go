@@ -58,19 +58,29 @@ func (f *clientFlags) registerAPI(c *cobra.Command) {
 // tlsConfig loads the CLI's TLS files (nil: none given), each problem
 // named by its flag.
 func (f *clientFlags) tlsConfig() (*tls.Config, error) {
-	ca := cmp.Or(f.caCert, os.Getenv("ENGINEHEALTH_CACERT"))
-	cert := cmp.Or(f.cert, os.Getenv("ENGINEHEALTH_CERT"))
-	key := cmp.Or(f.key, os.Getenv("ENGINEHEALTH_KEY"))
+	// Each file from its flag, else its variable; named so in messages.
+	from := map[string]string{}
+	pick := func(key, flag, flagVal, envName string) string {
+		if flagVal != "" {
+			from[key] = flag
+			return flagVal
+		}
+		from[key] = flag + " ($" + envName + ")"
+		return os.Getenv(envName)
+	}
+	ca := pick("cli.ca_file", "--cacert", f.caCert, "ENGINEHEALTH_CACERT")
+	cert := pick("cli.cert_file", "--cert", f.cert, "ENGINEHEALTH_CERT")
+	key := pick("cli.key_file", "--key", f.key, "ENGINEHEALTH_KEY")
 	if ca == "" && cert == "" && key == "" {
 		return nil, nil
 	}
 	client, err := tlsfiles.Client("cli", tlsfiles.Files{CAFile: ca, CertFile: cert, KeyFile: key}, time.Now())
 	var terr *tlsfiles.Error
 	if errors.As(err, &terr) {
-		flags := map[string]string{"cli.ca_file": "--cacert", "cli.cert_file": "--cert", "cli.key_file": "--key"}
+		names := strings.NewReplacer("cli.ca_file", "--cacert", "cli.cert_file", "--cert", "cli.key_file", "--key")
 		var msgs []string
 		for _, p := range terr.Problems {
-			msgs = append(msgs, flags[p.Key]+": "+p.Msg)
+			msgs = append(msgs, from[p.Key]+": "+names.Replace(p.Msg))
 		}
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
@@ -466,6 +476,9 @@ exists.`,
 // until when), and as which user.
 func etcdAccess(e configs.Etcd) string {
 	parts := []string{"plain (no TLS)"}
+	if e.TLS == nil && e.ClientTLS != nil {
+		parts[0] = "TLS (an https:// endpoint), members verified by the system's roots"
+	}
 	if t := e.TLS; t != nil {
 		roots := "the system's roots"
 		if t.CAFile != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -214,8 +215,15 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		}
 	}
 	pending := configs.Changed(r.started, next)
+	// What files hold, read at start only, changes no key.
 	if r.started.Database.DSN != next.Database.DSN {
 		pending = append(pending, "database (the DSN)")
+	}
+	if r.started.Etcd.Password != next.Etcd.Password {
+		pending = append(pending, "etcd.password_file or password_env (the password)")
+	}
+	if !sameCerts(r.started.Etcd.CACerts, next.Etcd.CACerts) {
+		pending = append(pending, "etcd.tls.ca_file (its certificates)")
 	}
 	pending = slices.DeleteFunc(pending, func(k string) bool {
 		return slices.ContainsFunc(r.parts, func(p reloadable) bool { return p.owns(k) })
@@ -234,6 +242,10 @@ func (p reloadable) owns(key string) bool {
 		}
 	}
 	return false
+}
+
+func sameCerts(a, b []*x509.Certificate) bool {
+	return slices.EqualFunc(a, b, func(x, y *x509.Certificate) bool { return x.Equal(y) })
 }
 
 // fingerprint hashes the configuration file and every file it names, so

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
@@ -45,6 +47,10 @@ text or json). SIGTERM or SIGINT stops it cleanly (a second one at once).`,
   ExecStart=/usr/local/bin/enginehealth run --config /etc/enginehealth/enginehealth.yaml`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// A SIGHUP (systemctl reload) before the daemon listens for it
+			// must not end the process (Go's default); runDaemon serves
+			// the ones after, and its poll sees a file changed meanwhile.
+			signal.Ignore(syscall.SIGHUP)
 			cfg, err := configs.Load(path)
 			if err != nil {
 				return err

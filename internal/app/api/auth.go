@@ -44,6 +44,8 @@ type Identity struct {
 	// (operator)").
 	Name string
 	Role Role
+	// Cert: named by a client certificate (which grants read only).
+	Cert bool
 }
 
 // Errors of an Authenticator.
@@ -165,7 +167,7 @@ func (ClientCerts) Authenticate(r *http.Request) (Identity, error) {
 	if nodes.ValidName(cn) != nil {
 		return Identity{}, ErrNoCredential
 	}
-	return Identity{Name: cn, Role: RoleRead}, nil
+	return Identity{Name: cn, Role: RoleRead, Cert: true}, nil
 }
 
 // Either authenticates with first, and with second when the request
@@ -232,8 +234,11 @@ func (h *handler) authorize(need Role, next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if !id.Role.covers(need) {
-			writeProblem(w, http.StatusForbidden, "operator "+id.Name+" has role "+string(id.Role)+": this needs role "+string(need),
-				"ask for a token of role "+string(need))
+			who := "operator " + id.Name + " has role " + string(id.Role)
+			if id.Cert {
+				who = "the client certificate of " + id.Name + " grants role read only (send a token for more)"
+			}
+			writeProblem(w, http.StatusForbidden, who+": this needs role "+string(need), "ask for a token of role "+string(need))
 			return
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))

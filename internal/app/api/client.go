@@ -114,6 +114,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("read answer of %s: %w", c.Addr, err)
 	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(answer, []byte("HTTP request to an HTTPS server")) {
+		return fmt.Errorf("%s serves HTTPS: give the address as https://%s", c.Addr, strings.TrimPrefix(c.Addr, "http://"))
+	}
 	if resp.StatusCode/100 != 2 {
 		// Some answers (/readyz, /healthz) carry their body with a 503.
 		_ = json.Unmarshal(answer, out)

@@ -78,7 +78,7 @@ func NewServer(h http.Handler, log *slog.Logger, opts ServerOptions) *http.Serve
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    o.MaxHeaderBytes,
-		ErrorLog:          stdlog.New(serverLog{log.With("component", "api")}, "", 0),
+		ErrorLog:          stdlog.New(&serverLog{log: log.With("component", "api")}, "", 0),
 		ConnState:         trackConnState,
 	}
 }
@@ -96,14 +96,38 @@ func withWriteDeadline(h http.Handler, timeout time.Duration) http.Handler {
 }
 
 // serverLog turns the lines net/http writes to its error log into slog
-// records, the line in the err field.
-type serverLog struct{ log *slog.Logger }
+// records, the line in the err field. Failed TLS handshakes (a port scan,
+// a load balancer's TCP probe, a flood) are summed up, one record per
+// handshakeLogEvery with how many failed, never one per connection.
+type serverLog struct {
+	log *slog.Logger
 
-func (s serverLog) Write(p []byte) (int, error) {
+	mu         sync.Mutex
+	handshakes int       // failed since the last record
+	loggedAt   time.Time // of the last handshake record
+}
+
+// handshakeLogEvery spaces the records of failed TLS handshakes.
+const handshakeLogEvery = 10 * time.Second
+
+func (s *serverLog) Write(p []byte) (int, error) {
 	msg := strings.TrimSpace(string(p))
 	level := slog.LevelWarn
 	if strings.Contains(msg, "panic serving") {
 		level = slog.LevelError
+	}
+	if strings.Contains(msg, "TLS handshake error") {
+		s.mu.Lock()
+		s.handshakes++
+		n, now := s.handshakes, time.Now()
+		if now.Sub(s.loggedAt) < handshakeLogEvery {
+			s.mu.Unlock()
+			return len(p), nil
+		}
+		s.handshakes, s.loggedAt = 0, now
+		s.mu.Unlock()
+		s.log.Warn("TLS handshakes failed (one record per 10 s at most)", "failed", n, "last_err", msg)
+		return len(p), nil
 	}
 	s.log.Log(context.Background(), level, "http server error", "err", msg)
 	return len(p), nil

@@ -386,3 +386,46 @@ func TestDialFuncVerifiesAddresses(t *testing.T) {
 		t.Fatalf("a certificate for 127.0.0.2 served at 127.0.0.1: %v, want refused", err)
 	}
 }
+
+// TestVerifyAs: with VerifyAs, a server is verified for the configured
+// name whatever address was dialled (etcd.tls.server_name), and a
+// certificate for another name is refused however the server is dialled.
+func TestVerifyAs(t *testing.T) {
+	k := newKit(t)
+	serve := func(hosts ...string) string {
+		t.Helper()
+		is := issue(t, k.ca, "member-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{is.TLS}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { _ = c.(*tls.Conn).Handshake(); c.Close() }()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	dial := func(addr string) error {
+		cfg := &tls.Config{RootCAs: k.ca.Pool()}
+		VerifyAs(cfg, "etcd.internal")
+		// As the etcd client does: the endpoint's host as server name.
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		c, err := tls.Dial("tcp", addr, cfg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial(serve("etcd.internal")); err != nil {
+		t.Fatalf("a member with a certificate for etcd.internal, dialled at its address: %v", err)
+	}
+	if err := dial(serve("127.0.0.1")); err == nil || !strings.Contains(err.Error(), "etcd.internal") {
+		t.Fatalf("a member whose certificate is for its address only: %v, want refused for etcd.internal", err)
+	}
+}
