@@ -315,6 +315,9 @@ func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *O
 			e.log.WarnContext(ctx, "lost master office", "term", c.rev, "cause", err.Error())
 			continue
 		case err != nil:
+			// Deposed, the lease lost: the round ends (and the caller
+			// says so); the office ended here, said in the same words.
+			e.log.WarnContext(ctx, "lost master office", "term", c.rev, "cause", err.Error())
 			return err
 		}
 	}
