@@ -21,18 +21,11 @@ func TestAPITLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue := func(cn string, o testca.Options) *testca.Issued {
-		is, err := ca.Issue(cn, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return is
-	}
 	now := time.Now()
-	both := issue("node", testca.Options{})
-	server := issue("server-only", testca.Options{Server: true})
-	client := issue("client-only", testca.Options{Client: true})
-	expired := issue("expired", testca.Options{NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(-time.Hour)})
+	both := ca.MustIssue(t, "node", testca.Options{})
+	server := ca.MustIssue(t, "server-only", testca.Options{Server: true})
+	client := ca.MustIssue(t, "client-only", testca.Options{Client: true})
+	expired := ca.MustIssue(t, "expired", testca.Options{NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(-time.Hour)})
 	notPEM := filepath.Join(dir, "not-pem")
 	if err := os.WriteFile(notPEM, []byte("SECRET-CONTENT\n"), 0o600); err != nil {
 		t.Fatal(err)

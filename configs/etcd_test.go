@@ -34,19 +34,12 @@ func newEtcdFiles(t *testing.T) etcdFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue := func(cn string, o testca.Options) *testca.Issued {
-		is, err := ca.Issue(cn, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return is
-	}
 	now := time.Now()
 	f := etcdFiles{dir: dir, ca: ca,
-		client:  issue("enginehealth", testca.Options{Client: true}),
-		other:   issue("other", testca.Options{Client: true}),
-		expired: issue("expired", testca.Options{Client: true, NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(-time.Hour)}),
-		future:  issue("future", testca.Options{Client: true, NotBefore: now.Add(time.Hour), NotAfter: now.Add(2 * time.Hour)}),
+		client:  ca.MustIssue(t, "enginehealth", testca.Options{Client: true}),
+		other:   ca.MustIssue(t, "other", testca.Options{Client: true}),
+		expired: ca.MustIssue(t, "expired", testca.Options{Client: true, NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(-time.Hour)}),
+		future:  ca.MustIssue(t, "future", testca.Options{Client: true, NotBefore: now.Add(time.Hour), NotAfter: now.Add(2 * time.Hour)}),
 	}
 	write := func(name, data string) string {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {

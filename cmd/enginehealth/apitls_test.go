@@ -40,17 +40,9 @@ func TestAPIOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue := func(c *testca.CA, cn string, o testca.Options) *testca.Issued {
-		t.Helper()
-		is, err := c.Issue(cn, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return is
-	}
-	node := issue(ca, "tls-node", testca.Options{}) // server and client
-	carol := issue(ca, "carol", testca.Options{Client: true})
-	mallory := issue(other, "mallory", testca.Options{Client: true})
+	node := ca.MustIssue(t, "tls-node", testca.Options{}) // server and client
+	carol := ca.MustIssue(t, "carol", testca.Options{Client: true})
+	mallory := other.MustIssue(t, "mallory", testca.Options{Client: true})
 	hash := func(token string) string {
 		sum := sha256.Sum256([]byte(token))
 		return hex.EncodeToString(sum[:])
@@ -117,7 +109,7 @@ func TestAPIOverTLS(t *testing.T) {
 	}
 	// An expired client certificate: refused in the handshake (the CLI
 	// refuses to load it at all, so dialled by hand).
-	expired := issue(ca, "carol-expired", testca.Options{Client: true, NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	expired := ca.MustIssue(t, "carol-expired", testca.Options{Client: true, NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
 	if err := handshake(hostPort, ca, expired); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("handshake with an expired client certificate: %v, want refused as expired", err)
 	}
@@ -181,7 +173,7 @@ func TestAPIOverTLS(t *testing.T) {
 
 	// Rotation: a new server certificate and a new tokens file, SIGHUP.
 	before := servedSerial(t, hostPort, ca, carol)
-	rotated := issue(ca, "tls-node", testca.Options{}) // same files, new serial
+	rotated := ca.MustIssue(t, "tls-node", testca.Options{}) // same files, new serial
 	writeFile(t, tokens, "- {name: bob, sha256: "+hash("bob-token")+", role: operate}\n")
 	reloads := len(out.records("configuration reloaded"))
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {

@@ -35,16 +35,7 @@ func newKit(t *testing.T) kit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kit{dir: dir, ca: ca, client: issue(t, ca, "client", testca.Options{Client: true})}
-}
-
-func issue(t *testing.T, ca *testca.CA, cn string, o testca.Options) *testca.Issued {
-	t.Helper()
-	is, err := ca.Issue(cn, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return is
+	return kit{dir: dir, ca: ca, client: ca.MustIssue(t, "client", testca.Options{Client: true})}
 }
 
 // file writes data to name in dir and returns its path.
@@ -74,10 +65,10 @@ const secretText = "c2VjcmV0LWNvbnRlbnQtbmV2ZXItc2hvd24"
 func TestClientProblems(t *testing.T) {
 	k := newKit(t)
 	now := time.Now()
-	other := issue(t, k.ca, "other", testca.Options{Client: true})
-	expired := issue(t, k.ca, "expired", testca.Options{Client: true, NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-24 * time.Hour)})
-	future := issue(t, k.ca, "future", testca.Options{Client: true, NotBefore: now.Add(24 * time.Hour), NotAfter: now.Add(48 * time.Hour)})
-	serverOnly := issue(t, k.ca, "server-only", testca.Options{Server: true})
+	other := k.ca.MustIssue(t, "other", testca.Options{Client: true})
+	expired := k.ca.MustIssue(t, "expired", testca.Options{Client: true, NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-24 * time.Hour)})
+	future := k.ca.MustIssue(t, "future", testca.Options{Client: true, NotBefore: now.Add(24 * time.Hour), NotAfter: now.Add(48 * time.Hour)})
+	serverOnly := k.ca.MustIssue(t, "server-only", testca.Options{Server: true})
 	notPEM := file(t, k.dir, "not-pem", []byte(secretText+"\n"))
 	keyPEM := read(t, k.client.KeyFile)
 	encrypted := file(t, k.dir, "encrypted-key.pem", []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"))
@@ -197,7 +188,7 @@ func TestClientConfig(t *testing.T) {
 // (what a reload will do).
 func TestCertificateSwap(t *testing.T) {
 	k := newKit(t)
-	server := issue(t, k.ca, "server", testca.Options{Server: true})
+	server := k.ca.MustIssue(t, "server", testca.Options{Server: true})
 	c, err := Client("etcd.tls", Files{CAFile: k.ca.CertFile, CertFile: k.client.CertFile, KeyFile: k.client.KeyFile}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +218,7 @@ func TestCertificateSwap(t *testing.T) {
 		t.Fatalf("presented %q, want client", cn)
 	}
 	// A rotation: the files are reissued and loaded again.
-	rotated := issue(t, k.ca, "client-2", testca.Options{Client: true})
+	rotated := k.ca.MustIssue(t, "client-2", testca.Options{Client: true})
 	next, err := KeyPair("etcd.tls", rotated.CertFile, rotated.KeyFile, time.Now(), ClientAuth)
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +265,7 @@ func TestChain(t *testing.T) {
 // is served to the next connection.
 func TestServerAndDialFunc(t *testing.T) {
 	k := newKit(t)
-	srvCert := issue(t, k.ca, "node", testca.Options{Hosts: []string{"127.0.0.1"}})
+	srvCert := k.ca.MustIssue(t, "node", testca.Options{Hosts: []string{"127.0.0.1"}})
 	cfg, held, clientCAs, err := Server("api.tls", ServerFiles{CertFile: srvCert.CertFile, KeyFile: srvCert.KeyFile, ClientCAFile: k.ca.CertFile,
 		ClientAuth: tls.RequireAndVerifyClientCert}, ServerAuth|ClientAuth, time.Now())
 	if err != nil {
@@ -322,7 +313,7 @@ func TestServerAndDialFunc(t *testing.T) {
 		t.Fatalf("dial %s: serial %s, %v", addr, got, err)
 	}
 	// The server's certificate swapped: served to the next connection.
-	rotated := issue(t, k.ca, "node", testca.Options{Hosts: []string{"127.0.0.1"}})
+	rotated := k.ca.MustIssue(t, "node", testca.Options{Hosts: []string{"127.0.0.1"}})
 	held.Store(&rotated.TLS)
 	if got, err := serial(addr); err != nil || got != rotated.Cert.SerialNumber.String() {
 		t.Fatalf("after the swap: serial %s, %v", got, err)
@@ -359,7 +350,7 @@ func TestDialFuncVerifiesAddresses(t *testing.T) {
 	cas.Store(k.ca.Pool())
 	serve := func(hosts ...string) string {
 		t.Helper()
-		is := issue(t, k.ca, "node-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
+		is := k.ca.MustIssue(t, "node-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 		srv.TLS = &tls.Config{Certificates: []tls.Certificate{is.TLS}}
 		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
@@ -394,7 +385,7 @@ func TestVerifyAs(t *testing.T) {
 	k := newKit(t)
 	serve := func(hosts ...string) string {
 		t.Helper()
-		is := issue(t, k.ca, "member-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
+		is := k.ca.MustIssue(t, "member-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
 		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{is.TLS}})
 		if err != nil {
 			t.Fatal(err)

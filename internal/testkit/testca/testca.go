@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -172,6 +173,16 @@ func (ca *CA) Issue(cn string, o Options) (*Issued, error) {
 		return nil, err
 	}
 	return is, nil
+}
+
+// MustIssue is Issue for a test: an error fails tb.
+func (ca *CA) MustIssue(tb testing.TB, cn string, o Options) *Issued {
+	tb.Helper()
+	is, err := ca.Issue(cn, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return is
 }
 
 func writeAtomic(path string, data []byte, mode os.FileMode) error {

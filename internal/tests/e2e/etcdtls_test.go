@@ -45,12 +45,12 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	good := issue(t, ca, "sidecar-cert", testca.Options{Client: true})
+	good := ca.MustIssue(t, "sidecar-cert", testca.Options{Client: true})
 	rogueCA, err := testca.New(t.TempDir(), "rogue-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rogue := issue(t, rogueCA, "sidecar-cert", testca.Options{Client: true})
+	rogue := rogueCA.MustIssue(t, "sidecar-cert", testca.Options{Client: true})
 	secret := func(name, text string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
@@ -173,14 +173,4 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 			}
 		})
 	}
-}
-
-// issue makes a certificate of ca for cn.
-func issue(t testing.TB, ca *testca.CA, cn string, o testca.Options) *testca.Issued {
-	t.Helper()
-	is, err := ca.Issue(cn, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return is
 }

@@ -74,10 +74,10 @@ func newTLSCluster(t testing.TB) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.etcd.Close)
-	pgCert := issue(t, ca, "postgres", testca.Options{Server: true, Hosts: []string{"localhost"}})
+	pgCert := ca.MustIssue(t, "postgres", testca.Options{Server: true, Hosts: []string{"localhost"}})
 	s.pg = pgtest.NewTLS(t, pgtest.TLS{CertFile: pgCert.CertFile, KeyFile: pgCert.KeyFile})
-	s.etcdClient = issue(t, ca, "sidecar-etcd-client", testca.Options{Client: true})
-	s.cli = issue(t, ca, "cli", testca.Options{Client: true})
+	s.etcdClient = ca.MustIssue(t, "sidecar-etcd-client", testca.Options{Client: true})
+	s.cli = ca.MustIssue(t, "cli", testca.Options{Client: true})
 
 	u, err := url.Parse(s.pg.NewDatabase(t))
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *tlsSetup) nodeCert(t testing.TB, name string) *testca.Issued {
 	if is, ok := s.nodes[name]; ok {
 		return is
 	}
-	is := issue(t, s.ca, name, testca.Options{})
+	is := s.ca.MustIssue(t, name, testca.Options{})
 	s.nodes[name] = is
 	return is
 }

@@ -106,7 +106,7 @@ func TestTLSEverywhere(t *testing.T) {
 	// Rotation: the master's certificate reissued into its files, alice
 	// replaced by bob in the tokens file; SIGHUP to every node.
 	before := c.servedSerial(t, master)
-	rotated := issue(t, c.tls.ca, term.Node, testca.Options{})
+	rotated := c.tls.ca.MustIssue(t, term.Node, testca.Options{})
 	const bobToken = "bob-token-2Nv6"
 	writeTestFile(t, filepath.Dir(c.tls.tokensFile), filepath.Base(c.tls.tokensFile),
 		operatorEntry("bob", bobToken, "operate")+operatorEntry("reader", readerToken, "read"))
