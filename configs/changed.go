@@ -29,14 +29,6 @@ func changed(a, b reflect.Value, path string, out *[]string) {
 		changed(a.Elem(), b.Elem(), path, out)
 	case reflect.Struct:
 		t := a.Type()
-		if t.NumField() > 0 && !hasYAMLKeys(t) {
-			// A value type of its own (time.Duration is not a struct;
-			// this is e.g. a parsed form): compare it whole.
-			if !reflect.DeepEqual(a.Interface(), b.Interface()) {
-				*out = append(*out, path)
-			}
-			return
-		}
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
@@ -58,15 +50,6 @@ func changed(a, b reflect.Value, path string, out *[]string) {
 			*out = append(*out, path)
 		}
 	}
-}
-
-func hasYAMLKeys(t reflect.Type) bool {
-	for i := range t.NumField() {
-		if t.Field(i).Tag.Get("yaml") != "" {
-			return true
-		}
-	}
-	return false
 }
 
 func join(path, name string) string {

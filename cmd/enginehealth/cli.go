@@ -151,9 +151,8 @@ func apiAccess(a configs.API) string {
 		return "plain HTTP (no api.tls): tokens cross the network in clear"
 	}
 	leaf := a.ServerCert.Load().Leaf
-	s := fmt.Sprintf("HTTPS, advertised as %s, certificate CN %q expires %s, client certificates: %s",
+	return fmt.Sprintf("HTTPS, advertised as %s, certificate CN %q expires %s, client certificates: %s",
 		a.AdvertiseURL(a.Listen), leaf.Subject.CommonName, leaf.NotAfter.UTC().Format(time.RFC3339), a.TLS.ClientAuth)
-	return s
 }
 
 // statusReport is the output of `enginehealth status`: the node's

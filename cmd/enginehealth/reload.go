@@ -57,13 +57,9 @@ type reloadable struct {
 	apply func(next *configs.Config) (changed []string, err error)
 }
 
-// logLevel makes log.level reloadable through level (nil: the logger's
-// level is fixed, e.g. in tests).
+// logLevel makes log.level reloadable through level.
 func logLevel(level *slog.LevelVar) reloadable {
 	return reloadable{keys: []string{"log.level"}, apply: func(next *configs.Config) ([]string, error) {
-		if level == nil {
-			return nil, errors.New("this process's logger has a fixed level")
-		}
 		return nil, level.UnmarshalText([]byte(next.Log.Level))
 	}}
 }
@@ -103,33 +99,6 @@ func certificates(run *configs.Config) reloadable {
 	return reloadable{
 		keys: []string{"api.tls.cert_file", "api.tls.key_file", "api.tls.client_ca_file", "api.tls.ca_file", "etcd.tls.cert_file", "etcd.tls.key_file"},
 		apply: func(next *configs.Config) ([]string, error) {
-			var changed []string
-			swapCert := func(which string, cur, nxt *tlsfiles.Cert) error {
-				switch {
-				case cur == nil && nxt == nil:
-					return nil
-				case cur == nil || nxt == nil:
-					return fmt.Errorf("%s added or removed: that needs a restart", which)
-				}
-				if old, now := cur.Load(), nxt.Load(); !bytes.Equal(old.Certificate[0], now.Certificate[0]) {
-					cur.Store(now)
-					changed = append(changed, fmt.Sprintf("%s (CN %q, expires %s)", which, now.Leaf.Subject.CommonName, now.Leaf.NotAfter.UTC().Format(time.RFC3339)))
-				}
-				return nil
-			}
-			swapCAs := func(which string, cur, nxt *tlsfiles.CAs) error {
-				switch {
-				case cur == nil && nxt == nil:
-					return nil
-				case cur == nil || nxt == nil:
-					return fmt.Errorf("%s added or removed: that needs a restart", which)
-				}
-				if !cur.Load().Equal(nxt.Load()) {
-					cur.Set(nxt.Load(), nxt.Certs())
-					changed = append(changed, which)
-				}
-				return nil
-			}
 			a, n := run.API, next.API
 			if (a.TLS == nil) != (n.TLS == nil) {
 				return nil, nil // api.tls itself changed: said as needing a restart
@@ -140,13 +109,27 @@ func certificates(run *configs.Config) reloadable {
 					return nil, errors.New("a certificate, key or CA file was added or removed: that needs a restart")
 				}
 			}
-			err := errors.Join(
-				swapCert("api.tls.cert_file", a.ServerCert, n.ServerCert),
-				swapCAs("api.tls.client_ca_file", a.ClientCAs, n.ClientCAs),
-				swapCAs("api.tls.ca_file", a.PeerCAs, n.PeerCAs),
-				swapCert("etcd.tls.cert_file", run.Etcd.ClientCert, next.Etcd.ClientCert),
-			)
-			return changed, err
+			var changed []string
+			swapCert := func(which string, cur, nxt *tlsfiles.Cert) {
+				if cur == nil {
+					return
+				}
+				if old, now := cur.Load(), nxt.Load(); !bytes.Equal(old.Certificate[0], now.Certificate[0]) {
+					cur.Store(now)
+					changed = append(changed, fmt.Sprintf("%s (CN %q, expires %s)", which, now.Leaf.Subject.CommonName, now.Leaf.NotAfter.UTC().Format(time.RFC3339)))
+				}
+			}
+			swapCAs := func(which string, cur, nxt *tlsfiles.CAs) {
+				if cur != nil && !cur.Load().Equal(nxt.Load()) {
+					cur.Set(nxt.Load(), nxt.Certs())
+					changed = append(changed, which)
+				}
+			}
+			swapCert("api.tls.cert_file", a.ServerCert, n.ServerCert)
+			swapCAs("api.tls.client_ca_file", a.ClientCAs, n.ClientCAs)
+			swapCAs("api.tls.ca_file", a.PeerCAs, n.PeerCAs)
+			swapCert("etcd.tls.cert_file", run.Etcd.ClientCert, next.Etcd.ClientCert)
+			return changed, nil
 		},
 	}
 }

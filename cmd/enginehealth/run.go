@@ -85,7 +85,8 @@ func retry(ctx context.Context, log *slog.Logger, what string, timeout time.Dura
 
 // runDaemon runs one node until ctx is cancelled (SIGTERM/SIGINT), then
 // shuts down cleanly. A slow dependency is waited for, never crashed on.
-// level is the logger's level, changed by a reload (nil: fixed).
+// level is the logger's level, changed by a reload (nil: fixed, and a
+// change of log.level needs a restart).
 func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level *slog.LevelVar) error {
 	// From the start: a SIGHUP (systemctl reload) while the daemon still
 	// connects must not end it (Go's default), it is served once it runs.
@@ -330,7 +331,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	g.Go(func() error { return hb.Run(gctx) })
 	// SIGHUP (systemctl reload) and changed files: what can change while
 	// the daemon runs is applied, the rest is logged as needing a restart.
-	reload := newReloader(cfg, log, DefaultReloadPoll, hup, logLevel(level), operators(tokens), certificates(cfg))
+	parts := []reloadable{operators(tokens), certificates(cfg)}
+	if level != nil { // else the logger's level is fixed (tests): a change needs a restart
+		parts = append(parts, logLevel(level))
+	}
+	reload := newReloader(cfg, log, DefaultReloadPoll, hup, parts...)
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error { return certs.Run(gctx, certLog) })
 	g.Go(func() error {
