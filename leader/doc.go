@@ -65,8 +65,11 @@
 //     holder whose key went before that), each W the holder's own (its
 //     election value carries it). A holder that resigned is not waited
 //     for: it ended its office, then wrote a marker (ResignedPrefix), then
-//     revoked its lease. The first master a schema ever had (no term
-//     recorded before) does not wait either.
+//     revoked its lease. A holder that learns its lease or key is gone
+//     writes the same marker once its office has ended, so a successor
+//     that reads it acts at once too; one that cannot hear from etcd
+//     writes nothing and is waited out. The first master a schema ever
+//     had (no term recorded before) does not wait either.
 //
 // That rests on etcd's raft (at most one leader per term; linearizable
 // reads confirmed by a quorum in the current term, etcd's default

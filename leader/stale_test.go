@@ -3,11 +3,13 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -208,14 +210,26 @@ func pause(d time.Duration) { <-time.After(d) }
 // renew (seen in make faults STARVE=busy: node-b's confirmed keep-alive
 // sent at 22:02:19.768, its lease gone by 19.83, node-a elected at 19.83).
 // Here the lease is revoked right after a confirmed keep-alive, as that
-// revocation would: the new master takes office at once (fencing the old
-// one's writes) but acts only once the old one's window has closed.
+// revocation would, while the old master hears nothing from etcd (its
+// host starved): it cannot know its lease is gone, so it trusts its window
+// to the end. The new master takes office at once (fencing the old one's
+// writes) but acts only once that window has closed.
+//
+// (Were the old master to hear of it, it would end its office and mark
+// its lease resigned, and the new one need not wait: see
+// TestHolderThatLearnsItsLeaseIsGoneMarksIt. This test once failed under
+// load for that reason: the old master noticed the revocation before the
+// new one read the markers.)
 func TestNewMasterWaitsOutRevokedHolder(t *testing.T) {
 	b := setup(t)
-	a := b.startWith(t, "a", newClient(t), 3*time.Second, time.Second)
+	proxy := faultproxy.New(t, etcd.Endpoint)
+	a := b.startBehind(t, "a", proxy)
 	_, oa := waitOffice(t, a)
 	c := b.startWith(t, "c", newClient(t), 3*time.Second, time.Second)
 	waitRenewal(t, oa)
+	if err := proxy.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
 	// A few hundred ms in: the old master's window still runs ~1.7 s.
 	if _, err := c.cli.Revoke(context.Background(), clientv3.LeaseID(leaseOf(t, c.cli, b.prefix, "a"))); err != nil {
 		t.Fatal(err)
@@ -236,4 +250,45 @@ func TestNewMasterWaitsOutRevokedHolder(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "the new master acting", func() (bool, error) {
 		return oc.Trusted() == nil, nil
 	})
+	if err := oa.Trusted(); err == nil {
+		t.Fatal("the old master still acts after its window closed")
+	}
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHolderThatLearnsItsLeaseIsGoneMarksIt: a master whose lease is
+// revoked under it ends its office when it learns of it, and only then
+// marks the lease resigned, so that a successor that reads the marker
+// need not wait out a window the old master no longer trusts.
+func TestHolderThatLearnsItsLeaseIsGoneMarksIt(t *testing.T) {
+	b := setup(t)
+	a := b.startWith(t, "a", newClient(t), 3*time.Second, time.Second)
+	_, oa := waitOffice(t, a)
+	lease := leaseOf(t, a.cli, b.prefix, "a")
+	marker := fmt.Sprintf("%s%x", ResignedPrefix(b.prefix), lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := a.cli.Watch(ctx, marker)
+	if _, err := a.cli.Revoke(ctx, clientv3.LeaseID(lease)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case resp := <-w:
+		if err := resp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The marker is written: the office must have ended before.
+		select {
+		case <-oa.Done():
+		default:
+			t.Fatal("the lease was marked resigned while its office still lasts")
+		}
+	case <-ctx.Done():
+		t.Fatal("no resignation marker for the revoked lease")
+	}
+	if cause := oa.Err(); !errors.Is(cause, ErrSessionLost) && !errors.Is(cause, ErrKeyDeleted) {
+		t.Fatalf("office ended with %v, want the lease lost or the key deleted", cause)
+	}
 }
