@@ -9,7 +9,6 @@ package configs
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"slices"
 	"strings"
 	"time"
@@ -174,8 +173,10 @@ type Etcd struct {
 	// ClientCert holds the client certificate ClientTLS presents (nil
 	// without one): a reload can swap it under the running client.
 	ClientCert *tlsfiles.Cert `yaml:"-"`
-	// CACerts are the certificates of TLS.CAFile (nil without one).
-	CACerts []*x509.Certificate `yaml:"-"`
+	// CAs holds the pool of TLS.CAFile and its certificates (nil without
+	// one): the daemon verifies each new connection to a member against
+	// the pool it holds then, so a reload can swap it.
+	CAs *tlsfiles.CAs `yaml:"-"`
 }
 
 // TLS is the client side of a TLS connection: PEM files (relative ones

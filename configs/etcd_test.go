@@ -167,7 +167,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	if err != nil || presented.Leaf.Subject.CommonName != "enginehealth" || cfg.Etcd.ClientCert.Load() != presented {
 		t.Fatalf("client certificate %v, %v", presented, err)
 	}
-	if cas := cfg.Etcd.CACerts; len(cas) != 1 || cas[0].Subject.CommonName != "etcd-ca" {
+	if cas := cfg.Etcd.CAs.Certs(); len(cas) != 1 || cas[0].Subject.CommonName != "etcd-ca" {
 		t.Fatalf("CA certificates %v, want the CA file's", cas)
 	}
 	eps, user, pw := cfg.Etcd.ClientEndpoints()

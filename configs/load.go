@@ -354,10 +354,10 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 		case err != nil:
 			v.addTLS("etcd.tls", err)
 		default:
-			if t.ServerName != "" {
-				tlsfiles.VerifyAs(client.Config, t.ServerName)
-			}
-			e.ClientTLS, e.ClientCert, e.CACerts = client.Config, client.Cert, client.CAs
+			// Every member verified as server_name (the daemon makes
+			// the TLS connections: tlsfiles.GRPCDialer).
+			client.Config.ServerName = t.ServerName
+			e.ClientTLS, e.ClientCert, e.CAs = client.Config, client.Cert, client.CAs
 		}
 	}
 	if e.TLS == nil && slices.ContainsFunc(e.Endpoints, func(ep string) bool { return strings.HasPrefix(ep, "https://") }) {

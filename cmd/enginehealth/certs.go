@@ -12,10 +12,10 @@ import (
 // configured) is left out. Another file is one more line here.
 func watchCertificates(cfg *configs.Config, o certexpiry.Options) *certexpiry.Watch {
 	w := certexpiry.New(o)
-	// The client certificate as it is presented now (a reload may swap
-	// it); the CA file as it was loaded.
+	// The client certificate as it is presented now, the CAs as they
+	// verify new connections now (a reload may swap either).
 	w.Add("etcd.tls.cert_file", certexpiry.Chain, cfg.Etcd.ClientCert.Chain)
-	w.Add("etcd.tls.ca_file", certexpiry.Roots, certexpiry.Fixed(cfg.Etcd.CACerts))
+	w.Add("etcd.tls.ca_file", certexpiry.Roots, cfg.Etcd.CAs.Certs)
 	// The API's, as served now (a reload swaps them).
 	w.Add("api.tls.cert_file", certexpiry.Chain, cfg.API.ServerCert.Chain)
 	w.Add("api.tls.client_ca_file", certexpiry.Roots, cfg.API.ClientCAs.Certs)

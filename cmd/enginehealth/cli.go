@@ -310,6 +310,13 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 	} else {
 		line("holds", "none waiting")
 	}
+	if e := st.Etcd; e != nil {
+		if e.Reachable {
+			line("etcd", "reachable from %s", st.Node.Name)
+		} else {
+			line("etcd", "NOT reachable from %s since %s: %s", st.Node.Name, e.Since.Local().Format(time.DateTime), e.Error)
+		}
+	}
 	certificateLines(st.Certificates, line)
 	return nil
 }

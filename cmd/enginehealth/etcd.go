@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // connectEtcd makes the etcd client and waits until etcd answers a read
@@ -40,6 +42,15 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 		DialKeepAliveTimeout: min(max(cfg.Etcd.LeaseTTL/3, time.Second), 5*time.Second),
 		Logger:               zap.NewNop(),
 		Context:              context.WithoutCancel(ctx),
+	}
+	if cfg.Etcd.TLS != nil {
+		// The daemon makes the TLS connections, not the client (which
+		// would fix its CAs now): each verifies the members against the
+		// CA file's certificates held when it is made, so a reload of
+		// etcd.tls.ca_file applies to the next connections.
+		ccfg.TLS = nil
+		ccfg.Endpoints = dialledByUs(endpoints)
+		ccfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(tlsfiles.GRPCDialer(cfg.Etcd.ClientTLS, cfg.Etcd.CAs))}
 	}
 	var cli *clientv3.Client
 	err := retry(ctx, log, "connect to etcd", cfg.Etcd.DialTimeout, func(ctx context.Context) error {
@@ -65,6 +76,36 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 	return cli, nil
 }
 
+// dialledByUs returns endpoints for a client that dials through
+// tlsfiles.GRPCDialer: https://host:port as host:port, unixs://path as
+// unix://path (the dialer makes them TLS).
+func dialledByUs(endpoints []string) []string {
+	out := make([]string, len(endpoints))
+	for i, ep := range endpoints {
+		scheme, rest, ok := strings.Cut(ep, "://")
+		switch {
+		case ok && strings.EqualFold(scheme, "https"):
+			out[i] = rest
+		case ok && strings.EqualFold(scheme, "unixs"):
+			out[i] = "unix://" + rest
+		default:
+			out[i] = ep
+		}
+	}
+	return out
+}
+
+// etcdTLSNow is the etcd client's TLS as a new connection uses it now
+// (the CA file's certificates held now); nil without TLS.
+func etcdTLSNow(e configs.Etcd) *tls.Config {
+	if e.ClientTLS == nil || e.CAs == nil {
+		return e.ClientTLS
+	}
+	c := e.ClientTLS.Clone()
+	c.RootCAs = e.CAs.Load()
+	return c
+}
+
 // explainEtcd says what an etcd request's error means for the
 // configuration. The client only says "context deadline exceeded" when
 // no connection could be made (it waits for one): then each endpoint is
@@ -85,7 +126,7 @@ func explainEtcd(ctx context.Context, cfg *configs.Config, endpoints []string, u
 		return fmt.Errorf("etcd authentication is enabled and no user is configured (etcd.username, or a client certificate whose CN is an etcd user): %w", err)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled):
 		// Not when the daemon is stopping.
-		if cause := probeEtcd(cfg.Etcd.ClientTLS, endpoints, min(cfg.Etcd.DialTimeout, time.Second)); cause != nil {
+		if cause := probeEtcd(etcdTLSNow(cfg.Etcd), endpoints, min(cfg.Etcd.DialTimeout, time.Second)); cause != nil {
 			return fmt.Errorf("%w (%w)", cause, err)
 		}
 	}

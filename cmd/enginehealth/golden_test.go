@@ -101,6 +101,8 @@ func fixtureDaemon(t *testing.T) string {
 			{Which: "etcd.tls.cert_file", CN: "enginehealth", NotAfter: at(3*24*time.Hour + 2*time.Hour), ExpiresInSeconds: 266400, ExpiringSoon: true},
 			{Which: "etcd.tls.ca_file", CN: "etcd-ca", NotAfter: at(3 * 365 * 24 * time.Hour), ExpiresInSeconds: 3 * 365 * 86400},
 		},
+		Etcd: &api.EtcdState{Error: "etcd at https://10.0.0.7:2379: its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates, etcd.tls.server_name a name they are for): tls: failed to verify certificate: x509: certificate signed by unknown authority (context deadline exceeded)",
+			Since: at(-3 * time.Minute), CheckedAt: at(-2 * time.Second)},
 	}
 	holds := []recovery.Hold{
 		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),

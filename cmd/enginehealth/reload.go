@@ -91,20 +91,21 @@ func operators(tokens *api.Tokens) reloadable {
 }
 
 // certificates makes the TLS material reloadable: the API's certificate
-// and key, the CAs that verify its clients and the other nodes, and the
-// etcd client certificate; each is swapped for the next handshakes, the
-// connections open go on. Adding or removing a file (or TLS itself), the
-// client_auth mode, and the etcd CA need a restart.
+// and key, the CAs that verify its clients and the other nodes, the etcd
+// client certificate and the CAs that verify the etcd members; each is
+// swapped for the next handshakes, the connections open go on. Adding or
+// removing a file (or TLS itself) and the client_auth mode need a
+// restart.
 func certificates(run *configs.Config) reloadable {
 	return reloadable{
-		keys: []string{"api.tls.cert_file", "api.tls.key_file", "api.tls.client_ca_file", "api.tls.ca_file", "etcd.tls.cert_file", "etcd.tls.key_file"},
+		keys: []string{"api.tls.cert_file", "api.tls.key_file", "api.tls.client_ca_file", "api.tls.ca_file", "etcd.tls.cert_file", "etcd.tls.key_file", "etcd.tls.ca_file"},
 		apply: func(next *configs.Config) ([]string, error) {
 			a, n := run.API, next.API
 			if (a.TLS == nil) != (n.TLS == nil) {
 				return nil, nil // api.tls itself changed: said as needing a restart
 			}
 			// Checked whole before anything is swapped: all or nothing.
-			for _, pair := range [][2]bool{{a.ServerCert == nil, n.ServerCert == nil}, {a.ClientCAs == nil, n.ClientCAs == nil}, {a.PeerCAs == nil, n.PeerCAs == nil}, {run.Etcd.ClientCert == nil, next.Etcd.ClientCert == nil}} {
+			for _, pair := range [][2]bool{{a.ServerCert == nil, n.ServerCert == nil}, {a.ClientCAs == nil, n.ClientCAs == nil}, {a.PeerCAs == nil, n.PeerCAs == nil}, {run.Etcd.ClientCert == nil, next.Etcd.ClientCert == nil}, {run.Etcd.CAs == nil, next.Etcd.CAs == nil}} {
 				if pair[0] != pair[1] {
 					return nil, errors.New("a certificate, key or CA file was added or removed: that needs a restart")
 				}
@@ -129,6 +130,7 @@ func certificates(run *configs.Config) reloadable {
 			swapCAs("api.tls.client_ca_file", a.ClientCAs, n.ClientCAs)
 			swapCAs("api.tls.ca_file", a.PeerCAs, n.PeerCAs)
 			swapCert("etcd.tls.cert_file", run.Etcd.ClientCert, next.Etcd.ClientCert)
+			swapCAs("etcd.tls.ca_file", run.Etcd.CAs, next.Etcd.CAs)
 			return changed, nil
 		},
 	}
@@ -204,9 +206,6 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	}
 	if r.started.Etcd.Password != next.Etcd.Password {
 		pending = append(pending, "etcd.password_file or password_env (the password)")
-	}
-	if !sameCerts(r.started.Etcd.CACerts, next.Etcd.CACerts) {
-		pending = append(pending, "etcd.tls.ca_file (its certificates)")
 	}
 	pending = slices.DeleteFunc(pending, func(k string) bool {
 		return slices.ContainsFunc(r.parts, func(p reloadable) bool { return p.owns(k) })

@@ -162,6 +162,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		return stopped(ctx, log, err)
 	}
 	defer etcd.Close()
+	etcdState := newEtcdCheck(etcd, cfg, log.With("component", "etcd"))
 
 	// One event log, shared by every writer of the events table.
 	events := audit.New(cfg.Database.Schema)
@@ -262,8 +263,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			}
 			return p
 		},
-		Disrupted:    func() bool { return checker.Disrupted() },
-		Certificates: certs.Expiries,
+		Disrupted:     func() bool { return checker.Disrupted() },
+		Certificates:  certs.Expiries,
+		EtcdReachable: func() bool { return etcdState.State().Reachable },
 	})
 	checker = health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Events: events,
@@ -312,6 +314,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			},
 			MaxDBRequests: api.DefaultMaxDBRequests,
 			Certificates:  certs.Expiries,
+			Etcd:          etcdState.State,
 			Log:           log,
 		}),
 		log, api.ServerOptions{})
@@ -338,6 +341,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	reload := newReloader(cfg, log, DefaultReloadPoll, hup, parts...)
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error { return certs.Run(gctx, certLog) })
+	g.Go(func() error { return etcdState.Run(gctx) })
 	g.Go(func() error {
 		// Fed while the daemon's own loops run and the master is not
 		// stuck; a database or etcd outage is waited out, not restarted.

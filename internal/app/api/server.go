@@ -180,6 +180,8 @@ type Config struct {
 	// Certificates: when this node's certificate files expire
 	// (certexpiry.Watch.Expiries), for the status; nil: none.
 	Certificates func() []certexpiry.Expiry
+	// Etcd: whether this node reaches etcd now (nil: not said).
+	Etcd func() EtcdState
 }
 
 // NewHandler returns the daemon's HTTP handler.

@@ -52,7 +52,27 @@ type Status struct {
 	// each expires (empty without any); those expiring soon are
 	// warnings.
 	Certificates []Certificate `json:"certificates"`
+	// Etcd: whether the answering node reaches etcd now (null when the
+	// node does not check it).
+	Etcd *EtcdState `json:"etcd"`
 }
+
+// EtcdState is whether a node reaches etcd, as its last check saw it.
+type EtcdState struct {
+	Reachable bool `json:"reachable"`
+	// Error: why the last check failed, as the daemon diagnosed it (TLS
+	// refused either way, authentication, permissions, unreachable);
+	// null when it succeeded.
+	Error string `json:"error" null:"zero"`
+	// Since: when the node last went from reachable to not or back (the
+	// daemon's start before the first change).
+	Since time.Time `json:"since"`
+	// CheckedAt: when the last check ended.
+	CheckedAt time.Time `json:"checked_at"`
+}
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (e EtcdState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
 
 // Certificate is one certificate file of the answering node and when it
 // expires: a certificate with its intermediates when the first of them
@@ -150,6 +170,10 @@ func (h *handler) master(r *http.Request) (*Leader, string, error) {
 func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (Status, []NodeState, []recovery.RunRow, error) {
 	st := Status{Node: SelfState{Name: h.cfg.Self, Ready: h.cfg.Ready()}, Master: l, MasterError: why,
 		Nodes: map[string]int{}, NotReady: []NodeState{}, Certificates: h.certificates()}
+	if h.cfg.Etcd != nil {
+		e := h.cfg.Etcd()
+		st.Etcd = &e
+	}
 	if l != nil {
 		st.Checks, st.Disruption = l.Passes, l.Passes.Disruption
 	}
@@ -375,6 +399,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why st
 		code = http.StatusServiceUnavailable
 	}
 	d.Banners = d.Error != "" || d.Status.Paused.Paused || d.Status.Disruption != "" || d.Status.Master == nil ||
+		d.Status.Etcd != nil && !d.Status.Etcd.Reachable ||
 		slices.ContainsFunc(d.Status.Certificates, func(c Certificate) bool { return c.ExpiringSoon })
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/html; charset=utf-8")

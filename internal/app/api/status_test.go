@@ -16,6 +16,49 @@ import (
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
+// TestStatusEtcd: GET /v1/status says whether the answering node reaches
+// etcd (null when the node does not say), and the status page shows a
+// node that does not as an error banner, with why.
+func TestStatusEtcd(t *testing.T) {
+	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	handler := func(etcd func() EtcdState) http.Handler {
+		s := &store{}
+		return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Etcd: etcd,
+			Ready: func() Ready { return Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal} },
+			Local: func() (Leader, error) { return Leader{Name: "me", Term: 7}, nil },
+			Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
+	field := func(h http.Handler) string {
+		t.Helper()
+		rec := do(h, "GET", "/v1/status", "", "")
+		var st map[string]json.RawMessage
+		var b bytes.Buffer
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 200 || err != nil || json.Compact(&b, st["etcd"]) != nil {
+			t.Fatalf("GET /v1/status: %d %v %s", rec.Code, err, rec.Body)
+		}
+		return b.String()
+	}
+	down := EtcdState{Error: "etcd at https://e1:2379: its certificate is not trusted", Since: since, CheckedAt: since.Add(time.Minute)}
+	h := handler(func() EtcdState { return down })
+	if got, want := field(h), `{"reachable":false,"error":"etcd at https://e1:2379: its certificate is not trusted","since":"2026-11-24T10:00:00Z","checked_at":"2026-11-24T10:01:00Z"}`; got != want {
+		t.Fatalf("etcd\n%s\nwant\n%s", got, want)
+	}
+	page := do(h, "GET", "/", "", "").Body.String()
+	if want := `<div class="banner bad" id="banner-etcd">me cannot reach etcd <span>since 2026-11-24 10:00:00Z: etcd at https://e1:2379: its certificate is not trusted`; !strings.Contains(page, want) || !strings.Contains(page, "<title>⚠") {
+		t.Errorf("the status page lacks %q:\n%s", want, page)
+	}
+	h = handler(func() EtcdState { return EtcdState{Reachable: true, Since: since, CheckedAt: since} })
+	if got := field(h); !strings.HasPrefix(got, `{"reachable":true,"error":null,`) {
+		t.Fatalf("reachable: %s", got)
+	}
+	if page := do(h, "GET", "/", "", "").Body.String(); strings.Contains(page, "banner-etcd") {
+		t.Fatal("an etcd banner for a node that reaches etcd")
+	}
+	if got := field(handler(nil)); got != "null" {
+		t.Fatalf("a node that does not say: %s, want null", got)
+	}
+}
+
 // TestStatusCertificates: GET /v1/status lists the node's watched
 // certificate files with when each expires, those within 7 days (or
 // expired) marked expiring_soon; the status page shows those as banners

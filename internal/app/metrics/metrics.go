@@ -57,6 +57,8 @@ type Source struct {
 	// Certificates: when this node's certificate files expire
 	// (certexpiry.Watch.Expiries).
 	Certificates func() []certexpiry.Expiry
+	// EtcdReachable: whether this node's last check of etcd succeeded.
+	EtcdReachable func() bool
 }
 
 // Task names a configured workflow task.
@@ -193,7 +195,7 @@ type scrape struct {
 	src                                                      Source
 	nodes, age, grade, dbUp, self, selfGrade, master, term   *prometheus.Desc
 	disruption, lastSuccess, failures, holds, oldest, period *prometheus.Desc
-	paused, pausedFor, events, readAge, certExpiry           *prometheus.Desc
+	paused, pausedFor, events, readAge, certExpiry, etcdUp   *prometheus.Desc
 
 	// mu guards last: the database's values as the last scrape that
 	// could read them saw them. A scrape that cannot read the database
@@ -249,6 +251,7 @@ func newScrape(src Source) *scrape {
 		events:      d("events_written_total", "Events written to the audit trail, cluster-wide (the newest event id)."),
 		readAge:     d("database_read_age_seconds", "Seconds since the registry, holds and pause values exported were read: 0 when this scrape read them, more while the database cannot be read (they are exported for up to 10 min)."),
 		certExpiry:  d("certificate_expiry_seconds", "Seconds until each certificate file of this node expires, negative once expired, by the key path of its setting (which).", "which"),
+		etcdUp:      d("etcd_reachable", "1 when this node's last check of etcd (a read of its prefix, every lease TTL) succeeded, else 0."),
 	}
 }
 
@@ -302,7 +305,7 @@ func (s *scrape) readNow(ctx context.Context) dbValues {
 // happens before the daemon's parts exist).
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
-		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge, s.certExpiry} {
+		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge, s.certExpiry, s.etcdUp} {
 		ch <- d
 	}
 }
@@ -400,5 +403,8 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		for _, e := range s.src.Certificates() {
 			gauge(s.certExpiry, math.Round(e.Left.Seconds()), e.Which)
 		}
+	}
+	if s.src.EtcdReachable != nil {
+		gauge(s.etcdUp, b2f(s.src.EtcdReachable()))
 	}
 }

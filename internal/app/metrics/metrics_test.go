@@ -48,6 +48,7 @@ func sourceWith(db func() error) Source {
 		Certificates: func() []certexpiry.Expiry {
 			return []certexpiry.Expiry{{Which: "etcd.tls.cert_file", Left: 3 * 24 * time.Hour}}
 		},
+		EtcdReachable: func() bool { return false },
 	}
 }
 
@@ -124,6 +125,7 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_api_requests_total{code="404",route="unknown"} 1`,
 		`enginehealth_check_last_success_age_seconds`,
 		`enginehealth_certificate_expiry_seconds{which="etcd.tls.cert_file"} 259200`,
+		`enginehealth_etcd_reachable 0`,
 		`process_resident_memory_bytes`,
 		`go_goroutines`,
 	} {

@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,9 +76,12 @@ type ClientTLS struct {
 	// Cert holds the client certificate Config presents (nil without
 	// one).
 	Cert *Cert
-	// CAs: the CA file's certificates, in the file's order (nil without
-	// a CA file), for watching their expiry.
-	CAs []*x509.Certificate
+	// CAs holds the CA file's pool and certificates (nil without a CA
+	// file): Config.RootCAs is its pool at load; a dialer made with
+	// DialFunc or GRPCDialer verifies each connection against the pool
+	// it holds then, so a reload that stores a new one applies to the
+	// next connections.
+	CAs *CAs
 }
 
 // Client loads files and returns the client side of the setting: with
@@ -89,9 +93,11 @@ func Client(prefix string, f Files, now time.Time) (*ClientTLS, error) {
 	var problems []Problem
 	c := &ClientTLS{Config: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if f.CAFile != "" {
-		var ps []Problem
-		c.Config.RootCAs, c.CAs, ps = pool(prefix+".ca_file", f.CAFile, now)
+		p, certs, ps := pool(prefix+".ca_file", f.CAFile, now)
 		problems = append(problems, ps...)
+		c.Config.RootCAs = p
+		c.CAs = &CAs{}
+		c.CAs.Set(p, certs)
 	}
 	switch {
 	case f.CertFile != "" && f.KeyFile == "":
@@ -395,53 +401,66 @@ func Server(prefix string, f ServerFiles, usage Usage, now time.Time) (*tls.Conf
 	return cfg, holder, cas, nil
 }
 
-// VerifyAs makes cfg verify every server's certificate for name, whatever
-// host it was dialled at (etcd.tls.server_name: the etcd client sets the
-// handshake's server name from each endpoint, over any ServerName),
-// against cfg's RootCAs (nil: the system's roots).
-func VerifyAs(cfg *tls.Config, name string) {
-	roots := cfg.RootCAs
-	cfg.ServerName = name
-	// Verified in VerifyConnection, as Go would, but for name.
-	cfg.InsecureSkipVerify = true
-	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) == 0 {
-			return errors.New("tls: the server presented no certificate")
-		}
-		opts := x509.VerifyOptions{Roots: roots, DNSName: name, Intermediates: x509.NewCertPool()}
-		for _, c := range cs.PeerCertificates[1:] {
-			opts.Intermediates.AddCert(c)
-		}
-		if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
-			return fmt.Errorf("tls: the server's certificate, verified as %s: %w", name, err)
-		}
-		return nil
-	}
-}
-
 // DialFunc returns a TLS dial function (for http.Transport's
 // DialTLSContext) whose every connection verifies the server against the
 // pool cas holds at that moment (nil cas: base's RootCAs, else the
-// system's roots), for the host dialled, and otherwise uses base (its
-// client certificate, its minimum version): a reload of the CA file
-// applies to the next connections.
+// system's roots), for base's ServerName or else the host dialled, and
+// otherwise uses base (its client certificate, its minimum version): a
+// reload of the CA file applies to the next connections.
 func DialFunc(base *tls.Config, cas *CAs) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
 		}
-		cfg := base.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName = host
-		}
-		if cas != nil {
-			cfg.RootCAs = cas.Load()
-		}
-		// The timeout covers the handshake too: http.DefaultTransport's.
-		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, Config: cfg}
-		return d.DialContext(ctx, network, addr)
+		return dial(ctx, connConfig(base, cas, host), network, addr)
 	}
+}
+
+// GRPCDialer is DialFunc for grpc.WithContextDialer, with addresses as the
+// etcd client gives them: host:port, or unix:path and unix:///path (a
+// socket, verified as its file name, as the etcd client does). Each
+// connection offers HTTP/2 (ALPN h2), as gRPC's own TLS does. The etcd
+// client is then given host:port endpoints and no TLS of its own, so that
+// every connection to a member is verified against the CAs held when it is
+// made: the client's own TLS fixes its CAs when it is created.
+func GRPCDialer(base *tls.Config, cas *CAs) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+			if strings.HasPrefix(p, "///") {
+				p = p[2:]
+			}
+			cfg := connConfig(base, cas, filepath.Base(p))
+			cfg.NextProtos = []string{"h2"}
+			return dial(ctx, cfg, "unix", p)
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := connConfig(base, cas, host)
+		cfg.NextProtos = []string{"h2"}
+		return dial(ctx, cfg, "tcp", addr)
+	}
+}
+
+// connConfig is base for one connection to host: verified as base's
+// ServerName, or else host, against the pool cas holds now.
+func connConfig(base *tls.Config, cas *CAs, host string) *tls.Config {
+	cfg := base.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	if cas != nil {
+		cfg.RootCAs = cas.Load()
+	}
+	return cfg
+}
+
+func dial(ctx context.Context, cfg *tls.Config, network, addr string) (net.Conn, error) {
+	// The timeout covers the handshake too: http.DefaultTransport's.
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, Config: cfg}
+	return d.DialContext(ctx, network, addr)
 }
 
 // swapped is the hint when a certificate or key file holds the other.

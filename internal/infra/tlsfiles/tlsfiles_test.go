@@ -1,8 +1,10 @@
 package tlsfiles
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -165,11 +167,11 @@ func TestClientConfig(t *testing.T) {
 	if cfg := c.Config; cfg.MinVersion != tls.VersionTLS12 || cfg.RootCAs == nil || cfg.GetClientCertificate != nil || c.Cert != nil {
 		t.Fatalf("CA only: min version %x, roots %v, client certificate %v", cfg.MinVersion, cfg.RootCAs != nil, c.Cert)
 	}
-	if len(c.CAs) != 1 || c.CAs[0].Subject.CommonName != "tlsfiles-ca" {
-		t.Fatalf("CA certificates %v, want the CA's", c.CAs)
+	if cas := c.CAs.Certs(); len(cas) != 1 || cas[0].Subject.CommonName != "tlsfiles-ca" || !c.CAs.Load().Equal(cfg0(c).RootCAs) {
+		t.Fatalf("CA certificates %v, want the CA's, and its pool as the config's", cas)
 	}
 	c, err = Client("etcd.tls", Files{}, time.Now())
-	if err != nil || c.Config.RootCAs != nil || c.Cert != nil || c.CAs != nil {
+	if err != nil || c.Config.RootCAs != nil || c.Cert != nil || c.CAs.Certs() != nil {
 		t.Fatalf("no files (the system's roots): %+v %v", c, err)
 	}
 	// A CA bundle mid-rotation (an expired CA beside a valid one) loads.
@@ -378,15 +380,23 @@ func TestDialFuncVerifiesAddresses(t *testing.T) {
 	}
 }
 
-// TestVerifyAs: with VerifyAs, a server is verified for the configured
-// name whatever address was dialled (etcd.tls.server_name), and a
-// certificate for another name is refused however the server is dialled.
-func TestVerifyAs(t *testing.T) {
+func cfg0(c *ClientTLS) *tls.Config { return c.Config }
+
+// TestGRPCDialer: the etcd client's dialer verifies each member for
+// base's server name (etcd.tls.server_name) whatever address was dialled,
+// or else for the address dialled (an IP address too, which TLS does not
+// send as a server name), or a socket's file name; it offers HTTP/2; and a
+// swap of the CAs applies to the next connection.
+func TestGRPCDialer(t *testing.T) {
 	k := newKit(t)
-	serve := func(hosts ...string) string {
+	other, err := testca.New(t.TempDir(), "other-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(network, addr string, hosts ...string) string {
 		t.Helper()
 		is := k.ca.MustIssue(t, "member-"+hosts[0], testca.Options{Server: true, Hosts: hosts})
-		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{is.TLS}})
+		ln, err := tls.Listen(network, addr, &tls.Config{Certificates: []tls.Certificate{is.TLS}, NextProtos: []string{"h2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,21 +412,49 @@ func TestVerifyAs(t *testing.T) {
 		}()
 		return ln.Addr().String()
 	}
-	dial := func(addr string) error {
-		cfg := &tls.Config{RootCAs: k.ca.Pool()}
-		VerifyAs(cfg, "etcd.internal")
-		// As the etcd client does: the endpoint's host as server name.
-		cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		c, err := tls.Dial("tcp", addr, cfg)
-		if err == nil {
-			c.Close()
+	cas := &CAs{}
+	cas.Store(k.ca.Pool())
+	dial := func(base *tls.Config, addr string) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := GRPCDialer(base, cas)(ctx, addr)
+		if err != nil {
+			return err
 		}
-		return err
+		defer c.Close()
+		if p := c.(*tls.Conn).ConnectionState().NegotiatedProtocol; p != "h2" {
+			return fmt.Errorf("negotiated %q, want h2", p)
+		}
+		return nil
 	}
-	if err := dial(serve("etcd.internal")); err != nil {
-		t.Fatalf("a member with a certificate for etcd.internal, dialled at its address: %v", err)
+	plain := &tls.Config{MinVersion: tls.VersionTLS12}
+	named := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: "etcd.internal"}
+	byName, byIP := serve("tcp", "127.0.0.1:0", "etcd.internal"), serve("tcp", "127.0.0.1:0", "127.0.0.1")
+	if err := dial(named, byName); err != nil {
+		t.Fatalf("a member with a certificate for etcd.internal, dialled at its address, server_name etcd.internal: %v", err)
 	}
-	if err := dial(serve("127.0.0.1")); err == nil || !strings.Contains(err.Error(), "etcd.internal") {
-		t.Fatalf("a member whose certificate is for its address only: %v, want refused for etcd.internal", err)
+	if err := dial(named, byIP); err == nil || !strings.Contains(err.Error(), "etcd.internal") {
+		t.Fatalf("a member whose certificate is for its address only, server_name etcd.internal: %v, want refused", err)
+	}
+	if err := dial(plain, byIP); err != nil {
+		t.Fatalf("a member with a certificate for its IP address, dialled at it: %v", err)
+	}
+	if err := dial(plain, byName); err == nil {
+		t.Fatal("a member with a certificate for etcd.internal, dialled at 127.0.0.1 without server_name: accepted")
+	}
+	sock := filepath.Join(t.TempDir(), "etcd.sock")
+	serve("unix", sock, "etcd.sock")
+	if err := dial(plain, "unix://"+sock); err != nil {
+		t.Fatalf("a member on a socket, verified as its file name: %v", err)
+	}
+	// The CAs swapped: the next connection is verified against them.
+	cas.Store(other.Pool())
+	if err := dial(plain, byIP); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("dial after a swap to another CA: %v, want unknown authority", err)
+	}
+	cas.Store(k.ca.Pool())
+	if err := dial(plain, byIP); err != nil {
+		t.Fatalf("dial after a swap back: %v", err)
 	}
 }

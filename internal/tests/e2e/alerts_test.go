@@ -146,7 +146,7 @@ func TestAlertRulesAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules (Debian package prometheus; .ci/run installs it): %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "SUCCESS: 9 rules found") {
+	if !strings.Contains(string(out), "SUCCESS: 10 rules found") {
 		t.Fatalf("promtool: %s", out)
 	}
 	dash, err := os.ReadFile(dashboardFile)
@@ -196,6 +196,23 @@ func TestCertificateAlertRules(t *testing.T) {
 	}
 }
 
+// TestEtcdAlertRule: promtool evaluates EnginehealthEtcdUnreachable on
+// a node that reaches etcd throughout and one that stops reaching it
+// twice (testdata/etcd_alerts.yml): it fires a minute after a node's
+// reads fail, for that node only, and ends when they succeed again.
+// TestEtcdCAReload brings the condition about on a real daemon.
+func TestEtcdAlertRule(t *testing.T) {
+	t.Parallel()
+	const tests = "testdata/etcd_alerts.yml"
+	out, err := exec.Command("promtool", "test", "rules", tests).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool test rules %s: %v\n%s", tests, err, out)
+	}
+	if expr := loadRules(t)["EnginehealthEtcdUnreachable"]; !strings.Contains(expr, "enginehealth_etcd_reachable") {
+		t.Fatalf("EnginehealthEtcdUnreachable: %q", expr)
+	}
+}
+
 // TestAlertRules: a real Prometheus scrapes real daemons; each alert's
 // expression is false on a healthy cluster and true once its condition
 // is brought about (the rules' `for` is Prometheus' business, not tested
@@ -203,7 +220,7 @@ func TestCertificateAlertRules(t *testing.T) {
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	rules := loadRules(t)
-	if len(rules) != 9 {
+	if len(rules) != 10 {
 		t.Fatalf("rules %v", rules)
 	}
 	c := newCluster(t)

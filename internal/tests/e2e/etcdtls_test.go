@@ -105,12 +105,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		if !logged(`"level":"WARN"`, `"msg":"certificate expires soon"`, `"which":"etcd.tls.cert_file"`, `"cn":"sidecar-soon"`, `"days_left":3`) {
 			t.Fatalf("no warning of the certificate logged:\n%s", d.stderr.String())
 		}
-		resp, err := http.Get("http://" + apiOf(t, c, "tls-a") + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		body := getBody(t, "http://"+apiOf(t, c, "tls-a")+"/metrics")
 		for _, which := range []string{"etcd.tls.cert_file", "etcd.tls.ca_file"} {
 			if !strings.Contains(string(body), `enginehealth_certificate_expiry_seconds{which="`+which+`"} `) {
 				t.Errorf("/metrics lacks the expiry of %s", which)
@@ -173,4 +168,131 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEtcdCAReload: etcd.tls.ca_file is reloaded without a restart, and a
+// node that cannot reach etcd while it runs says so. A master runs
+// against a one-member etcd that serves TLS and wants client
+// certificates. Its CA file is replaced by another CA's and reloaded
+// (SIGHUP); the member restarts, so the daemon must connect again, and the
+// new CAs refuse the member: the node's status says etcd is not
+// reachable and why (the member's certificate is not trusted), /metrics
+// says 0. The right CA is put back and reloaded: the same process
+// reaches etcd again and is master again.
+func TestEtcdCAReload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, err := testca.New(dir, "etcd-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rogueCA, err := testca.New(t.TempDir(), "rogue-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := etcdtest.StartCluster(etcdtest.ClusterConfig{Binary: memberBin, CA: ca, Members: 1, LogDir: t.ArtifactDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	cert := ca.MustIssue(t, "sidecar-cert", testca.Options{Client: true})
+	caFile := filepath.Join(dir, "members-ca.pem")
+	useCA := func(from string) {
+		t.Helper()
+		pem, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Replaced as a renewal tool does: a new file renamed over.
+		if err := os.WriteFile(caFile+".new", pem, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(caFile+".new", caFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	useCA(ca.CertFile)
+	c := newCluster(t)
+	d := c.start("ca-a", c.configWith("ca-a", cfgOpts{Endpoints: cl.Endpoints(),
+		Etcd: fmt.Sprintf("  dial_timeout: 1s\n  tls:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n", caFile, cert.CertFile, cert.KeyFile)}))
+	first := c.waitTerm(t, 0, 30*time.Second)
+	if first.Node != "ca-a" {
+		t.Fatalf("master %s", first.Node)
+	}
+	cli := api.NewClient(apiOf(t, c, "ca-a"), "")
+	etcdState := func() (*api.EtcdState, error) {
+		st, err := cli.Status(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if st.Etcd == nil {
+			t.Fatal("status without etcd")
+		}
+		return st.Etcd, nil
+	}
+	if e, err := etcdState(); err != nil || !e.Reachable || e.Error != "" {
+		t.Fatalf("etcd state of a connected node: %+v %v", e, err)
+	}
+
+	useCA(rogueCA.CertFile)
+	d.signal(t, syscall.SIGHUP)
+	eventually(t, 10*time.Second, "the CA file reloaded", func() (bool, error) {
+		return slices.ContainsFunc(strings.Split(d.stderr.String(), "\n"), func(l string) bool {
+			return strings.Contains(l, `"msg":"reloaded"`) && strings.Contains(l, `"what":"etcd.tls.ca_file"`)
+		}), nil
+	})
+	// The connection open goes on: only new ones use the new CAs.
+	m := cl.Members[0]
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	const cause = "its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates"
+	eventually(t, 30*time.Second, "the node's status saying etcd is not reachable, and why", func() (bool, error) {
+		e, err := etcdState()
+		if err != nil {
+			return false, err
+		}
+		return !e.Reachable && strings.Contains(e.Error, cause) && strings.Contains(e.Error, "unknown authority"), fmt.Errorf("etcd state %+v", e)
+	})
+	if body := getBody(t, "http://"+apiOf(t, c, "ca-a")+"/metrics"); !strings.Contains(string(body), "\nenginehealth_etcd_reachable 0\n") {
+		t.Fatalf("/metrics does not say etcd is unreachable:\n%s", body)
+	}
+	if n := strings.Count(d.stderr.String(), `"msg":"etcd does not answer this node`); n != 1 {
+		t.Fatalf("%d log lines saying etcd does not answer, want 1 (each cause once):\n%s", n, d.stderr.String())
+	}
+
+	useCA(ca.CertFile)
+	d.signal(t, syscall.SIGHUP)
+	eventually(t, 30*time.Second, "the node reaching etcd again, and master again", func() (bool, error) {
+		e, err := etcdState()
+		if err != nil || !e.Reachable {
+			return false, fmt.Errorf("etcd state %+v %v", e, err)
+		}
+		l, err := cli.Leader(context.Background())
+		return err == nil && l.Name == "ca-a", err
+	})
+	if !d.running() || strings.Count(d.stderr.String(), `"msg":"starting enginehealth"`) != 1 {
+		t.Fatalf("the daemon restarted or stopped:\n%s", d.stderr.String())
+	}
+	if !strings.Contains(d.stderr.String(), `"msg":"etcd answers this node again"`) {
+		t.Fatalf("no log line saying etcd answers again:\n%s", d.stderr.String())
+	}
+}
+
+// getBody returns the body of GET url (any status).
+func getBody(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }

@@ -207,16 +207,7 @@ func TestStatusEndpoints(t *testing.T) {
 func statusJSONHasEveryField(t *testing.T, sc statusCluster) {
 	get := func(path string) []byte {
 		t.Helper()
-		resp, err := http.Get("http://" + sc.addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return body
+		return getBody(t, "http://"+sc.addr+path)
 	}
 	check := func(what string, typ reflect.Type, body []byte) map[string]any {
 		t.Helper()

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/lmittmann/tint"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// etcdCheck reads etcd from the running daemon every lease TTL and keeps
+// what it found, diagnosed as at start-up (explainEtcd: TLS refused
+// either way, authentication, permissions, unreachable): the status says
+// it, /metrics exports it (enginehealth_etcd_reachable), and the log says
+// each change once. The elector's own requests cannot: the client says
+// only "context deadline exceeded" when no connection can be made, e.g.
+// once etcd refuses a certificate a reload put in place.
+type etcdCheck struct {
+	cli *clientv3.Client
+	cfg *configs.Config
+	log *slog.Logger
+
+	mu    sync.Mutex
+	state api.EtcdState
+}
+
+// newEtcdCheck starts reachable: connectEtcd just read etcd.
+func newEtcdCheck(cli *clientv3.Client, cfg *configs.Config, log *slog.Logger) *etcdCheck {
+	now := time.Now()
+	return &etcdCheck{cli: cli, cfg: cfg, log: log, state: api.EtcdState{Reachable: true, Since: now, CheckedAt: now}}
+}
+
+// State returns what the last check found.
+func (c *etcdCheck) State() api.EtcdState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Run checks every lease TTL until ctx ends.
+func (c *etcdCheck) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.Etcd.LeaseTTL)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		c.check(ctx)
+	}
+}
+
+// check reads the prefix (linearizable, count only), bounded by the dial
+// timeout, and records the outcome.
+func (c *etcdCheck) check(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.Etcd.DialTimeout)
+	_, err := c.cli.Get(rctx, c.cfg.Etcd.Prefix, clientv3.WithCountOnly())
+	cancel()
+	if ctx.Err() != nil {
+		return // stopping: not etcd's fault
+	}
+	if err != nil {
+		endpoints, user, _ := c.cfg.Etcd.ClientEndpoints()
+		err = explainEtcd(ctx, c.cfg, endpoints, user, err)
+	}
+	c.record(ctx, err, time.Now())
+}
+
+// record keeps the outcome of a check and logs a change: reachable again,
+// or not reachable (again with another cause).
+func (c *etcdCheck) record(ctx context.Context, err error, now time.Time) {
+	c.mu.Lock()
+	prev := c.state
+	next := api.EtcdState{Reachable: err == nil, Since: prev.Since, CheckedAt: now}
+	if err != nil {
+		next.Error = err.Error()
+	}
+	if next.Reachable != prev.Reachable {
+		next.Since = now
+	}
+	c.state = next
+	c.mu.Unlock()
+	switch {
+	case err == nil && !prev.Reachable:
+		c.log.InfoContext(ctx, "etcd answers this node again", "after", now.Sub(prev.Since).Round(time.Millisecond))
+	case err != nil && (prev.Reachable || next.Error != prev.Error):
+		c.log.ErrorContext(ctx, "etcd does not answer this node: it cannot become or stay master until it does",
+			"since", next.Since.Format(time.RFC3339), tint.Err(err))
+	}
+}
