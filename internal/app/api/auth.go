@@ -160,11 +160,8 @@ type ClientCerts struct{}
 
 // Authenticate implements Authenticator.
 func (ClientCerts) Authenticate(r *http.Request) (Identity, error) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return Identity{}, ErrNoCredential
-	}
-	cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
-	if nodes.ValidName(cn) != nil {
+	cn, ok := verifiedCN(r)
+	if !ok || nodes.ValidName(cn) != nil {
 		return Identity{}, ErrNoCredential
 	}
 	return Identity{Name: cn, Role: RoleRead, Cert: true}, nil
@@ -284,12 +281,30 @@ func (h *handler) read(next http.HandlerFunc) http.HandlerFunc {
 // actor "<name> (operator)", the name the token has on this node, via
 // the node that took the request from the operator (the node that
 // forwarded it, when it came through one; the token came with it and was
-// checked here again).
+// checked here again). The forwarding node is named by a header, which
+// anyone with a token can send; when the request came with a verified
+// client certificate, the header counts only if it names the
+// certificate's holder (its CN): a node under api.tls.client_auth
+// presents its own certificate when it forwards, an operator presents
+// theirs, and a header that does not match is logged and not recorded.
 func (h *handler) operator(r *http.Request) audit.By {
 	id, _ := identityOf(r.Context())
 	via := r.Header.Get(forwardedHeader)
 	if via == "" || nodes.ValidName(via) != nil {
 		via = h.cfg.Self
+	} else if cn, ok := verifiedCN(r); ok && cn != via {
+		h.reqLog(r).WarnContext(r.Context(), "a forwarded request names a node other than its client certificate's holder: recorded as taken by this node",
+			"forwarded_by", via, "certificate_cn", cn, "operator", id.Name)
+		via = h.cfg.Self
 	}
 	return audit.By{Actor: id.Name + " (operator)", Via: via}
+}
+
+// verifiedCN returns the subject common name of the request's client
+// certificate, when the handshake verified one.
+func verifiedCN(r *http.Request) (string, bool) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return "", false
+	}
+	return r.TLS.VerifiedChains[0][0].Subject.CommonName, true
 }

@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"io"
 	"log/slog"
 	"net/http"
@@ -42,26 +45,30 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 		name, method, path, auth, body string
 		code                           int
 		forwardedBy                    string
+		cert                           string // CN of a verified client certificate
 	}{
-		{"no token", "POST", "/v1/nodes/n/ack", "", "", http.StatusUnauthorized, ""},
-		{"wrong token", "POST", "/v1/nodes/n/ack", "Bearer nope", "", http.StatusUnauthorized, ""},
-		{"not bearer", "POST", "/v1/nodes/n/ack", "Basic dG9rOg==", "", http.StatusUnauthorized, ""},
-		{"bad body", "POST", "/v1/nodes/n/ack", "Bearer tok", "{reason", http.StatusBadRequest, ""},
-		{"unknown node", "POST", "/v1/nodes/missing/ack", "Bearer tok", "", http.StatusNotFound, ""},
-		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusMethodNotAllowed, ""},
-		{"wrong method on a read", "POST", "/v1/nodes", "Bearer tok", "", http.StatusMethodNotAllowed, ""},
-		{"unknown method", "BREW", "/readyz", "", "", http.StatusMethodNotAllowed, ""},
-		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound, ""},
-		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
-		{"scheme in lower case (RFC 7235)", "POST", "/v1/nodes/n/ack", "bearer tok", `{"reason":"checked"}`, http.StatusOK, ""},
-		{"token in another case", "POST", "/v1/nodes/n/ack", "Bearer TOK", "", http.StatusUnauthorized, ""},
-		{"reset-grade without token", "POST", "/v1/nodes/n/reset-grade", "", "", http.StatusUnauthorized, ""},
-		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound, ""},
-		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict, ""},
-		{"reset-grade", "POST", "/v1/nodes/n/reset-grade", "Bearer tok", `{"reason":"disk replaced"}`, http.StatusOK, ""},
+		{"no token", "POST", "/v1/nodes/n/ack", "", "", http.StatusUnauthorized, "", ""},
+		{"wrong token", "POST", "/v1/nodes/n/ack", "Bearer nope", "", http.StatusUnauthorized, "", ""},
+		{"not bearer", "POST", "/v1/nodes/n/ack", "Basic dG9rOg==", "", http.StatusUnauthorized, "", ""},
+		{"bad body", "POST", "/v1/nodes/n/ack", "Bearer tok", "{reason", http.StatusBadRequest, "", ""},
+		{"unknown node", "POST", "/v1/nodes/missing/ack", "Bearer tok", "", http.StatusNotFound, "", ""},
+		{"wrong method", "GET", "/v1/nodes/n/ack", "Bearer tok", "", http.StatusMethodNotAllowed, "", ""},
+		{"wrong method on a read", "POST", "/v1/nodes", "Bearer tok", "", http.StatusMethodNotAllowed, "", ""},
+		{"unknown method", "BREW", "/readyz", "", "", http.StatusMethodNotAllowed, "", ""},
+		{"unknown path", "GET", "/v2/anything", "", "", http.StatusNotFound, "", ""},
+		{"ok", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"checked"}`, http.StatusOK, "", ""},
+		{"scheme in lower case (RFC 7235)", "POST", "/v1/nodes/n/ack", "bearer tok", `{"reason":"checked"}`, http.StatusOK, "", ""},
+		{"token in another case", "POST", "/v1/nodes/n/ack", "Bearer TOK", "", http.StatusUnauthorized, "", ""},
+		{"reset-grade without token", "POST", "/v1/nodes/n/reset-grade", "", "", http.StatusUnauthorized, "", ""},
+		{"reset-grade of an unknown node", "POST", "/v1/nodes/missing/reset-grade", "Bearer tok", "", http.StatusNotFound, "", ""},
+		{"reset-grade of a NORMAL node", "POST", "/v1/nodes/normal/reset-grade", "Bearer tok", "", http.StatusConflict, "", ""},
+		{"reset-grade", "POST", "/v1/nodes/n/reset-grade", "Bearer tok", `{"reason":"disk replaced"}`, http.StatusOK, "", ""},
 		// Via: the node that took the request from the operator.
-		{"forwarded ack", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"fwd"}`, http.StatusOK, "node-b"},
-		{"forwarded ack, lying header", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"lie"}`, http.StatusOK, "<b>x</b>"},
+		{"forwarded ack", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"fwd"}`, http.StatusOK, "node-b", ""},
+		{"forwarded ack, lying header", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"lie"}`, http.StatusOK, "<b>x</b>", ""},
+		// With a client certificate, the header must name its holder.
+		{"forwarded ack with the node's certificate", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"cert"}`, http.StatusOK, "node-b", "node-b"},
+		{"forged header with an operator's certificate", "POST", "/v1/nodes/n/ack", "Bearer tok", `{"reason":"forged"}`, http.StatusOK, "node-b", "mallory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -71,6 +78,9 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 			if c.forwardedBy != "" {
 				req.Header.Set(forwardedHeader, c.forwardedBy)
+			}
+			if c.cert != "" {
+				req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: c.cert}}}}}
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
@@ -82,7 +92,7 @@ func TestMutationGuardAndBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if len(a.calls) != 8 || a.calls[1] != "n|operator (operator) via me|checked" || a.calls[2] != "n|operator (operator) via me|checked" ||
+	if len(a.calls) != 10 || a.calls[8] != "n|operator (operator) via node-b|cert" || a.calls[9] != "n|operator (operator) via me|forged" || a.calls[1] != "n|operator (operator) via me|checked" || a.calls[2] != "n|operator (operator) via me|checked" ||
 		a.calls[5] != "reset n|operator (operator) via me|disk replaced" || a.calls[6] != "n|operator (operator) via node-b|fwd" ||
 		a.calls[7] != "n|operator (operator) via me|lie" {
 		t.Fatalf("ack calls %v: refused requests must not reach the store", a.calls)
