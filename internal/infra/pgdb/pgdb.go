@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -126,13 +127,45 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, address string
 	return &deadlineConn{Conn: c, read: d.read}, nil
 }
 
+// deadlineConn bounds every read by read from its start, and by a
+// deadline the driver set, whichever comes first: lib/pq bounds the whole
+// connection set-up (TLS, authentication) by the connect timeout with
+// SetDeadline, and clears it once the connection is up. (Without the
+// second, each read's own deadline replaced the driver's: a server that
+// accepted the connection and never answered held a connection attempt
+// for read, 35 s by default, not the connect timeout.)
 type deadlineConn struct {
 	net.Conn
 	read time.Duration
+
+	mu    sync.Mutex
+	fixed time.Time // the driver's deadline; zero: none
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	c.setFixed(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.setFixed(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *deadlineConn) setFixed(t time.Time) {
+	c.mu.Lock()
+	c.fixed = t
+	c.mu.Unlock()
 }
 
 func (c *deadlineConn) Read(b []byte) (int, error) {
-	if err := c.Conn.SetReadDeadline(time.Now().Add(c.read)); err != nil {
+	d := time.Now().Add(c.read)
+	c.mu.Lock()
+	if !c.fixed.IsZero() && c.fixed.Before(d) {
+		d = c.fixed
+	}
+	c.mu.Unlock()
+	if err := c.Conn.SetReadDeadline(d); err != nil {
 		return 0, err
 	}
 	return c.Conn.Read(b)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,6 +218,53 @@ func TestQueryDoesNotHangOnPartition(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("query still blocked 15s after the partition: the read deadline does not work")
+	}
+}
+
+// TestConnectBoundedByConnectTimeout: a server that accepts the
+// connection and never answers (a hung PostgreSQL, a middlebox) holds a
+// connection attempt for the connect timeout, as lib/pq bounds it, not
+// for the read deadline of a statement (here 10 minutes; it was
+// statement + connect timeout, 35 s by default, before the read
+// deadline gave way to lib/pq's).
+func TestConnectBoundedByConnectTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held sync.WaitGroup
+	defer held.Wait()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Go(func() { _, _ = io.Copy(io.Discard, c); c.Close() }) // reads until the client hangs up, never answers
+		}
+	}()
+	defer ln.Close()
+	for _, sslmode := range []string{"disable", "require"} {
+		dsn := fmt.Sprintf("postgres://u@%s/db?sslmode=%s", ln.Addr(), sslmode)
+		db, err := pgdb.Open(pgdb.Config{DSN: dsn, StatementTimeout: 10 * time.Minute, ConnectTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- db.PingContext(context.Background()) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("sslmode=%s: connected to a server that never answers", sslmode)
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("sslmode=%s: %v, want the connect timeout", sslmode, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("sslmode=%s: a connection attempt still waits 60 s on a server that never answers (connect timeout 0.5 s)", sslmode)
+		}
+		db.Close()
 	}
 }
 
