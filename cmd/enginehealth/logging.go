@@ -27,5 +27,15 @@ func newLogger(format, level string, w io.Writer) (*slog.Logger, *slog.LevelVar,
 	if format == "text" || (format == "auto" && tty) {
 		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty})), lv, nil
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), lv, nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText})), lv, nil
+}
+
+// durationText writes a duration as Go writes it ("216ms", "1m30s"), as
+// the text format does, not as the JSON handler would (an integer of
+// nanoseconds): one rule for every duration in the log.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
