@@ -4,7 +4,12 @@
 SHELL   := /bin/bash
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# The build date: SOURCE_DATE_EPOCH when set (reproducible builds), else now.
+BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+# The commit, as git says it (the toolchain's own stamp is off where
+# GOFLAGS has -buildvcs=false), "-dirty" with uncommitted changes.
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS := -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE) -X main.commit=$(COMMIT)
 
 .PHONY: build test bench demo faults lint clean
 

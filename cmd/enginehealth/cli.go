@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -606,14 +605,30 @@ func newMigrateCmd() *cobra.Command {
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version",
-		Example: "  enginehealth version",
-		Args:    noArgs,
+	var output string
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, what it was built from, and the schema version it migrates to",
+		Example: `  enginehealth version
+  enginehealth version -o json`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			fmt.Fprintf(c.OutOrStdout(), "enginehealth %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			b := buildInfo()
+			switch output {
+			case "json":
+				return writeJSON(c.OutOrStdout(), b)
+			case "table":
+			default:
+				return usageError{fmt.Errorf("--output %q: want table or json", output)}
+			}
+			commit := "unknown commit"
+			if b.Commit != "" {
+				commit = "commit " + b.Commit
+			}
+			fmt.Fprintf(c.OutOrStdout(), "enginehealth %s (%s, %s, %s, schema version %d)\n", b.Version, commit, b.GoVersion, b.Platform, b.SchemaVersion)
 			return nil
 		},
 	}
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return c
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -219,5 +221,36 @@ func TestConfigCheckTokensFile(t *testing.T) {
 	out, errOut, code := runCLI(t, "config", "check", "--config", path)
 	if code != 0 || !strings.Contains(out, "2 operators (1 operate, 1 read), reads need a token") {
 		t.Fatalf("config check of a good tokens file: exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestVersionJSON: `version -o json` says the version, the Go version and
+// platform, and the schema version the binary migrates to (its newest
+// migration), every field present (null when unknown: a test binary has
+// no build date); a format it does not know is a usage error.
+func TestVersionJSON(t *testing.T) {
+	out, errOut, code := runCLI(t, "version", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var b map[string]any
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	ms, err := pgdb.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b["version"] != version || b["go_version"] != runtime.Version() || b["platform"] != runtime.GOOS+"/"+runtime.GOARCH ||
+		b["schema_version"] != float64(ms[len(ms)-1].Version) || len(b) != 7 {
+		t.Fatalf("version -o json: %s", out)
+	}
+	for _, k := range []string{"commit", "commit_time", "build_date"} {
+		if _, ok := b[k]; !ok {
+			t.Errorf("version -o json leaves out %s", k)
+		}
+	}
+	if _, errOut, code := runCLI(t, "version", "-o", "yaml"); code != exitUsage || !strings.Contains(errOut, `--output "yaml": want table or json`) {
+		t.Fatalf("version -o yaml: exit %d: %s", code, errOut)
 	}
 }

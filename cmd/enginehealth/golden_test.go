@@ -103,6 +103,8 @@ func fixtureDaemon(t *testing.T) string {
 		},
 		Etcd: &api.EtcdState{Error: "etcd at https://10.0.0.7:2379: its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates, etcd.tls.server_name a name they are for): tls: failed to verify certificate: x509: certificate signed by unknown authority (context deadline exceeded)",
 			Since: at(-3 * time.Minute), CheckedAt: at(-2 * time.Second)},
+		Build: &api.Build{Version: "v1.4.0", Commit: "0123456789abcdef0123456789abcdef01234567", CommitTime: at(-48 * time.Hour),
+			BuildDate: at(-47 * time.Hour), GoVersion: "go1.26.8", Platform: "linux/amd64", SchemaVersion: 14},
 	}
 	holds := []recovery.Hold{
 		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),

@@ -98,7 +98,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	hostname, _ := os.Hostname()
 	incarnation := uuid.NewString()
 	log = log.With("node", name)
-	log.InfoContext(ctx, "starting enginehealth", "version", version, "incarnation", incarnation,
+	build := buildInfo()
+	log.InfoContext(ctx, "starting enginehealth", "version", version, "commit", build.Commit, "incarnation", incarnation,
 		"database", cfg.Database.RedactedDSN(), "schema", cfg.Database.Schema, "etcd", cfg.Etcd.RedactedEndpoints())
 	for _, w := range cfg.Warnings {
 		log.WarnContext(ctx, "configuration: "+w.Msg, "key", w.Path, "line", w.Line)
@@ -266,6 +267,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		Disrupted:     func() bool { return checker.Disrupted() },
 		Certificates:  certs.Expiries,
 		EtcdReachable: func() bool { return etcdState.State().Reachable },
+		Build:         buildLabels(build),
 	})
 	checker = health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Events: events,
@@ -315,6 +317,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			MaxDBRequests: api.DefaultMaxDBRequests,
 			Certificates:  certs.Expiries,
 			Etcd:          etcdState.State,
+			Build:         &build,
 			Log:           log,
 		}),
 		log, api.ServerOptions{})

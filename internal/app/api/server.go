@@ -182,6 +182,8 @@ type Config struct {
 	Certificates func() []certexpiry.Expiry
 	// Etcd: whether this node reaches etcd now (nil: not said).
 	Etcd func() EtcdState
+	// Build: this binary's build (nil: not said).
+	Build *Build
 }
 
 // NewHandler returns the daemon's HTTP handler.

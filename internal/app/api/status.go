@@ -55,7 +55,30 @@ type Status struct {
 	// Etcd: whether the answering node reaches etcd now (null when the
 	// node does not check it).
 	Etcd *EtcdState `json:"etcd"`
+	// Build: the answering node's build (null when not said).
+	Build *Build `json:"build"`
 }
+
+// Build is what a binary was built from: `enginehealth version -o json`,
+// the status, and the enginehealth_build_info metric say the same.
+type Build struct {
+	Version string `json:"version"`
+	// Commit: the VCS revision, "-dirty" appended when the tree had
+	// changes; CommitTime its time. Null when built outside a checkout.
+	Commit     string    `json:"commit" null:"zero"`
+	CommitTime time.Time `json:"commit_time" null:"zero"`
+	// BuildDate: when the binary was built (make sets it; null
+	// otherwise).
+	BuildDate time.Time `json:"build_date" null:"zero"`
+	GoVersion string    `json:"go_version"`
+	Platform  string    `json:"platform"`
+	// SchemaVersion: the version of the sidecar's schema this binary
+	// migrates to (its newest migration).
+	SchemaVersion int `json:"schema_version"`
+}
+
+// MarshalJSON sends every field, null when it has no value (jsonx).
+func (b Build) MarshalJSON() ([]byte, error) { return jsonx.Marshal(b) }
 
 // EtcdState is whether a node reaches etcd, as its last check saw it.
 type EtcdState struct {
@@ -173,6 +196,10 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 	if h.cfg.Etcd != nil {
 		e := h.cfg.Etcd()
 		st.Etcd = &e
+	}
+	if h.cfg.Build != nil {
+		b := *h.cfg.Build
+		st.Build = &b
 	}
 	if l != nil {
 		st.Checks, st.Disruption = l.Passes, l.Passes.Disruption

@@ -59,6 +59,14 @@ type Source struct {
 	Certificates func() []certexpiry.Expiry
 	// EtcdReachable: whether this node's last check of etcd succeeded.
 	EtcdReachable func() bool
+	// Build labels enginehealth_build_info (nil: not exported).
+	Build *BuildLabels
+}
+
+// BuildLabels are the labels of enginehealth_build_info.
+type BuildLabels struct {
+	Version, Commit, GoVersion string
+	SchemaVersion              int
 }
 
 // Task names a configured workflow task.
@@ -192,10 +200,10 @@ var (
 
 // scrape is the collector of the gauges read at scrape time.
 type scrape struct {
-	src                                                      Source
-	nodes, age, grade, dbUp, self, selfGrade, master, term   *prometheus.Desc
-	disruption, lastSuccess, failures, holds, oldest, period *prometheus.Desc
-	paused, pausedFor, events, readAge, certExpiry, etcdUp   *prometheus.Desc
+	src                                                           Source
+	nodes, age, grade, dbUp, self, selfGrade, master, term        *prometheus.Desc
+	disruption, lastSuccess, failures, holds, oldest, period      *prometheus.Desc
+	paused, pausedFor, events, readAge, certExpiry, etcdUp, build *prometheus.Desc
 
 	// mu guards last: the database's values as the last scrape that
 	// could read them saw them. A scrape that cannot read the database
@@ -251,6 +259,7 @@ func newScrape(src Source) *scrape {
 		events:      d("events_written_total", "Events written to the audit trail, cluster-wide (the newest event id)."),
 		readAge:     d("database_read_age_seconds", "Seconds since the registry, holds and pause values exported were read: 0 when this scrape read them, more while the database cannot be read (they are exported for up to 10 min)."),
 		certExpiry:  d("certificate_expiry_seconds", "Seconds until each certificate file of this node expires, negative once expired, by the key path of its setting (which).", "which"),
+		build:       d("build_info", "Always 1; its labels say what this binary was built from: version, commit (empty outside a checkout), goversion, and schema_version (the sidecar schema it migrates to).", "version", "commit", "goversion", "schema_version"),
 		etcdUp:      d("etcd_reachable", "1 when this node's last check of etcd (a read of its prefix, every lease TTL) succeeded, else 0."),
 	}
 }
@@ -305,7 +314,7 @@ func (s *scrape) readNow(ctx context.Context) dbValues {
 // happens before the daemon's parts exist).
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.nodes, s.age, s.grade, s.dbUp, s.self, s.selfGrade, s.master, s.term,
-		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge, s.certExpiry, s.etcdUp} {
+		s.disruption, s.lastSuccess, s.failures, s.holds, s.oldest, s.period, s.paused, s.pausedFor, s.events, s.readAge, s.certExpiry, s.etcdUp, s.build} {
 		ch <- d
 	}
 }
@@ -406,5 +415,8 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.src.EtcdReachable != nil {
 		gauge(s.etcdUp, b2f(s.src.EtcdReachable()))
+	}
+	if b := s.src.Build; b != nil {
+		gauge(s.build, 1, b.Version, b.Commit, b.GoVersion, strconv.Itoa(b.SchemaVersion))
 	}
 }
