@@ -33,11 +33,24 @@ const (
 const certMetric = "enginehealth_certificate_expiry_seconds"
 
 type alertRule struct {
-	Alert string `yaml:"alert"`
-	Expr  string `yaml:"expr"`
+	Alert       string            `yaml:"alert"`
+	Expr        string            `yaml:"expr"`
+	Annotations map[string]string `yaml:"annotations"`
 }
 
+// runbooksFile is the page every rule's runbook_url points into.
+const runbooksFile = "../../../docs/runbooks.md"
+
 func loadRules(t *testing.T) map[string]string {
+	t.Helper()
+	rules := map[string]string{}
+	for _, r := range loadRuleList(t) {
+		rules[r.Alert] = r.Expr
+	}
+	return rules
+}
+
+func loadRuleList(t *testing.T) []alertRule {
 	t.Helper()
 	data, err := os.ReadFile(alertsFile)
 	if err != nil {
@@ -51,13 +64,43 @@ func loadRules(t *testing.T) map[string]string {
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
-	rules := map[string]string{}
+	var rules []alertRule
 	for _, g := range f.Groups {
-		for _, r := range g.Rules {
-			rules[r.Alert] = r.Expr
-		}
+		rules = append(rules, g.Rules...)
 	}
 	return rules
+}
+
+// TestEveryAlertHasARunbook: every rule's runbook_url points at a section
+// of docs/runbooks.md named after the alert (the anchor GitHub makes of
+// its heading), and every section there is an alert's.
+func TestEveryAlertHasARunbook(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(runbooksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		if h, ok := strings.CutPrefix(l, "## "); ok {
+			sections[strings.ToLower(strings.TrimSpace(h))] = true
+		}
+	}
+	const base = "https://github.com/enginehealth/enginehealth/blob/main/docs/runbooks.md#"
+	for _, r := range loadRuleList(t) {
+		url := r.Annotations["runbook_url"]
+		anchor, ok := strings.CutPrefix(url, base)
+		switch {
+		case !ok:
+			t.Errorf("%s: runbook_url %q, want %s<section>", r.Alert, url, base)
+		case anchor != strings.ToLower(r.Alert) || !sections[anchor]:
+			t.Errorf("%s: runbook_url points at #%s, and docs/runbooks.md has no section ## %s", r.Alert, anchor, r.Alert)
+		}
+		delete(sections, anchor)
+	}
+	for s := range sections {
+		t.Errorf("docs/runbooks.md has a section %q for no alert", s)
+	}
 }
 
 // prometheus is a real Prometheus server scraping the given targets every
