@@ -178,8 +178,9 @@ func newStatusCmd() *cobra.Command {
 		Long: `Show this node (status, readiness, liveness checks), the acting master and
 its term, whether the cluster is paused or the disruption guard holds, the
 master's check passes, the nodes that are not Ready or not NORMAL and why,
-the last run, the holds waiting, and this node's certificate files that
-expire within 7 days or have expired (a warning). Exit 0 only when this node is ready
+the last run, the holds waiting, whether this node reaches etcd (and why
+not), and this node's certificate files that expire within 7 days or have
+expired (a warning). Exit 0 only when this node is ready
 and healthy and the cluster's status could be read (1 otherwise, 3 when
 the daemon is unreachable).`,
 		Example: `  enginehealth status
