@@ -11,10 +11,19 @@ BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 LDFLAGS := -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE) -X main.commit=$(COMMIT)
 
-.PHONY: build test bench demo faults lint clean
+.PHONY: build test bench demo faults lint clean package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/enginehealth ./cmd/demo-engine
+
+# The .deb and .rpm for amd64 and arm64 in dist/ (nfpm, no Docker):
+# dist/enginehealth_<version>_<arch>.deb and .rpm. PKG_VERSION: the
+# newest v* tag without its v, else 0.1.0~dev.<commit> (a pre-release of
+# the first version, which sorts before it). See docs/install.md.
+PKG_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null); if [ -n "$$v" ]; then echo "$${v\#v}" | tr - '~'; else echo "0.1.0~dev.$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"; fi)
+package:
+	rm -rf dist
+	$(GO) run ./internal/tools/pkgbuild -version '$(PKG_VERSION)' -commit '$(COMMIT)' -build-date '$(BUILD_DATE)' -out dist
 
 # The whole suite: unit tests, real PostgreSQL and etcd, real processes;
 # short fuzzing runs of the configuration loader, the HTTP handler's

@@ -84,14 +84,14 @@ type cursor struct {
 
 // batchCounts is what one batch did.
 type batchCounts struct {
-	picked                        int
-	last                          cursor
-	retried, waiting, held, faild int64
-	// exhausted: of faild, those failed for good after max_attempts.
+	picked                         int
+	last                           cursor
+	retried, waiting, held, failed int64
+	// exhausted: of failed, those failed for good after max_attempts.
 	exhausted int64
 }
 
-func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.faild }
+func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.failed }
 
 // policyBatch handles one batch of a task's interrupted instances
 // (CauseInterrupt) or failed ones (CauseFailure) in tx, in one statement:
@@ -308,7 +308,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	args = append(args, extra...)
 	var want, wrote int64
 	var each []byte
-	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.faild, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
+	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}

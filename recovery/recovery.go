@@ -434,13 +434,13 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 		if bc.done() > 0 {
 			// One line per batch, with the counts its events hold.
 			r.log.InfoContext(ctx, "repair batch", "run", run, "workflow", w.Name, "task", t.Name, "cause", string(c),
-				"retried", bc.retried, "scheduled", bc.waiting, "held", bc.held, "failed", bc.faild, "exhausted", bc.exhausted)
+				"retried", bc.retried, "scheduled", bc.waiting, "held", bc.held, "failed", bc.failed, "exhausted", bc.exhausted)
 		}
 		tr.Done += bc.done()
 		tr.Retried += bc.retried
 		tr.Scheduled += bc.waiting
 		tr.Held += bc.held
-		tr.Failed += bc.faild
+		tr.Failed += bc.failed
 		tr.Exhausted += bc.exhausted
 		if bc.picked > 0 {
 			cur.id, cur.at = bc.last.id, bc.last.at
