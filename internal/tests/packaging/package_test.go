@@ -5,13 +5,24 @@
 package packaging
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
 )
 
 const repo = "../../.."
@@ -25,23 +36,34 @@ var built struct {
 	err      error
 }
 
+var (
+	pg   *pgtest.Server
+	etcd *etcdtest.Etcd
+)
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "enginehealth-packages-")
-	if err == nil {
+	testkit.Main(m, func(m *testing.M) int {
+		dir, err := os.MkdirTemp("", "enginehealth-packages-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
 		cmd := exec.Command("go", "run", "./internal/tools/pkgbuild", "-version", testVersion, "-commit", "0123abc",
 			"-build-date", "2026-11-26T00:00:00Z", "-arch", "amd64", "-out", dir)
 		cmd.Dir = repo
-		var out []byte
-		if out, err = cmd.CombinedOutput(); err != nil {
-			err = &buildError{err, string(out)}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = &buildError{err, string(out)}
 		}
 		built.deb = filepath.Join(dir, "enginehealth_"+testVersion+"_amd64.deb")
 		built.rpm = filepath.Join(dir, "enginehealth_"+testVersion+"_amd64.rpm")
-	}
-	built.err = err
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+		if etcd, err = etcdtest.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer etcd.Close()
+		return pgtest.Main(m, &pg)
+	})
 }
 
 type buildError struct {
@@ -143,6 +165,7 @@ func TestPackagesHoldTheSameFiles(t *testing.T) {
 		"/usr/bin/enginehealth",
 		"/usr/lib/systemd/system/enginehealth.service",
 		"/usr/share/doc/enginehealth/examples/engine-wait-enginehealth.conf",
+		"/usr/share/doc/enginehealth/examples/example-tables.sql",
 		"/etc/enginehealth/enginehealth.yaml",
 		"/etc/default/enginehealth",
 		"/usr/lib/sysusers.d/enginehealth.conf",
@@ -216,11 +239,7 @@ func TestMaintainerScriptsNeverStart(t *testing.T) {
 // the installed example configuration.
 func TestInstalledTree(t *testing.T) {
 	t.Parallel()
-	deb, _ := packages(t)
-	root := t.TempDir()
-	if out, err := exec.Command("dpkg-deb", "-x", deb, root).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
-	}
+	root := install(t)
 	unit, err := os.ReadFile(filepath.Join(root, "usr/lib/systemd/system/enginehealth.service"))
 	if err != nil {
 		t.Fatal(err)
@@ -280,5 +299,112 @@ func TestInstalledTree(t *testing.T) {
 	check.Env = append(os.Environ(), "ENGINEHEALTH_DSN=postgres://enginehealth@db.example.net/engines")
 	if out, err := check.CombinedOutput(); err != nil || !strings.Contains(string(out), ": valid") {
 		t.Fatalf("config check of the installed example: %v\n%s", err, out)
+	}
+}
+
+// install extracts the .deb into a new throw-away root (dpkg -x: what
+// dpkg -i unpacks, without a real system) and returns the root.
+func install(t *testing.T) string {
+	t.Helper()
+	deb, _ := packages(t)
+	root := t.TempDir()
+	if out, err := exec.Command("dpkg-deb", "-x", deb, root).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -x: %v\n%s", err, out)
+	}
+	return root
+}
+
+// TestInstalledNodeBecomesReady follows docs/install.md from a clean
+// shell: the packaged example tables are created in a database, the
+// installed example configuration is pointed at that database (through
+// the variable its database.dsn_env names, as /etc/default/enginehealth
+// sets it) and at etcd, and the installed binary runs: it migrates,
+// becomes master and Ready (`enginehealth wait ready`, the engine
+// drop-in's check, exits 0), and stops cleanly on SIGTERM.
+func TestInstalledNodeBecomesReady(t *testing.T) {
+	t.Parallel()
+	root := install(t)
+	dsn := pg.NewDatabase(t)
+	tables, err := os.ReadFile(filepath.Join(root, "usr/share/doc/enginehealth/examples/example-tables.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(string(tables)); err != nil {
+		t.Fatalf("example-tables.sql: %v", err)
+	}
+	// Point the example at this etcd and a free port: what an operator
+	// edits (endpoints, listen), nothing else.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := ln.Addr().String()
+	ln.Close()
+	example, err := os.ReadFile(filepath.Join(root, "etc/enginehealth/enginehealth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(example), "endpoints: [127.0.0.1:2379]", "endpoints: ["+etcd.Endpoint+"]", 1)
+	cfg = strings.Replace(cfg, "listen: 127.0.0.1:8642", "listen: "+api, 1)
+	cfg = strings.Replace(cfg, "prefix: /enginehealth/", "prefix: /"+t.Name()+"/", 1)
+	if cfg == string(example) || strings.Count(cfg, etcd.Endpoint) != 1 || !strings.Contains(cfg, "listen: "+api) {
+		t.Fatalf("the installed example no longer has the lines this test edits:\n%s", example)
+	}
+	path := filepath.Join(root, "etc/enginehealth/enginehealth.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "usr/bin/enginehealth")
+	env := append(os.Environ(), "ENGINEHEALTH_DSN="+dsn)
+	daemon := exec.Command(bin, "run", "--config", path)
+	daemon.Env = env
+	var log testkit.Buffer
+	daemon.Stdout, daemon.Stderr = &log, &log
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- daemon.Wait() }()
+	defer func() {
+		if t.Failed() {
+			t.Logf("the installed daemon's log:\n%s", log.String())
+		}
+	}()
+	wait := exec.Command(bin, "wait", "ready", "--api", api, "--timeout", "60s")
+	wait.Env = env
+	if out, err := wait.CombinedOutput(); err != nil {
+		_ = daemon.Process.Kill()
+		t.Fatalf("enginehealth wait ready: %v\n%s", err, out)
+	}
+	status := exec.Command(bin, "status", "--api", api, "-o", "json")
+	out, err := status.CombinedOutput()
+	var report struct {
+		Status struct {
+			Master struct{ Name string } `json:"master"`
+			Build  struct{ Version string }
+		} `json:"status"`
+	}
+	st := &report.Status
+	if err != nil || json.Unmarshal(out, &report) != nil || st.Master.Name != "node-a" || st.Build.Version != testVersion {
+		t.Fatalf("enginehealth status: %v\n%s", err, out)
+	}
+	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the installed daemon exited with %v after SIGTERM", err)
+		}
+	case <-ctx.Done():
+		_ = daemon.Process.Kill()
+		t.Fatal("the installed daemon still runs 30 s after SIGTERM")
 	}
 }
