@@ -73,7 +73,7 @@ faults:
 bench:
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./... | tee bench.out
 	@echo
-	$(GO) run ./internal/tools/benchreport -readme docs/benchmarks.md bench.out
+	$(GO) run ./internal/tools/benchreport -doc docs/benchmarks.md bench.out
 
 # The whole story on embedded defaults: a temporary PostgreSQL cluster and
 # an in-process etcd, three nodes, demo engines, a killed node and master.
