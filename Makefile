@@ -77,15 +77,17 @@ faults:
 
 # Every Go benchmark, once each; domain figures are reported with
 # b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,
-# then a summary beside the targets of DESIGN.md.
+# then a summary beside the design targets, also written into the table of
+# docs/benchmarks.md.
 bench:
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./... | tee bench.out
 	@echo
-	$(GO) run ./internal/tools/benchreport -readme README.md bench.out
+	$(GO) run ./internal/tools/benchreport -doc docs/benchmarks.md bench.out
 
 # The whole story on embedded defaults: a temporary PostgreSQL cluster and
 # an in-process etcd, three nodes, demo engines, a killed node and master.
-# Needs the PostgreSQL server binaries (see README.md); DEMO_FLAGS=--keep
+# Needs the PostgreSQL server binaries (see README.md, Prerequisites; what it
+# shows: docs/demo.md); DEMO_FLAGS=--keep
 # keeps the surviving node up until Ctrl-C.
 demo:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/enginehealth ./cmd/demo-engine ./cmd/enginehealth-demo

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	testkit.Main(m, func(m *testing.M) int { return pgtest.Main(m, &pg) })
 }
 
-// DDL is the claims table layout documented in README.md.
+// DDL is the claims table layout documented in docs/claim-protocol.md.
 const DDL = `
 CREATE SCHEMA app;
 CREATE TABLE app.invoice (id bigserial PRIMARY KEY, status text NOT NULL);

@@ -43,6 +43,30 @@ func TestExampleIsValid(t *testing.T) {
 	}
 }
 
+// TestQuickstartIsValid: the configuration of the README's quick start
+// loads, with its one warning (a single etcd endpoint) and the demo
+// engine's workflow.
+func TestQuickstartIsValid(t *testing.T) {
+	data, err := os.ReadFile("quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data, "quickstart.yaml", env("ENGINEHEALTH_DSN", "postgres://quickstart:quickstart@127.0.0.1:5432/quickstart?sslmode=disable",
+		"ENGINEHEALTH_TOKEN", "quickstart-token-0123456789"))
+	if err != nil {
+		t.Fatalf("quick start config rejected: %v", err)
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Path != "etcd.endpoints" {
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+	if cfg.Node.Name != "node-a" || cfg.API.Token == "" || len(cfg.Workflows) != 1 || cfg.Workflows[0].Table != "demo.orders" {
+		t.Fatalf("decoded: node %q, token set %v, workflows %+v", cfg.Node.Name, cfg.API.Token != "", cfg.Workflows)
+	}
+	if ship := cfg.Workflows[0].Tasks[1]; ship.OnInterrupt.Strategy != StrategyHold {
+		t.Errorf("ship on_interrupt: %+v", ship.OnInterrupt)
+	}
+}
+
 // minimal is the smallest valid configuration; broken cases edit it.
 const minimal = `
 database: {dsn_env: ENGINEHEALTH_DSN}

@@ -207,7 +207,7 @@ func (c *Config) validate(v *validator) {
 				v.add("etcd.trust_margin", "%s leaves a trust window (lease_ttl − trust_margin = %s) no longer than lease_ttl/3 (%s): it must outlast a few keep-alive rounds",
 					margin, window, ttl/3)
 			case window <= time.Second+ttl/3:
-				v.warn("etcd.trust_margin", "the trust window (lease_ttl − trust_margin = %s) is not longer than one etcd leader election (1s) plus lease_ttl/3 (%s): losing the etcd leader suspends the master and may move it; see README, The master",
+				v.warn("etcd.trust_margin", "the trust window (lease_ttl − trust_margin = %s) is not longer than one etcd leader election (1s) plus lease_ttl/3 (%s): losing the etcd leader suspends the master and may move it; see docs/design.md, The master",
 					window, ttl/3)
 			}
 		}

@@ -93,7 +93,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) err
 				return fmt.Errorf("read term: %w", err)
 			}
 			if cur.Term != o.Term || cur.Incarnation == nil || *cur.Incarnation != c.Incarnation {
-				err := fmt.Errorf("%w: term %d recorded by %s, ours is %d (if etcd was rebuilt from scratch, its revisions restarted: see README, The master)",
+				err := fmt.Errorf("%w: term %d recorded by %s, ours is %d (if etcd was rebuilt from scratch, its revisions restarted: see docs/operations.md, If etcd is rebuilt from scratch)",
 					ErrDeposed, cur.Term, cur.Node, o.Term)
 				o.depose(err)
 				return err

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestDelaySequences: the sequences of the README, exactly (no jitter).
+// TestDelaySequences: the sequences of docs/retry-policies.md, exactly (no jitter).
 func TestDelaySequences(t *testing.T) {
 	none := func() float64 { t.Fatal("rnd called without jitter"); return 0 }
 	seq := func(b Backoff, n int) []time.Duration {

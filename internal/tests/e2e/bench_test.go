@@ -26,7 +26,7 @@ const leaseTTL = 3 * time.Second
 // BenchmarkFailover measures the time from signalling the master of a
 // three-node cluster to a new master in office (its term recorded in the
 // database: failover-ms) and to one that acts (GET /v1/leader?local=true
-// answers 200: acting-ms). Targets (DESIGN.md): in office after a kill ≤
+// answers 200: acting-ms). Targets (docs/benchmarks.md): in office after a kill ≤
 // lease TTL + 1000 ms, after a graceful stop ≤ 1000 ms; acting after a kill
 // also waits out the old master's trust window (lease TTL − trust margin).
 func BenchmarkFailover(b *testing.B) {

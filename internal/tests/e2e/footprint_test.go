@@ -41,7 +41,7 @@ func procUsage(pid int) (rss int64, cpu time.Duration, err error) {
 
 // BenchmarkIdleFootprint runs two daemons with nothing to repair for 60 s
 // (one master, one not) and reports their RSS and CPU time over the window.
-// Target (DESIGN.md): under 40 MB RSS, no busy loops.
+// Target (docs/benchmarks.md): under 40 MB RSS, no busy loops.
 func BenchmarkIdleFootprint(b *testing.B) {
 	for range b.N {
 		c := newCluster(b)

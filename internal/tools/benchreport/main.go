@@ -1,14 +1,15 @@
 // Command benchreport reads `go test -bench` output and prints the domain
-// figures beside their targets from DESIGN.md. With -readme FILE it also
-// rewrites the table between the markers
+// figures beside their design targets. With -doc FILE it also rewrites the
+// table between the markers
 //
 //	<!-- bench:start --> and <!-- bench:end -->
 //
-// of that file, with the date and the machine. It exits 1 when a figure
-// named here is missing from the output (a benchmark did not run).
+// of that Markdown file (docs/benchmarks.md for make bench), with the date
+// and the machine. It exits 1 when a figure named here is missing from the
+// output (a benchmark did not run).
 //
 //	go test -run '^$' -bench . ./... | tee bench.out
-//	go run ./internal/tools/benchreport -readme README.md bench.out
+//	go run ./internal/tools/benchreport -doc docs/benchmarks.md bench.out
 package main
 
 import (
@@ -154,7 +155,11 @@ var rows = []row{
 }
 
 func main() {
-	readme := flag.String("readme", "", "file whose bench:start/bench:end block is rewritten")
+	doc := flag.String("doc", "", "Markdown file whose bench:start/bench:end block is rewritten (make bench: docs/benchmarks.md)")
+	flag.Usage = func() {
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: benchreport [-doc docs/benchmarks.md] [bench.out]")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	in := io.Reader(os.Stdin)
 	if flag.NArg() > 0 {
@@ -192,8 +197,8 @@ func main() {
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.figure, strconv.FormatFloat(v, 'f', -1, 64), r.metric, r.target(m), verdict, r.bench)
 	}
 	tw.Flush()
-	if *readme != "" {
-		if err := rewrite(*readme, res); err != nil {
+	if *doc != "" {
+		if err := rewrite(*doc, res); err != nil {
 			fmt.Fprintln(os.Stderr, "benchreport:", err)
 			os.Exit(1)
 		}
