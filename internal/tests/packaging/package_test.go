@@ -180,6 +180,19 @@ func TestPackagesHoldTheSameFiles(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Fatalf(".deb files\n%s\nwant\n%s", strings.Join(files, "\n"), strings.Join(want, "\n"))
 	}
+	// docs/install.md lists them (the man pages as one pattern).
+	doc, err := os.ReadFile(filepath.Join(repo, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(files, rpmOnly...) {
+		if strings.HasPrefix(f, "/usr/share/man/man1/") {
+			f = "/usr/share/man/man1/enginehealth*.1.gz"
+		}
+		if !strings.Contains(string(doc), "`"+f+"`") {
+			t.Errorf("docs/install.md does not list %s", f)
+		}
+	}
 	// The configuration files are the package manager's to keep.
 	out, err := exec.Command("dpkg-deb", "--info", deb, "conffiles").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "/etc/default/enginehealth\n/etc/enginehealth/enginehealth.yaml" &&
