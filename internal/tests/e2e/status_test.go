@@ -462,7 +462,9 @@ func must[T any](v T, err error) func(testing.TB) T {
 }
 
 // chromium returns a browser context of a headless Debian Chromium, its
-// own profile, no network but the page's.
+// own profile and temporary directory (it leaves an empty
+// org.chromium.Chromium.* directory behind in its TMPDIR: the test's,
+// removed with it), no network but the page's.
 func chromium(t *testing.T) context.Context {
 	t.Helper()
 	exe := "/usr/bin/chromium"
@@ -473,12 +475,26 @@ func chromium(t *testing.T) context.Context {
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
 		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-features", "MediaRouter,OptimizationHints,Translate"),
 	)
+	left := func() []string {
+		m, _ := filepath.Glob(filepath.Join(os.TempDir(), "org.chromium.Chromium.*"))
+		return m
+	}
+	before := left()
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		for _, d := range left() {
+			if !slices.Contains(before, d) {
+				t.Errorf("the browser left %s behind in the system's temporary directory", d)
+			}
+		}
+	})
 	return ctx
 }
