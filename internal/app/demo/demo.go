@@ -327,6 +327,8 @@ func (r *run) story(ctx context.Context) error {
 		hosts[n].engine = p
 	}
 	r.say("started a demo engine on each node (3 workers each, %s per task)", taskDuration)
+	r.say("  each engine fails 5%% of its tasks on purpose, as engines do: ReserveFailed and ShipFailed below are those")
+	r.say("  failures, the engine's own (no on_failure policy here retries them), not the sidecar's repairs")
 	if err := r.progress(ctx, 5); err != nil {
 		return err
 	}
@@ -389,7 +391,7 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 	if err := r.db.SelectContext(ctx, &held, `SELECT instance_id::text FROM demo.orders_claim WHERE node = $1`, h.name); err != nil {
 		return err
 	}
-	r.say("SIGKILL %s %s (sidecar and engine): it held %d claims", what, h.name, len(held))
+	r.say("SIGKILL %s %s (sidecar and engine): it held %s", what, h.name, count(len(held), "claim"))
 	k := Kill{Node: h.name, Master: isMaster, At: killed, Claims: len(held)}
 	if isMaster {
 		if err := r.until(ctx, 60*time.Second, "a new master", func() (bool, error) {
@@ -423,7 +425,7 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 		AND instance = ANY($1) AND state = 'held'`, pq.Array(held)); err != nil {
 		return err
 	}
-	r.say("  its %d interrupted instances repaired %d ms after the kill (%d shipments held for an operator)", len(held), k.Repaired.Milliseconds(), parked)
+	r.say("  its %s repaired %d ms after the kill (%s held for an operator)", count(len(held), "interrupted instance"), k.Repaired.Milliseconds(), count(parked, "shipment"))
 	if err := r.until(ctx, 60*time.Second, h.name+" Not responding", func() (bool, error) {
 		var s string
 		err := r.db.GetContext(ctx, &s, `SELECT status FROM enginehealth.nodes WHERE name = $1`, h.name)
@@ -474,7 +476,11 @@ func (r *run) policies(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	r.say("  the %d released shipments are done", len(held))
+	verb := "are"
+	if len(held) == 1 {
+		verb = "is"
+	}
+	r.say("  the %s %s done", count(len(held), "released shipment"), verb)
 	return r.show(ctx, addr, "events", "--instance", "orders/"+held[0])
 }
 
@@ -611,7 +617,7 @@ func (r *run) timeline(ctx context.Context) error {
 	tl.ClaimsExpired = map[string]int{}
 	for _, e := range ce {
 		tl.ClaimsExpired[e.Node] += e.N
-		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%d claims of %s expired", e.N, e.Node)})
+		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%s of %s expired", count(e.N, "claim"), e.Node)})
 	}
 	var rep []struct {
 		Trigger string         `db:"trigger"`
@@ -638,7 +644,7 @@ func (r *run) timeline(ctx context.Context) error {
 		if e.Node.Valid {
 			whose = "interrupted on " + e.Node.String
 		}
-		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%s recovery %s %d instances %s → %s (%s)", e.Trigger, verb, e.N, e.From, e.To, whose)})
+		tl.Entries = append(tl.Entries, Entry{e.First, fmt.Sprintf("%s recovery %s %s %s → %s (%s)", e.Trigger, verb, count(e.N, "instance"), e.From, e.To, whose)})
 	}
 	var rest []struct {
 		At     time.Time      `db:"at"`
@@ -672,11 +678,15 @@ func (r *run) timeline(ctx context.Context) error {
 			text = fmt.Sprintf("poison order %d interrupted on %s: %s → %s: %s", poisonID, cmp.Or(e.Node.String, "?"), e.From.String, e.To.String, e.Reason)
 			tl.Poison = append(tl.Poison, text)
 		case "instance_held":
-			text = fmt.Sprintf("%d shipments interrupted on %s held for an operator (ship: on_interrupt hold)", e.N, cmp.Or(e.Node.String, "?"))
+			text = fmt.Sprintf("%s interrupted on %s held for an operator (ship: on_interrupt hold)", count(e.N, "shipment"), cmp.Or(e.Node.String, "?"))
 		case "hold_decided":
-			text = fmt.Sprintf("the operator released %d held shipments (holds retry)", e.N)
+			text = fmt.Sprintf("the operator released %s (holds retry)", count(e.N, "held shipment"))
 		case "node_grade":
 			text = fmt.Sprintf("%s failover grade %s → %s: %s", e.Node.String, e.From.String, e.To.String, e.Reason)
+			if e.From.String == e.To.String {
+				// A change the cap held back: the grade stays.
+				text = fmt.Sprintf("%s stays at failover grade %s: %s", e.Node.String, e.To.String, e.Reason)
+			}
 			tl.Grades = append(tl.Grades, text)
 		}
 		tl.Entries = append(tl.Entries, Entry{e.At, text})
@@ -718,4 +728,12 @@ func (tl *Timeline) Ports() []string {
 		}
 	}
 	return open
+}
+
+// count says n things: "1 claim", "3 claims".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

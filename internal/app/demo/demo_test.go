@@ -42,11 +42,18 @@ func TestDemo(t *testing.T) {
 		t.Fatal("the timeline was not checked against the database")
 	}
 	for _, want := range []string{"Timeline (from the events table", "took office as master", "went Not responding",
-		"claims of", "failover after SIGKILL of the master", "crash to repair",
+		"of node-", "failover after SIGKILL of the master", "crash to repair",
 		"poison order 51 interrupted on", "exhausted after 3 retries", "$ enginehealth holds retry --all", "held for an operator",
-		"$ enginehealth events --instance orders/51", "failover grade NORMAL → WARNING"} {
+		"$ enginehealth events --instance orders/51", "failover grade NORMAL → WARNING", "fails 5% of its tasks on purpose"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Plurals agree, and a grade the cap held back is not a change.
+	for _, bad := range []string{" 1 claims", " 1 instances", " 1 interrupted instances", " 1 shipments", " 1 held shipments",
+		"WARNING → WARNING", "ERROR → ERROR", "NORMAL → NORMAL"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("output says %q", bad)
 		}
 	}
 	// Nothing left behind.
