@@ -38,6 +38,19 @@ func writeManPages(dir string) error {
 	})
 }
 
+// writeMarkdown writes a Markdown page per command (from the same help)
+// into dir: enginehealth.md, enginehealth_status.md…, each linking its
+// parent and subcommands. docs/cli.md links them; TestCLIPagesFresh fails
+// when those in docs/cli are stale.
+func writeMarkdown(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root := newRoot(io.Discard, io.Discard)
+	disableAutoGenTag(root)
+	return doc.GenMarkdownTree(root, filepath.Clean(dir))
+}
+
 func disableAutoGenTag(c *cobra.Command) {
 	c.DisableAutoGenTag = true
 	for _, s := range c.Commands() {
