@@ -15,6 +15,11 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
+// docs/configuration.md's reference of every key is written from Keys,
+// the model's types and ReloadableKeys by internal/tools/configdoc;
+// TestPageIsCurrent (in configdoc) fails when the page is stale.
+//go:generate go run ../internal/tools/configdoc -page ../docs/configuration.md
+
 // KeyDoc is what the reference says of one key, besides what the model's
 // Go type says (its type, its place): a fact here is a value of the code
 // (a Default* constant, a bound the validator uses), and a test holds
