@@ -56,6 +56,11 @@ const (
 	DefaultBackoffBase             = recovery.DefaultBackoffBase
 	DefaultBackoffMaxDelay         = recovery.DefaultBackoffMaxDelay
 	DefaultRandomizedMultiplier    = recovery.DefaultRandomizedMultiplier
+	DefaultInstanceColumn          = "instance_id"
+	DefaultNodeColumn              = "node"
+	DefaultTokenColumn             = "token"
+	DefaultClaimedAtColumn         = "claimed_at"
+	DefaultExpiresAtColumn         = "expires_at"
 )
 
 // Values of node.on_unexpected_shutdown (nodes owns them).

@@ -235,11 +235,11 @@ func (c *Config) applyDefaults() {
 	for i := range c.Workflows {
 		w := &c.Workflows[i]
 		if w.Claims != nil {
-			w.Claims.InstanceColumn = cmp.Or(w.Claims.InstanceColumn, "instance_id")
-			w.Claims.NodeColumn = cmp.Or(w.Claims.NodeColumn, "node")
-			w.Claims.TokenColumn = cmp.Or(w.Claims.TokenColumn, "token")
-			w.Claims.ClaimedAtColumn = cmp.Or(w.Claims.ClaimedAtColumn, "claimed_at")
-			w.Claims.ExpiresAtColumn = cmp.Or(w.Claims.ExpiresAtColumn, "expires_at")
+			w.Claims.InstanceColumn = cmp.Or(w.Claims.InstanceColumn, DefaultInstanceColumn)
+			w.Claims.NodeColumn = cmp.Or(w.Claims.NodeColumn, DefaultNodeColumn)
+			w.Claims.TokenColumn = cmp.Or(w.Claims.TokenColumn, DefaultTokenColumn)
+			w.Claims.ClaimedAtColumn = cmp.Or(w.Claims.ClaimedAtColumn, DefaultClaimedAtColumn)
+			w.Claims.ExpiresAtColumn = cmp.Or(w.Claims.ExpiresAtColumn, DefaultExpiresAtColumn)
 		}
 		for j := range w.Tasks {
 			t := &w.Tasks[j]

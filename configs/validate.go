@@ -125,8 +125,23 @@ func (v *validator) within(path string, d, lo, hi time.Duration) bool {
 	return false
 }
 
-// Upper bounds of durations: beyond them a value is a typo, not a choice.
+// Bounds of values: below a floor a value would make the daemon spin or
+// give up at once, beyond a ceiling it is a typo, not a choice. The key
+// table (Keys, keys.go) documents each with the same constant, and
+// TestDocumentedRanges loads a value just outside each.
 const (
+	minHeartbeatInterval  = 100 * time.Millisecond
+	minShutdownTimeout    = time.Second
+	minStatementTimeout   = time.Second
+	minConnectTimeout     = 100 * time.Millisecond
+	minDialTimeout        = 100 * time.Millisecond
+	minSweepInterval      = time.Second
+	minClaimTimeout       = time.Second
+	minGradePeriod        = time.Second
+	minBackoffDelay       = time.Millisecond
+	minOpenConns          = 2
+	minBatchSize          = 1
+	maxBatchSize          = 100000
 	maxHeartbeatInterval  = time.Minute
 	maxShutdownTimeout    = 10 * time.Minute
 	maxStatementTimeout   = time.Hour
@@ -151,9 +166,9 @@ func (c *Config) validate(v *validator) {
 	if c.Node.Name != "" && nodes.ValidName(c.Node.Name) != nil {
 		v.add("node.name", "%s is not a safe name (letters, digits, '.', '_', '-'; at most 63; starts with a letter or digit)", excerpt(c.Node.Name))
 	}
-	hbOK := v.within("node.heartbeat_interval", c.Node.HeartbeatInterval, 100*time.Millisecond, maxHeartbeatInterval)
-	v.within("node.shutdown_timeout", c.Node.ShutdownTimeout, time.Second, maxShutdownTimeout)
-	if o := c.Node.OnUnexpectedShutdown; o != UnexpectedShutdownAck && o != UnexpectedShutdownRecover {
+	hbOK := v.within("node.heartbeat_interval", c.Node.HeartbeatInterval, minHeartbeatInterval, maxHeartbeatInterval)
+	v.within("node.shutdown_timeout", c.Node.ShutdownTimeout, minShutdownTimeout, maxShutdownTimeout)
+	if o := c.Node.OnUnexpectedShutdown; !slices.Contains(unexpectedShutdowns, o) {
 		v.add("node.on_unexpected_shutdown", "%s: want ack or recover", excerpt(o))
 	}
 
@@ -164,10 +179,10 @@ func (c *Config) validate(v *validator) {
 	case strings.HasPrefix(strings.ToLower(schema), "pg_") || strings.EqualFold(schema, "information_schema"):
 		v.add("database.schema", "%s is a PostgreSQL system schema: the sidecar needs a schema of its own", excerpt(schema))
 	}
-	v.within("database.statement_timeout", c.Database.StatementTimeout, time.Second, maxStatementTimeout)
-	v.within("database.connect_timeout", c.Database.ConnectTimeout, 100*time.Millisecond, maxConnectTimeout)
-	if n := c.Database.MaxOpenConns; n < 2 || n > maxOpenConns {
-		v.add("database.max_open_conns", "must be between 2 and %d, got %d", maxOpenConns, n)
+	v.within("database.statement_timeout", c.Database.StatementTimeout, minStatementTimeout, maxStatementTimeout)
+	v.within("database.connect_timeout", c.Database.ConnectTimeout, minConnectTimeout, maxConnectTimeout)
+	if n := c.Database.MaxOpenConns; n < minOpenConns || n > maxOpenConns {
+		v.add("database.max_open_conns", "must be between %d and %d, got %d", minOpenConns, maxOpenConns, n)
 	}
 	if c.Database.DSN != "" {
 		if err := checkDSN(c.Database.DSN); err != nil {
@@ -212,7 +227,7 @@ func (c *Config) validate(v *validator) {
 			}
 		}
 	}
-	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, 100*time.Millisecond, maxDialTimeout)
+	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, minDialTimeout, maxDialTimeout)
 
 	// health
 	if sched, err := health.ParseSchedule(c.Health.Schedule); err != nil {
@@ -234,20 +249,20 @@ func (c *Config) validate(v *validator) {
 	// A sweep is part of a pass: it cannot come more often than passes.
 	// A schedule longer than a day (@weekly) sweeps with every pass: its
 	// period is the longest interval allowed then.
-	if sweep, period := c.Health.SweepInterval, c.Health.ParsedSchedule.Period(); v.within("health.sweep_interval", sweep, time.Second, max(maxSweepInterval, period)) &&
+	if sweep, period := c.Health.SweepInterval, c.Health.ParsedSchedule.Period(); v.within("health.sweep_interval", sweep, minSweepInterval, max(maxSweepInterval, period)) &&
 		period > 0 && sweep < period {
 		v.add("health.sweep_interval", "%s is shorter than one period of health.schedule (%s): a sweep runs with a pass, so at most once a period",
 			sweep, period)
 	}
 
 	// recovery
-	if b := c.Recovery.BatchSize; b < 1 || b > 100000 {
-		v.add("recovery.batch_size", "must be between 1 and 100000, got %d", b)
+	if b := c.Recovery.BatchSize; b < minBatchSize || b > maxBatchSize {
+		v.add("recovery.batch_size", "must be between %d and %d, got %d", minBatchSize, maxBatchSize, b)
 	}
 
 	// failover
-	v.within("failover.window", c.Failover.Window, time.Second, maxGradePeriod)
-	v.within("failover.quiet_period", c.Failover.QuietPeriod, time.Second, maxGradePeriod)
+	v.within("failover.window", c.Failover.Window, minGradePeriod, maxGradePeriod)
+	v.within("failover.quiet_period", c.Failover.QuietPeriod, minGradePeriod, maxGradePeriod)
 	if f := *c.Failover.MaxErrorFraction; !(f >= 0 && f <= 1) {
 		v.add("failover.max_error_fraction", "must be in [0, 1], got %v", f)
 	}
@@ -298,10 +313,10 @@ func (c *Config) validate(v *validator) {
 	}
 
 	// log
-	if !slices.Contains([]string{"auto", "text", "json"}, c.Log.Format) {
+	if !slices.Contains(logFormats, c.Log.Format) {
 		v.add("log.format", "%s: want auto, text or json", excerpt(c.Log.Format))
 	}
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+	if !slices.Contains(logLevels, c.Log.Level) {
 		v.add("log.level", "%s: want debug, info, warn or error", excerpt(c.Log.Level))
 	}
 
@@ -375,7 +390,7 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 			}
 		}
 		if w.Claimable {
-			v.within(tp+".claim_timeout", t.ClaimTimeout, time.Second, maxClaimTimeout)
+			v.within(tp+".claim_timeout", t.ClaimTimeout, minClaimTimeout, maxClaimTimeout)
 		}
 		for _, pol := range []struct {
 			key string
@@ -452,7 +467,7 @@ func (t *Task) validate(v *validator, tp string) {
 }
 
 func (pol *Policy) validate(v *validator, p string) {
-	if !slices.Contains([]string{StrategyNone, StrategyRetry, StrategyHold}, pol.Strategy) {
+	if !slices.Contains(strategies, pol.Strategy) {
 		v.add(p+".strategy", "%s: want none, retry or hold", excerpt(pol.Strategy))
 	}
 	if pol.MaxAttempts < 1 || pol.MaxAttempts > maxAttempts {
@@ -490,18 +505,17 @@ func (pol *Policy) validate(v *validator, p string) {
 	}
 	b := &pol.Backoff
 	bp := p + ".backoff"
-	kinds := []string{BackoffFixed, BackoffLinear, BackoffExponential, BackoffFibonacci, BackoffRandomizedExponential, BackoffSchedule}
-	if !slices.Contains(kinds, b.Kind) {
-		v.add(bp+".kind", "%s: want one of %s", excerpt(b.Kind), strings.Join(kinds, ", "))
+	if !slices.Contains(backoffKinds, b.Kind) {
+		v.add(bp+".kind", "%s: want one of %s", excerpt(b.Kind), strings.Join(backoffKinds, ", "))
 	}
 	// Delays are kept, compared and said to the millisecond: a finer
 	// one would be a retry "in 0s" that still waits for a pass.
 	if d := *b.Base; d < 0 || d > maxBackoffDelay {
 		v.add(bp+".base", "must be in [0s, %s], got %s", maxBackoffDelay, d)
-	} else if d > 0 && d < time.Millisecond {
-		v.add(bp+".base", "%s is below 1ms, the finest delay kept; write 0s for a retry at once", d)
+	} else if d > 0 && d < minBackoffDelay {
+		v.add(bp+".base", "%s is below %s, the finest delay kept; write 0s for a retry at once", d, minBackoffDelay)
 	}
-	if v.within(bp+".max_delay", b.MaxDelay, time.Millisecond, maxBackoffDelay) && b.MaxDelay < *b.Base {
+	if v.within(bp+".max_delay", b.MaxDelay, minBackoffDelay, maxBackoffDelay) && b.MaxDelay < *b.Base {
 		v.add(bp+".max_delay", "%s is less than base (%s)", b.MaxDelay, *b.Base)
 	}
 	if j := *b.Jitter; !(j >= 0 && j < 1) {
@@ -524,7 +538,7 @@ func (pol *Policy) validate(v *validator, p string) {
 		v.add(bp+".schedule", "only applies to kind schedule")
 	}
 	for i, d := range b.Schedule {
-		if v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, time.Millisecond, maxBackoffDelay) && d > b.MaxDelay {
+		if v.within(fmt.Sprintf("%s.schedule[%d]", bp, i), d, minBackoffDelay, maxBackoffDelay) && d > b.MaxDelay {
 			// The cap would cut it short without a word.
 			v.add(fmt.Sprintf("%s.schedule[%d]", bp, i), "%s is more than max_delay (%s), which caps every delay: raise max_delay or lower the entry", d, b.MaxDelay)
 		}

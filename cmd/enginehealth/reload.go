@@ -49,9 +49,10 @@ type reloader struct {
 
 // reloadable is a part of the configuration the daemon applies while it
 // runs: keys are the key paths it takes (a key or a prefix ending in
-// "."), apply installs next's values (or refuses them, changing nothing)
-// and says what changed that no key shows (a certificate renewed in
-// place), if anything.
+// "."): one of configs' Reload*Keys lists, which docs/configuration.md
+// is written from; apply installs next's values (or refuses them,
+// changing nothing) and says what changed that no key shows (a
+// certificate renewed in place), if anything.
 type reloadable struct {
 	keys  []string
 	apply func(next *configs.Config) (changed []string, err error)
@@ -59,7 +60,7 @@ type reloadable struct {
 
 // logLevel makes log.level reloadable through level.
 func logLevel(level *slog.LevelVar) reloadable {
-	return reloadable{keys: []string{"log.level"}, apply: func(next *configs.Config) ([]string, error) {
+	return reloadable{keys: configs.ReloadLogKeys, apply: func(next *configs.Config) ([]string, error) {
 		return nil, level.UnmarshalText([]byte(next.Log.Level))
 	}}
 }
@@ -69,7 +70,7 @@ func logLevel(level *slog.LevelVar) reloadable {
 // request is checked against. Turning mutations on or off (no operators
 // at start, or none now) needs a restart.
 func operators(tokens *api.Tokens) reloadable {
-	return reloadable{keys: []string{"api.tokens_file", "api.token_file", "api.token_env"}, apply: func(next *configs.Config) ([]string, error) {
+	return reloadable{keys: configs.ReloadOperatorKeys, apply: func(next *configs.Config) ([]string, error) {
 		ops := next.API.Operators
 		switch {
 		case tokens == nil && len(ops) == 0:
@@ -98,7 +99,7 @@ func operators(tokens *api.Tokens) reloadable {
 // restart.
 func certificates(run *configs.Config) reloadable {
 	return reloadable{
-		keys: []string{"api.tls.cert_file", "api.tls.key_file", "api.tls.client_ca_file", "api.tls.ca_file", "etcd.tls.cert_file", "etcd.tls.key_file", "etcd.tls.ca_file"},
+		keys: configs.ReloadCertificateKeys,
 		apply: func(next *configs.Config) ([]string, error) {
 			a, n := run.API, next.API
 			if (a.TLS == nil) != (n.TLS == nil) {
@@ -134,6 +135,17 @@ func certificates(run *configs.Config) reloadable {
 			return changed, nil
 		},
 	}
+}
+
+// reloadParts are the parts of the configuration run reloads: the
+// operators, the certificates, and log.level unless level is nil (the
+// logger's level is fixed then, in tests: a change needs a restart).
+func reloadParts(tokens *api.Tokens, run *configs.Config, level *slog.LevelVar) []reloadable {
+	parts := []reloadable{operators(tokens), certificates(run)}
+	if level != nil {
+		parts = append(parts, logLevel(level))
+	}
+	return parts
 }
 
 func newReloader(cfg *configs.Config, log *slog.Logger, poll time.Duration, hup <-chan os.Signal, parts ...reloadable) *reloader {

@@ -143,3 +143,31 @@ func TestReloadAppliesAndNamesTheRest(t *testing.T) {
 		t.Fatalf("after going back to the start's values, %v keys need a restart", n)
 	}
 }
+
+// TestReloadPartsAreTheDocumentedKeys: the parts run reloads take
+// exactly configs.ReloadableKeys, from which docs/configuration.md says
+// which keys a reload applies, and own a key exactly when
+// configs.Reloadable says a reload applies it.
+func TestReloadPartsAreTheDocumentedKeys(t *testing.T) {
+	parts := reloadParts(nil, &configs.Config{}, new(slog.LevelVar))
+	var keys []string
+	for _, p := range parts {
+		keys = append(keys, p.keys...)
+	}
+	slices.Sort(keys)
+	want := slices.Sorted(slices.Values(configs.ReloadableKeys()))
+	if !slices.Equal(keys, want) {
+		t.Fatalf("the reloader's parts take %v, configs.ReloadableKeys says %v", keys, want)
+	}
+	ref, err := configs.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ref {
+		path := strings.ReplaceAll(k.Path, "[]", "[0]")
+		owned := slices.ContainsFunc(parts, func(p reloadable) bool { return p.owns(path) })
+		if owned != configs.Reloadable(path) {
+			t.Errorf("%s: a part owns it: %v; configs.Reloadable: %v", path, owned, configs.Reloadable(path))
+		}
+	}
+}

@@ -337,11 +337,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	g.Go(func() error { return hb.Run(gctx) })
 	// SIGHUP (systemctl reload) and changed files: what can change while
 	// the daemon runs is applied, the rest is logged as needing a restart.
-	parts := []reloadable{operators(tokens), certificates(cfg)}
-	if level != nil { // else the logger's level is fixed (tests): a change needs a restart
-		parts = append(parts, logLevel(level))
-	}
-	reload := newReloader(cfg, log, DefaultReloadPoll, hup, parts...)
+	reload := newReloader(cfg, log, DefaultReloadPoll, hup, reloadParts(tokens, cfg, level)...)
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error { return certs.Run(gctx, certLog) })
 	g.Go(func() error { return etcdState.Run(gctx) })
