@@ -431,8 +431,18 @@ func TestDSNTLSFiles(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("SECRET-CONTENT not a certificate\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO or a device never blocks the check (outside review: a FIFO
+	// as sslrootcert hung config check for good).
+	fifo := filepath.Join(dir, "fifo.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := "postgres://eh:s3cr3t@db.example:5432/eh?sslmode=verify-full"
 	for dsn, want := range map[string]string{
+		base + "&sslrootcert=" + fifo:                                     "sslrootcert " + fifo + ": not a regular file (a FIFO)",
+		base + "&sslrootcert=/dev/zero":                                   "sslrootcert /dev/zero: not a regular file (a character device)",
+		base + "&sslcert=" + fifo + "&sslkey=" + a.KeyFile:                "sslcert " + fifo + ": not a regular file (a FIFO)",
+		base + "&sslcert=" + a.CertFile + "&sslkey=/dev/zero":             "sslkey /dev/zero: not a regular file (a character device)",
 		base + "&sslrootcert=" + filepath.Join(dir, "absent.pem"):         "sslrootcert: open " + filepath.Join(dir, "absent.pem"),
 		base + "&sslrootcert=" + notPEM:                                   "sslrootcert " + notPEM + ": no PEM certificate",
 		base + "&sslcert=" + a.CertFile:                                   "sslcert " + a.CertFile + " without sslkey",

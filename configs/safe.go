@@ -3,18 +3,16 @@ package configs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/enginehealth/enginehealth/internal/infra/safefile"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
@@ -44,48 +42,19 @@ const (
 	excerptLen = 40
 )
 
-// readFile reads a regular file of at most limit bytes. It never blocks on
-// a FIFO or device and never reads more than limit+1 bytes.
+// readFile reads a regular file of at most limit bytes (safefile.Read):
+// it never blocks on a FIFO or device and never reads more than limit+1
+// bytes. Errors name the path.
 func readFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	data, err := safefile.Read(path, limit)
+	var e *safefile.Error
+	switch {
+	case errors.As(err, &e):
+		return nil, fmt.Errorf("%s: %w", pathText(path), err)
+	case err != nil:
 		return nil, unwrapPathError(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", pathText(path), fileKind(st.Mode()))
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, more than the limit of %d", pathText(path), st.Size(), limit)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: more than the limit of %d bytes", pathText(path), limit)
 	}
 	return data, nil
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // excerpt quotes at most excerptLen runes of s, with Go escapes, so a huge

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/safefile"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -845,10 +846,23 @@ func checkDSNFiles(dsn string) error {
 	if err != nil || c.SSLInline || c.SSLMode == pq.SSLModeDisable {
 		return nil
 	}
+	// Read as any file a configuration names (never a FIFO or a device,
+	// never more than a PEM file's limit).
+	read := func(param, file string) ([]byte, error) {
+		b, err := safefile.Read(file, tlsfiles.MaxFileBytes)
+		var e *safefile.Error
+		switch {
+		case errors.As(err, &e):
+			return nil, fmt.Errorf("%s %s: %w", param, file, err)
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", param, err)
+		}
+		return b, nil
+	}
 	if root := c.SSLRootCert; root != "" && root != "system" {
-		b, err := os.ReadFile(root)
+		b, err := read("sslrootcert", root)
 		if err != nil {
-			return fmt.Errorf("sslrootcert: %w", err)
+			return err
 		}
 		if !x509.NewCertPool().AppendCertsFromPEM(b) {
 			return fmt.Errorf("sslrootcert %s: no PEM certificate in the file", root)
@@ -856,7 +870,15 @@ func checkDSNFiles(dsn string) error {
 	}
 	switch {
 	case c.SSLCert != "" && c.SSLKey != "":
-		if _, err := tls.LoadX509KeyPair(c.SSLCert, c.SSLKey); err != nil {
+		cert, err := read("sslcert", c.SSLCert)
+		if err != nil {
+			return err
+		}
+		key, err := read("sslkey", c.SSLKey)
+		if err != nil {
+			return err
+		}
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
 			return fmt.Errorf("sslcert %s and sslkey %s: %w", c.SSLCert, c.SSLKey, err)
 		}
 	case c.SSLCert != "":

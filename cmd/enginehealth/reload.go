@@ -18,6 +18,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/infra/safefile"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/lmittmann/tint"
 )
@@ -183,14 +184,20 @@ func (r *reloader) Run(ctx context.Context) error {
 
 // reload loads the configuration file again and applies it.
 func (r *reloader) reload(ctx context.Context, why string) {
+	// The files as they are before they are loaded: one that changes
+	// while it is loaded (a renewal written in place) differs from this at
+	// the next poll, and is loaded again then.
+	seen := r.fingerprint(r.last)
 	next, err := configs.Load(r.path)
 	if err != nil {
 		// Tried again when something changes again, or on SIGHUP.
-		r.seen = r.fingerprint(r.last)
+		r.seen = seen
 		r.log.ErrorContext(ctx, "reload failed: the running configuration is kept", "trigger", why, tint.Err(err))
 		return
 	}
-	r.seen = r.fingerprint(next)
+	// Files next names that r.last did not are compared at the next poll
+	// (one more reload, which changes nothing).
+	r.seen = seen
 	fresh := configs.Changed(r.last, next)
 	failed := 0
 	for _, p := range r.parts {
@@ -250,12 +257,15 @@ func (r *reloader) fingerprint(cfg *configs.Config) []byte {
 	for _, p := range append([]string{r.path}, cfg.Files()...) {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
-		b, err := os.ReadFile(p)
+		// Read as the loader reads it: never a FIFO or a device (which
+		// would hang or feed the poll without end), never more than the
+		// largest file a configuration may name.
+		b, err := safefile.Read(p, fingerprintLimit)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			h.Write([]byte("absent"))
 		case err != nil:
-			h.Write([]byte("unreadable"))
+			h.Write([]byte("unreadable: " + err.Error())) // the kind or size changes the print
 		default:
 			h.Write(b)
 		}
@@ -263,3 +273,7 @@ func (r *reloader) fingerprint(cfg *configs.Config) []byte {
 	}
 	return h.Sum(nil)
 }
+
+// fingerprintLimit: the largest file a configuration names (the
+// configuration file itself, a PEM bundle); a larger one is not read.
+const fingerprintLimit = max(configs.MaxConfigBytes, tlsfiles.MaxFileBytes)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,4 +171,73 @@ func TestReloadPartsAreTheDocumentedKeys(t *testing.T) {
 			t.Errorf("%s: a part owns it: %v; configs.Reloadable: %v", path, owned, configs.Reloadable(path))
 		}
 	}
+}
+
+// TestReloadNeverBlocksOnAFile: a FIFO (no writer: a plain open blocks
+// for good) or a character device that never ends (/dev/zero) at a path
+// the configuration names makes the reload fail at once, saying what is
+// there, and the poll neither hangs nor reads without end; once the file
+// is back, the next reload applies (outside review: the poll read every
+// named file with a plain read, hung on a FIFO, ran out of memory on
+// /dev/zero).
+func TestReloadNeverBlocksOnAFile(t *testing.T) {
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "dsn")
+	if err := os.WriteFile(dsn, []byte("postgres://eh@db:5432/eh?sslmode=disable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(reloadBase), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out logBuffer
+	log := slog.New(slog.NewJSONHandler(&out, nil))
+	hup := make(chan os.Signal, 1)
+	r := newReloader(cfg, log, 20*time.Millisecond, hup)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	failed := func(want string) {
+		t.Helper()
+		testkit.Eventually(t, 10*time.Second, "the reload refusing "+want, func() (bool, error) {
+			for _, rec := range out.records("reload failed") {
+				if e, _ := rec["err"].(string); strings.Contains(e, want) {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+	if err := os.Remove(dsn); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(dsn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup <- nil
+	failed("not a regular file (a FIFO)")
+	if err := os.Remove(dsn); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", dsn); err != nil {
+		t.Fatal(err)
+	}
+	hup <- nil
+	failed("not a regular file (a character device)")
+	if err := os.Remove(dsn); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dsn, []byte("postgres://eh@db:5432/eh?sslmode=disable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := len(out.records("configuration reloaded"))
+	hup <- nil
+	testkit.Eventually(t, 10*time.Second, "a reload once the file is back", func() (bool, error) {
+		return len(out.records("configuration reloaded")) > before, nil
+	})
 }

@@ -19,7 +19,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,8 +26,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/safefile"
 )
 
 // MaxFileBytes bounds one PEM file (a CA bundle of a few hundred
@@ -567,30 +567,12 @@ func subject(c *x509.Certificate) string {
 	return "serial " + c.SerialNumber.String()
 }
 
-// readFile reads a regular file of at most MaxFileBytes; it never blocks
-// on a FIFO or a device.
+// readFile reads a regular file of at most MaxFileBytes (safefile.Read);
+// it never blocks on a FIFO or a device.
 func readFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return nil, pe.Err
-		}
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !st.Mode().IsRegular():
-		return nil, errors.New("not a regular file")
-	case st.Size() > MaxFileBytes:
-		return nil, fmt.Errorf("%d bytes, more than the limit of %d", st.Size(), MaxFileBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err == nil && len(data) > MaxFileBytes {
-		err = fmt.Errorf("more than the limit of %d bytes", MaxFileBytes)
+	data, err := safefile.Read(path, MaxFileBytes)
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		return nil, pe.Err
 	}
 	return data, err
 }
