@@ -318,7 +318,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 			Certificates:  certs.Expiries,
 			Etcd:          etcdState.State,
 			Build:         &build,
-			Log:           log,
+			// Nodes present their certificates when they forward (PeerTLS).
+			VerifyForwarders: cfg.API.ClientCAs != nil,
+			Log:              log,
 		}),
 		log, api.ServerOptions{})
 	// Capped first, then TLS: a connection in its handshake counts

@@ -279,25 +279,45 @@ func (h *handler) read(next http.HandlerFunc) http.HandlerFunc {
 
 // operator is who an operator's request is recorded as done by: the
 // actor "<name> (operator)", the name the token has on this node, via
-// the node that took the request from the operator (the node that
-// forwarded it, when it came through one; the token came with it and was
-// checked here again). The forwarding node is named by a header, which
-// anyone with a token can send; when the request came with a verified
-// client certificate, the header counts only if it names the
-// certificate's holder (its CN): a node under api.tls.client_auth
-// presents its own certificate when it forwards, an operator presents
-// theirs, and a header that does not match is logged and not recorded.
+// the node that took the request from the operator (see via).
 func (h *handler) operator(r *http.Request) audit.By {
 	id, _ := identityOf(r.Context())
+	return audit.By{Actor: id.Name + " (operator)", Via: h.via(r)}
+}
+
+// via is the node that took the request from the operator: this one, or
+// the node that forwarded it here (the token came with it and was
+// checked here again). The forwarding node is named by a header, which
+// anyone with a token can send, so it counts only when proven as far as
+// this node can: it names a registered node, and, when the request came
+// with a verified client certificate, the certificate's holder (its CN);
+// with client CAs configured (Config.VerifyForwarders) a request without
+// a certificate proves nothing, since every node presents its own when it
+// forwards. A header that is not proven is logged, and this node is
+// recorded.
+func (h *handler) via(r *http.Request) string {
 	via := r.Header.Get(forwardedHeader)
-	if via == "" || nodes.ValidName(via) != nil {
-		via = h.cfg.Self
-	} else if cn, ok := verifiedCN(r); ok && cn != via {
-		h.reqLog(r).WarnContext(r.Context(), "a forwarded request names a node other than its client certificate's holder: recorded as taken by this node",
-			"forwarded_by", via, "certificate_cn", cn, "operator", id.Name)
-		via = h.cfg.Self
+	if via == "" || nodes.ValidName(via) != nil || via == h.cfg.Self {
+		return h.cfg.Self
 	}
-	return audit.By{Actor: id.Name + " (operator)", Via: via}
+	cn, hasCert := verifiedCN(r)
+	var why string
+	switch {
+	case hasCert && cn != via:
+		why = "the request's client certificate is another's"
+	case !hasCert && h.cfg.VerifyForwarders:
+		why = "the request came without a client certificate (nodes forward with theirs)"
+	case h.cfg.Nodes != nil:
+		if _, err := h.cfg.Nodes.Get(r.Context(), via); err != nil {
+			why = "no registered node has that name"
+		}
+	}
+	if why != "" {
+		h.reqLog(r).WarnContext(r.Context(), "a forwarded request names a node it does not prove: recorded as taken by this node",
+			"forwarded_by", via, "why", why, "certificate_cn", cn)
+		return h.cfg.Self
+	}
+	return via
 }
 
 // verifiedCN returns the subject common name of the request's client

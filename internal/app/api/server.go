@@ -184,6 +184,10 @@ type Config struct {
 	Etcd func() EtcdState
 	// Build: this binary's build (nil: not said).
 	Build *Build
+	// VerifyForwarders: client CAs are configured, so a node that
+	// forwards a request presents its certificate; a forwarded-by header
+	// without one is not believed (see handler.via).
+	VerifyForwarders bool
 }
 
 // NewHandler returns the daemon's HTTP handler.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -150,5 +151,57 @@ func TestWrongMethod(t *testing.T) {
 		if rec.Code != c.code || rec.Header().Get("Allow") != c.allow {
 			t.Errorf("%s %s: %d, Allow %q; want %d, Allow %q: %s", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.code, c.allow, rec.Body)
 		}
+	}
+}
+
+// TestViaIsProven: the forwarded-by header is recorded as via only when
+// it names a registered node and, with a client certificate, its holder;
+// with client CAs configured, a request without a certificate proves
+// nothing (nodes forward with theirs). Otherwise the answering node is
+// recorded, and the header is logged (outside review: an operator could
+// write any node, or their own name, into via).
+func TestViaIsProven(t *testing.T) {
+	cert := func(cn string) *tls.ConnectionState {
+		return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: cn}}}}}
+	}
+	for _, c := range []struct {
+		name             string
+		verifyForwarders bool
+		header           string
+		tls              *tls.ConnectionState
+		want             string
+	}{
+		{"a registered node, no client CAs", false, "node-b", nil, "node-b"},
+		{"an unregistered name", false, "missing", nil, "me"},
+		{"the node's own certificate", true, "node-b", cert("node-b"), "node-b"},
+		{"an operator's certificate naming a node", true, "node-b", cert("alice"), "me"},
+		{"no certificate where nodes present theirs", true, "node-b", nil, "me"},
+		{"this node itself", false, "me", nil, "me"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &acker{}
+			s := &store{}
+			var logged bytes.Buffer
+			h := NewHandler(Config{Self: "me", Nodes: s, Acker: a, Auth: tokenAuth("tok"), VerifyForwarders: c.verifyForwarders,
+				Log: slog.New(slog.NewJSONHandler(&logged, nil))})
+			req := httptest.NewRequest("POST", "/v1/nodes/n/ack", strings.NewReader(`{"reason":"r"}`))
+			req.Header.Set("Authorization", "Bearer tok")
+			req.Header.Set(forwardedHeader, c.header)
+			req.TLS = c.tls
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || len(a.calls) != 1 || a.calls[0] != "n|operator (operator) via "+c.want+"|r" {
+				t.Fatalf("%d %s; recorded %v, want via %s", rec.Code, rec.Body, a.calls, c.want)
+			}
+			warned := strings.Contains(logged.String(), "a forwarded request names a node it does not prove")
+			if warned != (c.want == "me" && c.header != "me") {
+				t.Fatalf("logged %v:\n%s", warned, logged.String())
+			}
+			for _, l := range strings.Split(logged.String(), "\n") {
+				if strings.Count(l, `"operator":`) > 1 {
+					t.Fatalf("a record with a key twice: %s", l)
+				}
+			}
+		})
 	}
 }
