@@ -126,9 +126,14 @@ func explainEtcd(ctx context.Context, cfg *configs.Config, endpoints []string, u
 		return fmt.Errorf("etcd authentication is enabled and no user is configured (etcd.username, or a client certificate whose CN is an etcd user): %w", err)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled):
 		// Not when the daemon is stopping.
-		if cause := probeEtcd(etcdTLSNow(cfg.Etcd), endpoints, min(cfg.Etcd.DialTimeout, time.Second)); cause != nil {
-			return fmt.Errorf("%w (%w)", cause, err)
+		cause := probeEtcd(etcdTLSNow(cfg.Etcd), endpoints, min(cfg.Etcd.DialTimeout, time.Second))
+		switch {
+		case cause == nil:
+			return fmt.Errorf("etcd did not answer within %s, though every member accepts connections: a member frozen or overloaded, or the cluster without quorum (%w)", cfg.Etcd.DialTimeout, err)
+		case errors.Is(cause, context.DeadlineExceeded):
+			return cause // says the timeout itself
 		}
+		return fmt.Errorf("%w (%w)", cause, err)
 	}
 	return err
 }
@@ -171,6 +176,9 @@ func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no TCP connection within %s (the host is down, or a firewall drops the packets): %w", timeout, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -197,6 +205,9 @@ func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error
 	c.NextProtos = []string{"h2"}
 	t := tls.Client(conn, c)
 	err = t.HandshakeContext(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("it accepted the connection but did not finish the TLS handshake within %s (the member is frozen or overloaded): %w", timeout, err)
+	}
 	// A member that serves clients without TLS closes the connection on
 	// our hello (or answers it with what is no TLS record).
 	var rerr tls.RecordHeaderError

@@ -24,6 +24,8 @@ type etcdCheck struct {
 	cfg *configs.Config
 	log *slog.Logger
 
+	soon chan struct{} // a check asked for now (CheckSoon)
+
 	mu    sync.Mutex
 	state api.EtcdState
 }
@@ -31,7 +33,7 @@ type etcdCheck struct {
 // newEtcdCheck starts reachable: connectEtcd just read etcd.
 func newEtcdCheck(cli *clientv3.Client, cfg *configs.Config, log *slog.Logger) *etcdCheck {
 	now := time.Now()
-	return &etcdCheck{cli: cli, cfg: cfg, log: log, state: api.EtcdState{Reachable: true, Since: now, CheckedAt: now}}
+	return &etcdCheck{cli: cli, cfg: cfg, log: log, soon: make(chan struct{}, 1), state: api.EtcdState{Reachable: true, Since: now, CheckedAt: now}}
 }
 
 // State returns what the last check found.
@@ -41,7 +43,16 @@ func (c *etcdCheck) State() api.EtcdState {
 	return c.state
 }
 
-// Run checks every lease TTL until ctx ends.
+// CheckSoon has Run check now, not at the next period (after a reload
+// of the etcd TLS material).
+func (c *etcdCheck) CheckSoon() {
+	select {
+	case c.soon <- struct{}{}:
+	default:
+	}
+}
+
+// Run checks every lease TTL, and when asked (CheckSoon), until ctx ends.
 func (c *etcdCheck) Run(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Etcd.LeaseTTL)
 	defer t.Stop()
@@ -50,6 +61,7 @@ func (c *etcdCheck) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-c.soon:
 		}
 		c.check(ctx)
 	}
@@ -87,9 +99,9 @@ func (c *etcdCheck) record(ctx context.Context, err error, now time.Time) {
 	c.mu.Unlock()
 	switch {
 	case err == nil && !prev.Reachable:
-		c.log.InfoContext(ctx, "etcd answers this node again", "after", now.Sub(prev.Since).Round(time.Millisecond))
+		c.log.InfoContext(ctx, "this node uses etcd again", "after", now.Sub(prev.Since).Round(time.Millisecond))
 	case err != nil && (prev.Reachable || next.Error != prev.Error):
-		c.log.ErrorContext(ctx, "etcd does not answer this node: it cannot become or stay master until it does",
+		c.log.ErrorContext(ctx, "this node cannot use etcd: it cannot become or stay master until it can",
 			"since", next.Since.Format(time.RFC3339), tint.Err(err))
 	}
 }

@@ -98,7 +98,13 @@ func operators(tokens *api.Tokens) reloadable {
 // swapped for the next handshakes, the connections open go on. Adding or
 // removing a file (or TLS itself) and the client_auth mode need a
 // restart.
-func certificates(run *configs.Config) reloadable {
+//
+// etcdChanged, when set, is called after the etcd client certificate or
+// CAs were swapped: the daemon has the client try its members again at
+// once rather than after gRPC's reconnection backoff (a node that could
+// not connect with the old material connects as soon as the new one is
+// in).
+func certificates(run *configs.Config, etcdChanged func()) reloadable {
 	return reloadable{
 		keys: configs.ReloadCertificateKeys,
 		apply: func(next *configs.Config) ([]string, error) {
@@ -131,8 +137,12 @@ func certificates(run *configs.Config) reloadable {
 			swapCert("api.tls.cert_file", a.ServerCert, n.ServerCert)
 			swapCAs("api.tls.client_ca_file", a.ClientCAs, n.ClientCAs)
 			swapCAs("api.tls.ca_file", a.PeerCAs, n.PeerCAs)
+			before := len(changed)
 			swapCert("etcd.tls.cert_file", run.Etcd.ClientCert, next.Etcd.ClientCert)
 			swapCAs("etcd.tls.ca_file", run.Etcd.CAs, next.Etcd.CAs)
+			if len(changed) > before && etcdChanged != nil {
+				etcdChanged()
+			}
 			return changed, nil
 		},
 	}
@@ -141,8 +151,8 @@ func certificates(run *configs.Config) reloadable {
 // reloadParts are the parts of the configuration run reloads: the
 // operators, the certificates, and log.level unless level is nil (the
 // logger's level is fixed then, in tests: a change needs a restart).
-func reloadParts(tokens *api.Tokens, run *configs.Config, level *slog.LevelVar) []reloadable {
-	parts := []reloadable{operators(tokens), certificates(run)}
+func reloadParts(tokens *api.Tokens, run *configs.Config, level *slog.LevelVar, etcdChanged func()) []reloadable {
+	parts := []reloadable{operators(tokens), certificates(run, etcdChanged)}
 	if level != nil {
 		parts = append(parts, logLevel(level))
 	}

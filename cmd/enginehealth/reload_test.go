@@ -150,7 +150,7 @@ func TestReloadAppliesAndNamesTheRest(t *testing.T) {
 // which keys a reload applies, and own a key exactly when
 // configs.Reloadable says a reload applies it.
 func TestReloadPartsAreTheDocumentedKeys(t *testing.T) {
-	parts := reloadParts(nil, &configs.Config{}, new(slog.LevelVar))
+	parts := reloadParts(nil, &configs.Config{}, new(slog.LevelVar), nil)
 	var keys []string
 	for _, p := range parts {
 		keys = append(keys, p.keys...)

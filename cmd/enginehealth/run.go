@@ -339,7 +339,12 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	g.Go(func() error { return hb.Run(gctx) })
 	// SIGHUP (systemctl reload) and changed files: what can change while
 	// the daemon runs is applied, the rest is logged as needing a restart.
-	reload := newReloader(cfg, log, DefaultReloadPoll, hup, reloadParts(tokens, cfg, level)...)
+	reload := newReloader(cfg, log, DefaultReloadPoll, hup, reloadParts(tokens, cfg, level, func() {
+		// New etcd TLS material: connect again now, not after gRPC's
+		// backoff (the ERROR it said while it waited was stale).
+		etcd.ActiveConnection().ResetConnectBackoff()
+		etcdState.CheckSoon()
+	})...)
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error { return certs.Run(gctx, certLog) })
 	g.Go(func() error { return etcdState.Run(gctx) })

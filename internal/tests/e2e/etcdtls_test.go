@@ -260,8 +260,8 @@ func TestEtcdCAReload(t *testing.T) {
 	if body := getBody(t, "http://"+apiOf(t, c, "ca-a")+"/metrics"); !strings.Contains(string(body), "\nenginehealth_etcd_reachable 0\n") {
 		t.Fatalf("/metrics does not say etcd is unreachable:\n%s", body)
 	}
-	if n := strings.Count(d.stderr.String(), `"msg":"etcd does not answer this node`); n != 1 {
-		t.Fatalf("%d log lines saying etcd does not answer, want 1 (each cause once):\n%s", n, d.stderr.String())
+	if n := strings.Count(d.stderr.String(), `"msg":"this node cannot use etcd`); n != 1 {
+		t.Fatalf("%d log lines saying this node cannot use etcd, want 1 (each cause once):\n%s", n, d.stderr.String())
 	}
 
 	useCA(ca.CertFile)
@@ -277,8 +277,8 @@ func TestEtcdCAReload(t *testing.T) {
 	if !d.running() || strings.Count(d.stderr.String(), `"msg":"starting enginehealth"`) != 1 {
 		t.Fatalf("the daemon restarted or stopped:\n%s", d.stderr.String())
 	}
-	if !strings.Contains(d.stderr.String(), `"msg":"etcd answers this node again"`) {
-		t.Fatalf("no log line saying etcd answers again:\n%s", d.stderr.String())
+	if !strings.Contains(d.stderr.String(), `"msg":"this node uses etcd again"`) {
+		t.Fatalf("no log line saying this node uses etcd again:\n%s", d.stderr.String())
 	}
 }
 

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/configs"
+)
+
+// TestExplainSilentMember: a member that accepts connections and never
+// answers (frozen, overloaded) is named as such, once: over TLS, the
+// handshake it does not finish; without TLS, a read it does not answer
+// while every member accepts connections. Never "context deadline
+// exceeded (context deadline exceeded)" alone (outside review).
+func TestExplainSilentMember(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.WaitGroup
+	defer held.Wait()
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Go(func() { _, _ = io.Copy(io.Discard, c); c.Close() })
+		}
+	}()
+	for _, c := range []struct {
+		name     string
+		tls      *tls.Config
+		endpoint string
+		want     string
+	}{
+		{"TLS", &tls.Config{MinVersion: tls.VersionTLS12}, "https://" + ln.Addr().String(), "it accepted the connection but did not finish the TLS handshake within 500ms (the member is frozen or overloaded)"},
+		{"plain", nil, ln.Addr().String(), "etcd did not answer within 500ms, though every member accepts connections: a member frozen or overloaded, or the cluster without quorum"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := &configs.Config{}
+			cfg.Etcd.ClientTLS = c.tls
+			cfg.Etcd.DialTimeout = 500 * time.Millisecond
+			err := explainEtcd(context.Background(), cfg, []string{c.endpoint}, "", context.DeadlineExceeded)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Count(err.Error(), "context deadline exceeded") > 1 {
+				t.Fatalf("%v, want %q, once", err, c.want)
+			}
+		})
+	}
+}
