@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
 // TestExplainSilentMember: a member that accepts connections and never
@@ -19,30 +17,15 @@ import (
 // while every member accepts connections. Never "context deadline
 // exceeded (context deadline exceeded)" alone (outside review).
 func TestExplainSilentMember(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held sync.WaitGroup
-	defer held.Wait()
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held.Go(func() { _, _ = io.Copy(io.Discard, c); c.Close() })
-		}
-	}()
+	addr := testkit.SilentServer(t)
 	for _, c := range []struct {
 		name     string
 		tls      *tls.Config
 		endpoint string
 		want     string
 	}{
-		{"TLS", &tls.Config{MinVersion: tls.VersionTLS12}, "https://" + ln.Addr().String(), "it accepted the connection but did not finish the TLS handshake within 500ms (the member is frozen or overloaded)"},
-		{"plain", nil, ln.Addr().String(), "etcd did not answer within 500ms, though every member accepts connections: a member frozen or overloaded, or the cluster without quorum"},
+		{"TLS", &tls.Config{MinVersion: tls.VersionTLS12}, "https://" + addr, "it accepted the connection but did not finish the TLS handshake within 500ms (the member is frozen or overloaded)"},
+		{"plain", nil, addr, "etcd did not answer within 500ms, though every member accepts connections: a member frozen or overloaded, or the cluster without quorum"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := &configs.Config{}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"io"
 	"net"
 	"os"
 	"strings"
@@ -228,25 +227,9 @@ func TestQueryDoesNotHangOnPartition(t *testing.T) {
 // statement + connect timeout, 35 s by default, before the read
 // deadline gave way to lib/pq's).
 func TestConnectBoundedByConnectTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var held sync.WaitGroup
-	defer held.Wait()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held.Go(func() { _, _ = io.Copy(io.Discard, c); c.Close() }) // reads until the client hangs up, never answers
-		}
-	}()
-	defer ln.Close()
+	addr := testkit.SilentServer(t)
 	for _, sslmode := range []string{"disable", "require"} {
-		dsn := fmt.Sprintf("postgres://u@%s/db?sslmode=%s", ln.Addr(), sslmode)
+		dsn := fmt.Sprintf("postgres://u@%s/db?sslmode=%s", addr, sslmode)
 		db, err := pgdb.Open(pgdb.Config{DSN: dsn, StatementTimeout: 10 * time.Minute, ConnectTimeout: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
