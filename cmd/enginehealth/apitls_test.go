@@ -99,7 +99,9 @@ func TestAPIOverTLS(t *testing.T) {
 	if _, e, code := cli("nodes", "--cacert", ca.CertFile); code != exitUnreachable {
 		t.Fatalf("nodes without a client certificate: exit %d: %s", code, e)
 	}
-	if _, e, code := cli(append([]string{"nodes"}, "--cacert", ca.CertFile, "--cert", mallory.CertFile, "--key", mallory.KeyFile)...); code != exitUnreachable {
+	// The daemon answered: the CLI says it refused, not that nobody answered.
+	if _, e, code := cli(append([]string{"nodes"}, "--cacert", ca.CertFile, "--cert", mallory.CertFile, "--key", mallory.KeyFile)...); code != exitUnreachable ||
+		!strings.Contains(e, "refused the TLS connection") || strings.Contains(e, "no enginehealth daemon answered") {
 		t.Fatalf("nodes with a certificate of another CA: exit %d: %s", code, e)
 	}
 	// The daemon's certificate verified: a CLI that trusts another CA

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,8 +20,15 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// ErrUnreachable: no daemon answered at the address.
+// ErrUnreachable: no daemon answered at the address, or it refused the
+// connection.
 var ErrUnreachable = errors.New("api: no enginehealth daemon answered")
+
+// unreachableError is an ErrUnreachable with its own words.
+type unreachableError string
+
+func (e unreachableError) Error() string        { return string(e) }
+func (e unreachableError) Is(target error) bool { return target == ErrUnreachable }
 
 // Client calls a daemon's API.
 type Client struct {
@@ -103,7 +111,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	resp, err := c.HTTP.Do(req)
-	if err != nil {
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &oe) && oe.Op == "remote error":
+		// The daemon answered, with a TLS alert: it refused us.
+		return unreachableError(fmt.Sprintf("api: the daemon at %s refused the TLS connection (it wants a client certificate signed by a CA of its api.tls.client_ca_file, valid now: --cert): %v", c.Addr, err))
+	case err != nil:
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Addr, err)
 	}
 	defer resp.Body.Close()

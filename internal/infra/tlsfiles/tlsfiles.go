@@ -127,9 +127,14 @@ func Pool(prefix, file string, now time.Time) (*x509.CertPool, error) {
 // pool loads a CA file as Pool does, and returns its certificates too;
 // problems are named key.
 func pool(key, file string, now time.Time) (*x509.CertPool, []*x509.Certificate, []Problem) {
-	certs, err := certificates(file, "")
+	certs, others, err := certificates(file, "")
 	if err != nil {
 		return nil, nil, []Problem{{key, err.Error()}}
+	}
+	// A CA's key beside its certificate: the CA would sign for anyone who
+	// reads this node's files.
+	if slices.ContainsFunc(others, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
+		return nil, nil, []Problem{{key, fmt.Sprintf("%s holds a private key besides its certificates: a CA file holds certificates only (keep the CA's key off the nodes)", fileText(file))}}
 	}
 	p := x509.NewCertPool()
 	var invalid []string
@@ -184,7 +189,7 @@ func KeyPair(prefix, certFile, keyFile string, now time.Time, usage Usage) (*tls
 func keyPair(prefix, certFile, keyFile string, now time.Time, usage Usage) (*tls.Certificate, []Problem) {
 	certKey, keyKey := prefix+".cert_file", prefix+".key_file"
 	var problems []Problem
-	certs, err := certificates(certFile, swapped)
+	certs, _, err := certificates(certFile, swapped)
 	if err != nil {
 		problems = append(problems, Problem{certKey, err.Error()})
 	}
@@ -467,14 +472,13 @@ func dial(ctx context.Context, cfg *tls.Config, network, addr string) (net.Conn,
 const swapped = " (are cert_file and key_file swapped?)"
 
 // certificates reads the X.509 certificates of a PEM file; hint follows
-// the message when the file holds a key instead.
-func certificates(file, hint string) ([]*x509.Certificate, error) {
+// the message when the file holds a key instead. others: the types of
+// the PEM blocks that are not certificates.
+func certificates(file, hint string) (certs []*x509.Certificate, others []string, err error) {
 	blocks, err := pemBlocks(file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var certs []*x509.Certificate
-	var others []string
 	for _, b := range blocks {
 		if b.Type != "CERTIFICATE" {
 			others = append(others, b.Type)
@@ -482,14 +486,14 @@ func certificates(file, hint string) ([]*x509.Certificate, error) {
 		}
 		c, err := x509.ParseCertificate(b.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("%s: certificate %d does not parse: %v", fileText(file), len(certs)+1, err)
+			return nil, nil, fmt.Errorf("%s: certificate %d does not parse: %v", fileText(file), len(certs)+1, err)
 		}
 		certs = append(certs, c)
 	}
 	if len(certs) == 0 {
-		return nil, fmt.Errorf("%s holds no certificate, only %s", fileText(file), blockTypes(others, hint))
+		return nil, nil, fmt.Errorf("%s holds no certificate, only %s", fileText(file), blockTypes(others, hint))
 	}
-	return certs, nil
+	return certs, others, nil
 }
 
 // privateKey reads a PEM file that holds a private key and returns its

@@ -74,6 +74,7 @@ func TestClientProblems(t *testing.T) {
 	notPEM := file(t, k.dir, "not-pem", []byte(secretText+"\n"))
 	keyPEM := read(t, k.client.KeyFile)
 	encrypted := file(t, k.dir, "encrypted-key.pem", []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"))
+	caWithKey := file(t, k.dir, "ca-with-key.pem", append(read(t, k.ca.CertFile), keyPEM...))
 	badCert := file(t, k.dir, "bad-cert.pem", []byte("-----BEGIN CERTIFICATE-----\nAAAAAAAA\n-----END CERTIFICATE-----\n"))
 	fifo := filepath.Join(k.dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -100,6 +101,7 @@ func TestClientProblems(t *testing.T) {
 		{"CA file a FIFO", Files{CAFile: fifo}, now, "etcd.tls.ca_file", "not a regular file"},
 		{"CA file not PEM", Files{CAFile: notPEM}, now, "etcd.tls.ca_file", notPEM + " is not PEM"},
 		{"CA file holds a key", Files{CAFile: k.client.KeyFile}, now, "etcd.tls.ca_file", "holds no certificate, only a private key"},
+		{"CA file holds a key besides the CA", Files{CAFile: caWithKey}, now, "etcd.tls.ca_file", caWithKey + " holds a private key besides its certificates"},
 		{"CA certificate that does not parse", Files{CAFile: badCert}, now, "etcd.tls.ca_file", "certificate 1 does not parse"},
 		{"CA expired", Files{CAFile: oldCA.CertFile}, later, "etcd.tls.ca_file", `its certificate (CN "old") expired on`},
 		{"cert without key", Files{CertFile: k.client.CertFile}, now, "etcd.tls.key_file", "required with etcd.tls.cert_file"},
