@@ -250,15 +250,30 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	if len(name) > 63 {
 		name = name[:63]
 	}
-	if err := s.exec(fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+	url, drop, err := s.CreateDatabase(name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := s.exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name)); err != nil {
-			t.Errorf("pgtest: drop database %s: %v", name, err)
+		if err := drop(); err != nil {
+			t.Errorf("pgtest: %v", err)
 		}
 	})
-	return s.URL(name)
+	return url
+}
+
+// CreateDatabase creates database name and returns its URL and the
+// function that drops it (for code without a testing.TB: an Example).
+func (s *Server) CreateDatabase(name string) (url string, drop func() error, err error) {
+	if err := s.exec(fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	return s.URL(name), func() error {
+		if err := s.exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name)); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		return nil
+	}, nil
 }
 
 // MigratedDB returns a pool on a fresh database (NewDatabase) with the
