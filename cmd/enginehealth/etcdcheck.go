@@ -67,6 +67,19 @@ func (c *etcdCheck) Run(ctx context.Context) error {
 	}
 }
 
+// TryMaterial connects to every member with the etcd TLS material held
+// now, at the TCP and TLS level (probeEtcd), and logs a warning naming the
+// member and why when it fails: reloaded files that the members will
+// refuse, or that do not verify them, are said at once.
+func (c *etcdCheck) TryMaterial(ctx context.Context) {
+	endpoints, _, _ := c.cfg.Etcd.ClientEndpoints()
+	if err := probeEtcd(etcdTLSNow(c.cfg.Etcd), endpoints, min(c.cfg.Etcd.DialTimeout, time.Second)); err != nil && ctx.Err() == nil {
+		c.log.WarnContext(ctx, "the reloaded etcd TLS files do not work with a member: the open connections go on, the next connection to it will fail", tint.Err(err))
+		return
+	}
+	c.log.InfoContext(ctx, "the reloaded etcd TLS files work with every member")
+}
+
 // check reads the prefix (linearizable, count only), bounded by the dial
 // timeout, and records the outcome.
 func (c *etcdCheck) check(ctx context.Context) {

@@ -344,6 +344,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		// backoff (the ERROR it said while it waited was stale).
 		etcd.ActiveConnection().ResetConnectBackoff()
 		etcdState.CheckSoon()
+		// The connections open go on with the old material: try the new
+		// one on every member now, so that a file that will not work is
+		// said at the reload, not at the next reconnection (hours later).
+		go etcdState.TryMaterial(gctx)
 	})...)
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error { return certs.Run(gctx, certLog) })

@@ -241,6 +241,12 @@ func TestEtcdCAReload(t *testing.T) {
 			return strings.Contains(l, `"msg":"reloaded"`) && strings.Contains(l, `"what":"etcd.tls.ca_file"`)
 		}), nil
 	})
+	// Tried on the member at once: the new CA does not verify it.
+	eventually(t, 10*time.Second, "a warning that the new CA does not verify the member", func() (bool, error) {
+		return slices.ContainsFunc(strings.Split(d.stderr.String(), "\n"), func(l string) bool {
+			return strings.Contains(l, `"msg":"the reloaded etcd TLS files do not work with a member`) && strings.Contains(l, "its certificate is not trusted")
+		}), nil
+	})
 	// The connection open goes on: only new ones use the new CAs.
 	m := cl.Members[0]
 	if err := m.Kill(); err != nil {
@@ -276,6 +282,9 @@ func TestEtcdCAReload(t *testing.T) {
 	})
 	if !d.running() || strings.Count(d.stderr.String(), `"msg":"starting enginehealth"`) != 1 {
 		t.Fatalf("the daemon restarted or stopped:\n%s", d.stderr.String())
+	}
+	if !strings.Contains(d.stderr.String(), `"msg":"the reloaded etcd TLS files work with every member"`) {
+		t.Fatalf("no log line saying the restored CA works:\n%s", d.stderr.String())
 	}
 	if !strings.Contains(d.stderr.String(), `"msg":"this node uses etcd again"`) {
 		t.Fatalf("no log line saying this node uses etcd again:\n%s", d.stderr.String())
