@@ -188,11 +188,20 @@ func rule(p, imp string) error {
 		return nil
 	case layer(imp) > layer(p):
 		return fmt.Errorf("layer %d imports layer %d (1 infrastructure, 2 domain, 3 configs, 4 consumers, 5 binaries)", layer(p), layer(imp))
+	case layer(imp) == layer(p) && layer(p) == 1 && slices.Contains(leaves, imp):
+		return nil
+	case slices.Contains(leaves, p):
+		return fmt.Errorf("%s is a leaf: it imports nothing of the module", p)
 	case layer(imp) == layer(p) && (layer(p) == 1 || layer(p) == 5):
 		return fmt.Errorf("packages of layer %d do not import each other", layer(p))
 	}
 	return nil
 }
+
+// leaves: packages of layer 1 that import nothing of the module, which the
+// other packages of layer 1 may import (the one safe reader of the files a
+// configuration names).
+var leaves = []string{"internal/infra/safefile"}
 
 // depRule says why p may not depend on dep, directly or through others.
 func depRule(p, dep string) error {
