@@ -7,8 +7,10 @@
 //
 // Start-up recovery repairs non-claimable workflows, where nothing tells a
 // live engine's instance from an interrupted one. It therefore runs only on
-// a cold cluster: no other node Ready and active within
-// not_responding_after (engines run only on Ready nodes). After it (or its
+// a cold cluster: no node Ready and active within not_responding_after
+// (engines run only on Ready nodes), the master itself included (a master
+// that is Ready already, re-elected or taking over, has its engine
+// running). After it (or its
 // skip), every node in Recovering becomes Ready, and later joiners are
 // promoted on each tick.
 //
@@ -444,7 +446,7 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 // it is done (run or rightly skipped), or waits because the cluster is
 // paused (nodes stay Recovering until a resume; logged once).
 func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger, pauseLogged *bool) (done, paused bool) {
-	live, err := m.cfg.Nodes.ActiveReady(ctx, o.Candidate.Name, m.notRespondingAfter())
+	live, err := m.cfg.Nodes.ActiveReady(ctx, m.notRespondingAfter())
 	if err != nil {
 		log.WarnContext(ctx, "start-up recovery: cannot tell whether the cluster is cold", tint.Err(err))
 		return false, false

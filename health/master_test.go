@@ -104,12 +104,16 @@ func lead(t *testing.T, b bundle, name string) {
 	leadWith(t, b, name, Schedule{})
 }
 
-// leadWith is lead with a checker on sched (none when zero).
-func leadWith(t *testing.T, b bundle, name string, sched Schedule) {
+// leadWith is lead with a checker on sched (none when zero); then, when
+// given, runs after the node registered, before it campaigns.
+func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func()) {
 	t.Helper()
 	inc := uuid.NewString()
 	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range then {
+		f()
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {
@@ -264,6 +268,34 @@ func TestStartupRecoverySkippedOnWarmCluster(t *testing.T) {
 	var runs int
 	if err := b.db.Get(&runs, `SELECT count(*) FROM enginehealth.runs`); err != nil || runs != 0 {
 		t.Fatalf("warm cluster: %d runs (%v), want none", runs, err)
+	}
+}
+
+// TestStartupRecoverySkippedWhenTheMasterIsReady: a node that takes
+// office while it is Ready itself (a lone node re-elected after an etcd
+// outage longer than its lease: its engine never stopped) is a warm
+// cluster: start-up recovery must not fail the instances its own engine
+// is working on (outside review: a lone node's re-election failed a live
+// instance of a non-claimable workflow).
+func TestStartupRecoverySkippedWhenTheMasterIsReady(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// A joiner, Recovering: promoted once the master has decided about
+	// start-up recovery (the signal that it did).
+	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: "j", Incarnation: uuid.NewString(), Hostname: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	before := states(t, b.db, "report", "state")
+	leadWith(t, b, "a", Schedule{}, func() {
+		b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Ready' WHERE name = 'a'`)
+	})
+	waitStatus(t, b, "j", nodes.StatusReady)
+	if after := states(t, b.db, "report", "state"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the master was Ready: instances changed %v → %v", before, after)
+	}
+	var runs int
+	if err := b.db.Get(&runs, `SELECT count(*) FROM enginehealth.runs`); err != nil || runs != 0 {
+		t.Fatalf("the master was Ready: %d runs (%v), want none", runs, err)
 	}
 }
 

@@ -256,15 +256,18 @@ func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (Beat, 
 	return b, nil
 }
 
-// ActiveReady returns the names of the nodes other than self that are
-// Ready and whose last_active is within the given age (database clock):
-// nodes whose engines may be running. None means a cold cluster.
-func (s *Store) ActiveReady(ctx context.Context, self string, within time.Duration) ([]string, error) {
+// ActiveReady returns the names of the nodes that are Ready and whose
+// last_active is within the given age (database clock): nodes whose
+// engines may be running. None means a cold cluster. The asking node
+// counts too: a master that is Ready already (a lone node elected again
+// after an etcd outage, a standby that takes over) has its own engine
+// running; a node that has just started is Recovering, not Ready.
+func (s *Store) ActiveReady(ctx context.Context, within time.Duration) ([]string, error) {
 	names := []string{}
 	err := s.db.SelectContext(ctx, &names,
-		`SELECT name FROM `+s.table+` WHERE name <> $1 AND status = '`+StatusReady+`'
-		 AND last_active > now() - make_interval(secs => $2) ORDER BY name`,
-		self, within.Seconds())
+		`SELECT name FROM `+s.table+` WHERE status = '`+StatusReady+`'
+		 AND last_active > now() - make_interval(secs => $1) ORDER BY name`,
+		within.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("list active ready nodes: %w", err)
 	}
