@@ -2,7 +2,7 @@
 -- for a first run: a claimable workflow "invoice" (billing.invoice and its
 -- claims table) and a workflow "report" without claims (reports). Your
 -- engine's own tables replace them; the claims table's layout is the
--- claim protocol's (docs/claim-protocol.md).
+-- claim protocol's (https://github.com/enginehealth/enginehealth/blob/main/docs/claim-protocol.md).
 --
 --   psql "$ENGINEHEALTH_DSN" -f example-tables.sql
 --

@@ -53,5 +53,9 @@ func buildInfo() api.Build {
 
 // buildLabels are b as the labels of enginehealth_build_info.
 func buildLabels(b api.Build) *metrics.BuildLabels {
-	return &metrics.BuildLabels{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion, SchemaVersion: b.SchemaVersion}
+	l := &metrics.BuildLabels{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion, Platform: b.Platform, SchemaVersion: b.SchemaVersion}
+	if !b.BuildDate.IsZero() {
+		l.BuildDate = b.BuildDate.Format(time.RFC3339)
+	}
+	return l
 }

@@ -546,7 +546,11 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 		if wf.Claimable {
 			kind = "claimable, claims in " + wf.Claims.Table
 		}
-		fmt.Fprintf(w, "workflow   %s: %s (%s), %d tasks\n", wf.Name, wf.Table, kind, len(wf.Tasks))
+		tasks := fmt.Sprintf("%d tasks", len(wf.Tasks))
+		if len(wf.Tasks) == 1 {
+			tasks = "1 task"
+		}
+		fmt.Fprintf(w, "workflow   %s: %s (%s), %s\n", wf.Name, wf.Table, kind, tasks)
 		for j, t := range wf.Tasks {
 			atomic := ""
 			if t.AtomicInternal {
@@ -626,7 +630,11 @@ func newVersionCmd() *cobra.Command {
 			if b.Commit != "" {
 				commit = "commit " + b.Commit
 			}
-			fmt.Fprintf(c.OutOrStdout(), "enginehealth %s (%s, %s, %s, schema version %d)\n", b.Version, commit, b.GoVersion, b.Platform, b.SchemaVersion)
+			built := "build date unknown"
+			if !b.BuildDate.IsZero() {
+				built = "built " + b.BuildDate.Format(time.RFC3339)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "enginehealth %s (%s, %s, %s, %s, schema version %d)\n", b.Version, commit, built, b.GoVersion, b.Platform, b.SchemaVersion)
 			return nil
 		},
 	}

@@ -94,6 +94,7 @@ func refusal(e *api.StatusError) bool {
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "enginehealth",
+		Version:       version, // --version: the version alone (enginehealth version says the build)
 		Short:         "Engine-health and interrupt-recovery sidecar for workflow engines",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -103,6 +104,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE:                       func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	root.SetVersionTemplate("enginehealth {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentPreRunE = emptyFlags

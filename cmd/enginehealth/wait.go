@@ -24,9 +24,10 @@ func newWaitCmd() *cobra.Command {
 Ready (start-up recovery done, not in Unexpected shutdown awaiting an ack,
 and, with failover.error_not_ready, not in failover grade ERROR). Exit 0
 once it is; at --timeout exit 1 with the last reason the daemon gave, or 3
-when no daemon ever answered. An engine unit runs it as ExecStartPre
-(systemd/engine-wait-enginehealth.conf), so an engine never starts on a node
-that is not ready.`,
+when no daemon ever answered. An engine unit runs it as ExecStartPre (the
+drop-in engine-wait-enginehealth.conf: in the packages under
+/usr/share/doc/enginehealth/examples/, in the source under systemd/), so
+an engine never starts on a node that is not ready.`,
 		Example: `  enginehealth wait ready --timeout 10m
   ExecStartPre=/usr/local/bin/enginehealth wait ready --timeout 10m`,
 		Args: noArgs,

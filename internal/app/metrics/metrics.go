@@ -65,8 +65,8 @@ type Source struct {
 
 // BuildLabels are the labels of enginehealth_build_info.
 type BuildLabels struct {
-	Version, Commit, GoVersion string
-	SchemaVersion              int
+	Version, Commit, BuildDate, GoVersion, Platform string
+	SchemaVersion                                   int
 }
 
 // Task names a configured workflow task.
@@ -259,7 +259,7 @@ func newScrape(src Source) *scrape {
 		events:      d("events_written_total", "Events written to the audit trail, cluster-wide (the newest event id)."),
 		readAge:     d("database_read_age_seconds", "Seconds since the registry, holds and pause values exported were read: 0 when this scrape read them, more while the database cannot be read (they are exported for up to 10 min)."),
 		certExpiry:  d("certificate_expiry_seconds", "Seconds until each certificate file of this node expires, negative once expired, by the key path of its setting (which).", "which"),
-		build:       d("build_info", "Always 1; its labels say what this binary was built from: version, commit (empty outside a checkout), goversion, and schema_version (the sidecar schema it migrates to).", "version", "commit", "goversion", "schema_version"),
+		build:       d("build_info", "Always 1; its labels say what this binary was built from: version, commit (empty outside a checkout), build_date (RFC 3339; empty when unknown), goversion, platform, and schema_version (the sidecar schema it migrates to).", "version", "commit", "build_date", "goversion", "platform", "schema_version"),
 		etcdUp:      d("etcd_reachable", "1 when this node's last check of etcd (a read of its prefix, every lease TTL) succeeded, else 0."),
 	}
 }
@@ -417,6 +417,6 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(s.etcdUp, b2f(s.src.EtcdReachable()))
 	}
 	if b := s.src.Build; b != nil {
-		gauge(s.build, 1, b.Version, b.Commit, b.GoVersion, strconv.Itoa(b.SchemaVersion))
+		gauge(s.build, 1, b.Version, b.Commit, b.BuildDate, b.GoVersion, b.Platform, strconv.Itoa(b.SchemaVersion))
 	}
 }

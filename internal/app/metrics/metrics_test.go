@@ -49,7 +49,7 @@ func sourceWith(db func() error) Source {
 			return []certexpiry.Expiry{{Which: "etcd.tls.cert_file", Left: 3 * 24 * time.Hour}}
 		},
 		EtcdReachable: func() bool { return false },
-		Build:         &BuildLabels{Version: "v1.4.0", Commit: "0123abc", GoVersion: "go1.26.8", SchemaVersion: 14},
+		Build:         &BuildLabels{Version: "v1.4.0", Commit: "0123abc", BuildDate: "2026-11-26T00:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64", SchemaVersion: 14},
 	}
 }
 
@@ -127,7 +127,7 @@ func TestMetricsScrape(t *testing.T) {
 		`enginehealth_check_last_success_age_seconds`,
 		`enginehealth_certificate_expiry_seconds{which="etcd.tls.cert_file"} 259200`,
 		`enginehealth_etcd_reachable 0`,
-		`enginehealth_build_info{commit="0123abc",goversion="go1.26.8",schema_version="14",version="v1.4.0"} 1`,
+		`enginehealth_build_info{build_date="2026-11-26T00:00:00Z",commit="0123abc",goversion="go1.26.8",platform="linux/amd64",schema_version="14",version="v1.4.0"} 1`,
 		`process_resident_memory_bytes`,
 		`go_goroutines`,
 	} {

@@ -5,13 +5,17 @@
 package packaging
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -192,6 +196,30 @@ func TestPackagesHoldTheSameFiles(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+f+"`") {
 			t.Errorf("docs/install.md does not list %s", f)
 		}
+	}
+	// The environment file may hold the DSN: root's only.
+	list, err := exec.Command("dpkg-deb", "-c", deb).Output()
+	if err != nil || !regexp.MustCompile(`(?m)^-rw------- root/root .* \./etc/default/enginehealth$`).Match(list) {
+		t.Fatalf("/etc/default/enginehealth is not root's only (0600): %v\n%s", err, list)
+	}
+	// The changelog's newest entry is this package's version.
+	tarball, err := exec.Command("dpkg-deb", "--fsys-tarfile", deb).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := exec.Command("tar", "-xO", "./usr/share/doc/enginehealth/changelog.Debian.gz")
+	tx.Stdin = bytes.NewReader(tarball)
+	gz, err := tx.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changelog, _ := io.ReadAll(zr)
+	if first, _, _ := strings.Cut(string(changelog), "\n"); !strings.HasPrefix(first, "enginehealth ("+testVersion+") ") {
+		t.Fatalf("the changelog's newest entry is %q, want version %s", first, testVersion)
 	}
 	// The configuration files are the package manager's to keep.
 	out, err := exec.Command("dpkg-deb", "--info", deb, "conffiles").Output()

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -95,7 +96,8 @@ func run() error {
 			fmt.Println(p)
 		}
 	}
-	return nil
+	// dist/ holds the packages only.
+	return os.RemoveAll(filepath.Join(o.out, "stage"))
 }
 
 func startsWithDigit(s string) bool { return s != "" && s[0] >= '0' && s[0] <= '9' }
@@ -183,11 +185,50 @@ func gzipFile(src, dst string) error {
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
 }
 
+// changelog writes the packages' changelog to dst: changelog.yml, whose
+// newest entry is the package's version; for any other version (a
+// development build), an entry for it first, naming its commit.
+func (o options) changelog(src, dst string, date time.Time) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	newest := regexp.MustCompile(`(?m)^- semver: (\S+)\n  date: (\S+)$`).FindSubmatch(b)
+	if newest == nil {
+		return fmt.Errorf("%s has no entry (- semver: …, then   date: …)", src)
+	}
+	if string(newest[1]) != o.version {
+		// Later than the newest entry (Debian wants each entry newer).
+		if last, err := time.Parse(time.RFC3339, string(newest[2])); err == nil && !date.After(last) {
+			date = last.Add(time.Second)
+		}
+		commit := o.commit
+		if commit == "" {
+			commit = "an unknown commit"
+		}
+		entry := fmt.Sprintf(`- semver: %s
+  date: %s
+  packager: enginehealth maintainers <maintainers@enginehealth.dev>
+  deb:
+    urgency: medium
+    distributions: [unstable]
+  changes:
+    - note: "A build of %.40s, after %s."
+`, o.version, date.UTC().Format(time.RFC3339), commit, newest[1])
+		b = append([]byte(entry), b...)
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
 // pack builds one package of format for arch from nfpm.yaml.
 func (o options) pack(format, arch, stage string, mtime time.Time) (string, error) {
 	vars := map[string]string{
 		"ARCH": arch, "VERSION": o.version, "STAGE": stage, "REPO": o.repo,
-		"PKGDIR": filepath.Join(o.repo, "internal", "tools", "pkgbuild"),
+		"PKGDIR":    filepath.Join(o.repo, "internal", "tools", "pkgbuild"),
+		"CHANGELOG": filepath.Join(stage, "changelog.yml"),
+	}
+	if err := o.changelog(filepath.Join(vars["PKGDIR"], "changelog.yml"), vars["CHANGELOG"], mtime); err != nil {
+		return "", err
 	}
 	// Every ${NAME} of the file, whatever the field (nfpm expands some
 	// fields only); an unknown one is an error, not an empty string.
