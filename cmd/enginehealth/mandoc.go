@@ -28,8 +28,8 @@ func writeManPages(dir string) error {
 	return doc.GenManTreeFromOpts(root, doc.GenManTreeOptions{
 		Path:             filepath.Clean(dir),
 		CommandSeparator: "-",
+		// No Title: each page is titled by its command (ENGINEHEALTH-STATUS).
 		Header: &doc.GenManHeader{
-			Title:   "ENGINEHEALTH",
 			Section: "1",
 			Date:    &manDate,
 			Source:  "enginehealth",

@@ -24,7 +24,8 @@ func TestManPagesFresh(t *testing.T) {
 			t.Fatalf("no %s: %v", n, err)
 		}
 		cmd := strings.ReplaceAll(strings.TrimSuffix(n, ".1"), "-", " ")
-		if !strings.Contains(string(b), ".TH \"ENGINEHEALTH\" \"1\" \"Nov 2026\"") || !strings.Contains(string(b), strings.ReplaceAll(cmd, " ", `\-`)) &&
+		title := strings.ToUpper(strings.TrimSuffix(n, ".1"))
+		if !strings.Contains(string(b), ".TH \""+title+"\" \"1\" \"Nov 2026\"") || !strings.Contains(string(b), strings.ReplaceAll(cmd, " ", `\-`)) &&
 			!strings.Contains(string(b), cmd) {
 			t.Errorf("%s does not look like the man page of %q:\n%s", n, cmd, b)
 		}
