@@ -211,10 +211,15 @@ func (h *handler) instance(in string) http.HandlerFunc {
 			name string
 			to   *string
 		}{{"workflow", &ref.Workflow}, {"id", &ref.Instance}} {
+			given := true
 			if in == "path" {
 				*p.to = r.PathValue(p.name)
 			} else {
-				*p.to, _ = queryValue(r, p.name)
+				*p.to, given = queryValue(r, p.name)
+			}
+			if !given {
+				writeProblem(w, http.StatusBadRequest, in+" parameter "+p.name+": missing", "GET /v1/instances?workflow=W&id=X names both")
+				return
 			}
 			if prob := nameProblem(*p.to, false); prob != "" {
 				writeProblem(w, http.StatusBadRequest, in+" parameter "+p.name+": "+prob, "got "+quoteShort(*p.to))
