@@ -26,7 +26,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 )
 
 func main() {
@@ -51,16 +51,23 @@ func main() {
 	}
 }
 
-func open(path string) (*configs.Config, *sql.DB, error) {
+// open loads the configuration and opens its database as app (the
+// application_name its connections show in pg_stat_activity).
+func open(path, app string) (*configs.Config, *sql.DB, error) {
 	cfg, err := configs.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := sql.Open("postgres", cfg.Database.DSN)
+	pcfg, err := pq.NewConfig(cfg.Database.DSN)
+	if err != nil {
+		return nil, nil, errors.New("database DSN is malformed")
+	}
+	pcfg.ApplicationName = app
+	connector, err := pq.NewConnectorConfig(pcfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cfg, db, nil
+	return cfg, sql.OpenDB(connector), nil
 }
 
 func seed(ctx context.Context, args []string) error {
@@ -68,7 +75,7 @@ func seed(ctx context.Context, args []string) error {
 	path := fs.String("config", "", "enginehealth configuration file")
 	n := fs.Int("instances", 1000, "orders and reports to create")
 	_ = fs.Parse(args)
-	_, db, err := open(*path)
+	_, db, err := open(*path, "demo-engine/seed")
 	if err != nil {
 		return err
 	}
@@ -88,7 +95,7 @@ func run(ctx context.Context, args []string) error {
 	if *node == "" {
 		return errors.New("--node is required")
 	}
-	cfg, db, err := open(*path)
+	cfg, db, err := open(*path, "demo-engine/"+*node)
 	if err != nil {
 		return err
 	}

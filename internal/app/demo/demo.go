@@ -387,6 +387,16 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 	h.engine.stop(syscall.SIGKILL, time.Second)
 	h.sidecar.stop(syscall.SIGKILL, time.Second)
 	killed := time.Now()
+	// The claims it left are those left once the server is done with its
+	// connections: a commit it sent just before it died (a task
+	// finished, its claim deleted) may still be applied.
+	if err := r.until(ctx, 10*time.Second, h.name+"'s engine connections gone", func() (bool, error) {
+		var n int
+		err := r.db.GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "demo-engine/"+h.name)
+		return n == 0, err
+	}); err != nil {
+		return err
+	}
 	var held []string
 	if err := r.db.SelectContext(ctx, &held, `SELECT instance_id::text FROM demo.orders_claim WHERE node = $1`, h.name); err != nil {
 		return err
