@@ -52,7 +52,8 @@ func main() {
 }
 
 // open loads the configuration and opens its database as app (the
-// application_name its connections show in pg_stat_activity).
+// application_name its connections show in pg_stat_activity), unless the
+// DSN names one (the fault suite's checker names each engine so).
 func open(path, app string) (*configs.Config, *sql.DB, error) {
 	cfg, err := configs.Load(path)
 	if err != nil {
@@ -62,7 +63,9 @@ func open(path, app string) (*configs.Config, *sql.DB, error) {
 	if err != nil {
 		return nil, nil, errors.New("database DSN is malformed")
 	}
-	pcfg.ApplicationName = app
+	if pcfg.ApplicationName == "" {
+		pcfg.ApplicationName = app
+	}
 	connector, err := pq.NewConnectorConfig(pcfg)
 	if err != nil {
 		return nil, nil, err
@@ -75,7 +78,7 @@ func seed(ctx context.Context, args []string) error {
 	path := fs.String("config", "", "enginehealth configuration file")
 	n := fs.Int("instances", 1000, "orders and reports to create")
 	_ = fs.Parse(args)
-	_, db, err := open(*path, "demo-engine/seed")
+	_, db, err := open(*path, "engine/seed")
 	if err != nil {
 		return err
 	}
@@ -95,7 +98,7 @@ func run(ctx context.Context, args []string) error {
 	if *node == "" {
 		return errors.New("--node is required")
 	}
-	cfg, db, err := open(*path, "demo-engine/"+*node)
+	cfg, db, err := open(*path, "engine/"+*node)
 	if err != nil {
 		return err
 	}

@@ -392,7 +392,7 @@ func (r *run) kill(ctx context.Context, h *host, isMaster bool, term int64) erro
 	// finished, its claim deleted) may still be applied.
 	if err := r.until(ctx, 10*time.Second, h.name+"'s engine connections gone", func() (bool, error) {
 		var n int
-		err := r.db.GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "demo-engine/"+h.name)
+		err := r.db.GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "engine/"+h.name)
 		return n == 0, err
 	}); err != nil {
 		return err
