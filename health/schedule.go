@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 )
@@ -37,7 +38,8 @@ func ParseSchedule(spec string) (Schedule, error) {
 	}
 	c, err := cronParser.Parse(spec)
 	if err != nil {
-		return Schedule{}, err
+		// The parser quotes the spec, whole: a message says a part.
+		return Schedule{}, errors.New(shorten(err.Error(), 200))
 	}
 	first := c.Next(time.Now())
 	second := c.Next(first)
@@ -60,3 +62,15 @@ func (s Schedule) Period() time.Duration { return s.period }
 // StuckAfter is how long an acting master may go without a successful
 // pass before it counts as stuck: three periods, at least a minute.
 func (s Schedule) StuckAfter() time.Duration { return max(3*s.period, time.Minute) }
+
+// shorten cuts s to at most n bytes, at a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
