@@ -546,11 +546,7 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 		if wf.Claimable {
 			kind = "claimable, claims in " + wf.Claims.Table
 		}
-		tasks := fmt.Sprintf("%d tasks", len(wf.Tasks))
-		if len(wf.Tasks) == 1 {
-			tasks = "1 task"
-		}
-		fmt.Fprintf(w, "workflow   %s: %s (%s), %s\n", wf.Name, wf.Table, kind, tasks)
+		fmt.Fprintf(w, "workflow   %s: %s (%s), %d %s\n", wf.Name, wf.Table, kind, len(wf.Tasks), plural(int64(len(wf.Tasks)), "task", "tasks"))
 		for j, t := range wf.Tasks {
 			atomic := ""
 			if t.AtomicInternal {

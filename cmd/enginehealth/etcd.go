@@ -126,7 +126,7 @@ func explainEtcd(ctx context.Context, cfg *configs.Config, endpoints []string, u
 		return fmt.Errorf("etcd authentication is enabled and no user is configured (etcd.username, or a client certificate whose CN is an etcd user): %w", err)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled):
 		// Not when the daemon is stopping.
-		cause := probeEtcd(etcdTLSNow(cfg.Etcd), endpoints, min(cfg.Etcd.DialTimeout, time.Second))
+		cause := probeEtcd(cfg.Etcd, endpoints)
 		switch {
 		case cause == nil:
 			return fmt.Errorf("etcd did not answer within %s, though every member accepts connections: a member frozen or overloaded, or the cluster without quorum (%w)", cfg.Etcd.DialTimeout, err)
@@ -142,10 +142,12 @@ func explainEtcd(ctx context.Context, cfg *configs.Config, endpoints []string, u
 // member to refuse the client certificate (it does so at once).
 const probeWait = 300 * time.Millisecond
 
-// probeEtcd connects to every endpoint as the client would, at the level
-// of TCP and TLS, and returns why the first that fails does (nil when
-// none fails there).
-func probeEtcd(tc *tls.Config, endpoints []string, timeout time.Duration) error {
+// probeEtcd connects to every endpoint as the client would, with the TLS
+// material held now, at the level of TCP and TLS (each within a second at
+// most), and returns why the first that fails does (nil when none fails
+// there).
+func probeEtcd(e configs.Etcd, endpoints []string) error {
+	tc, timeout := etcdTLSNow(e), min(e.DialTimeout, time.Second)
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {

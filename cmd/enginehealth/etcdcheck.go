@@ -73,7 +73,7 @@ func (c *etcdCheck) Run(ctx context.Context) error {
 // refuse, or that do not verify them, are said at once.
 func (c *etcdCheck) TryMaterial(ctx context.Context) {
 	endpoints, _, _ := c.cfg.Etcd.ClientEndpoints()
-	if err := probeEtcd(etcdTLSNow(c.cfg.Etcd), endpoints, min(c.cfg.Etcd.DialTimeout, time.Second)); err != nil && ctx.Err() == nil {
+	if err := probeEtcd(c.cfg.Etcd, endpoints); err != nil && ctx.Err() == nil {
 		c.log.WarnContext(ctx, "the reloaded etcd TLS files do not work with a member: the open connections go on, the next connection to it will fail", tint.Err(err))
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -253,10 +252,6 @@ func (p reloadable) owns(key string) bool {
 		}
 	}
 	return false
-}
-
-func sameCerts(a, b []*x509.Certificate) bool {
-	return slices.EqualFunc(a, b, func(x, y *x509.Certificate) bool { return x.Equal(y) })
 }
 
 // fingerprint hashes the configuration file and every file it names, so

@@ -564,10 +564,14 @@ func TestOpenAPI(t *testing.T) {
 	cfgDown.Candidates = func(context.Context) ([]leader.Candidate, error) { return nil, errDown }
 	cfgDown.Events = func(context.Context, audit.ListParams) ([]audit.Event, error) { return nil, errDown }
 	cfgDown.MaxDBRequests = 1
-	var block atomic.Pointer[chan struct{}]
+	// gate: a scrape says it holds the slot (entered), then waits for
+	// release.
+	type gate struct{ entered, release chan struct{} }
+	var block atomic.Pointer[gate]
 	cfgDown.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := block.Load(); c != nil {
-			<-*c
+		if g := block.Load(); g != nil {
+			close(g.entered)
+			<-g.release
 		}
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	})
@@ -596,8 +600,8 @@ func TestOpenAPI(t *testing.T) {
 	}
 	// busy: a scrape holds the down node's only database slot.
 	busy := func() func() {
-		c := make(chan struct{})
-		block.Store(&c)
+		g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
+		block.Store(g)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -605,8 +609,8 @@ func TestOpenAPI(t *testing.T) {
 				resp.Body.Close()
 			}
 		}()
-		time.Sleep(100 * time.Millisecond)
-		return func() { block.Store(nil); close(c); <-done }
+		<-g.entered // the slot is held
+		return func() { block.Store(nil); close(g.release); <-done }
 	}
 	big := `{"reason":"` + strings.Repeat("x", 70<<10) + `"}`
 

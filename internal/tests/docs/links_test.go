@@ -189,31 +189,39 @@ func blocks(md string) []block {
 			cur = nil
 		}
 	}
+	prose(md, flush, func(i int, line string) {
+		if strings.TrimSpace(line) == "" {
+			flush()
+			return
+		}
+		if len(cur) == 0 {
+			start = i + 1
+		}
+		cur = append(cur, line)
+	})
+	flush()
+	return out
+}
+
+// prose calls line for each line of a page outside fenced code blocks
+// (i: its index), and fenceOpens where such a block begins.
+func prose(md string, fenceOpens func(), line func(i int, s string)) {
 	inFence := ""
-	for i, line := range strings.Split(md, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
+	for i, l := range strings.Split(md, "\n") {
+		trimmed := strings.TrimLeft(l, " ")
 		if inFence != "" {
 			if strings.HasPrefix(trimmed, inFence) && strings.TrimRight(strings.TrimLeft(trimmed, inFence[:1]), " ") == "" {
 				inFence = ""
 			}
 			continue
 		}
-		if m := fence.FindStringSubmatch(line); m != nil {
-			flush()
+		if m := fence.FindStringSubmatch(l); m != nil {
+			fenceOpens()
 			inFence = m[1]
 			continue
 		}
-		if strings.TrimSpace(line) == "" {
-			flush()
-			continue
-		}
-		if len(cur) == 0 {
-			start = i + 1
-		}
-		cur = append(cur, line)
+		line(i, l)
 	}
-	flush()
-	return out
 }
 
 // codeSpans returns the [start, end) of each code span of text: a run
@@ -285,25 +293,13 @@ var (
 func pageAnchors(md string) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
-	inFence := ""
-	for _, line := range strings.Split(md, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		if inFence != "" {
-			if strings.HasPrefix(trimmed, inFence) && strings.TrimRight(strings.TrimLeft(trimmed, inFence[:1]), " ") == "" {
-				inFence = ""
-			}
-			continue
-		}
-		if m := fence.FindStringSubmatch(line); m != nil {
-			inFence = m[1]
-			continue
-		}
+	prose(md, func() {}, func(_ int, line string) {
 		for _, m := range htmlAnchor.FindAllStringSubmatch(blankCode(line), -1) {
 			anchors[m[1]] = true
 		}
 		m := atxHeading.FindStringSubmatch(line)
 		if m == nil {
-			continue
+			return
 		}
 		a := anchor(m[2])
 		n := seen[a]
@@ -312,7 +308,7 @@ func pageAnchors(md string) map[string]bool {
 			a = fmt.Sprintf("%s-%d", a, n)
 		}
 		anchors[a] = true
-	}
+	})
 	return anchors
 }
 
