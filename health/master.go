@@ -480,7 +480,12 @@ func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger
 	}
 	res, err := m.cfg.Recovery.Startup(ctx, o, nil)
 	if err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case pgdb.Unavailable(err):
+			// A database failing over or restarting: its state, not a fault.
+			log.WarnContext(ctx, "start-up recovery failed: database unavailable; retrying next tick", tint.Err(err))
+		default:
 			log.ErrorContext(ctx, "start-up recovery failed; retrying next tick", tint.Err(err))
 		}
 		return false, false

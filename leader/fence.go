@@ -25,6 +25,17 @@ const (
 	KindMasterLost    = "master_lost"
 )
 
+// termLost ends an office whose term the database no longer has: it is
+// ErrDeposed (the office may not write) for a different reason.
+type termLost struct{ recorded, ours int64 }
+
+func (e termLost) Error() string {
+	return fmt.Sprintf("leader: the recorded term %d is older than ours (%d): the database lost our term (a failover to a replica that had not received it); the term is taken again at the next election",
+		e.recorded, e.ours)
+}
+
+func (termLost) Is(target error) bool { return target == ErrDeposed }
+
 // Fence records terms and runs term-checked transactions.
 type Fence struct {
 	db     *sqlx.DB
@@ -212,6 +223,14 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *Tx) error) erro
 			// Another office took over: this one ends now, not when etcd
 			// or its trust window says so.
 			err := fmt.Errorf("%w: recorded term %d, ours %d", ErrDeposed, term, o.Term)
+			if term < o.Term {
+				// Our own term is gone from the database: it failed over
+				// to a replica that had not received it (asynchronous
+				// replication). The office ends all the same (a round
+				// without the term written would not be fenced), and
+				// the next election records a term again.
+				err = termLost{recorded: term, ours: o.Term}
+			}
 			o.depose(err)
 			return err
 		}

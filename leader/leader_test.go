@@ -477,3 +477,42 @@ func TestTakeOfficeEndsStalledFencedWrite(t *testing.T) {
 	}
 	t.Logf("TakeOffice ended the stalled transaction after %s", took.Round(time.Millisecond))
 }
+
+// TestLostTermIsTakenAgain: when the database loses the recorded term (it
+// failed over to a replica that had not received it), the office's next
+// fenced write is refused, the office ends saying why, and the next
+// election records a term again, so fenced writes go on under it.
+func TestLostTermIsTakenAgain(t *testing.T) {
+	b := setup(t)
+	c := b.start(t, "a")
+	_, o := waitOffice(t, c)
+	ctx := context.Background()
+	// What the replica had: the term before this office's.
+	if _, err := b.db.Exec(`UPDATE enginehealth.leader_term SET term = $1 - 1, node = 'old'`, o.Term); err != nil {
+		t.Fatal(err)
+	}
+	err := b.fence.InTx(ctx, o, func(tx *Tx) error { return nil })
+	if !errors.Is(err, ErrDeposed) || !strings.Contains(err.Error(), "the database lost our term") {
+		t.Fatalf("fenced write after the term was lost: %v; want ErrDeposed saying the term was lost", err)
+	}
+	select {
+	case cause := <-c.lost:
+		if !strings.Contains(cause.Error(), "lost our term") {
+			t.Errorf("office ended with %v", cause)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the office did not end")
+	}
+	_, o2 := waitOffice(t, c)
+	if o2.Term <= o.Term {
+		t.Fatalf("new office's term %d, not above the lost one %d", o2.Term, o.Term)
+	}
+	testkit.Eventually(t, 15*time.Second, "the new office acts", func() (bool, error) { return o2.Trusted() == nil, nil })
+	if err := b.fence.InTx(ctx, o2, func(tx *Tx) error { return nil }); err != nil {
+		t.Fatalf("fenced write under the term taken again: %v", err)
+	}
+	cur, err := b.fence.Current(ctx)
+	if err != nil || cur.Term != o2.Term || cur.Node != "a" {
+		t.Fatalf("recorded term %+v, %v; want %d of a", cur, err, o2.Term)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,12 +81,24 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	if cfg.ApplicationName != "" && pcfg.ApplicationName == "" {
 		pcfg.ApplicationName = cfg.ApplicationName
 	}
+	// The sidecar writes: a connection to a server that takes no writes
+	// (a standby, before or without its promotion, behind an address a
+	// failover has not moved yet) is refused when it is made, as
+	// database unavailable, not kept in the pool to fail every write.
+	// With several hosts in the DSN (host=a,b), the one that takes
+	// writes is found.
+	switch pcfg.TargetSessionAttrs {
+	case "":
+		pcfg.TargetSessionAttrs = pq.TargetSessionAttrsReadWrite
+	case pq.TargetSessionAttrsReadOnly, pq.TargetSessionAttrsStandby, pq.TargetSessionAttrsPreferStandby:
+		return nil, fmt.Errorf("database DSN: target_session_attrs=%s: the sidecar writes; use read-write (the default) or primary", pcfg.TargetSessionAttrs)
+	}
 	connector, err := pq.NewConnectorConfig(pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("database connector: %w", err)
 	}
 	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn})
-	db := sqlx.NewDb(sql.OpenDB(connector), "postgres")
+	db := sqlx.NewDb(sql.OpenDB(writable{connector}), "postgres")
 	max := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
 	db.SetMaxOpenConns(max)
 	db.SetMaxIdleConns(max)
@@ -101,6 +114,26 @@ func Ping(ctx context.Context, db *sqlx.DB, timeout time.Duration) error {
 		return fmt.Errorf("ping database: %w", err)
 	}
 	return nil
+}
+
+// ErrReadOnly: the server takes no writes (a standby, or a server set
+// read-only); the sidecar treats it as the database being unavailable.
+var ErrReadOnly = errors.New("the server takes no writes (a standby not promoted yet, or read-only)")
+
+// writable names lib/pq's refusal of a server that takes no writes
+// (target_session_attrs; plain errors) as ErrReadOnly.
+type writable struct{ *pq.Connector }
+
+func (w writable) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := w.Connector.Connect(ctx)
+	if err != nil {
+		for _, s := range []string{"session is read-only", "server is in hot standby mode"} {
+			if strings.Contains(err.Error(), s) {
+				return nil, fmt.Errorf("%w: %w", ErrReadOnly, err)
+			}
+		}
+	}
+	return c, err
 }
 
 // deadlineDialer dials with a timeout and returns connections whose every
@@ -218,20 +251,51 @@ func IsLockTimeout(err error) bool {
 // log.
 func Summary(err error) string {
 	var pqErr *pq.Error
-	var netErr net.Error
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &pqErr) && pqErr.Code == "57014":
 		return "database statement timed out"
-	case errors.As(err, &pqErr):
-		return fmt.Sprintf("database error %s (%s)", pqErr.Code, pqErr.Code.Name())
+	case errors.Is(err, ErrReadOnly), errors.As(err, &pqErr) && pqErr.Code == "25006":
+		return "database unavailable (the server takes no writes: a standby, or read-only)"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return "timed out"
-	case errors.Is(err, driver.ErrBadConn), errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case Unavailable(err):
 		return "database unavailable"
+	case errors.As(err, &pqErr):
+		return fmt.Sprintf("database error %s (%s)", pqErr.Code, pqErr.Code.Name())
 	}
 	return "failed (the node's log has the cause)"
+}
+
+// Unavailable reports whether err says the database could not be used
+// for a while, rather than that a statement is wrong: the connection
+// broke or could not be made, the server is shutting down, starting up or
+// in recovery, or takes no writes (a standby: a failover in progress), or
+// has no connection slot left. Such a failure is retried, and logged as
+// the database's state, never as a fault of the sidecar.
+func Unavailable(err error) bool {
+	var pqErr *pq.Error
+	var netErr net.Error
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The caller's own deadline (which satisfies net.Error) says
+		// nothing of the database.
+		return false
+	case errors.Is(err, ErrReadOnly), errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &pqErr):
+		switch pqErr.Code {
+		case "25006", // read_only_sql_transaction: a standby
+			"57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+			"53300": // too_many_connections
+			return true
+		}
+		return pqErr.Code.Class() == "08" // connection_exception
+	case errors.As(err, &netErr):
+		return true // refused, reset, or a read that timed out: a server that does not answer
+	}
+	return false
 }
 
 // Await runs fn(ctx) and waits for it no longer than ctx lasts. lib/pq

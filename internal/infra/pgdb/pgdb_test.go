@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 var pg *pgtest.Server
@@ -300,6 +302,77 @@ func TestSummary(t *testing.T) {
 			if strings.Contains(got, leak) {
 				t.Errorf("pgdb.Summary(%v) = %q carries %q", c.err, got, leak)
 			}
+		}
+	}
+}
+
+// TestStandbyIsUnavailable: a server that takes no writes (a standby an
+// address points at before its promotion) is refused when a connection
+// is made, as the database being unavailable, and takes the connection
+// once promoted; a DSN that asks for a standby is refused at Open.
+func TestStandbyIsUnavailable(t *testing.T) {
+	p := pgtest.New(t)
+	s, err := p.StartStandby(p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	db, err := pgdb.Open(pgdb.Config{DSN: s.URL("postgres"), ConnectTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Ping()
+	if !errors.Is(err, pgdb.ErrReadOnly) || !pgdb.Unavailable(err) {
+		t.Fatalf("ping of a standby: %v; want ErrReadOnly, unavailable", err)
+	}
+	if got, want := pgdb.Summary(fmt.Errorf("heartbeat: %w", err)), "database unavailable (the server takes no writes: a standby, or read-only)"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	// A session that can write, on a server set read-only after it was
+	// made: its writes fail with 25006, the same class.
+	_, err = db.Exec(`SELECT 1`)
+	if err == nil {
+		t.Fatal("a statement on a standby's pool succeeded: the connection was kept")
+	}
+	p.Kill()
+	if err := s.Promote(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE written (v int)`); err != nil {
+		t.Fatalf("write after promotion: %v", err)
+	}
+	for _, q := range []string{"read-only", "standby", "prefer-standby"} {
+		_, err := pgdb.Open(pgdb.Config{DSN: s.URL("postgres") + "&target_session_attrs=" + q})
+		if err == nil || !strings.Contains(err.Error(), "target_session_attrs="+q) || !strings.Contains(err.Error(), "the sidecar writes") {
+			t.Errorf("Open with target_session_attrs=%s: %v; want a refusal naming it", q, err)
+		}
+	}
+}
+
+// TestUnavailable: which failures are the database's state (retried,
+// not logged as faults) and which are not.
+func TestUnavailable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&pq.Error{Code: "25006"}, true},
+		{&pq.Error{Code: "57P01"}, true},
+		{&pq.Error{Code: "57P03"}, true},
+		{&pq.Error{Code: "08006"}, true},
+		{&pq.Error{Code: "53300"}, true},
+		{fmt.Errorf("heartbeat: %w", io.ErrUnexpectedEOF), true},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{&pq.Error{Code: "42601"}, false},
+		{&pq.Error{Code: "23505"}, false},
+		{context.DeadlineExceeded, false},
+		{context.Canceled, false},
+		{errors.New("table app.orders: no column status"), false},
+		{nil, false},
+	} {
+		if got := pgdb.Unavailable(c.err); got != c.want {
+			t.Errorf("Unavailable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

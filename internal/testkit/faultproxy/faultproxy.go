@@ -100,3 +100,21 @@ func (p *Proxy) Restore() error {
 	}
 	return nil
 }
+
+// SetUpstream points the proxy at addr, as a virtual IP or a proxy
+// (HAProxy, PgBouncer) moved by a failover manager: the connections open
+// now are closed (their server is gone, or fenced off) and the next ones
+// go to addr. A blackhole in place stays in place.
+func (p *Proxy) SetUpstream(addr string) error {
+	if err := p.p.Update(&toxiproxy.Proxy{Listen: p.Addr, Upstream: addr, Enabled: true}); err != nil {
+		return fmt.Errorf("faultproxy: set upstream %s: %w", addr, err)
+	}
+	return nil
+}
+
+// Upstream returns the address the proxy forwards to.
+func (p *Proxy) Upstream() string {
+	p.p.Lock()
+	defer p.p.Unlock()
+	return p.p.Upstream
+}

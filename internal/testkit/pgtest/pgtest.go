@@ -237,7 +237,7 @@ func (s *Server) setupTLS() error {
 			return err
 		}
 	}
-	return write("pg_hba.conf", []byte("local all all trust\nhostssl all all 127.0.0.1/32 trust\n"))
+	return write("pg_hba.conf", []byte("local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl replication all 127.0.0.1/32 trust\n"))
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -399,6 +399,22 @@ func (s *Server) signal(sig syscall.Signal) error {
 	return s.proc.cmd.Process.Signal(sig)
 }
 
+// Kill ends the server at once (SIGKILL of the postmaster, as when its
+// host dies): open sessions break, nothing is shut down cleanly. Resume
+// starts it again (with crash recovery); a failed-over primary is closed
+// instead (Close).
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.proc
+	if p == nil {
+		return
+	}
+	s.proc = nil
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // Stop shuts the server down (fast shutdown; immediate after 10s). Resume
 // starts it again.
 func (s *Server) Stop() {
@@ -430,6 +446,129 @@ func (s *Server) Close() {
 	}
 	s.Stop()
 	os.RemoveAll(s.baseDir)
+}
+
+// StartStandby makes a streaming replica of s and starts it: a copy of
+// its data taken with pg_basebackup -R, in hot standby (read-only), on a
+// port of its own, replicating asynchronously from from (host:port: s's
+// own address, or a proxy in front of it, which can be cut to make the
+// standby fall behind). It has s's TLS settings. Promote makes it a
+// primary; Close removes it.
+func (s *Server) StartStandby(from string) (*Server, error) {
+	if s.external {
+		return nil, errors.New("pgtest: cannot make a standby of an external server")
+	}
+	host, port, err := net.SplitHostPort(from)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: standby of %q: %w", from, err)
+	}
+	r := &Server{binDir: s.binDir, uid: s.uid, gid: s.gid, cred: s.cred, tls: s.tls}
+	if r.baseDir, err = os.MkdirTemp("", "ehpg-standby-"); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(r.baseDir, 0o755); err != nil {
+		return nil, err
+	}
+	if r.uid >= 0 {
+		if err := os.Chown(r.baseDir, r.uid, r.gid); err != nil {
+			return nil, err
+		}
+	}
+	// A fast checkpoint: the default spreads it over minutes.
+	cmd := exec.Command(filepath.Join(s.binDir, "pg_basebackup"),
+		"-h", host, "-p", port, "-U", "postgres", "-D", filepath.Join(r.baseDir, "data"),
+		"-R", "-X", "stream", "-c", "fast", "--no-sync")
+	cmd.Dir = r.baseDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred, Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(r.baseDir)
+		return nil, fmt.Errorf("pgtest: pg_basebackup from %s: %v: %s", from, err, out)
+	}
+	for attempt := 0; ; attempt++ {
+		r.Port, err = FreePort()
+		if err == nil {
+			err = r.Resume()
+		}
+		if err == nil || attempt == 2 {
+			break
+		}
+	}
+	if err != nil {
+		os.RemoveAll(r.baseDir)
+		return nil, err
+	}
+	return r, nil
+}
+
+// Addr returns the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// Promote makes a standby a primary (pg_promote, waiting until it
+// accepts writes). The data it had not received from its primary is
+// lost, as in any asynchronous failover.
+func (s *Server) Promote() error {
+	db, err := sql.Open("postgres", s.admin())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var done bool
+	if err := db.QueryRowContext(ctx, `SELECT pg_promote(true, 60)`).Scan(&done); err != nil {
+		return fmt.Errorf("pgtest: promote: %w", err)
+	}
+	if !done {
+		return fmt.Errorf("pgtest: promote: not a primary after 60s: %s", s.logTail())
+	}
+	return nil
+}
+
+// InRecovery reports whether the server is a standby.
+func (s *Server) InRecovery() (bool, error) {
+	db, err := sql.Open("postgres", s.admin())
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var in bool
+	err = db.QueryRowContext(ctx, `SELECT pg_is_in_recovery()`).Scan(&in)
+	return in, err
+}
+
+// WaitReplayed waits until the standby s has replayed what its primary
+// had written when it was called (the primary's current WAL position),
+// or ctx ends. (The insert position: under synchronous_commit=off a
+// commit may not be written yet; the standby gets it once it is.)
+func (s *Server) WaitReplayed(ctx context.Context, primary *Server) error {
+	p, err := sql.Open("postgres", primary.admin())
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var lsn string
+	if err := p.QueryRowContext(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		return fmt.Errorf("pgtest: primary's WAL position: %w", err)
+	}
+	r, err := sql.Open("postgres", s.admin())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		var caught bool
+		err := r.QueryRowContext(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&caught)
+		if err == nil && caught {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: standby has not replayed %s: %w (last error %v)", lsn, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (s *Server) initdb() error {
