@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,14 @@ type CheckConfig struct {
 	// refused because the office may not act, or cut by shutdown, are
 	// not passes.
 	OnPass func(res CheckResult, err error)
-	Log    *slog.Logger
+	// DatabaseBack, when set, returns when the database became usable
+	// again to this node after it was not (its heartbeats resumed after
+	// failing; zero: never). For NotRespondingAfter from then, passes
+	// mark no node Not responding: every node's heartbeats stopped with
+	// the database, and resume as each one reconnects (a database
+	// failover is not the nodes' fault).
+	DatabaseBack func() time.Time
+	Log          *slog.Logger
 }
 
 // DefaultSweepInterval of CheckConfig.
@@ -73,6 +81,7 @@ type Checker struct {
 
 	mu        sync.Mutex // one pass at a time
 	lastPass  time.Time  // local time of the last pass that judged the nodes (or of taking office)
+	graced    string     // why the last pass judged no node ("" when it did)
 	lastSweep time.Time  // local time of the last complete sweep of this office; zero: the next pass sweeps
 	// disrupted: whether the last pass was in disruption mode. Atomic:
 	// read (metrics, status) while a pass holds mu, which can be as long
@@ -291,6 +300,28 @@ func (c *Checker) threshold() time.Duration {
 	return t
 }
 
+// grace says why the nodes in stale must not be judged now ("" when they
+// may be): the database's record condemns this master too (its own
+// heartbeats are missing: the database lost them, as an asynchronous
+// failover does, or missed them), or the database was unavailable to
+// this node less than NotRespondingAfter ago, so the others may not have
+// reconnected yet.
+func (c *Checker) grace(o *leader.Office, stale []string) string {
+	if len(stale) == 0 {
+		return ""
+	}
+	if slices.Contains(stale, o.Candidate.Name) {
+		return "the database's record of this master's own heartbeats is stale too: it lost or missed them (a database failover?)"
+	}
+	if c.cfg.DatabaseBack != nil {
+		if back := c.cfg.DatabaseBack(); !back.IsZero() && c.now().Sub(back) < c.cfg.NotRespondingAfter {
+			return fmt.Sprintf("the database was unavailable to this node until %s ago; the nodes get not_responding_after (%s) to reconnect",
+				c.now().Sub(back).Round(time.Millisecond), c.cfg.NotRespondingAfter)
+		}
+	}
+	return ""
+}
+
 // Override is an operator's override of the disruption guard for one
 // pass (check --force).
 type Override struct {
@@ -383,6 +414,14 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 			return err
 		}
 		res.Stale = stale
+		if why := c.grace(o, stale); why != "" {
+			if why != c.graced {
+				c.log.InfoContext(ctx, "marking no node Not responding for now: "+why, "stale", strings.Join(stale, ","))
+			}
+			c.graced, stale = why, nil
+		} else {
+			c.graced = ""
+		}
 		if total > 2 && len(stale) > 0 && float64(len(stale)) >= c.cfg.MaxUnresponsiveFraction*float64(total)-1e-9 && !faultinject.Off(faultinject.Guard) {
 			term := o.Term
 			res.DisruptionReason = fmt.Sprintf("%d of %d nodes look unresponsive at once (%s; at least %.0f%%): assuming this master is cut off",

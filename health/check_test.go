@@ -667,3 +667,53 @@ func TestDisruptedAnswersDuringAPass(t *testing.T) {
 		t.Fatalf("the pass, once the lock went: %v", err)
 	}
 }
+
+// TestDatabaseFailoverGrace: a node whose heartbeats stopped with the
+// database's (it failed over, or was down) is not marked Not responding
+// until the nodes had not_responding_after to reconnect; nor while the
+// database's record says the master itself is silent (its heartbeats
+// were lost in an asynchronous failover).
+func TestDatabaseFailoverGrace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	register(t, b, "m", 0)
+	register(t, b, "a", 0)
+	register(t, b, "slow", time.Minute)
+	register(t, b, "c", 0)
+	register(t, b, "d", 0)
+	var back time.Time
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second, DatabaseBack: func() time.Time { return back }})
+	c.begin()
+	pass := func() CheckResult {
+		t.Helper()
+		res, err := c.RunOnce(context.Background(), o, recovery.TriggerManual, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// The database came back 5 s ago: slow may still be reconnecting.
+	back = time.Now().Add(-5 * time.Second)
+	if res := pass(); !slices.Equal(res.Stale, []string{"slow"}) || status(t, b, "slow") != nodes.StatusReady {
+		t.Fatalf("5 s after the database came back: stale %v, slow is %s; want seen stale, not marked", res.Stale, status(t, b, "slow"))
+	}
+	// The master's own record is stale: the database lost heartbeats.
+	back = time.Time{}
+	b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now() - interval '1 minute' WHERE name = 'm'`)
+	pass()
+	if got := status(t, b, "slow"); got != nodes.StatusReady {
+		t.Fatalf("with the master's own record stale, slow is %s; want Ready", got)
+	}
+	if got := status(t, b, "m"); got != nodes.StatusReady {
+		t.Fatalf("the master marked itself: %s", got)
+	}
+	// The master's heartbeats are recorded again, and the database has
+	// been back for longer than not_responding_after: slow is judged.
+	b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now() WHERE name = 'm'`)
+	back = time.Now().Add(-31 * time.Second)
+	pass()
+	if got := status(t, b, "slow"); got != nodes.StatusNotResponding {
+		t.Fatalf("31 s after the database came back, slow is %s; want %s", got, nodes.StatusNotResponding)
+	}
+}

@@ -59,6 +59,7 @@ type Heartbeater struct {
 	status   string
 	grade    string
 	failures int
+	resumed  time.Time // local time of the first success after failures
 }
 
 // OnChange sets a function called (from the heartbeat loop) each time a
@@ -129,6 +130,7 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 	}
 	if h.failures > 0 {
 		h.log.InfoContext(ctx, "heartbeat recovered", "after_failures", h.failures)
+		h.resumed = h.now()
 	}
 	h.failures = 0
 	h.lastOK = h.now()
@@ -200,6 +202,15 @@ func (h *Heartbeater) LastActive() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lastDB
+}
+
+// Resumed returns when a beat last succeeded after failing (the database
+// had been unavailable to this node: down, failing over, cut off), on
+// the local clock; zero when no beat ever failed.
+func (h *Heartbeater) Resumed() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.resumed
 }
 
 // Interval between two beats.

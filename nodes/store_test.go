@@ -402,3 +402,37 @@ func TestGradeChangedAtOnlyAfterAChange(t *testing.T) {
 		t.Fatalf("graded: %+v %v, want a grade_changed_at", n, err)
 	}
 }
+
+// TestHeartbeatResumed: Resumed says when beats succeeded again after
+// failing (the database was unavailable to the node), and stays zero
+// while none failed.
+func TestHeartbeatResumed(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	r := reg("a")
+	if _, err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := h.Beat(ctx); err != nil || !h.Resumed().IsZero() {
+		t.Fatalf("first beat: %v, resumed %v; want no error, zero", err, h.Resumed())
+	}
+	// The row locked by another session: the beat times out, as when
+	// the database does not answer.
+	tx := b.db.MustBegin()
+	tx.MustExec(`SELECT 1 FROM enginehealth.nodes WHERE name = 'a' FOR UPDATE`)
+	if err := h.Beat(ctx); err == nil {
+		t.Fatal("a beat on a locked record succeeded")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := h.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Resumed(); got.Before(before) || got.After(time.Now()) {
+		t.Fatalf("Resumed = %v, want the time of the beat after the failure (after %v)", got, before)
+	}
+}

@@ -279,6 +279,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		Grades:                  new(cfg.Failover.Grades()),
 		Pauses:                  health.NewPauses(db, cfg.Database.Schema, events),
 		OnPass:                  mx.ObservePass,
+		DatabaseBack:            hb.Resumed,
 		Log:                     log,
 	})
 	master = health.NewMaster(health.MasterConfig{

@@ -60,6 +60,9 @@ type Server struct {
 	mu   sync.Mutex
 	proc *proc
 	dbs  atomic.Int64
+	// closed: Close was called (a failed-over primary a test removed):
+	// its databases need no dropping.
+	closed atomic.Bool
 }
 
 // TLS makes a server accept only TLS connections over TCP (hostssl lines
@@ -269,6 +272,9 @@ func (s *Server) CreateDatabase(name string) (url string, drop func() error, err
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	return s.URL(name), func() error {
+		if s.closed.Load() {
+			return nil
+		}
 		if err := s.exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name)); err != nil {
 			return fmt.Errorf("drop database %s: %w", name, err)
 		}
@@ -444,6 +450,7 @@ func (s *Server) Close() {
 	if s.external {
 		return
 	}
+	s.closed.Store(true)
 	s.Stop()
 	os.RemoveAll(s.baseDir)
 }
