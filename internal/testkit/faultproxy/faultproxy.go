@@ -6,9 +6,13 @@ package faultproxy
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -101,20 +105,111 @@ func (p *Proxy) Restore() error {
 	return nil
 }
 
-// SetUpstream points the proxy at addr, as a virtual IP or a proxy
-// (HAProxy, PgBouncer) moved by a failover manager: the connections open
-// now are closed (their server is gone, or fenced off) and the next ones
-// go to addr. A blackhole in place stays in place.
-func (p *Proxy) SetUpstream(addr string) error {
-	if err := p.p.Update(&toxiproxy.Proxy{Listen: p.Addr, Upstream: addr, Enabled: true}); err != nil {
-		return fmt.Errorf("faultproxy: set upstream %s: %w", addr, err)
-	}
-	return nil
+// Switch forwards a loopback port to a target that can be changed, as a
+// virtual IP, a DNS name or a proxy (HAProxy, PgBouncer) moved by a
+// failover manager: SetTarget closes the connections open now (their
+// server is gone, or fenced off) and sends the next ones to the new
+// target. Put a Proxy in front of it to cut the path too.
+type Switch struct {
+	// Addr is where clients connect, host:port.
+	Addr string
+	ln   net.Listener
+
+	mu     sync.Mutex
+	target string
+	conns  map[net.Conn]struct{}
 }
 
-// Upstream returns the address the proxy forwards to.
-func (p *Proxy) Upstream() string {
-	p.p.Lock()
-	defer p.p.Unlock()
-	return p.p.Upstream
+// NewSwitch starts a switch to target, stopped when the test ends.
+func NewSwitch(tb testing.TB, target string) *Switch {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("faultproxy: switch: %v", err)
+	}
+	s := &Switch{Addr: ln.Addr().String(), ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.serve()
+	}()
+	tb.Cleanup(func() {
+		ln.Close()
+		<-done
+		s.closeAll()
+	})
+	return s
+}
+
+// SetTarget sends the next connections to addr and closes the open ones.
+func (s *Switch) SetTarget(addr string) {
+	s.mu.Lock()
+	s.target = addr
+	s.mu.Unlock()
+	s.closeAll()
+}
+
+// Target returns the address connections go to.
+func (s *Switch) Target() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.target
+}
+
+func (s *Switch) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+		delete(s.conns, c)
+	}
+}
+
+func (s *Switch) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		go s.forward(c)
+	}
+}
+
+// forward joins client c to the target of the moment; either side's end
+// ends both.
+func (s *Switch) forward(c net.Conn) {
+	s.mu.Lock()
+	target := s.target
+	s.mu.Unlock()
+	u, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	s.mu.Lock()
+	if s.target != target {
+		// Switched while dialling: this connection belongs to the old
+		// target.
+		s.mu.Unlock()
+		c.Close()
+		u.Close()
+		return
+	}
+	s.conns[c], s.conns[u] = struct{}{}, struct{}{}
+	s.mu.Unlock()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	<-done
+	s.mu.Lock()
+	delete(s.conns, c)
+	delete(s.conns, u)
+	s.mu.Unlock()
+	c.Close()
+	u.Close()
+	<-done
 }

@@ -38,6 +38,8 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // faultTasks are the fault run's workflow: four tasks on demo.orders
@@ -135,10 +137,18 @@ type engine struct {
 
 // faultRun is one run of the suite.
 type faultRun struct {
-	t    *testing.T
-	c    *cluster
-	pg   *pgtest.Server
-	etcd *etcdtest.Cluster
+	t *testing.T
+	c *cluster
+	// pg is the PostgreSQL primary (a failover fault replaces it with its
+	// standby), standby its streaming replica (asynchronous). vip is the
+	// address of the primary everyone uses (the suite, the engines, the
+	// sidecars through their proxies), moved to the new primary as a
+	// failover manager moves a virtual IP; the standby replicates through
+	// repl (cut to make it lag) to the primary's address replFrom.
+	pg, standby   *pgtest.Server
+	vip, replFrom *faultproxy.Switch
+	repl          *faultproxy.Proxy
+	etcd          *etcdtest.Cluster
 	// The seed fixes the schedule: kinds draws the kinds, and each fault
 	// draws its targets (rnd) and hold times (holds) from generators of
 	// its own (beginFault), so that how one fault went (who was master,
@@ -170,6 +180,13 @@ type faultRun struct {
 	leases       *leaseWatch
 	incarnations []*daemon
 	acting       report // the probe's, once the run stopped
+	// toHeartbeat: per failover kind, the time from the new primary
+	// accepting writes to every node's heartbeat landing on it; lost:
+	// lagging promotions whose standby was behind the primary it
+	// replaced (bytes of WAL it had not received).
+	toHeartbeat map[string][]time.Duration
+	lost        []int64
+	faultStart  time.Time // when the current fault began
 }
 
 // note logs what the run does, with the wall-clock time to the
@@ -378,7 +395,10 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		ec = startEtcdCluster(t)
 	}
 	c.logDir = t.ArtifactDir()
-	r := &faultRun{t: t, c: c, pg: pgs, etcd: ec, seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	// Everyone reaches PostgreSQL through an address a failover moves.
+	vip, replFrom := faultproxy.NewSwitch(t, pgs.Addr()), faultproxy.NewSwitch(t, pgs.Addr())
+	c.useDSN(t, withPort(t, c.dsn, vip.Addr))
+	r := &faultRun{t: t, c: c, pg: pgs, vip: vip, replFrom: replFrom, repl: faultproxy.New(t, replFrom.Addr), etcd: ec, toHeartbeat: map[string][]time.Duration{}, seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
 		opCodes: map[string]int{}, pauses: map[string]int{}, starveMode: starveOff, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
 	r.beginFault(0)
@@ -397,6 +417,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		t.Fatalf("migrate: exit %d: %s%s", code, out, errOut)
 	}
 	installRecorder(t, c)
+	r.startStandby()
 
 	for i := range faultSidecars {
 		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i)}
@@ -412,7 +433,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 			s.etcd = append(s.etcd, p)
 			eps = append(eps, p.Addr)
 		}
-		s.db = faultproxy.New(t, fmt.Sprintf("127.0.0.1:%d", pgs.Port))
+		s.db = faultproxy.New(t, r.vip.Addr)
 		if err := os.WriteFile(filepath.Join(c.dir, s.name+".cfg"), []byte(base(s.name, eps, s.listen)), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -453,14 +474,18 @@ func (r *faultRun) feed() {
 	}
 }
 
-// sidecarDSN is the DSN a sidecar uses: through its proxy (the same
-// host name, which verify-full checks, on the proxy's port).
-func (r *faultRun) sidecarDSN(s *sidecar) string {
-	u, err := url.Parse(r.c.dsn)
+// sidecarDSN is the DSN a sidecar uses: through its proxy.
+func (r *faultRun) sidecarDSN(s *sidecar) string { return withPort(r.t, r.c.dsn, s.db.Addr) }
+
+// withPort returns dsn (a URL) with the port of addr: the same host
+// name, which verify-full checks.
+func withPort(t testing.TB, dsn, addr string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
-	_, port, _ := net.SplitHostPort(s.db.Addr)
+	_, port, _ := net.SplitHostPort(addr)
 	u.Host = net.JoinHostPort(u.Hostname(), port)
 	return u.String()
 }
@@ -545,6 +570,7 @@ var faultKinds = []struct {
 	{"etcd-stop-masters-member", 2}, {"etcd-kill-masters-member", 1},
 	{"cut-master-etcd", 2}, {"cut-sidecar-etcd", 1}, {"cut-master-db", 2}, {"cut-sidecar-db", 1}, {"cut-most-db", 1},
 	{"pg-restart", 1}, {"pg-stop", 1},
+	{"pg-failover", 1}, {"pg-failover-early", 1}, {"pg-failover-lagging", 1},
 	{"operator-storm", 3},
 }
 
@@ -611,6 +637,7 @@ func (r *faultRun) other(s *sidecar) *sidecar {
 // an acting master and to repair.
 func (r *faultRun) inject(kind string) {
 	t := r.t
+	r.faultStart = time.Now()
 	m := r.master()
 	if m == nil {
 		m = r.sidecars[r.rnd.IntN(len(r.sidecars))]
@@ -781,6 +808,75 @@ func (r *faultRun) inject(kind string) {
 		r.check1(r.pg.Thaw())
 		r.note("  SIGCONT PostgreSQL")
 		healed = time.Now()
+	case "pg-failover":
+		// The primary's host dies; the failover manager notices,
+		// promotes the standby and moves the addresses to it.
+		old := r.pg
+		r.note("  SIGKILL the PostgreSQL primary (port %d)", old.Port)
+		old.Kill()
+		pause(r.hold(200*time.Millisecond, 1500*time.Millisecond))
+		r.check1(r.standby.Promote())
+		r.moveAddresses(r.standby)
+		r.note("  promoted the standby (port %d) and moved the addresses to it", r.standby.Port)
+		healed = time.Now()
+		r.afterFailover(kind, old, healed)
+	case "pg-failover-early":
+		// The nasty order: the primary hangs, the addresses move to the
+		// standby before it is promoted (its sessions are read-only),
+		// then it is promoted and the old primary fenced off for good.
+		old := r.pg
+		r.note("  SIGSTOP the PostgreSQL primary (port %d); the addresses move to the standby (port %d), not promoted yet", old.Port, r.standby.Port)
+		r.check1(old.Freeze())
+		r.moveAddresses(r.standby)
+		pause(r.hold(time.Second, 3*time.Second))
+		old.Kill()
+		r.check1(r.standby.Promote())
+		r.note("  promoted the standby; the old primary killed")
+		healed = time.Now()
+		r.afterFailover(kind, old, healed)
+	case "pg-failover-lagging":
+		// Replication is cut, the primary goes on taking writes, then
+		// dies: the promoted standby lacks the last transactions, as an
+		// asynchronous failover can. The invariants of the probe and
+		// the record must hold all the same.
+		old := r.pg
+		r.note("  cut replication: the standby falls behind")
+		r.check1(r.repl.Blackhole())
+		// The master resigns meanwhile: its successor's term is recorded
+		// on the primary alone, and lost with it.
+		var termed *sidecar
+		var termedInc string
+		if m := r.master(); m != nil {
+			termed, termedInc = m, r.incarnation(m)
+			r.note("  SIGTERM %s (master): its successor's term is written to the primary only", m.name)
+			r.signal(m, syscall.SIGTERM)
+			<-m.d.done
+			eventually(r.t, 30*time.Second, "another master acting", func() (bool, error) {
+				n, _, ok := r.probe.acting()
+				return ok && n != m.name, nil
+			})
+		}
+		pause(r.hold(time.Second, 3*time.Second))
+		primaryAt := walPosition(r.t, old, `pg_current_wal_insert_lsn()`)
+		r.note("  SIGKILL the PostgreSQL primary (port %d)", old.Port)
+		old.Kill()
+		standbyAt := walPosition(r.t, r.standby, `pg_last_wal_receive_lsn()`)
+		r.check1(r.standby.Promote())
+		r.moveAddresses(r.standby)
+		r.check1(r.repl.Restore())
+		behind := lsnDiff(r.t, primaryAt, standbyAt)
+		r.mu.Lock()
+		r.lost = append(r.lost, behind)
+		r.mu.Unlock()
+		r.note("  promoted the standby %d bytes of WAL behind the primary, and moved the addresses to it", behind)
+		healed = time.Now()
+		r.afterFailover(kind, old, healed, termed)
+		if termed != nil {
+			// Its deregistration was lost too: it may come back in
+			// Unexpected shutdown, acked as after a kill.
+			r.startSidecar(termed)
+			r.ack(termed, termedInc)
+		}
 	case "operator-storm":
 		r.operatorStorm()
 		healed = time.Now()
@@ -794,6 +890,111 @@ func (r *faultRun) inject(kind string) {
 		recovered = r.recoveryFrom(healed)
 	}
 	r.measure(kind, recovered)
+}
+
+// startStandby makes a streaming replica of the primary (through repl).
+func (r *faultRun) startStandby() {
+	s, err := r.pg.StartStandby(r.repl.Addr)
+	r.check1(err)
+	r.t.Cleanup(s.Close)
+	r.standby = s
+}
+
+// names returns the sidecars' names.
+func (r *faultRun) names() []string {
+	var ns []string
+	for _, s := range r.sidecars {
+		ns = append(ns, s.name)
+	}
+	return ns
+}
+
+// moveAddresses moves the primary's address to to.
+func (r *faultRun) moveAddresses(to *pgtest.Server) { r.vip.SetTarget(to.Addr()) }
+
+// afterFailover makes the standby the primary and old gone for good,
+// checks what the failover must not do to the nodes, and makes a new
+// standby of the new primary.
+func (r *faultRun) afterFailover(kind string, old *pgtest.Server, writable time.Time, gone ...*sidecar) {
+	r.pg, r.standby = r.standby, nil
+	old.Close()
+	// Heartbeats resume within connect_timeout + one interval of the
+	// new primary accepting writes (slack: a paused sidecar, a starved
+	// host).
+	const bound = 5*time.Second + 300*time.Millisecond + 2*time.Second
+	names := slices.DeleteFunc(r.names(), func(n string) bool {
+		return slices.ContainsFunc(gone, func(s *sidecar) bool { return s.name == n })
+	})
+	var took time.Duration
+	for deadline := writable.Add(60 * time.Second); ; pause(20 * time.Millisecond) {
+		var n int
+		err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.nodes WHERE name = ANY($1) AND last_active >= $2`, pq.Array(names), writable)
+		if err == nil && n == len(names) {
+			took = time.Since(writable)
+			break
+		}
+		if time.Now().After(deadline) {
+			r.violation("%s: not every node heartbeat on the new primary within 60 s (%d of %d; %v)", kind, n, len(names), err)
+			break
+		}
+	}
+	if took > 0 {
+		r.note("  every node's heartbeat landed on the new primary %s after it took writes", took.Round(time.Millisecond))
+		if took > bound {
+			r.violation("%s: heartbeats resumed %s after the new primary took writes, beyond connect_timeout + one interval (+2 s slack)", kind, took.Round(time.Millisecond))
+		}
+		r.mu.Lock()
+		r.toHeartbeat[kind] = append(r.toHeartbeat[kind], took)
+		r.mu.Unlock()
+	}
+	// A pass that began after it judged the nodes: none marked Not
+	// responding since the fault began.
+	after := time.Now()
+	eventually(r.t, 60*time.Second, "a check pass after the failover", func() (bool, error) {
+		var n int
+		err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.runs WHERE kind = 'check' AND status = 'finished' AND started_at > $1`, after)
+		return n > 0, err
+	})
+	var marked []string
+	r.check1(r.c.db.Select(&marked, `SELECT DISTINCT node FROM enginehealth.events WHERE kind = 'node_status' AND to_state = $1 AND at >= $2 AND node <> ALL ($3)`,
+		nodes.StatusNotResponding, r.faultStart, pq.Array(slices.DeleteFunc(r.names(), func(n string) bool { return slices.Contains(names, n) }))))
+	if len(marked) > 0 {
+		r.violation("%s: nodes marked Not responding for the database's own failover: %s", kind, strings.Join(marked, ", "))
+	}
+	r.replFrom.SetTarget(r.pg.Addr())
+	r.startStandby()
+}
+
+// walPosition reads a WAL position of server s (SQL expr), "" when s
+// does not answer.
+func walPosition(t *testing.T, s *pgtest.Server, expr string) string {
+	db, err := sqlx.Open("postgres", s.URL("postgres")+"&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var lsn string
+	if err := db.Get(&lsn, `SELECT coalesce(`+expr+`::text, '')`); err != nil {
+		t.Logf("WAL position of port %d: %v", s.Port, err)
+	}
+	return lsn
+}
+
+// lsnDiff returns a - b in bytes (0 when either is unknown).
+func lsnDiff(t *testing.T, a, b string) int64 {
+	parse := func(l string) (int64, bool) {
+		hi, lo, ok := strings.Cut(l, "/")
+		h, err1 := strconv.ParseInt(hi, 16, 64)
+		w, err2 := strconv.ParseInt(lo, 16, 64)
+		return h<<32 | w, ok && err1 == nil && err2 == nil
+	}
+	x, ok1 := parse(a)
+	y, ok2 := parse(b)
+	if !ok1 || !ok2 {
+		t.Logf("WAL positions %q, %q: cannot compare", a, b)
+		return 0
+	}
+	return x - y
 }
 
 func (r *faultRun) check1(err error) {
@@ -1082,6 +1283,16 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 		r.acting.samples, r.acting.slow, len(r.acting.twoActing), len(r.acting.terms))
 	fmt.Fprintf(&b, "longest overlap of two acting masters: %s (%d consecutive rounds)\n", r.acting.longestOverlap.Round(time.Millisecond), r.acting.overlapRounds)
 	fmt.Fprintf(&b, "%s\n", r.leaseReport())
+	for _, k := range slices.Sorted(maps.Keys(r.toHeartbeat)) {
+		fmt.Fprintf(&b, "%s: every node's heartbeat on the new primary after it took writes, p50/p99: %s\n", k, percentiles(r.toHeartbeat[k]))
+	}
+	if len(r.lost) > 0 {
+		lostTerms := 0
+		for _, d := range r.incarnations {
+			lostTerms += strings.Count(d.stderr.String(), "the database lost our term")
+		}
+		fmt.Fprintf(&b, "lagging promotions: the standby was behind the primary it replaced by %v bytes of WAL; offices that found their term lost and ended: %d\n", r.lost, lostTerms)
+	}
 	fmt.Fprintf(&b, "engine restarts (an engine exits when PostgreSQL fails, and is restarted every 200 ms, also while it is down): %d\n", restarts)
 	ops := slices.Sorted(maps.Keys(r.opCodes))
 	for _, o := range ops {

@@ -99,6 +99,19 @@ func newClusterOn(t testing.TB, dsn string) *cluster {
 	return &cluster{t: t, dsn: dsn, db: db, dir: t.TempDir()}
 }
 
+// useDSN makes the cluster use dsn (the same database through another
+// address) from now on.
+func (c *cluster) useDSN(t testing.TB, dsn string) {
+	t.Helper()
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c.db.Close()
+	c.dsn, c.db = dsn, db
+}
+
 // config returns a daemon configuration for node name; extra YAML is
 // appended.
 func (c *cluster) config(name, extra string) string {
