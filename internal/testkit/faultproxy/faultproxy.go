@@ -100,3 +100,14 @@ func (p *Proxy) Restore() error {
 	}
 	return nil
 }
+
+// SetUpstream makes new connections go to addr and closes the existing
+// ones (the proxy stops and listens again on Addr; its faults stay): what
+// a VIP, a DNS name or a proxy moved to another server looks like to the
+// client.
+func (p *Proxy) SetUpstream(addr string) error {
+	if err := p.p.Update(&toxiproxy.Proxy{Listen: p.Addr, Upstream: addr, Enabled: true}); err != nil {
+		return fmt.Errorf("faultproxy: upstream %s: %w", addr, err)
+	}
+	return nil
+}
