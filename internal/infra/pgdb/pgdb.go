@@ -50,6 +50,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// MaxOpenConns of the pool; default 10.
 	MaxOpenConns int
+	// Cluster, when set, checks each new connection's server against the
+	// PostgreSQL cluster it has learnt (see Cluster); nil: none.
+	Cluster *Cluster
 }
 
 // Open returns a pool for cfg. It does not connect: see Ping.
@@ -85,7 +88,11 @@ func Open(cfg Config) (*sqlx.DB, error) {
 		return nil, fmt.Errorf("database connector: %w", err)
 	}
 	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn})
-	db := sqlx.NewDb(sql.OpenDB(connector), "postgres")
+	var dc driver.Connector = connector
+	if cfg.Cluster != nil {
+		dc = guardConnector{Connector: connector, cluster: cfg.Cluster}
+	}
+	db := sqlx.NewDb(sql.OpenDB(dc), "postgres")
 	max := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
 	db.SetMaxOpenConns(max)
 	db.SetMaxIdleConns(max)
@@ -105,6 +112,7 @@ func Ping(ctx context.Context, db *sqlx.DB, timeout time.Duration) error {
 
 // deadlineDialer dials with a timeout and returns connections whose every
 // read must complete within read.
+
 type deadlineDialer struct {
 	connect time.Duration
 	read    time.Duration
@@ -219,9 +227,12 @@ func IsLockTimeout(err error) bool {
 func Summary(err error) string {
 	var pqErr *pq.Error
 	var netErr net.Error
+	var wrong *WrongClusterError
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &wrong):
+		return "database unavailable: another PostgreSQL cluster answers at its address (its system_identifier is not the one recorded at migration)"
 	case errors.As(err, &pqErr) && pqErr.Code == "57014":
 		return "database statement timed out"
 	case errors.As(err, &pqErr):
