@@ -22,7 +22,9 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -87,7 +89,7 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database connector: %w", err)
 	}
-	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn})
+	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn, resolver: resolver})
 	var dc driver.Connector = connector
 	if cfg.Cluster != nil {
 		dc = guardConnector{Connector: connector, cluster: cfg.Cluster}
@@ -110,12 +112,27 @@ func Ping(ctx context.Context, db *sqlx.DB, timeout time.Duration) error {
 	return nil
 }
 
+// resolver looks the DSN's host names up (nil: the default resolver); a
+// test sets it.
+var resolver *net.Resolver
+
 // deadlineDialer dials with a timeout and returns connections whose every
 // read must complete within read.
-
+//
+// lib/pq hands it the DSN's host and port unresolved (a host list,
+// host=a,b, it tries one host after the other, each with its own connect
+// timeout). A name with several addresses (A and AAAA records) is
+// resolved and dialled by net.Dialer: one address after the other in the
+// resolver's order (IPv6 and IPv4 raced 300 ms apart when it has both),
+// the connect timeout shared out between them (each gets the time left
+// divided by the addresses left, at least 2 s): an address that does not
+// answer costs its share, then the next is tried. An address that accepts
+// the connection and then never answers is not left for the next: lib/pq
+// bounds the start-up by the connect timeout, which fails the attempt.
 type deadlineDialer struct {
-	connect time.Duration
-	read    time.Duration
+	connect  time.Duration
+	read     time.Duration
+	resolver *net.Resolver
 }
 
 func (d deadlineDialer) Dial(network, address string) (net.Conn, error) {
@@ -127,9 +144,26 @@ func (d deadlineDialer) DialTimeout(network, address string, timeout time.Durati
 }
 
 func (d deadlineDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	nd := net.Dialer{Timeout: d.connect, KeepAlive: 15 * time.Second}
+	var (
+		mu    sync.Mutex
+		tried []string // the addresses dialled, in order
+	)
+	nd := net.Dialer{Timeout: d.connect, KeepAlive: 15 * time.Second, Resolver: d.resolver,
+		ControlContext: func(_ context.Context, _, addr string, _ syscall.RawConn) error {
+			mu.Lock()
+			tried = append(tried, addr)
+			mu.Unlock()
+			return nil
+		}}
 	c, err := nd.DialContext(ctx, network, address)
 	if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(tried) > 1 {
+			// net.Dialer says the first address's error alone.
+			return nil, fmt.Errorf("no address of %s connected within the connect timeout %s (tried %s in turn): %w",
+				address, d.connect, strings.Join(tried, ", "), err)
+		}
 		return nil, err
 	}
 	return &deadlineConn{Conn: c, read: d.read}, nil
