@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/lmittmann/tint"
 )
 
@@ -60,6 +61,7 @@ type Heartbeater struct {
 	grade    string
 	failures int
 	resumed  time.Time // local time of the first success after failures
+	lastErr  error     // of the last failed beat
 }
 
 // OnChange sets a function called (from the heartbeat loop) each time a
@@ -125,6 +127,7 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 			return nil // shutting down
 		}
 		h.failures++
+		h.lastErr = err
 		h.log.WarnContext(ctx, "heartbeat failed", "consecutive_failures", h.failures, tint.Err(err))
 		return err
 	}
@@ -237,7 +240,13 @@ func (h *Heartbeater) Healthy(max time.Duration) error {
 		return errors.New("no heartbeat has succeeded yet")
 	}
 	if age := h.now().Sub(h.lastOK); age > max {
-		return fmt.Errorf("last successful heartbeat %s ago (limit %s), %d consecutive failures", age.Round(time.Millisecond), max, h.failures)
+		err := fmt.Errorf("last successful heartbeat %s ago (limit %s), %d consecutive failures", age.Round(time.Millisecond), max, h.failures)
+		if h.failures > 0 && h.lastErr != nil {
+			// The class of the last failure, fit for clients (the log
+			// has the whole error).
+			err = fmt.Errorf("%w, the last: %s", err, pgdb.Summary(h.lastErr))
+		}
+		return err
 	}
 	return nil
 }

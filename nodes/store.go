@@ -165,6 +165,9 @@ type Registration struct {
 	Hostname    string
 	Version     string
 	APIAddress  string
+	// SchemaVersion: the newest migration this binary knows (0: not
+	// recorded); `enginehealth migrate --status` reads it.
+	SchemaVersion int
 	// RecoverAfterCrash: a record left by a run that did not shut down
 	// cleanly goes to Recovering (like a new node) instead of Unexpected
 	// shutdown.
@@ -189,8 +192,8 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 			return err
 		}
 		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
-				status_changed_by, status_reason)
-			VALUES ($1, $2, $3, '` + StatusRecovering + `', $4, $5, $1, 'registered')
+				status_changed_by, status_reason, schema_version)
+			VALUES ($1, $2, $3, '` + StatusRecovering + `', $4, $5, $1, 'registered', nullif($7::integer, 0))
 			ON CONFLICT (name) DO UPDATE SET
 				previous_incarnation = n.incarnation,
 				incarnation = EXCLUDED.incarnation,
@@ -198,6 +201,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				status = CASE WHEN $6 THEN '` + StatusRecovering + `' ELSE '` + StatusUnexpectedShutdown + `' END,
 				is_master = false,
 				version = EXCLUDED.version,
+				schema_version = EXCLUDED.schema_version,
 				api_address = EXCLUDED.api_address,
 				last_active = now(),
 				active_since = now(),
@@ -207,7 +211,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				status_reason = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_reason
 					ELSE 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')' END
 			RETURNING ` + s.columns
-		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash); err != nil {
+		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash, r.SchemaVersion); err != nil {
 			return err
 		}
 		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: n.StatusReason}

@@ -570,41 +570,6 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 	return nil
 }
 
-func newMigrateCmd() *cobra.Command {
-	var path string
-	c := &cobra.Command{
-		Use:     "migrate",
-		Short:   "Apply the sidecar's schema migrations (the daemon also does at start)",
-		Example: "  enginehealth migrate -c /etc/enginehealth/enginehealth.yaml",
-		Args:    noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, err := configs.Load(path)
-			if err != nil {
-				return err
-			}
-			db, err := pgdb.Open(cfg.Database.Pool("enginehealth migrate"))
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
-			defer cancel()
-			applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
-			if err != nil {
-				return fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())
-			}
-			if len(applied) == 0 {
-				fmt.Fprintf(c.OutOrStdout(), "schema %s is up to date\n", cfg.Database.Schema)
-				return nil
-			}
-			fmt.Fprintf(c.OutOrStdout(), "schema %s: applied migrations %v\n", cfg.Database.Schema, applied)
-			return nil
-		},
-	}
-	configFlag(c, &path)
-	return c
-}
-
 func newVersionCmd() *cobra.Command {
 	var output string
 	c := &cobra.Command{

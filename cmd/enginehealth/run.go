@@ -133,7 +133,12 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	defer ln.Close()
 	advertise := cfg.API.AdvertiseURL(ln.Addr().String())
 
-	db, err := pgdb.Open(cfg.Database.Pool("enginehealth/" + name))
+	// Both pools check each new connection's server: another PostgreSQL
+	// cluster behind the address is refused (learnt once migrated).
+	cluster := pgdb.NewCluster(cfg.Database.Schema, log.With("component", "database"))
+	pool := cfg.Database.Pool("enginehealth/" + name)
+	pool.Cluster = cluster
+	db, err := pgdb.Open(pool)
 	if err != nil {
 		return err
 	}
@@ -143,12 +148,13 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	// heartbeat or the master's work needs.
 	apiPool := cfg.Database.Pool("enginehealth/" + name + "/api")
 	apiPool.MaxOpenConns = api.DefaultMaxDBRequests
+	apiPool.Cluster = cluster
 	apiDB, err := pgdb.Open(apiPool)
 	if err != nil {
 		return err
 	}
 	defer apiDB.Close()
-	if err := connectDatabase(ctx, cfg, db, log); err != nil {
+	if err := connectDatabase(ctx, cfg, db, cluster, log); err != nil {
 		return stopped(ctx, log, err)
 	}
 
@@ -170,6 +176,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	events.SetLogger(log.With("component", "audit"))
 	store := nodes.NewStore(db, cfg.Database.Schema, events)
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
+		SchemaVersion:     build.SchemaVersion,
 		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == nodes.UnexpectedShutdownRecover}
 	var node nodes.Node
 	err = retry(ctx, log, "register node", cfg.Database.StatementTimeout, func(ctx context.Context) error {
@@ -482,7 +489,9 @@ func stopped(ctx context.Context, log *slog.Logger, err error) error {
 	return err
 }
 
-func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {
+// connectDatabase waits for PostgreSQL, migrates the schema and learns the
+// cluster it is on (cluster then refuses a server of another one).
+func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, cluster *pgdb.Cluster, log *slog.Logger) error {
 	var refused error
 	if err := retry(ctx, log, "connect to PostgreSQL", cfg.Database.ConnectTimeout, func(ctx context.Context) error {
 		err := pgdb.Ping(ctx, db, cfg.Database.ConnectTimeout)
@@ -500,10 +509,18 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log 
 	log.InfoContext(ctx, "connected to PostgreSQL")
 	return retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
 		applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
-		if err == nil && len(applied) > 0 {
+		if err != nil {
+			return err
+		}
+		if len(applied) > 0 {
 			log.InfoContext(ctx, "schema migrated", "schema", cfg.Database.Schema, "applied", applied)
 		}
-		return err
+		if err := cluster.Learn(ctx, db); err != nil {
+			return err
+		}
+		id, _ := cluster.Identifier()
+		log.InfoContext(ctx, "PostgreSQL cluster", "system_identifier", id)
+		return nil
 	})
 }
 

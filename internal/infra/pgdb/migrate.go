@@ -105,6 +105,25 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		return nil, fmt.Errorf("migrate %s: the database is at schema version %d but this binary knows only up to %d: upgrade enginehealth",
 			schema, done[n-1], ms[len(ms)-1].Version)
 	}
+	// A schema restored into another cluster (or another cluster behind
+	// the address) is not migrated: its record of the cluster it was
+	// migrated on says so.
+	var recorded bool
+	if err := tx.GetContext(ctx, &recorded, "SELECT to_regclass('cluster_identity') IS NOT NULL"); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	if recorded {
+		var ids struct {
+			Live     int64  `db:"live"`
+			Recorded *int64 `db:"recorded"`
+		}
+		if err := tx.GetContext(ctx, &ids, `SELECT (`+liveIdentifier+`) AS live, (SELECT system_identifier FROM cluster_identity) AS recorded`); err != nil {
+			return nil, fmt.Errorf("migrate %s: read the cluster's system_identifier: %w", schema, err)
+		}
+		if ids.Recorded != nil && *ids.Recorded != ids.Live {
+			return nil, fmt.Errorf("migrate: %w", &WrongClusterError{Want: *ids.Recorded, Got: ids.Live, Schema: schema})
+		}
+	}
 	for _, m := range ms {
 		if slices.Contains(done, m.Version) {
 			continue

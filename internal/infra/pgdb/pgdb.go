@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -51,6 +52,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// MaxOpenConns of the pool; default 10.
 	MaxOpenConns int
+	// Cluster, when set, checks each new connection's server against the
+	// PostgreSQL cluster it has learnt (see Cluster); nil: none.
+	Cluster *Cluster
 }
 
 // Open returns a pool for cfg. It does not connect: see Ping.
@@ -97,8 +101,12 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database connector: %w", err)
 	}
-	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn})
-	db := sqlx.NewDb(sql.OpenDB(writable{connector}), "postgres")
+	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn, resolver: resolver})
+	var dc driver.Connector = writable{connector}
+	if cfg.Cluster != nil {
+		dc = guardConnector{Connector: dc, cluster: cfg.Cluster}
+	}
+	db := sqlx.NewDb(sql.OpenDB(dc), "postgres")
 	max := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
 	db.SetMaxOpenConns(max)
 	db.SetMaxIdleConns(max)
@@ -136,11 +144,27 @@ func (w writable) Connect(ctx context.Context) (driver.Conn, error) {
 	return c, err
 }
 
+// resolver looks the DSN's host names up (nil: the default resolver); a
+// test sets it.
+var resolver *net.Resolver
+
 // deadlineDialer dials with a timeout and returns connections whose every
 // read must complete within read.
+//
+// lib/pq hands it the DSN's host and port unresolved (a host list,
+// host=a,b, it tries one host after the other, each with its own connect
+// timeout). A name with several addresses (A and AAAA records) is
+// resolved and dialled by net.Dialer: one address after the other in the
+// resolver's order (IPv6 and IPv4 raced 300 ms apart when it has both),
+// the connect timeout shared out between them (each gets the time left
+// divided by the addresses left, at least 2 s): an address that does not
+// answer costs its share, then the next is tried. An address that accepts
+// the connection and then never answers is not left for the next: lib/pq
+// bounds the start-up by the connect timeout, which fails the attempt.
 type deadlineDialer struct {
-	connect time.Duration
-	read    time.Duration
+	connect  time.Duration
+	read     time.Duration
+	resolver *net.Resolver
 }
 
 func (d deadlineDialer) Dial(network, address string) (net.Conn, error) {
@@ -152,9 +176,26 @@ func (d deadlineDialer) DialTimeout(network, address string, timeout time.Durati
 }
 
 func (d deadlineDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	nd := net.Dialer{Timeout: d.connect, KeepAlive: 15 * time.Second}
+	var (
+		mu    sync.Mutex
+		tried []string // the addresses dialled, in order
+	)
+	nd := net.Dialer{Timeout: d.connect, KeepAlive: 15 * time.Second, Resolver: d.resolver,
+		ControlContext: func(_ context.Context, _, addr string, _ syscall.RawConn) error {
+			mu.Lock()
+			tried = append(tried, addr)
+			mu.Unlock()
+			return nil
+		}}
 	c, err := nd.DialContext(ctx, network, address)
 	if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(tried) > 1 {
+			// net.Dialer says the first address's error alone.
+			return nil, fmt.Errorf("no address of %s connected within the connect timeout %s (tried %s in turn): %w",
+				address, d.connect, strings.Join(tried, ", "), err)
+		}
 		return nil, err
 	}
 	return &deadlineConn{Conn: c, read: d.read}, nil
@@ -251,9 +292,12 @@ func IsLockTimeout(err error) bool {
 // log.
 func Summary(err error) string {
 	var pqErr *pq.Error
+	var wrong *WrongClusterError
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &wrong):
+		return "database unavailable: another PostgreSQL cluster answers at its address (its system_identifier is not the one recorded at migration)"
 	case errors.As(err, &pqErr) && pqErr.Code == "57014":
 		return "database statement timed out"
 	case errors.Is(err, ErrReadOnly), errors.As(err, &pqErr) && pqErr.Code == "25006":
@@ -284,6 +328,8 @@ func Unavailable(err error) bool {
 		return false
 	case errors.Is(err, ErrReadOnly), errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return true
+	case errors.As(err, new(*WrongClusterError)):
+		return true // another cluster behind the address: ours is not there
 	case errors.As(err, &pqErr):
 		switch pqErr.Code {
 		case "25006", // read_only_sql_transaction: a standby

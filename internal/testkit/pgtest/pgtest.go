@@ -265,6 +265,28 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	return url
 }
 
+// SameDatabase creates on s a database of the name of another server's
+// database URL (the same DSN, another server: what a client sees when its
+// address moves to another cluster), dropped in t's cleanup, and returns
+// its URL.
+func (s *Server) SameDatabase(t testing.TB, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	got, drop, err := s.CreateDatabase(strings.TrimPrefix(u.Path, "/"))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return got
+}
+
 // CreateDatabase creates database name and returns its URL and the
 // function that drops it (for code without a testing.TB: an Example).
 func (s *Server) CreateDatabase(name string) (url string, drop func() error, err error) {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/jmoiron/sqlx"
+)
+
+// TestDaemonRefusesAnotherCluster: the address of the daemon's database
+// moves to another PostgreSQL cluster (through a proxy switched to a
+// second server with a migrated schema of its own). The daemon writes
+// nothing there, logs why naming both system identifiers, keeps running
+// and reports its database trouble where it reports a failing heartbeat
+// (/readyz, the status's node); switched back, it is Ready again. It also
+// recorded the schema version its binary knows in its node record.
+func TestDaemonRefusesAnotherCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dsn := pg.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := pgtest.New(t)
+	otherURL := other.SameDatabase(t, dsn)
+	proxy := faultproxy.NewSwitch(t, u.Host)
+	cfg := daemonConfig(t, "guarded", strings.Replace(dsn, u.Host, proxy.Addr, 1))
+	var out logBuffer
+	log, level, err := newLogger("json", "info", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(ctx, cfg, log, level) }()
+	node, _ := waitReadyMaster(t, cfg, done)
+	db := sqlx.MustOpen("postgres", dsn)
+	defer db.Close()
+	var known *int
+	if err := db.Get(&known, "SELECT schema_version FROM enginehealth.nodes WHERE name = 'guarded'"); err != nil || known == nil || *known != buildInfo().SchemaVersion {
+		t.Fatalf("the node's recorded schema version: %v (%v), want %d", known, err, buildInfo().SchemaVersion)
+	}
+	// The other cluster, migrated by a sidecar of its own, with its own
+	// record of the same name.
+	if _, errOut, code := runCLI(t, "migrate", "-c", migrateConfig(t, otherURL)); code != exitOK {
+		t.Fatalf("migrate the other cluster: %s", errOut)
+	}
+	odb := sqlx.MustOpen("postgres", otherURL)
+	defer odb.Close()
+	odb.MustExec(`INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, version, status_changed_by, last_active)
+		VALUES ('guarded', gen_random_uuid(), 'elsewhere', 'Ready', 'x', 'guarded', '2000-01-01')`)
+
+	cl := api.NewClient(node.APIAddress, "")
+	testkit.Eventually(t, 15*time.Second, "Ready", func() (bool, error) {
+		r, err := cl.Ready(ctx)
+		return err == nil && r.Ready, fmt.Errorf("%+v %v", r, err)
+	})
+	proxy.SetTarget(fmt.Sprintf("127.0.0.1:%d", other.Port))
+	testkit.Eventually(t, 15*time.Second, "/readyz says the database is another cluster", func() (bool, error) {
+		r, err := cl.Ready(ctx)
+		return !r.Ready && strings.Contains(r.Reason, "another PostgreSQL cluster answers at its address"), fmt.Errorf("%+v %v", r, err)
+	})
+	refused := out.records("refusing the database")
+	if len(refused) == 0 {
+		t.Fatalf("no log line refusing the database:\n%s", out.String())
+	}
+	var want, got int64
+	db.MustExec("SELECT 1") // the test's own pool, straight to the schema's cluster
+	if err := db.Get(&want, "SELECT system_identifier FROM pg_control_system()"); err != nil {
+		t.Fatal(err)
+	}
+	if err := odb.Get(&got, "SELECT system_identifier FROM pg_control_system()"); err != nil {
+		t.Fatal(err)
+	}
+	msg := refused[0]["msg"].(string)
+	if !strings.Contains(msg, fmt.Sprint(want)) || !strings.Contains(msg, fmt.Sprint(got)) || !strings.Contains(msg, "a different PostgreSQL cluster is behind") ||
+		refused[0]["level"] != "ERROR" {
+		t.Fatalf("the log line: %v", refused[0])
+	}
+	var written int
+	if err := odb.Get(&written, `SELECT (SELECT count(*) FROM enginehealth.events) +
+		(SELECT count(*) FROM enginehealth.nodes WHERE last_active > '2000-01-01')`); err != nil || written != 0 {
+		t.Fatalf("%d rows (%v) written to the other cluster", written, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the daemon stopped: %v", err)
+	default:
+	}
+
+	proxy.SetTarget(u.Host)
+	testkit.Eventually(t, 15*time.Second, "Ready again on the schema's cluster", func() (bool, error) {
+		r, err := cl.Ready(ctx)
+		return err == nil && r.Ready, fmt.Errorf("%+v %v", r, err)
+	})
+	if len(out.records("is the schema's again")) == 0 {
+		t.Fatalf("no log line saying the cluster is right again")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("runDaemon after cancel: %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+package pgdb
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// liveIdentifier reads the server's cluster identifier. pg_control_system()
+// is executable by every role.
+const liveIdentifier = "SELECT system_identifier FROM pg_control_system()"
+
+// WrongClusterError: the server that answers at the database's address
+// belongs to another PostgreSQL cluster than the one the schema was
+// migrated on (its system_identifier differs). A streaming replica
+// promoted from the right cluster has the same identifier, so a failover
+// never causes it: another cluster is behind the address (a VIP, a DNS
+// name or a proxy moved to the wrong server, a database restored into a
+// new cluster).
+type WrongClusterError struct {
+	// Want: the identifier recorded at migration (or learnt at start);
+	// Got: the server's.
+	Want, Got int64
+	// Schema whose cluster_identity holds Want.
+	Schema string
+}
+
+func (e *WrongClusterError) Error() string {
+	return fmt.Sprintf("a different PostgreSQL cluster is behind the database's address: its system_identifier is %d, "+
+		"the schema %s was migrated on cluster %d (a replica promoted from that cluster keeps its identifier; this server is another cluster): "+
+		"nothing is written to it; if the database was moved on purpose (pg_upgrade, a restore into a new cluster), record the new cluster with "+
+		"UPDATE %s.cluster_identity SET system_identifier = (SELECT system_identifier FROM pg_control_system()) and restart the nodes",
+		e.Got, e.Schema, e.Want, pq.QuoteIdentifier(e.Schema))
+}
+
+// Cluster guards pools against a server of another PostgreSQL cluster
+// behind the database's address: once it has learnt the cluster (Learn, at
+// start), every new connection of a pool opened with it (Config.Cluster)
+// asks the server for its system_identifier, one query per connection, and
+// a connection to another cluster is closed before it is used: the
+// statement that wanted it fails with a *WrongClusterError, and callers
+// retry it as they retry an unavailable database. Statements on
+// connections already open are not checked: a failover breaks them, and
+// the pool's next connections are new.
+type Cluster struct {
+	log    *slog.Logger
+	schema string
+	want   atomic.Int64
+	known  atomic.Bool
+
+	mu       sync.Mutex
+	wrong    bool      // the last check found another cluster
+	lastSaid time.Time // when a mismatch was last logged
+}
+
+// mismatchEvery: a mismatch that lasts is logged again this often (each
+// new connection attempt finds it).
+const mismatchEvery = 30 * time.Second
+
+// NewCluster returns a guard for the schema's cluster that logs to log
+// (nil: not logged). It checks nothing until Learn.
+func NewCluster(schema string, log *slog.Logger) *Cluster {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Cluster{log: log, schema: schema}
+}
+
+// Learn reads the identifier recorded at migration in the schema's
+// cluster_identity and the server's own, and remembers it for the checks of
+// new connections. Another cluster than the one recorded is a
+// *WrongClusterError (a restore of the schema into a new cluster). A
+// schema without the record (migrated before it existed and not since)
+// learns the server's.
+func (c *Cluster) Learn(ctx context.Context, db *sqlx.DB) error {
+	var ids struct {
+		Live     int64  `db:"live"`
+		Recorded *int64 `db:"recorded"`
+	}
+	q := `SELECT (` + liveIdentifier + `) AS live, (SELECT system_identifier FROM ` +
+		pq.QuoteIdentifier(c.schema) + `.cluster_identity) AS recorded`
+	if err := db.GetContext(ctx, &ids, q); err != nil {
+		return fmt.Errorf("read the cluster's system_identifier: %w", err)
+	}
+	want := ids.Live
+	if ids.Recorded != nil {
+		want = *ids.Recorded
+	}
+	c.want.Store(want)
+	c.known.Store(true)
+	if ids.Live != want {
+		return c.mismatch(ctx, &WrongClusterError{Want: want, Got: ids.Live, Schema: c.schema})
+	}
+	return nil
+}
+
+// Identifier returns the cluster's identifier once learnt.
+func (c *Cluster) Identifier() (int64, bool) { return c.want.Load(), c.known.Load() }
+
+// check asks a new connection's server for its identifier.
+func (c *Cluster) check(ctx context.Context, conn driver.Conn) error {
+	if !c.known.Load() {
+		return nil
+	}
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return errors.New("cluster check: the driver's connection cannot query")
+	}
+	rows, err := q.QueryContext(ctx, liveIdentifier, nil)
+	if err != nil {
+		return fmt.Errorf("cluster check: %w", err)
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return fmt.Errorf("cluster check: %w", err)
+	}
+	got, ok := dest[0].(int64)
+	if !ok {
+		return fmt.Errorf("cluster check: system_identifier is a %T", dest[0])
+	}
+	if want := c.want.Load(); got != want {
+		return c.mismatch(ctx, &WrongClusterError{Want: want, Got: got, Schema: c.schema})
+	}
+	c.mu.Lock()
+	back := c.wrong
+	c.wrong = false
+	c.mu.Unlock()
+	if back {
+		c.log.InfoContext(ctx, "the PostgreSQL cluster behind the database's address is the schema's again", "system_identifier", got)
+	}
+	return nil
+}
+
+// mismatch logs e, when it starts and then every mismatchEvery, and
+// returns it.
+func (c *Cluster) mismatch(ctx context.Context, e *WrongClusterError) error {
+	c.mu.Lock()
+	say := !c.wrong || time.Since(c.lastSaid) >= mismatchEvery
+	c.wrong = true
+	if say {
+		c.lastSaid = time.Now()
+	}
+	c.mu.Unlock()
+	if say {
+		c.log.ErrorContext(ctx, "refusing the database: "+e.Error(),
+			"want_system_identifier", e.Want, "got_system_identifier", e.Got)
+	}
+	return e
+}
+
+// guardConnector checks each new connection of a pool with its cluster.
+type guardConnector struct {
+	driver.Connector
+	cluster *Cluster
+}
+
+func (g guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := g.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.cluster.check(ctx, conn); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
