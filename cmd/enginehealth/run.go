@@ -497,13 +497,26 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log 
 		return usageError{fmt.Errorf("database %s: %w", cfg.Database.Where(), refused)}
 	}
 	log.InfoContext(ctx, "connected to PostgreSQL")
-	return retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
+	var newer *pgdb.NewerSchemaError
+	if err := retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
 		applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
 		if err == nil && len(applied) > 0 {
 			log.InfoContext(ctx, "schema migrated", "schema", cfg.Database.Schema, "applied", applied)
 		}
+		if errors.As(err, &newer) {
+			return nil // a newer binary migrated it: no retry helps
+		}
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if newer != nil {
+		// Exit 2, which the unit does not restart (RestartPreventExitStatus):
+		// an older binary during a rollout, or a rollback below the
+		// schema, is not started until it is upgraded.
+		return usageError{fmt.Errorf("database %s: %w", cfg.Database.Where(), newer)}
+	}
+	return nil
 }
 
 func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {
