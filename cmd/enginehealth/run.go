@@ -507,8 +507,12 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, clus
 		return usageError{fmt.Errorf("database %s: %w", cfg.Database.Where(), refused)}
 	}
 	log.InfoContext(ctx, "connected to PostgreSQL")
-	return retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
+	var newer *pgdb.NewerSchemaError
+	if err := retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
 		applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
+		if errors.As(err, &newer) {
+			return nil // a newer binary migrated it: no retry helps
+		}
 		if err != nil {
 			return err
 		}
@@ -521,7 +525,16 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, clus
 		id, _ := cluster.Identifier()
 		log.InfoContext(ctx, "PostgreSQL cluster", "system_identifier", id)
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	if newer != nil {
+		// Exit 2, which the unit does not restart (RestartPreventExitStatus):
+		// an older binary during a rollout, or a rollback below the
+		// schema, is not started until it is upgraded.
+		return usageError{fmt.Errorf("database %s: %w", cfg.Database.Where(), newer)}
+	}
+	return nil
 }
 
 func checkCatalog(ctx context.Context, cfg *configs.Config, db *sqlx.DB, log *slog.Logger) error {

@@ -54,6 +54,21 @@ func Migrations() ([]Migration, error) {
 	return ms, nil
 }
 
+// NewerSchemaError: the database was migrated by a newer binary. No
+// retry helps (a binary never downgrades a schema): the daemon refuses to
+// start.
+type NewerSchemaError struct {
+	Schema string
+	// At: the database's schema version; Knows: the newest this binary
+	// has.
+	At, Knows int
+}
+
+func (e *NewerSchemaError) Error() string {
+	return fmt.Sprintf("migrate %s: the database is at schema version %d but this binary knows only up to %d: upgrade enginehealth",
+		e.Schema, e.At, e.Knows)
+}
+
 // lockKey is the advisory lock that serialises migrations of one schema.
 func lockKey(schema string) int64 {
 	h := fnv.New64a()
@@ -67,7 +82,8 @@ func lockKey(schema string) int64 {
 // It runs in one transaction under a transaction-scoped advisory lock: nodes
 // starting at once migrate one after the other, the later ones find nothing
 // to do, and a failure leaves the schema as it was (PostgreSQL DDL is
-// transactional). A database migrated by a newer binary is refused.
+// transactional). A database migrated by a newer binary is refused
+// (*NewerSchemaError).
 func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, err error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -102,8 +118,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		return nil, fmt.Errorf("migrate %s: read applied versions: %w", schema, err)
 	}
 	if n := len(done); n > 0 && done[n-1] > ms[len(ms)-1].Version {
-		return nil, fmt.Errorf("migrate %s: the database is at schema version %d but this binary knows only up to %d: upgrade enginehealth",
-			schema, done[n-1], ms[len(ms)-1].Version)
+		return nil, &NewerSchemaError{Schema: schema, At: done[n-1], Knows: ms[len(ms)-1].Version}
 	}
 	// A schema restored into another cluster (or another cluster behind
 	// the address) is not migrated: its record of the cluster it was

@@ -117,6 +117,10 @@ type sidecar struct {
 	api    string // the CLI's --api for it: https:// under TLS
 	etcd   []*faultproxy.Proxy
 	db     *faultproxy.Proxy
+	// bin: the binary its next start runs (default the run's): the
+	// rolling-upgrade test moves each sidecar from the previous release's
+	// to the one under test.
+	bin string
 
 	mu sync.Mutex
 	d  *daemon
@@ -413,7 +417,9 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	if err := os.WriteFile(migrate, []byte(base("migrate", r.etcd.Endpoints(), "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := cli(t, []string{"ENGINEHEALTH_DSN=" + c.dsn, "EH_TOKEN=tok"}, "migrate", "--config", migrate); code != 0 {
+	// Migrated by the sidecars' own binary (the previous release's, in
+	// the rolling-upgrade test).
+	if out, errOut, code := cliOf(t, cmp.Or(o.bin, bin), []string{"ENGINEHEALTH_DSN=" + c.dsn, "EH_TOKEN=tok"}, "migrate", "--config", migrate); code != 0 {
 		t.Fatalf("migrate: exit %d: %s%s", code, out, errOut)
 	}
 	installRecorder(t, c)
@@ -495,8 +501,11 @@ func (r *faultRun) startSidecar(s *sidecar) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	s.mu.Lock()
+	program := cmp.Or(s.bin, r.opts.bin, bin)
+	s.mu.Unlock()
 	d := r.c.startProcess(s.name, string(cfg), []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + r.sidecarDSN(s), "EH_UNSAFE=" + r.opts.unsafe},
-		cmp.Or(r.opts.bin, bin), "run")
+		program, "run")
 	s.mu.Lock()
 	s.d, s.signalled, s.frozen = d, false, false
 	s.mu.Unlock()

@@ -367,9 +367,16 @@ func (c *cluster) waitRegistered(d *daemon, timeout time.Duration) nodes.Node {
 // cli runs the enginehealth CLI and returns stdout, stderr and exit code.
 func cli(t testing.TB, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return cliOf(t, bin, env, args...)
+}
+
+// cliOf runs the CLI of the enginehealth binary program (another
+// release's: the rolling-upgrade test).
+func cliOf(t testing.TB, program string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
