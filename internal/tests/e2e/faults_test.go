@@ -1,8 +1,8 @@
 package e2e
 
 // The fault-injection suite: a real cluster on one machine (a 3-member
-// etcd cluster of separate processes, its own PostgreSQL server, three
-// `enginehealth run` processes behind TCP proxies, three demo engines under
+// etcd cluster of separate processes, its own PostgreSQL primary and streaming standby, five
+// `enginehealth run` processes behind TCP proxies, five demo engines under
 // load with retry policies of every delay kind, holds and poison
 // instances), faults injected on a seeded random schedule, and a checker of
 // the invariants over what the database recorded (checker_test.go).
@@ -12,14 +12,18 @@ package e2e
 // EH_FAULT_STARVE=busy                                      CPU starvation (off, pauses, busy)
 // EH_FAULT_UNSAFE=confirm                                   a faultinject build with mechanisms off
 // EH_FAULT_TLS=1                                            the TLS-everywhere cluster (newTLSCluster)
+// EH_FAULT_SIDECARS=3                                       how many sidecars (default 5)
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -105,8 +109,9 @@ var faultTaskList = []faultTask{
 // poisonIDs crash every engine that claims them.
 const poisonIDs = "7,8"
 
-// faultSidecars is how many sidecars the run has.
-const faultSidecars = 3
+// defaultSidecars is how many sidecars a fault run has unless its
+// options or EH_FAULT_SIDECARS say otherwise.
+const defaultSidecars = 5
 
 // sidecar is one enginehealth node of the fault run: its process (the
 // current incarnation) and the proxies between it and etcd and
@@ -191,6 +196,9 @@ type faultRun struct {
 	toHeartbeat map[string][]time.Duration
 	lost        []int64
 	faultStart  time.Time // when the current fault began
+	// footprints: each sidecar incarnation's first and last samples of
+	// its resident memory and goroutines (sampleFootprints).
+	footprints map[*daemon]*footprint
 }
 
 // note logs what the run does, with the wall-clock time to the
@@ -241,11 +249,28 @@ func TestFaults(t *testing.T) {
 	default:
 		t.Fatalf("EH_FAULT_TLS=%q: want 1 (TLS everywhere) or 0", v)
 	}
+	// A soak (make soak): faults until the duration has passed, at most
+	// EH_FAULTS of them when set.
+	var soak time.Duration
+	if v := os.Getenv("EH_FAULT_DURATION"); v != "" {
+		var err error
+		if soak, err = time.ParseDuration(v); err != nil || soak <= 0 {
+			t.Fatalf("EH_FAULT_DURATION=%q: want a positive duration such as 2h", v)
+		}
+		if os.Getenv("EH_FAULTS") == "" {
+			n = math.MaxInt
+		}
+	}
 	r := startFaultRun(t, seed, opts)
+	stopSampling := r.sampleFootprints(cmp.Or(soak/120, 10*time.Second))
 	calm := r.starve(starve)
 	start := time.Now()
 	order := r.kinds.Perm(len(faultKinds))
-	for i := range n {
+	total := strconv.Itoa(n)
+	if soak > 0 {
+		total = "until " + start.Add(soak).Format("15:04:05")
+	}
+	for i := 0; i < n && (soak == 0 || time.Since(start) < soak); i++ {
 		// Every kind once first (in a seeded order), so that the short
 		// run covers them all; then by weight.
 		kind := r.pick()
@@ -253,7 +278,7 @@ func TestFaults(t *testing.T) {
 			kind = faultKinds[order[i]].name
 		}
 		r.beginFault(i)
-		r.note("fault %d/%d: %s", i+1, n, kind)
+		r.note("fault %d/%s: %s", i+1, total, kind)
 		r.inject(kind)
 	}
 	injecting := time.Since(start)
@@ -268,6 +293,7 @@ func TestFaults(t *testing.T) {
 		r.violation("two nodes acted as master at once: %s", two)
 	}
 	r.acting = acting
+	stopSampling()
 	checks := r.check()
 	r.report(n, injecting, checks)
 }
@@ -372,6 +398,9 @@ type faultOpts struct {
 	bin, unsafe string
 	// schedule of the check (default @every 1s).
 	schedule string
+	// sidecars: how many (default EH_FAULT_SIDECARS, else
+	// defaultSidecars), each with its demo engine.
+	sidecars int
 	// tls: the cluster runs with TLS everywhere (newTLSCluster): etcd
 	// with client certificates and auth, PostgreSQL with verify-full,
 	// the API with client_auth require and named operators.
@@ -382,6 +411,16 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	var o faultOpts
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if o.sidecars == 0 {
+		o.sidecars = defaultSidecars
+		if v := os.Getenv("EH_FAULT_SIDECARS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 3 || n > 26 {
+				t.Fatalf("EH_FAULT_SIDECARS=%q: want 3 to 26 sidecars", v)
+			}
+			o.sidecars = n
+		}
 	}
 	var c *cluster
 	var pgs *pgtest.Server
@@ -425,7 +464,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	installRecorder(t, c)
 	r.startStandby()
 
-	for i := range faultSidecars {
+	for i := range o.sidecars {
 		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i)}
 		port, err := pgtest.FreePort()
 		if err != nil {
@@ -1284,6 +1323,7 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "%-20s %6d %22s %22s\n", k, r.injected[k], percentiles(r.toMaster[k]), percentiles(r.toRepair[k]))
 	}
+	r.footprintReport(&b, took)
 	restarts := 0
 	for _, e := range r.engines {
 		restarts += e.restarts
@@ -1328,6 +1368,120 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	}
 	if count > 0 {
 		r.t.Errorf("%d violations (seed %d replays the schedule: EH_FAULT_SEED=%d)", count, r.seed, r.seed)
+	}
+}
+
+// footprint is what a sidecar process held, first and last sampled.
+type footprint struct {
+	name                string
+	pid                 int
+	first, last         time.Time
+	rss0, rss1, rssMax  int64 // bytes
+	goroutines0, gorNow int
+	samples             int
+}
+
+// sampleFootprints samples every sidecar process's resident memory
+// (/proc) and goroutines (go_goroutines of its /metrics) every period,
+// until the function returned is called (which takes a last sample).
+func (r *faultRun) sampleFootprints(period time.Duration) (stop func()) {
+	r.footprints = map[*daemon]*footprint{}
+	hc := r.c.httpClient(2 * time.Second)
+	sample := func() {
+		for _, s := range r.sidecars {
+			s.mu.Lock()
+			d, ok := s.d, !s.frozen && !s.signalled && s.d.running()
+			s.mu.Unlock()
+			if !ok {
+				continue
+			}
+			rss, err := residentBytes(d.cmd.Process.Pid)
+			if err != nil {
+				continue
+			}
+			g, err := goroutines(r.c, hc, s.listen)
+			if err != nil {
+				continue
+			}
+			r.mu.Lock()
+			f := r.footprints[d]
+			if f == nil {
+				f = &footprint{name: s.name, pid: d.cmd.Process.Pid, first: time.Now(), rss0: rss, goroutines0: g}
+				r.footprints[d] = f
+			}
+			f.last, f.rss1, f.rssMax, f.gorNow = time.Now(), rss, max(f.rssMax, rss), g
+			f.samples++
+			r.mu.Unlock()
+		}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		sample()
+	}
+}
+
+// residentBytes reads a process's resident set size from /proc.
+func residentBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// goroutines reads go_goroutines from a sidecar's /metrics.
+func goroutines(c *cluster, hc *http.Client, addr string) (int, error) {
+	resp, err := c.get(hc, addr, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("no go_goroutines in %s/metrics (HTTP %d)", addr, resp.StatusCode)
+}
+
+// footprintReport lists the sidecar processes that lived longest (at
+// least 10 % of the run), with their memory and goroutines first and
+// last sampled.
+func (r *faultRun) footprintReport(b *strings.Builder, took time.Duration) {
+	fs := slices.Collect(maps.Values(r.footprints))
+	slices.SortFunc(fs, func(a, b *footprint) int { return cmp.Compare(b.last.Sub(b.first), a.last.Sub(a.first)) })
+	fmt.Fprintf(b, "sidecar processes that lived through at least 10%% of the run (resident memory and goroutines, first and last sampled):\n")
+	for _, f := range fs {
+		if f.samples < 2 || f.last.Sub(f.first) < took/10 {
+			continue
+		}
+		fmt.Fprintf(b, "  %s pid %d, %s: RSS %.1f → %.1f MB (max %.1f), goroutines %d → %d\n", f.name, f.pid, f.last.Sub(f.first).Round(time.Second),
+			float64(f.rss0)/(1<<20), float64(f.rss1)/(1<<20), float64(f.rssMax)/(1<<20), f.goroutines0, f.gorNow)
 	}
 }
 
