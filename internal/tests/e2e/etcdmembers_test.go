@@ -111,9 +111,8 @@ func replaceEveryMember(t *testing.T, c *cluster, cl *etcdtest.Cluster) {
 		t.Fatal(err)
 	}
 	// The raft leader among them: last, when the others are new.
-	slices.SortStableFunc(original, func(a, b *etcdtest.Member) int {
-		return map[bool]int{false: 0, true: 1}[a == lead] - map[bool]int{false: 0, true: 1}[b == lead]
-	})
+	i := slices.Index(original, lead)
+	original = append(slices.Delete(original, i, i+1), lead)
 	for _, m := range original {
 		started := time.Now()
 		next, err := cl.Replace(ctx, m)
