@@ -37,6 +37,7 @@ const (
 	DefaultLeaseTTL                = leader.DefaultLeaseTTL
 	DefaultTrustMargin             = leader.DefaultTrustMargin
 	DefaultEtcdDialTimeout         = leader.DefaultDialTimeout
+	DefaultAutoSyncInterval        = 30 * time.Second
 	DefaultSchedule                = health.DefaultSchedule
 	DefaultNotRespondingAfter      = health.DefaultNotRespondingAfter
 	DefaultForgetAfter             = health.DefaultForgetAfter
@@ -150,7 +151,9 @@ type Database struct {
 
 // Etcd is the election backend.
 type Etcd struct {
-	// Endpoints of the etcd cluster (host:port or URLs); give all members.
+	// Endpoints of the etcd cluster (host:port or URLs): the seeds the
+	// client starts from; give all members. With AutoSyncInterval the
+	// client then follows the cluster's membership.
 	Endpoints []string `yaml:"endpoints"`
 	// Prefix of the election keys; default "/enginehealth/".
 	Prefix string `yaml:"prefix"`
@@ -161,6 +164,10 @@ type Etcd struct {
 	TrustMargin time.Duration `yaml:"trust_margin"`
 	// DialTimeout of one connection attempt; default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// AutoSyncInterval: how often the client asks the cluster for its
+	// members and uses their client URLs in place of the endpoints it
+	// has; default 30s, 0 turns it off (nil: absent, the default).
+	AutoSyncInterval *time.Duration `yaml:"auto_sync_interval"`
 	// TLS, when given, is how the client speaks TLS to etcd (endpoints
 	// without a scheme are then https); absent: plain http.
 	TLS *TLS `yaml:"tls"`

@@ -87,6 +87,7 @@ func TestDefaults(t *testing.T) {
 		{"schema", cfg.Database.Schema, DefaultSchema},
 		{"prefix", cfg.Etcd.Prefix, DefaultEtcdPrefix},
 		{"lease_ttl", cfg.Etcd.LeaseTTL, DefaultLeaseTTL},
+		{"auto_sync_interval", *cfg.Etcd.AutoSyncInterval, DefaultAutoSyncInterval},
 		{"schedule", cfg.Health.Schedule, DefaultSchedule},
 		{"not_responding_after", cfg.Health.NotRespondingAfter, DefaultNotRespondingAfter},
 		{"forget_after", cfg.Health.ForgetAfter, DefaultForgetAfter},

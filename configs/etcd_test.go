@@ -256,3 +256,33 @@ func TestEtcdTLSProblemsAllAtOnce(t *testing.T) {
 	problemAt(t, err, "etcd.tls.key_file", "does not match", 4)
 	problemAt(t, err, "etcd.username", "needs its password", 5)
 }
+
+// TestAutoSyncInterval: absent, the default; 0 is a setting (off), not
+// the default; a value outside [1s, 24h] is refused at its key, naming the
+// value and the range.
+func TestAutoSyncInterval(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  time.Duration
+		err   string
+	}{
+		{"0", 0, ""},
+		{"0s", 0, ""},
+		{"1s", time.Second, ""},
+		{"24h", 24 * time.Hour, ""},
+		{"500ms", 0, "etcd.auto_sync_interval: must be 0 (off) or in [1s, 24h0m0s], got 500ms"},
+		{"-1s", 0, "etcd.auto_sync_interval: must be 0 (off) or in [1s, 24h0m0s], got -1s"},
+		{"25h", 0, "etcd.auto_sync_interval: must be 0 (off) or in [1s, 24h0m0s], got 25h0m0s"},
+		{"soon", 0, `etcd.auto_sync_interval: "soon" is not a duration`},
+	} {
+		cfg, err := Parse([]byte(minimal+"  auto_sync_interval: "+c.value+"\n"), "sync.yaml", testEnv)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.value, err)
+		case c.err == "" && *cfg.Etcd.AutoSyncInterval != c.want:
+			t.Errorf("%s: loaded as %s", c.value, *cfg.Etcd.AutoSyncInterval)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: %v, want %q", c.value, err, c.err)
+		}
+	}
+}

@@ -210,6 +210,10 @@ func (c *Config) applyDefaults() {
 	c.Etcd.LeaseTTL = cmp.Or(c.Etcd.LeaseTTL, DefaultLeaseTTL)
 	c.Etcd.TrustMargin = cmp.Or(c.Etcd.TrustMargin, DefaultTrustMargin)
 	c.Etcd.DialTimeout = cmp.Or(c.Etcd.DialTimeout, DefaultEtcdDialTimeout)
+	if c.Etcd.AutoSyncInterval == nil {
+		d := DefaultAutoSyncInterval
+		c.Etcd.AutoSyncInterval = &d
+	}
 	c.Health.Schedule = cmp.Or(c.Health.Schedule, DefaultSchedule)
 	c.Health.NotRespondingAfter = cmp.Or(c.Health.NotRespondingAfter, DefaultNotRespondingAfter)
 	c.Health.ForgetAfter = cmp.Or(c.Health.ForgetAfter, DefaultForgetAfter)

@@ -136,6 +136,7 @@ const (
 	minStatementTimeout   = time.Second
 	minConnectTimeout     = 100 * time.Millisecond
 	minDialTimeout        = 100 * time.Millisecond
+	minAutoSyncInterval   = time.Second
 	minSweepInterval      = time.Second
 	minClaimTimeout       = time.Second
 	minGradePeriod        = time.Second
@@ -150,6 +151,7 @@ const (
 	minLeaseTTL           = leader.MinLeaseTTL
 	maxLeaseTTL           = 10 * time.Minute
 	maxDialTimeout        = 5 * time.Minute
+	maxAutoSyncInterval   = 24 * time.Hour
 	maxNotRespondingAfter = 24 * time.Hour
 	maxForgetAfter        = 365 * 24 * time.Hour
 	maxSweepInterval      = 24 * time.Hour
@@ -229,6 +231,9 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	v.within("etcd.dial_timeout", c.Etcd.DialTimeout, minDialTimeout, maxDialTimeout)
+	if d := c.Etcd.AutoSyncInterval; d != nil && *d != 0 && (*d < minAutoSyncInterval || *d > maxAutoSyncInterval) {
+		v.add("etcd.auto_sync_interval", "must be 0 (off) or in [%s, %s], got %s", minAutoSyncInterval, maxAutoSyncInterval, *d)
+	}
 
 	// health
 	if sched, err := health.ParseSchedule(c.Health.Schedule); err != nil {

@@ -24,7 +24,11 @@ import (
 // connectEtcd makes the etcd client and waits until etcd answers a read
 // of the prefix. Every failure is retried (etcd may start late, a
 // certificate or a user may be fixed meanwhile) and logged with its cause:
-// TLS refused either way, etcd authentication or permissions.
+// TLS refused either way, etcd authentication or permissions. Once
+// connected, it says in one warning which endpoints did not answer
+// (warnSeeds). The endpoints are seeds: etcdSync keeps the client's
+// endpoints those of the cluster's members (not the client's own
+// AutoSyncInterval, which would not dial through the daemon's TLS).
 func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
 	endpoints, user, password := cfg.Etcd.ClientEndpoints()
 	ccfg := clientv3.Config{
@@ -73,6 +77,7 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 		return nil, err
 	}
 	log.InfoContext(ctx, "connected to etcd", "tls", cfg.Etcd.ClientTLS != nil, "client_certificate", cfg.Etcd.ClientCert != nil, "user", user)
+	warnSeeds(ctx, cfg.Etcd, endpoints, log)
 	return cli, nil
 }
 
@@ -147,23 +152,26 @@ const probeWait = 300 * time.Millisecond
 // most), and returns why the first that fails does (nil when none fails
 // there).
 func probeEtcd(e configs.Etcd, endpoints []string) error {
+	for i, err := range probeAll(e, endpoints) {
+		if err != nil {
+			return fmt.Errorf("etcd at %s: %w", endpoints[i], err)
+		}
+	}
+	return nil
+}
+
+// probeAll probes every endpoint at once (probeEndpoint, each within a
+// second at most, with the TLS material held now) and returns why each
+// failed (nil where it answered).
+func probeAll(e configs.Etcd, endpoints []string) []error {
 	tc, timeout := etcdTLSNow(e), min(e.DialTimeout, time.Second)
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Go(func() {
-			if err := probeEndpoint(tc, ep, timeout); err != nil {
-				errs[i] = fmt.Errorf("etcd at %s: %w", ep, err)
-			}
-		})
+		wg.Go(func() { errs[i] = probeEndpoint(tc, ep, timeout) })
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errs
 }
 
 func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,12 +73,33 @@ func (c *etcdCheck) Run(ctx context.Context) error {
 // member and why when it fails: reloaded files that the members will
 // refuse, or that do not verify them, are said at once.
 func (c *etcdCheck) TryMaterial(ctx context.Context) {
-	endpoints, _, _ := c.cfg.Etcd.ClientEndpoints()
-	if err := probeEtcd(c.cfg.Etcd, endpoints); err != nil && ctx.Err() == nil {
+	// The endpoints the client uses now: the configured ones may be
+	// members since replaced (etcdSync).
+	if err := probeEtcd(c.cfg.Etcd, endpointsNow(c.cli, c.cfg.Etcd)); err != nil && ctx.Err() == nil {
 		c.log.WarnContext(ctx, "the reloaded etcd TLS files do not work with a member: the open connections go on, the next connection to it will fail", tint.Err(err))
 		return
 	}
 	c.log.InfoContext(ctx, "the reloaded etcd TLS files work with every member")
+}
+
+// endpointsNow returns the endpoints the client uses now (the configured
+// ones, or the members' since etcdSync followed them), written as the
+// configured ones are: https://host:port with etcd.tls, not as
+// dialledByUs gives them to the client.
+func endpointsNow(cli *clientv3.Client, e configs.Etcd) []string {
+	eps := cli.Endpoints()
+	if e.TLS == nil {
+		return eps
+	}
+	for i, ep := range eps {
+		switch {
+		case strings.HasPrefix(ep, "unix://"):
+			eps[i] = "unixs://" + strings.TrimPrefix(ep, "unix://")
+		case !strings.Contains(ep, "://"):
+			eps[i] = "https://" + ep
+		}
+	}
+	return eps
 }
 
 // check reads the prefix (linearizable, count only), bounded by the dial
@@ -90,8 +112,8 @@ func (c *etcdCheck) check(ctx context.Context) {
 		return // stopping: not etcd's fault
 	}
 	if err != nil {
-		endpoints, user, _ := c.cfg.Etcd.ClientEndpoints()
-		err = explainEtcd(ctx, c.cfg, endpoints, user, err)
+		_, user, _ := c.cfg.Etcd.ClientEndpoints()
+		err = explainEtcd(ctx, c.cfg, endpointsNow(c.cli, c.cfg.Etcd), user, err)
 	}
 	c.record(ctx, err, time.Now())
 }

@@ -360,6 +360,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	g.Go(func() error { return reload.Run(gctx) })
 	g.Go(func() error { return certs.Run(gctx, certLog) })
 	g.Go(func() error { return etcdState.Run(gctx) })
+	if *cfg.Etcd.AutoSyncInterval > 0 {
+		members := newEtcdSync(etcd, cfg.Etcd, log.With("component", "etcd"))
+		g.Go(func() error { return members.Run(gctx) })
+	}
 	g.Go(func() error {
 		// Fed while the daemon's own loops run and the master is not
 		// stuck; a database or etcd outage is waited out, not restarted.

@@ -69,10 +69,16 @@ type User struct {
 }
 
 // Cluster is a multi-member etcd cluster, one process per member.
+// Members are the members of the cluster: Add and Remove change them
+// (not safe while another goroutine reads them).
 type Cluster struct {
 	Members []*Member
 	cfg     ClusterConfig
 	dir     string
+	// removed: members taken out by Remove (their processes are gone;
+	// kept for Close); named: members named so far (m1, m2, …).
+	removed []*Member
+	named   int
 	// server is the members' certificate (with CA).
 	server *testca.Issued
 	// access is how the cluster's own client reaches the members: TLS
@@ -116,13 +122,11 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, dir: dir, access: clientv3.Config{DialTimeout: time.Second, Logger: zap.NewNop()}}
-	scheme := "http"
 	if cfg.CA != nil {
 		if err := c.issue(); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		scheme = "https"
 	}
 	ports, err := freePorts(2 * cfg.Members)
 	if err != nil {
@@ -131,12 +135,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	}
 	var initial []string
 	for i := range cfg.Members {
-		m := &Member{
-			Name:      fmt.Sprintf("m%d", i+1),
-			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-			c:         c,
-		}
+		m := c.newMember(ports[2*i], ports[2*i+1])
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
@@ -166,6 +165,22 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// newMember names a member to come (m1, m2, … in the order made, never
+// a name used before) on the given ports.
+func (c *Cluster) newMember(clientPort, peerPort int) *Member {
+	scheme := "http"
+	if c.cfg.CA != nil {
+		scheme = "https"
+	}
+	c.named++
+	return &Member{
+		Name:      fmt.Sprintf("m%d", c.named),
+		ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, clientPort),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		c:         c,
+	}
 }
 
 // issue makes the members' certificate (also their client certificate to
@@ -491,7 +506,7 @@ func (m *Member) Restart() error {
 
 // Close kills every member and removes the data.
 func (c *Cluster) Close() {
-	for _, m := range c.Members {
+	for _, m := range append(c.Members, c.removed...) {
 		m.mu.Lock()
 		cmd, done := m.cmd, m.done
 		m.mu.Unlock()

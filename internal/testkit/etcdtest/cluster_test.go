@@ -1,10 +1,13 @@
 package etcdtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -170,4 +173,82 @@ func TestTLSAuthCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	killAndRestart(ctx, t, c, lead)
+}
+
+// TestClusterReplace: each member of three is replaced in turn (member
+// remove, its process gone, member add of a new one on new ports started
+// with initial-cluster-state existing), the raft leader included; what
+// was written before is read after from the new members only, and none
+// of the original client addresses accepts a connection. A learner added
+// and never started leaves the cluster healthy and is removed.
+func TestClusterReplace(t *testing.T) {
+	c, err := StartCluster(ClusterConfig{Binary: member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(ctx, "kept", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	learner, err := c.AddLearner(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("with a learner never started: %v", err)
+	}
+	if err := c.RemoveID(ctx, learner); err != nil {
+		t.Fatal(err)
+	}
+	original := slices.Clone(c.Members)
+	lead, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raft leader last: the two others first.
+	isLead := func(m *Member) int {
+		if m == lead {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(original, func(a, b *Member) int { return cmp.Compare(isLead(a), isLead(b)) })
+	names := map[string]bool{}
+	for _, m := range original {
+		names[m.Name] = true
+		next, err := c.Replace(ctx, m)
+		if err != nil {
+			t.Fatalf("replace %s: %v", m.Name, err)
+		}
+		if names[next.Name] || m.Running() || len(c.Members) != 3 {
+			t.Fatalf("replaced %s by %s: running %v, %d members", m.Name, next.Name, m.Running(), len(c.Members))
+		}
+		names[next.Name] = true
+	}
+	for _, m := range original {
+		if conn, err := net.DialTimeout("tcp", m.Endpoint(), time.Second); err == nil {
+			conn.Close()
+			t.Fatalf("%s's address %s still accepts connections", m.Name, m.Endpoint())
+		}
+	}
+	fresh, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	resp, err := fresh.Get(ctx, "kept")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "yes" {
+		t.Fatalf("the key written before, read from the new members: %v %v", resp, err)
+	}
+	ml, err := fresh.MemberList(ctx)
+	if err != nil || len(ml.Members) != 3 {
+		t.Fatalf("member list: %v %v", ml, err)
+	}
 }

@@ -31,14 +31,22 @@ func Start() (*Etcd, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Free ports chosen first, not port 0: the member advertises its
+	// URLs, and a client that follows the members (auto-sync) dials them.
+	ports, err := freePorts(2)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
 	cfg.Dir = dir
-	local, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenClientUrls = []url.URL{*local}
-	cfg.AdvertiseClientUrls = []url.URL{*local}
-	cfg.ListenPeerUrls = []url.URL{*local}
-	cfg.AdvertisePeerUrls = []url.URL{*local}
+	client, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", ports[0]))
+	peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", ports[1]))
+	cfg.ListenClientUrls = []url.URL{*client}
+	cfg.AdvertiseClientUrls = []url.URL{*client}
+	cfg.ListenPeerUrls = []url.URL{*peer}
+	cfg.AdvertisePeerUrls = []url.URL{*peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.UnsafeNoFsync = true
 	cfg.TickMs = 50
