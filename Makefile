@@ -11,7 +11,7 @@ BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 LDFLAGS := -X main.version=$(VERSION) -X main.buildDate=$(BUILD_DATE) -X main.commit=$(COMMIT)
 
-.PHONY: build test bench demo faults lint clean package
+.PHONY: build test bench demo faults soak fault-run lint clean package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/enginehealth ./cmd/demo-engine
@@ -52,8 +52,9 @@ test:
 	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
 
 # The fault-injection suite at length: a real cluster (3 etcd member
-# processes, PostgreSQL, 3 sidecars behind TCP proxies, 3 demo engines
-# under load) and FAULTS faults on the seeded schedule SEED, then the
+# processes, a PostgreSQL primary and its streaming standby, SIDECARS
+# sidecars behind TCP proxies, as many demo engines under load) and
+# FAULTS faults on the seeded schedule SEED, then the
 # invariant checker; the report ends with "faults injected: N" and
 # "violations: N" (kept in test-output/, with every process's log).
 # STARVE starves the cluster of CPU while faults run: off, pauses (a
@@ -62,17 +63,30 @@ test:
 # TLS everywhere: etcd with client certificates and auth, PostgreSQL with
 # verify-full, the API with client_auth require and named operators. make
 # test runs a 40-fault version with pauses, and a 20-fault one with TLS.
-FAULTS ?= 300
-SEED   ?= 1
-STARVE ?= off
-TLS    ?= 0
+FAULTS   ?= 300
+SEED     ?= 1
+STARVE   ?= off
+TLS      ?= 0
+SIDECARS ?= 5
 faults:
-	rm -rf test-output/faults && mkdir -p test-output/faults
-	@set -o pipefail; EH_FAULTS=$(FAULTS) EH_FAULT_SEED=$(SEED) EH_FAULT_STARVE=$(STARVE) EH_FAULT_TLS=$(TLS) $(GO) test -count=1 -timeout 90m -run '^TestFaults$$' -v \
-		-artifacts -outputdir $(CURDIR)/test-output/faults ./internal/tests/e2e > test-output/faults/test.log 2>&1; \
-		code=$$?; report=$$(find test-output/faults -name faults-report.txt | head -1); \
-		if [ $$code -ne 0 ]; then grep -v '^\s*{"time"' test-output/faults/test.log | grep -v '^\s*fault [0-9]' | tail -40; \
-		echo "make faults failed (exit $$code); the whole log: test-output/faults/test.log"; fi; \
+	$(MAKE) --no-print-directory fault-run OUT=test-output/faults RUN_ENV='EH_FAULTS=$(FAULTS)' RUN_TIMEOUT=90m
+
+# The fault suite for a duration (SOAK, default 2h; about 9 faults a
+# minute, so 1,000+ in two hours), every kind, with the same report, and
+# the resident memory and goroutines of each sidecar process that lived
+# through a tenth of the run, first and last sampled.
+SOAK ?= 2h
+soak:
+	$(MAKE) --no-print-directory fault-run OUT=test-output/soak RUN_ENV='EH_FAULT_DURATION=$(SOAK)' RUN_TIMEOUT=24h
+
+fault-run:
+	rm -rf $(OUT) && mkdir -p $(OUT)
+	@set -o pipefail; $(RUN_ENV) EH_FAULT_SEED=$(SEED) EH_FAULT_STARVE=$(STARVE) EH_FAULT_TLS=$(TLS) EH_FAULT_SIDECARS=$(SIDECARS) \
+		$(GO) test -count=1 -timeout $(RUN_TIMEOUT) -run '^TestFaults$$' -v \
+		-artifacts -outputdir $(CURDIR)/$(OUT) ./internal/tests/e2e > $(OUT)/test.log 2>&1; \
+		code=$$?; report=$$(find $(OUT) -name faults-report.txt | head -1); \
+		if [ $$code -ne 0 ]; then grep -v '^\s*{"time"' $(OUT)/test.log | grep -v '^\s*fault [0-9]' | tail -40; \
+		echo "the fault run failed (exit $$code); the whole log: $(OUT)/test.log"; fi; \
 		if [ -n "$$report" ]; then echo "report: $$report"; cat "$$report"; fi; exit $$code
 
 # Every Go benchmark, once each; domain figures are reported with

@@ -158,6 +158,13 @@ type faultRun struct {
 	vip, replFrom *faultproxy.Switch
 	repl          *faultproxy.Proxy
 	etcd          *etcdtest.Cluster
+	// members: the address of each etcd member (by index in
+	// etcd.Members), moved to the new member when one is replaced, as a
+	// DNS name of a member host would be; the sidecars' proxies to etcd
+	// go to them.
+	members []*faultproxy.Switch
+	// membersMu: held while etcd.Members changes (the pauser reads it).
+	membersMu sync.Mutex
 	// The seed fixes the schedule: kinds draws the kinds, and each fault
 	// draws its targets (rnd) and hold times (holds) from generators of
 	// its own (beginFault), so that how one fault went (who was master,
@@ -357,12 +364,15 @@ func (r *faultRun) pauser(stop <-chan struct{}, done chan<- struct{}) {
 		case <-time.After(wait):
 		}
 		d := 100*time.Millisecond + time.Duration(rnd.Int64N(int64(400*time.Millisecond)))
-		i := rnd.IntN(len(r.sidecars) + len(r.etcd.Members))
+		r.membersMu.Lock()
+		members := slices.Clone(r.etcd.Members)
+		r.membersMu.Unlock()
+		i := rnd.IntN(len(r.sidecars) + len(members))
 		if i < len(r.sidecars) {
 			if s := r.sidecars[i]; r.pause(s, d) {
 				r.countPause("sidecar " + s.name)
 			}
-		} else if m := r.etcd.Members[i-len(r.sidecars)]; m.Pause(d) {
+		} else if m := members[i-len(r.sidecars)]; m.Pause(d) {
 			r.countPause("etcd member " + m.Name)
 		}
 	}
@@ -476,7 +486,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		s.api = c.apiURL(s.listen)
 		var eps []string
 		for _, m := range r.etcd.Members {
-			p := faultproxy.New(t, m.Endpoint())
+			p := faultproxy.New(t, r.memberAddr(m).Addr)
 			s.etcd = append(s.etcd, p)
 			eps = append(eps, p.Addr)
 		}
@@ -621,6 +631,7 @@ var faultKinds = []struct {
 	{"cut-master-etcd", 2}, {"cut-sidecar-etcd", 1}, {"cut-master-db", 2}, {"cut-sidecar-db", 1}, {"cut-most-db", 1},
 	{"pg-restart", 1}, {"pg-stop", 1},
 	{"pg-failover", 1}, {"pg-failover-early", 1}, {"pg-failover-lagging", 1},
+	{"etcd-replace-member", 1},
 	{"operator-storm", 3},
 }
 
@@ -927,6 +938,15 @@ func (r *faultRun) inject(kind string) {
 			r.startSidecar(termed)
 			r.ack(termed, termedInc)
 		}
+	case "etcd-replace-member":
+		// A member's host is replaced: member remove, a new process
+		// with new ports and data, member add; the member's address
+		// moves to it.
+		mem := r.etcd.Members[r.rnd.IntN(len(r.etcd.Members))]
+		r.note("  replace etcd member %s", mem.Name)
+		n := r.replaceMember(mem)
+		r.note("  etcd member %s replaced by %s", mem.Name, n.Name)
+		healed = time.Now()
 	case "operator-storm":
 		r.operatorStorm()
 		healed = time.Now()
@@ -948,6 +968,33 @@ func (r *faultRun) startStandby() {
 	r.check1(err)
 	r.t.Cleanup(s.Close)
 	r.standby = s
+}
+
+// memberAddr returns the address of etcd member m (made on first use).
+func (r *faultRun) memberAddr(m *etcdtest.Member) *faultproxy.Switch {
+	i := slices.Index(r.etcd.Members, m)
+	for len(r.members) <= i {
+		r.members = append(r.members, faultproxy.NewSwitch(r.t, r.etcd.Members[len(r.members)].Endpoint()))
+	}
+	return r.members[i]
+}
+
+// replaceMember replaces etcd member m by a new one (member remove, a new
+// process, member add) in m's place in etcd.Members, and moves m's
+// address to it.
+func (r *faultRun) replaceMember(m *etcdtest.Member) *etcdtest.Member {
+	i := slices.Index(r.etcd.Members, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r.membersMu.Lock()
+	defer r.membersMu.Unlock()
+	n, err := r.etcd.Replace(ctx, m)
+	r.check1(err)
+	// Replace appends the new member: put it where m was.
+	ms := slices.DeleteFunc(slices.Clone(r.etcd.Members), func(o *etcdtest.Member) bool { return o == n })
+	r.etcd.Members = slices.Insert(ms, i, n)
+	r.members[i].SetTarget(n.Endpoint())
+	return n
 }
 
 // names returns the sidecars' names.

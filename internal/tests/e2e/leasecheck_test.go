@@ -42,6 +42,7 @@ func startLeaseWatch(t testing.TB, cfg clientv3.Config, prefix string) *leaseWat
 	t.Helper()
 	cfg.DialTimeout, cfg.Logger = 5*time.Second, zap.NewNop()
 	cfg.DialKeepAliveTime, cfg.DialKeepAliveTimeout = 10*time.Second, 2*time.Second
+	cfg.AutoSyncInterval = time.Second // members are replaced (etcd-replace-member)
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
