@@ -109,6 +109,9 @@ var faultTaskList = []faultTask{
 // poisonIDs crash every engine that claims them.
 const poisonIDs = "7,8"
 
+// noAutoSync is the etcd line of a fault run's sidecars.
+const noAutoSync = "  auto_sync_interval: 0s\n"
+
 // defaultSidecars is how many sidecars a fault run has unless its
 // options or EH_FAULT_SIDECARS say otherwise.
 const defaultSidecars = 5
@@ -301,6 +304,7 @@ func TestFaults(t *testing.T) {
 	}
 	r.acting = acting
 	stopSampling()
+	r.readOnlyNotAnError()
 	checks := r.check()
 	r.report(n, injecting, checks)
 }
@@ -411,6 +415,9 @@ type faultOpts struct {
 	// sidecars: how many (default EH_FAULT_SIDECARS, else
 	// defaultSidecars), each with its demo engine.
 	sidecars int
+	// previous: bin is a previous release, which may not know this
+	// one's configuration keys.
+	previous bool
 	// tls: the cluster runs with TLS everywhere (newTLSCluster): etcd
 	// with client certificates and auth, PostgreSQL with verify-full,
 	// the API with client_auth require and named operators.
@@ -457,10 +464,16 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	r.beginFault(0)
 
 	// The sidecars reach etcd through proxies, which the faults cut: they
-	// keep their endpoints (no auto-sync to the members' own addresses).
+	// keep their endpoints (no auto-sync to the members' own addresses;
+	// a previous release has no auto-sync, nor the key: startSidecar adds
+	// it for this one).
+	etcdLines := noAutoSync
+	if o.previous {
+		etcdLines = ""
+	}
 	base := func(name string, eps []string, listen string) string {
 		return c.configWith(name, cfgOpts{Endpoints: eps, Schedule: cmp.Or(o.schedule, "@every 1s"), TokenEnv: "EH_TOKEN", Listen: listen,
-			Heartbeat: 300 * time.Millisecond, Extra: faultTasks, Etcd: "  auto_sync_interval: 0s\n"})
+			Heartbeat: 300 * time.Millisecond, Extra: faultTasks, Etcd: etcdLines})
 	}
 	r.leases = startLeaseWatch(t, r.etcd.ClientConfig(), electionPrefix(t))
 	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
@@ -555,6 +568,9 @@ func (r *faultRun) startSidecar(s *sidecar) {
 	s.mu.Lock()
 	program := cmp.Or(s.bin, r.opts.bin, bin)
 	s.mu.Unlock()
+	if r.opts.previous && program == bin {
+		cfg = []byte(strings.Replace(string(cfg), "\netcd:\n", "\netcd:\n"+noAutoSync, 1))
+	}
 	d := r.c.startProcess(s.name, string(cfg), []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + r.sidecarDSN(s), "EH_UNSAFE=" + r.opts.unsafe},
 		program, "run")
 	s.mu.Lock()
@@ -1417,6 +1433,20 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	}
 	if count > 0 {
 		r.t.Errorf("%d violations (seed %d replays the schedule: EH_FAULT_SEED=%d)", count, r.seed, r.seed)
+	}
+}
+
+// readOnlyNotAnError: a server that takes no writes (a standby the
+// address moved to before its promotion) is the database being
+// unavailable, logged as a warning and retried: no sidecar logged it as
+// an error.
+func (r *faultRun) readOnlyNotAnError() {
+	for _, d := range r.incarnations {
+		for _, l := range strings.Split(d.stderr.String(), "\n") {
+			if strings.Contains(l, `"level":"ERROR"`) && (strings.Contains(l, "takes no writes") || strings.Contains(l, "read-only") || strings.Contains(l, "25006")) {
+				r.violation("a sidecar logged a read-only server as an error: %s", l)
+			}
+		}
 	}
 }
 
