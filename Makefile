@@ -32,7 +32,7 @@ package:
 # un-acked: the benchmark acks it, as an operator would); then the
 # concurrent packages again under the race detector (with a shorter stress
 # run). The suite runs the fault suite's 40 faults on a plain cluster; a
-# second, shorter run (20 faults, seed 2: 20 of the 23 kinds, kill-master
+# second, shorter run (20 faults, seed 2: 20 of the 27 kinds, kill-master
 # among them; about 90 s) injects them into the TLS-everywhere cluster.
 test:
 	$(GO) vet ./...

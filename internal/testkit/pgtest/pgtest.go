@@ -367,6 +367,9 @@ func (s *Server) Resume() error {
 		cmd.Args = append(cmd.Args, "-c", "ssl=on", "-c", "ssl_cert_file=server.crt", "-c", "ssl_key_file=server.key")
 	}
 	cmd.Dir = s.baseDir
+	// HOME: libpq (a standby's WAL receiver) looks for a client
+	// certificate under it, and fails on one it cannot read (root's).
+	cmd.Env = append(os.Environ(), "HOME="+s.baseDir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -508,6 +511,7 @@ func (s *Server) StartStandby(from string) (*Server, error) {
 		"-h", host, "-p", port, "-U", "postgres", "-D", filepath.Join(r.baseDir, "data"),
 		"-R", "-X", "stream", "-c", "fast", "--no-sync")
 	cmd.Dir = r.baseDir
+	cmd.Env = append(os.Environ(), "HOME="+r.baseDir) // as in Resume
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred, Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(r.baseDir)
