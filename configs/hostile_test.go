@@ -337,6 +337,12 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 		"host=127.0.0.1 port=xyz user=eh password=p dbname=eh":   `wrong value for \"port\": strconv.ParseUint: parsing \"xyz\": invalid syntax`,
 		"postgres://eh:o@127.0.0.1:5432/eh?connect_timeout=soon": "connect_timeout",
 		"host=127.0.0.1 user=eh password='p dbname=eh":           "the password cannot be read",
+		// The sidecar writes: a DSN that asks for a standby is a
+		// configuration error, found by config check (outside review).
+		"postgres://eh:o@127.0.0.1/eh?target_session_attrs=standby":        "target_session_attrs=standby: the sidecar writes",
+		"host=127.0.0.1 dbname=eh target_session_attrs=read-only":          "target_session_attrs=read-only: the sidecar writes",
+		"host=127.0.0.1 dbname=eh target_session_attrs=prefer-standby":     "target_session_attrs=prefer-standby: the sidecar writes",
+		"postgres://eh:o@127.0.0.1:5432,127.0.0.1:5433/eh?sslmode=disable": "use key=value pairs: host=a,b port=5432,5433",
 	} {
 		_, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "xxxxx") {
@@ -346,6 +352,8 @@ func TestDSNCheckedLikeTheDriver(t *testing.T) {
 	for _, dsn := range []string{
 		"host=/var/run/postgresql dbname=eh",
 		"postgresql://eh:p%40ss@db.example:5432/eh?sslmode=verify-full&connect_timeout=5",
+		"host=pg1,pg2 port=5432,5433 dbname=eh target_session_attrs=read-write",
+		"postgres://eh:o@127.0.0.1/eh?target_session_attrs=primary",
 	} {
 		if _, err := Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", dsn)); err != nil {
 			t.Errorf("DSN %q refused: %v", dsn, err)

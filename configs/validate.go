@@ -824,11 +824,23 @@ func checkDSN(dsn string) error {
 	if strings.Contains(dsn, "://") {
 		// The URL parser's message quotes the URL up to where it failed,
 		// which may be part of a password: say what is wrong instead.
-		if _, err := url.Parse(dsn); err != nil {
+		u, err := url.Parse(dsn)
+		if err != nil {
 			return errors.New("not a valid URL (in a password, reserved characters such as # / ? @ : must be percent-encoded)")
 		}
+		if strings.Contains(u.Host, ",") {
+			// The driver takes "a:1,b:2" for one host name.
+			return errors.New("a postgres:// URL names one host; for several (a host list, tried in turn), use key=value pairs: host=a,b port=5432,5433")
+		}
 	}
-	if _, err := pq.NewConfig(dsn); err != nil {
+	c, err := pq.NewConfig(dsn)
+	if err == nil {
+		switch c.TargetSessionAttrs {
+		case pq.TargetSessionAttrsReadOnly, pq.TargetSessionAttrsStandby, pq.TargetSessionAttrsPreferStandby:
+			return fmt.Errorf("target_session_attrs=%s: the sidecar writes; use read-write (the default) or primary", c.TargetSessionAttrs)
+		}
+	}
+	if err != nil {
 		// The driver's message on the DSN with its password masked (it
 		// cannot quote what is not there; masking the password's text in
 		// the message instead garbled it: every "p" of "port" for the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
@@ -42,7 +43,11 @@ type Heartbeater struct {
 	name        string
 	incarnation string
 	interval    time.Duration
+	timeout     time.Duration // of one beat
 	log         *slog.Logger
+	// inflight: beats whose statement has not returned yet (one that
+	// gave up waits for its connection to be closed).
+	inflight atomic.Int32
 
 	// now is the local clock, used only to tell how long ago the last
 	// heartbeat succeeded (never written to the database).
@@ -76,13 +81,19 @@ type HeartbeatConfig struct {
 	Name, Incarnation string
 	// Interval between two beats; default DefaultHeartbeatInterval.
 	Interval time.Duration
-	Log      *slog.Logger
+	// Timeout of one beat; default (and at least) Interval. It should
+	// cover the making of a connection (the connect timeout, for each
+	// host of a DSN's host list): the first beat after a failover needs
+	// a new one.
+	Timeout time.Duration
+	Log     *slog.Logger
 }
 
 // NewHeartbeater returns a heartbeater for this incarnation's record.
 func NewHeartbeater(cfg HeartbeatConfig) *Heartbeater {
+	interval := cmp.Or(cfg.Interval, DefaultHeartbeatInterval)
 	return &Heartbeater{
-		store: cfg.Store, name: cfg.Name, incarnation: cfg.Incarnation, interval: cmp.Or(cfg.Interval, DefaultHeartbeatInterval),
+		store: cfg.Store, name: cfg.Name, incarnation: cfg.Incarnation, interval: interval, timeout: max(cfg.Timeout, interval),
 		log: cfg.Log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
 	}
 }
@@ -107,11 +118,24 @@ func (h *Heartbeater) Run(ctx context.Context) error {
 	}
 }
 
-// Beat sets last_active once, bounded by the interval.
+// Beat sets last_active once, bounded by the beat's timeout: it returns
+// then even when the driver goes on waiting for a server that stopped
+// answering (a frozen primary), and it closes the pool's connections,
+// which lead to that server, so that what waits on them fails now and
+// the next beat dials anew (an address a failover moved, the next host
+// of a host list). A one-row UPDATE that took longer than a connect
+// timeout and an interval found no server worth waiting for.
 func (h *Heartbeater) Beat(ctx context.Context) error {
-	bctx, cancel := context.WithTimeout(ctx, h.interval)
+	bctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	b, err := h.store.Heartbeat(bctx, h.name, h.incarnation)
+	h.inflight.Add(1)
+	b, err := pgdb.Await(bctx, func(ctx context.Context) (Beat, error) {
+		defer h.inflight.Add(-1)
+		return h.store.Heartbeat(ctx, h.name, h.incarnation)
+	})
+	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+		h.store.reset()
+	}
 	h.mu.Lock()
 	h.lastTry = h.now()
 	changed := err == nil && b.Status != h.status

@@ -260,6 +260,10 @@ func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (Beat, 
 	return b, nil
 }
 
+// reset closes the pool's connections (pgdb.Reset): the server stopped
+// answering.
+func (s *Store) reset() { pgdb.Reset(s.db) }
+
 // ActiveReady returns the names of the nodes that are Ready and whose
 // last_active is within the given age (database clock): nodes whose
 // engines may be running. None means a cold cluster. The asking node

@@ -12,6 +12,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -408,7 +409,23 @@ func TestGradeChangedAtOnlyAfterAChange(t *testing.T) {
 // while none failed.
 func TestHeartbeatResumed(t *testing.T) {
 	t.Parallel()
-	s, b := setup(t)
+	dsn := pg.NewDatabase(t)
+	open := func() *sqlx.DB {
+		db, err := pgdb.Open(pgdb.Config{DSN: dsn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	db := open()
+	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(db, "enginehealth", audit.New("enginehealth"))
+	// The lock is another process's: a beat that gives up closes its own
+	// pool's connections.
+	b := bundle{db: open()}
 	ctx := context.Background()
 	r := reg("a")
 	if _, err := s.Register(ctx, r); err != nil {
@@ -435,4 +452,53 @@ func TestHeartbeatResumed(t *testing.T) {
 	if got := h.Resumed(); got.Before(before) || got.After(time.Now()) {
 		t.Fatalf("Resumed = %v, want the time of the beat after the failure (after %v)", got, before)
 	}
+}
+
+// TestHeartbeatBoundedWhenTheServerStops: a beat whose server stops
+// answering (a frozen primary: the connection stays open, nothing comes
+// back) returns at its timeout, not when the driver's read deadline
+// ends (statement timeout + connect timeout); no more than two beats wait
+// at once; and once the address leads to a server that answers, the next
+// beat succeeds at once (the connections to the silent one were closed).
+func TestHeartbeatBoundedWhenTheServerStops(t *testing.T) {
+	t.Parallel()
+	dsn := pg.NewDatabase(t)
+	addr := pg.Addr()
+	proxy := faultproxy.New(t, addr)
+	db, err := pgdb.Open(pgdb.Config{DSN: strings.Replace(dsn, addr, proxy.Addr, 1), ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(db, "enginehealth", audit.New("enginehealth"))
+	ctx := context.Background()
+	r := reg("a")
+	if _, err := s.Register(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond,
+		Timeout: 500 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := h.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		err := h.Beat(ctx)
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Fatalf("beat %d with the server silent: %v after %s; want an error at its 500 ms timeout, not the read deadline (31 s)", i, err, took)
+		}
+		// Its statement ended too: the pool's connections were closed,
+		// none is left waiting for the read deadline.
+		testkit.Eventually(t, 5*time.Second, "the beat's statement ended", func() (bool, error) { return h.inflight.Load() == 0, nil })
+	}
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "a beat through the restored path", func() (bool, error) { return h.Beat(ctx) == nil, nil })
 }

@@ -50,7 +50,9 @@ database, pending migrations or not; 1 when it could not.`,
 			if status {
 				app += " --status"
 			}
-			db, err := pgdb.Open(cfg.Database.Pool(app))
+			pool := cfg.Database.Pool(app)
+			pool.ReadOnly = status // a standby will do
+			db, err := pgdb.Open(pool)
 			if err != nil {
 				return err
 			}

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/jmoiron/sqlx"
 )
@@ -176,5 +178,37 @@ func TestMigrateStatus(t *testing.T) {
 	down := migrateConfig(t, "postgres://eh:hunter2@"+closed+"/eh?sslmode=disable")
 	if _, errOut, code := runCLI(t, "migrate", "--status", "-c", down); code != exitFailure || !strings.Contains(errOut, closed) || strings.Contains(errOut, "hunter2") {
 		t.Fatalf("migrate --status, database down: exit %d: %s", code, errOut)
+	}
+}
+
+// TestMigrateStatusOnAStandby: migrate --status only reads, so a standby
+// will do (as its help says), while the daemon's pools refuse one.
+func TestMigrateStatusOnAStandby(t *testing.T) {
+	p := pgtest.New(t)
+	url := p.URL("postgres")
+	db, err := pgdb.Open(pgdb.Config{DSN: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.StartStandby(p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.WaitReplayed(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	st := migrationStatus(t, migrateConfig(t, s.URL("postgres")))
+	if st.Pending != 0 || len(st.Migrations) == 0 {
+		t.Fatalf("status on a standby: %+v", st)
+	}
+	if _, errOut, code := runCLI(t, "migrate", "-c", migrateConfig(t, s.URL("postgres"))); code == exitOK || !strings.Contains(errOut, "takes no writes") {
+		t.Fatalf("migrate (apply) on a standby: exit %d: %s", code, errOut)
 	}
 }

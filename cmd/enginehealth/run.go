@@ -197,8 +197,12 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	log.InfoContext(ctx, "node registered", "status", node.Status, "api", advertise)
 
 	notify := systemd.NewNotifier(log)
+	// A beat may need a new connection: a connect timeout for each host
+	// of the DSN, then the statement (a DSN with host=a,b whose first
+	// host is frozen after a failover).
 	hb := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
-		Interval: cfg.Node.HeartbeatInterval, Log: log})
+		Interval: cfg.Node.HeartbeatInterval, Log: log,
+		Timeout: time.Duration(pgdb.Hosts(pool.DSN))*cfg.Database.ConnectTimeout + cfg.Node.HeartbeatInterval})
 	lastStatus := ""
 	hb.OnChange(func(status, grade string) {
 		if status != lastStatus {

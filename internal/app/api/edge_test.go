@@ -17,6 +17,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -46,6 +47,9 @@ func (s *store) call(op string, text ...string) error {
 		}
 		if t == "db-down" {
 			return errors.New("pq: the database system is shutting down (password=hunter2)")
+		}
+		if t == "db-standby" {
+			return fmt.Errorf("get node: %w: server is in hot standby mode (password=hunter2)", pgdb.ErrReadOnly)
 		}
 		if t == "not-trusted" {
 			return fmt.Errorf("pause: %w: term 4, keep-alive unanswered", leader.ErrNotTrusted)
@@ -394,6 +398,33 @@ func TestInternalErrorHidesCause(t *testing.T) {
 	}
 	if line.Level != "ERROR" || line.RequestID != eb.RequestID || !strings.Contains(line.Err, "shutting down") {
 		t.Fatalf("log line %+v, want ERROR with request id %s and the cause", line, eb.RequestID)
+	}
+}
+
+// TestDatabaseUnavailableIsNotAFault: a database that cannot be used for
+// a while (here a standby the address moved to before its promotion) is
+// answered 503 "database unavailable", with what kind and Retry-After,
+// and logged as a warning, not as an error of the daemon.
+func TestDatabaseUnavailableIsNotAFault(t *testing.T) {
+	h, _, logs := newTestHandler(t)
+	rec := do(h, "GET", "/v1/nodes/db-standby", "", "")
+	eb := errorBody(t, rec)
+	if rec.Code != http.StatusServiceUnavailable || !strings.HasPrefix(eb.Error, "database unavailable (the server takes no writes") ||
+		rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("%d %+v Retry-After %q", rec.Code, eb, rec.Header().Get("Retry-After"))
+	}
+	if strings.Contains(rec.Body.String(), "hunter2") || strings.Contains(rec.Body.String(), "hot standby") {
+		t.Fatalf("the database's text reached the client: %s", rec.Body)
+	}
+	var line struct {
+		Level     string `json:"level"`
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(logs.String())), &line); err != nil {
+		t.Fatalf("log %q: %v", logs, err)
+	}
+	if line.Level != "WARN" || line.RequestID != eb.RequestID {
+		t.Fatalf("log line %+v, want WARN with request id %s", line, eb.RequestID)
 	}
 }
 

@@ -42,6 +42,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -806,6 +807,13 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, http.StatusServiceUnavailable, "this node's master office cannot act now: try again",
 			"its etcd lease is not confirmed, or another node took office; "+detail)
 		return
+	case pgdb.Unavailable(err):
+		// The database is down, failing over, read-only or another
+		// cluster: its state, not a fault of this daemon.
+		msg = pgdb.Summary(err)
+		detail = "try again once PostgreSQL is back; " + detail
+		w.Header().Set("Retry-After", "1")
+		log.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path, tint.Err(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		msg = "timed out"
 		detail = "the database or etcd did not answer in time; " + detail

@@ -2,6 +2,7 @@ package pgdb_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -159,5 +160,18 @@ func TestMigrateRefusesAnotherCluster(t *testing.T) {
 	}
 	if err := pgdb.NewCluster("enginehealth", nil).Learn(ctx, db); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClusterStateJSON: the identifiers are strings in JSON, whole (a
+// number this large loses its last digits in jq and JavaScript).
+func TestClusterStateJSON(t *testing.T) {
+	rec := int64(7712366352255119695)
+	b, err := json.Marshal(pgdb.ClusterState{SystemIdentifier: 7712366352255119695, RecordedSystemIdentifier: &rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"system_identifier":"7712366352255119695","recorded_system_identifier":"7712366352255119695"}`; string(b) != want {
+		t.Fatalf("%s, want %s", b, want)
 	}
 }

@@ -52,6 +52,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// MaxOpenConns of the pool; default 10.
 	MaxOpenConns int
+	// ReadOnly: the pool only reads, so any server will do, a standby
+	// too (target_session_attrs=any unless the DSN says otherwise).
+	ReadOnly bool
 	// Cluster, when set, checks each new connection's server against the
 	// PostgreSQL cluster it has learnt (see Cluster); nil: none.
 	Cluster *Cluster
@@ -94,6 +97,9 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	switch pcfg.TargetSessionAttrs {
 	case "":
 		pcfg.TargetSessionAttrs = pq.TargetSessionAttrsReadWrite
+		if cfg.ReadOnly {
+			pcfg.TargetSessionAttrs = pq.TargetSessionAttrsAny
+		}
 	case pq.TargetSessionAttrsReadOnly, pq.TargetSessionAttrsStandby, pq.TargetSessionAttrsPreferStandby:
 		return nil, fmt.Errorf("database DSN: target_session_attrs=%s: the sidecar writes; use read-write (the default) or primary", pcfg.TargetSessionAttrs)
 	}
@@ -101,17 +107,77 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database connector: %w", err)
 	}
-	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn, resolver: resolver})
+	conns := &connSet{m: map[*deadlineConn]struct{}{}}
+	connector.Dialer(deadlineDialer{connect: conn, read: stmt + conn, resolver: resolver, conns: conns})
 	var dc driver.Connector = writable{connector}
 	if cfg.Cluster != nil {
 		dc = guardConnector{Connector: dc, cluster: cfg.Cluster}
 	}
-	db := sqlx.NewDb(sql.OpenDB(dc), "postgres")
+	sdb := sql.OpenDB(dc)
+	pools.Store(sdb, conns)
+	db := sqlx.NewDb(sdb, "postgres")
 	max := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
 	db.SetMaxOpenConns(max)
 	db.SetMaxIdleConns(max)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
+}
+
+// Reset closes every connection of a pool opened by Open, idle or in
+// use: a statement waiting for a server that stopped answering (a frozen
+// primary, a path that drops packets) fails now instead of at its read
+// deadline, and the next statements dial anew (an address a failover
+// moved, the next host of a host list). Statements in flight elsewhere
+// on the pool fail too, as on a broken network: callers retry them.
+func Reset(db *sqlx.DB) {
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(db.Stats().MaxOpenConnections)
+	if v, ok := pools.Load(db.DB); ok {
+		v.(*connSet).closeAll()
+	}
+}
+
+// pools maps the pools of Open to their connections (Reset).
+var pools sync.Map // *sql.DB → *connSet
+
+// connSet is a pool's open network connections.
+type connSet struct {
+	mu sync.Mutex
+	m  map[*deadlineConn]struct{}
+}
+
+func (s *connSet) add(c *deadlineConn) {
+	s.mu.Lock()
+	s.m[c] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *connSet) remove(c *deadlineConn) {
+	s.mu.Lock()
+	delete(s.m, c)
+	s.mu.Unlock()
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	cs := make([]*deadlineConn, 0, len(s.m))
+	for c := range s.m {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// Hosts returns how many hosts a DSN names (host=a,b: 2), at least 1:
+// making a connection may take a connect timeout for each.
+func Hosts(dsn string) int {
+	c, err := pq.NewConfig(dsn)
+	if err != nil {
+		return 1
+	}
+	return 1 + len(c.Multi)
 }
 
 // Ping checks that the database answers, bounded by timeout.
@@ -165,6 +231,7 @@ type deadlineDialer struct {
 	connect  time.Duration
 	read     time.Duration
 	resolver *net.Resolver
+	conns    *connSet // the pool's, for Reset; nil: none
 }
 
 func (d deadlineDialer) Dial(network, address string) (net.Conn, error) {
@@ -198,7 +265,11 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, address string
 		}
 		return nil, err
 	}
-	return &deadlineConn{Conn: c, read: d.read}, nil
+	dc := &deadlineConn{Conn: c, read: d.read, set: d.conns}
+	if d.conns != nil {
+		d.conns.add(dc)
+	}
+	return dc, nil
 }
 
 // deadlineConn bounds every read by read from its start, and by a
@@ -211,9 +282,17 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, address string
 type deadlineConn struct {
 	net.Conn
 	read time.Duration
+	set  *connSet
 
 	mu    sync.Mutex
 	fixed time.Time // the driver's deadline; zero: none
+}
+
+func (c *deadlineConn) Close() error {
+	if c.set != nil {
+		c.set.remove(c)
+	}
+	return c.Conn.Close()
 }
 
 func (c *deadlineConn) SetDeadline(t time.Time) error {

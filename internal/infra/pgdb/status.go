@@ -54,9 +54,12 @@ type MigrationState struct {
 }
 
 // ClusterState: the server's cluster and the one recorded at migration.
+// The identifiers are JSON strings: 64-bit numbers lose digits in most
+// JSON readers (jq, JavaScript), and they are compared with
+// pg_controldata's output and the log's.
 type ClusterState struct {
-	SystemIdentifier         int64  `json:"system_identifier"`
-	RecordedSystemIdentifier *int64 `json:"recorded_system_identifier"`
+	SystemIdentifier         int64  `json:"system_identifier,string"`
+	RecordedSystemIdentifier *int64 `json:"recorded_system_identifier,string"`
 }
 
 // NodeSchema is a node record and the schema version its binary knows.
