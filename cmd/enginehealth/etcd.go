@@ -77,7 +77,7 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 		return nil, err
 	}
 	log.InfoContext(ctx, "connected to etcd", "tls", cfg.Etcd.ClientTLS != nil, "client_certificate", cfg.Etcd.ClientCert != nil, "user", user)
-	warnSeeds(ctx, cfg.Etcd, endpoints, log)
+	warnSeeds(ctx, cfg.Etcd, cli, endpoints, ccfg.Endpoints, log)
 	return cli, nil
 }
 

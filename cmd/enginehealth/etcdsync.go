@@ -254,9 +254,29 @@ func diffAddrs(have, next []string) (added, removed []string) {
 // warning naming those that did not answer: a node whose endpoints are
 // partly wrong (a member gone, a typo) starts on the others, and says so
 // once rather than at every retry.
-func warnSeeds(ctx context.Context, e configs.Etcd, endpoints []string, log *slog.Logger) {
+//
+// An endpoint that accepts connections is then asked for its status with
+// cli (dialled as cli dials: dialled[i] is endpoints[i] as cli has it), so
+// that one that accepts and never answers (a frozen process, a proxy to
+// nothing) is named too.
+func warnSeeds(ctx context.Context, e configs.Etcd, cli *clientv3.Client, endpoints, dialled []string, log *slog.Logger) {
 	var failed, causes []string
-	for i, err := range probeAll(e, endpoints) {
+	errs := probeAll(e, endpoints)
+	var wg sync.WaitGroup
+	for i, err := range errs {
+		if err != nil || strings.HasPrefix(endpoints[i], "unix") {
+			continue
+		}
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, min(e.DialTimeout, 2*time.Second))
+			defer cancel()
+			if _, err := cli.Status(sctx, dialled[i]); err != nil {
+				errs[i] = fmt.Errorf("accepts connections but did not answer an etcd status request within %s: %w", min(e.DialTimeout, 2*time.Second), err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
 			failed, causes = append(failed, endpoints[i]), append(causes, fmt.Sprintf("%s: %v", endpoints[i], err))
 		}

@@ -192,8 +192,25 @@ func TestEtcdEndpointsPartlyWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := fmt.Sprintf("127.0.0.1:%d", port)
-	configured := []string{cl.Members[0].Endpoint(), gone, cl.Members[1].Endpoint()}
-	const warning = "1 of 3 etcd endpoints did not answer; this node uses the others"
+	// silent accepts connections and never answers (a frozen process, a
+	// proxy to nothing).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	silent := ln.Addr().String()
+	configured := []string{cl.Members[0].Endpoint(), gone, cl.Members[1].Endpoint(), silent}
+	const warning = "2 of 4 etcd endpoints did not answer; this node uses the others"
 	for _, sync := range []string{syncEvery, "  auto_sync_interval: 0\n"} {
 		on := sync == syncEvery
 		t.Run(map[bool]string{true: "auto-sync", false: "no auto-sync"}[on], func(t *testing.T) {
@@ -214,17 +231,18 @@ func TestEtcdEndpointsPartlyWrong(t *testing.T) {
 			// still the one warning.
 			never(t, 4*time.Second, "a second warning of the endpoint", func() bool { return len(d.lines(warning)) > 1 })
 			ws := d.lines(warning)
-			if len(ws) != 1 || ws[0].Level != "WARN" || !slices.Equal(ws[0].Endpoints, []string{gone}) ||
-				len(ws[0].Causes) != 1 || !strings.Contains(ws[0].Causes[0], gone+": ") || !strings.Contains(ws[0].Causes[0], "connection refused") {
-				t.Fatalf("want one warning naming %s and why, got %+v\n%s", gone, ws, d.stderr.String())
+			if len(ws) != 1 || ws[0].Level != "WARN" || !slices.Equal(ws[0].Endpoints, []string{gone, silent}) || len(ws[0].Causes) != 2 ||
+				!strings.Contains(ws[0].Causes[0], gone+": ") || !strings.Contains(ws[0].Causes[0], "connection refused") ||
+				!strings.Contains(ws[0].Causes[1], silent+": accepts connections but did not answer an etcd status request") {
+				t.Fatalf("want one warning naming %s and %s and why, got %+v\n%s", gone, silent, ws, d.stderr.String())
 			}
 			if strings.Contains(d.stderr.String(), "connect to etcd failed, retrying") {
 				t.Fatalf("the start retried:\n%s", d.stderr.String())
 			}
 			changes := d.lines(endpointsChanged)
 			switch {
-			case on && (len(changes) != 1 || !slices.Equal(changes[0].Removed, []string{gone}) || !slices.Equal(changes[0].Added, []string{cl.Members[2].Endpoint()})):
-				t.Fatalf("want one change, %s for %s: %+v", gone, cl.Members[2].Endpoint(), changes)
+			case on && (len(changes) != 1 || !slices.Equal(sorted(changes[0].Removed), sorted([]string{gone, silent})) || !slices.Equal(changes[0].Added, []string{cl.Members[2].Endpoint()})):
+				t.Fatalf("want one change, %s and %s for %s: %+v", gone, silent, cl.Members[2].Endpoint(), changes)
 			case !on && len(changes) > 0:
 				t.Fatalf("endpoints changed with auto-sync off: %+v", changes)
 			}
