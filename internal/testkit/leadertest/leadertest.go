@@ -71,6 +71,10 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 			}
 			offices <- o
 			<-ctx.Done()
+			// One office per call: once it ends (deposed by a test's
+			// newer office), the elector does not campaign again, which
+			// would take a newer term and depose that one in turn.
+			cancel()
 			return nil
 		})
 	}()
