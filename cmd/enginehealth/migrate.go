@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -70,6 +71,10 @@ database, pending migrations or not; 1 when it could not.`,
 				return migrationTable(c.OutOrStdout(), st, cfg.Database.RedactedDSN())
 			}
 			applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)
+			if newer := (*pgdb.NewerSchemaError)(nil); errors.As(err, &newer) {
+				// As run: this binary must be upgraded, no retry helps.
+				return usageError{fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())}
+			}
 			if err != nil {
 				return fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())
 			}

@@ -161,6 +161,10 @@ func TestMigrateStatus(t *testing.T) {
 		!strings.Contains(squash(out), "new-b Recovering 1.0.0 "+fmt.Sprint(latest)+" behind the database (9999)") || !strings.Contains(out, "2 of 2 nodes affected") {
 		t.Fatalf("migrate --status with a newer database: exit %d:\n%s", code, out)
 	}
+	// Applying is refused as run refuses it: exit 2, upgrade the binary.
+	if _, errOut, code := runCLI(t, "migrate", "-c", path); code != exitUsage || !strings.Contains(errOut, "upgrade enginehealth") {
+		t.Fatalf("migrate with a newer database: exit %d, want %d: %s", code, exitUsage, errOut)
+	}
 
 	// Usage and failure.
 	if _, errOut, code := runCLI(t, "migrate", "-o", "json", "-c", path); code != exitUsage || !strings.Contains(errOut, "--output goes with --status") {
