@@ -203,6 +203,10 @@ func (h *handler) extendDeadlines(w http.ResponseWriter) {
 	_ = rc.SetWriteDeadline(d)
 }
 
+// drainTooLarge: how much more of a body over maxBody is read before the
+// 413 is sent (the connection is closed after it).
+const drainTooLarge = 1 << 20
+
 // decodeBody reads the request's JSON body into v, strictly, and returns
 // it (to forward). An empty body leaves v as it is. It answers the
 // request itself and returns false when the body is refused: 415 for a
@@ -221,6 +225,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
+		// Read on a little (up to drainTooLarge), so that a client still
+		// sending a body somewhat too large reads the 413 rather than a
+		// connection reset by the close that follows it.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, drainTooLarge))
 		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body: larger than %d bytes", tooLarge.Limit), "")
 		return nil, false
 	case errors.Is(err, os.ErrDeadlineExceeded):
