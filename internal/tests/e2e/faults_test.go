@@ -489,29 +489,48 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	installRecorder(t, c)
 	r.startStandby()
 
-	for i := range o.sidecars {
-		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i)}
+	// configure gives s an API port (free when asked) and writes its
+	// configuration.
+	configure := func(s *sidecar, eps []string) {
 		port, err := pgtest.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.listen = fmt.Sprintf("127.0.0.1:%d", port)
 		s.api = c.apiURL(s.listen)
-		var eps []string
-		for _, m := range r.etcd.Members {
-			p := faultproxy.New(t, r.memberAddr(m).Addr)
-			s.etcd = append(s.etcd, p)
-			eps = append(eps, p.Addr)
-		}
-		s.db = faultproxy.New(t, r.vip.Addr)
 		if err := os.WriteFile(filepath.Join(c.dir, s.name+".cfg"), []byte(base(s.name, eps, s.listen)), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	etcdEps := map[*sidecar][]string{}
+	for i := range o.sidecars {
+		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i)}
+		for _, m := range r.etcd.Members {
+			p := faultproxy.New(t, r.memberAddr(m).Addr)
+			s.etcd = append(s.etcd, p)
+			etcdEps[s] = append(etcdEps[s], p.Addr)
+		}
+		s.db = faultproxy.New(t, r.vip.Addr)
+		configure(s, etcdEps[s])
 		r.sidecars = append(r.sidecars, s)
 		r.startSidecar(s)
 	}
 	addrs := map[string]string{}
 	for _, s := range r.sidecars {
+		// The port was free when asked; another process may have taken
+		// it since (a busy host starts many): then another one.
+		for range 3 {
+			eventually(t, 60*time.Second, s.name+" registered or exited", func() (bool, error) {
+				_, err := c.node(s.name)
+				return err == nil || !s.d.running(), nil
+			})
+			if s.d.running() || !strings.Contains(s.d.stderr.String(), "address already in use") {
+				break
+			}
+			t.Logf("%s: its API port %s was taken meanwhile: another", s.name, s.listen)
+			configure(s, etcdEps[s])
+			r.startSidecar(s)
+		}
 		waitNodeStatus(t, c, s.name, nodes.StatusReady)
 		addrs[s.name] = s.listen
 	}
