@@ -149,15 +149,23 @@ const probeWait = 300 * time.Millisecond
 
 // probeEtcd connects to every endpoint as the client would, with the TLS
 // material held now, at the level of TCP and TLS (each within a second at
-// most), and returns why the first that fails does (nil when none fails
-// there).
+// most), and returns why those that fail do (nil when none fails there):
+// one, or each of several (the first's error wrapped).
 func probeEtcd(e configs.Etcd, endpoints []string) error {
+	var first error
+	var causes []string
 	for i, err := range probeAll(e, endpoints) {
 		if err != nil {
-			return fmt.Errorf("etcd at %s: %w", endpoints[i], err)
+			if first == nil {
+				first = fmt.Errorf("etcd at %s: %w", endpoints[i], err)
+			}
+			causes = append(causes, fmt.Sprintf("%s: %v", endpoints[i], err))
 		}
 	}
-	return nil
+	if len(causes) < 2 {
+		return first
+	}
+	return fmt.Errorf("%d of %d etcd endpoints fail (%w); and %s", len(causes), len(endpoints), first, strings.Join(causes[1:], "; "))
 }
 
 // probeAll probes every endpoint at once (probeEndpoint, each within a

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +37,34 @@ func TestExplainSilentMember(t *testing.T) {
 				t.Fatalf("%v, want %q, once", err, c.want)
 			}
 		})
+	}
+}
+
+// TestExplainEveryEndpoint: when several endpoints fail, each is named
+// with its cause (a node whose seeds were all replaced named only the
+// first: outside review).
+func TestExplainEveryEndpoint(t *testing.T) {
+	var gone []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, ln.Addr().String())
+		ln.Close()
+	}
+	cfg := &configs.Config{}
+	cfg.Etcd.DialTimeout = 500 * time.Millisecond
+	err := explainEtcd(context.Background(), cfg, gone, "", context.DeadlineExceeded)
+	if err == nil || !strings.Contains(err.Error(), "3 of 3 etcd endpoints fail") {
+		t.Fatalf("%v, want the three named", err)
+	}
+	for _, g := range gone {
+		if !strings.Contains(err.Error(), g) {
+			t.Errorf("%v does not name %s", err, g)
+		}
+	}
+	if strings.Count(err.Error(), "connection refused") != 3 {
+		t.Errorf("%v: want each cause", err)
 	}
 }
