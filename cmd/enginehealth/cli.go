@@ -438,7 +438,8 @@ func newConfigCmd() *cobra.Command {
 		Long: `Validate a configuration file: exit 0 and print what it configures (and
 what each retry policy will do, retry after retry), or exit 2 with what is
 wrong. With --database, also check that every workflow table and column
-exists.`,
+exists, and that the schema (once migrated) is on the PostgreSQL cluster
+that answers; it only reads, so a standby will do.`,
 		Example: `  enginehealth config check -c /etc/enginehealth/enginehealth.yaml
   enginehealth config check -c enginehealth.yaml --database`,
 		Args: noArgs,
@@ -453,7 +454,9 @@ exists.`,
 			if !withDB {
 				return nil
 			}
-			db, err := pgdb.Open(cfg.Database.Pool("enginehealth config check"))
+			pool := cfg.Database.Pool("enginehealth config check")
+			pool.ReadOnly = true // it only reads: a standby will do
+			db, err := pgdb.Open(pool)
 			if err != nil {
 				return err
 			}
@@ -468,6 +471,16 @@ exists.`,
 				return fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())
 			}
 			fmt.Fprintln(c.OutOrStdout(), "database   every workflow table and column exists")
+			// The cluster the schema was migrated on, when it was: another
+			// one behind the address is refused by run.
+			st, err := pgdb.Status(ctx, db, cfg.Database.Schema)
+			if err != nil {
+				return fmt.Errorf("%w (database %s)", err, cfg.Database.RedactedDSN())
+			}
+			if rec := st.Cluster.RecordedSystemIdentifier; rec != nil && *rec != st.Cluster.SystemIdentifier {
+				return fmt.Errorf("%w (database %s)", &pgdb.WrongClusterError{Want: *rec, Got: st.Cluster.SystemIdentifier, Schema: cfg.Database.Schema},
+					cfg.Database.RedactedDSN())
+			}
 			return nil
 		},
 	}

@@ -216,3 +216,24 @@ func TestMigrateStatusOnAStandby(t *testing.T) {
 		t.Fatalf("migrate (apply) on a standby: exit %d: %s", code, errOut)
 	}
 }
+
+// TestConfigCheckNamesAnotherCluster: config check --database says so when
+// the schema was migrated on another PostgreSQL cluster than the one that
+// answers (a dump restored into a new one), as run would refuse it.
+func TestConfigCheckNamesAnotherCluster(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	path := migrateConfig(t, dsn)
+	if _, errOut, code := runCLI(t, "migrate", "-c", path); code != exitOK {
+		t.Fatalf("migrate: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "config", "check", "--database", "-c", path); code != exitOK {
+		t.Fatalf("config check --database on the schema's cluster: exit %d: %s", code, errOut)
+	}
+	db := sqlx.MustOpen("postgres", dsn)
+	defer db.Close()
+	db.MustExec(`UPDATE enginehealth.cluster_identity SET system_identifier = system_identifier + 1`)
+	_, errOut, code := runCLI(t, "config", "check", "--database", "-c", path)
+	if code != exitFailure || !strings.Contains(errOut, "a different PostgreSQL cluster is behind the database's address") {
+		t.Fatalf("config check --database on another cluster: exit %d: %s", code, errOut)
+	}
+}
