@@ -1397,7 +1397,11 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 	if r.opts.tls {
 		security = "TLS everywhere (etcd with client certificates and auth, PostgreSQL verify-full, API client_auth require)"
 	}
-	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s, %s\n", r.seed, n, took.Round(time.Second), len(r.sidecars), r.starveMode, security)
+	injected := 0 // n is a bound in a soak (EH_FAULT_DURATION)
+	for _, k := range r.injected {
+		injected += k
+	}
+	fmt.Fprintf(&b, "fault run: seed %d, %d faults in %s, %d sidecars, 3 etcd members, starvation %s, %s\n", r.seed, injected, took.Round(time.Second), len(r.sidecars), r.starveMode, security)
 	if len(r.pauses) > 0 {
 		var ps []string
 		for _, k := range slices.Sorted(maps.Keys(r.pauses)) {
