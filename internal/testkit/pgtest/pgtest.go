@@ -102,17 +102,8 @@ func start(t *TLS) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.baseDir, err = os.MkdirTemp("", "ehpg-")
-	if err != nil {
+	if err := s.makeDir("ehpg-"); err != nil {
 		return nil, err
-	}
-	if err := os.Chmod(s.baseDir, 0o755); err != nil {
-		return nil, err
-	}
-	if s.uid >= 0 {
-		if err := os.Chown(s.baseDir, s.uid, s.gid); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.initdb(); err != nil {
 		os.RemoveAll(s.baseDir)
@@ -124,22 +115,41 @@ func start(t *TLS) (*Server, error) {
 			return nil, err
 		}
 	}
-	// A free port can be taken between our probe and the server's bind:
-	// try a few.
-	for attempt := 0; ; attempt++ {
-		s.Port, err = FreePort()
-		if err == nil {
-			err = s.Resume()
-		}
-		if err == nil || attempt == 2 {
-			break
-		}
-	}
-	if err != nil {
-		os.RemoveAll(s.baseDir)
+	if err := s.startOnFreePort(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// makeDir makes the server's directory, owned by the server user.
+func (s *Server) makeDir(prefix string) error {
+	var err error
+	if s.baseDir, err = os.MkdirTemp("", prefix); err != nil {
+		return err
+	}
+	if err := os.Chmod(s.baseDir, 0o755); err != nil {
+		return err
+	}
+	if s.uid >= 0 {
+		return os.Chown(s.baseDir, s.uid, s.gid)
+	}
+	return nil
+}
+
+// startOnFreePort starts the server on a free port (one can be taken
+// between our probe and the server's bind: it tries a few), and removes
+// its directory when it cannot.
+func (s *Server) startOnFreePort() error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if s.Port, err = FreePort(); err == nil {
+			if err = s.Resume(); err == nil {
+				return nil
+			}
+		}
+	}
+	os.RemoveAll(s.baseDir)
+	return err
 }
 
 // External wraps an existing server given by a URL; it is never stopped.
@@ -495,16 +505,8 @@ func (s *Server) StartStandby(from string) (*Server, error) {
 		return nil, fmt.Errorf("pgtest: standby of %q: %w", from, err)
 	}
 	r := &Server{binDir: s.binDir, uid: s.uid, gid: s.gid, cred: s.cred, tls: s.tls}
-	if r.baseDir, err = os.MkdirTemp("", "ehpg-standby-"); err != nil {
+	if err := r.makeDir("ehpg-standby-"); err != nil {
 		return nil, err
-	}
-	if err := os.Chmod(r.baseDir, 0o755); err != nil {
-		return nil, err
-	}
-	if r.uid >= 0 {
-		if err := os.Chown(r.baseDir, r.uid, r.gid); err != nil {
-			return nil, err
-		}
 	}
 	// A fast checkpoint: the default spreads it over minutes.
 	cmd := exec.Command(filepath.Join(s.binDir, "pg_basebackup"),
@@ -517,17 +519,7 @@ func (s *Server) StartStandby(from string) (*Server, error) {
 		os.RemoveAll(r.baseDir)
 		return nil, fmt.Errorf("pgtest: pg_basebackup from %s: %v: %s", from, err, out)
 	}
-	for attempt := 0; ; attempt++ {
-		r.Port, err = FreePort()
-		if err == nil {
-			err = r.Resume()
-		}
-		if err == nil || attempt == 2 {
-			break
-		}
-	}
-	if err != nil {
-		os.RemoveAll(r.baseDir)
+	if err := r.startOnFreePort(); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -966,11 +966,11 @@ func (r *faultRun) inject(kind string) {
 		r.mu.Unlock()
 		r.note("  promoted the standby %d bytes of WAL behind the primary, and moved the addresses to it", behind)
 		healed = time.Now()
-		if termed == nil {
-			r.afterFailover(kind, old, healed)
-		} else {
-			r.afterFailover(kind, old, healed, termed)
+		var gone []*sidecar
+		if termed != nil {
+			gone = append(gone, termed)
 		}
+		r.afterFailover(kind, old, healed, gone...)
 		if termed != nil {
 			// Its deregistration was lost too: it may come back in
 			// Unexpected shutdown, acked as after a kill.
