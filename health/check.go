@@ -61,10 +61,13 @@ type CheckConfig struct {
 	OnPass func(res CheckResult, err error)
 	// DatabaseBack, when set, returns when the database became usable
 	// again to this node after it was not (its heartbeats resumed after
-	// failing; zero: never). For NotRespondingAfter from then, passes
-	// mark no node Not responding: every node's heartbeats stopped with
-	// the database, and resume as each one reconnects (a database
-	// failover is not the nodes' fault).
+	// failing, or its new connections found another server behind the
+	// address: a failover or a restart the heartbeat may not have seen
+	// fail; zero: never). For NotRespondingAfter from then, passes mark
+	// no node Not responding: every node's heartbeats stopped with the
+	// database, or were lost with an asynchronous replica's lag, and
+	// resume as each one reconnects (a database failover is not the
+	// nodes' fault).
 	DatabaseBack func() time.Time
 	Log          *slog.Logger
 }
@@ -315,7 +318,7 @@ func (c *Checker) grace(o *leader.Office, stale []string) string {
 	}
 	if c.cfg.DatabaseBack != nil {
 		if back := c.cfg.DatabaseBack(); !back.IsZero() && c.now().Sub(back) < c.cfg.NotRespondingAfter {
-			return fmt.Sprintf("the database was unavailable to this node until %s ago; the nodes get not_responding_after (%s) to reconnect",
+			return fmt.Sprintf("the database was unavailable to this node, or another server took its address, until %s ago; the nodes get not_responding_after (%s) to reconnect",
 				c.now().Sub(back).Round(time.Millisecond), c.cfg.NotRespondingAfter)
 		}
 	}

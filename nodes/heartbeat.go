@@ -45,6 +45,8 @@ type Heartbeater struct {
 	interval    time.Duration
 	timeout     time.Duration // of one beat
 	log         *slog.Logger
+	reg         *Registration
+	registered  Node
 	// inflight: beats whose statement has not returned yet (one that
 	// gave up waits for its connection to be closed).
 	inflight atomic.Int32
@@ -86,7 +88,13 @@ type HeartbeatConfig struct {
 	// host of a DSN's host list): the first beat after a failover needs
 	// a new one.
 	Timeout time.Duration
-	Log     *slog.Logger
+	// Registration and Registered (what Store.Register returned), when
+	// set, let a beat that finds the record lost by the database restore
+	// it (Store.Restore) instead of ending Run; a record a later process
+	// took still ends it.
+	Registration *Registration
+	Registered   Node
+	Log          *slog.Logger
 }
 
 // NewHeartbeater returns a heartbeater for this incarnation's record.
@@ -94,21 +102,24 @@ func NewHeartbeater(cfg HeartbeatConfig) *Heartbeater {
 	interval := cmp.Or(cfg.Interval, DefaultHeartbeatInterval)
 	return &Heartbeater{
 		store: cfg.Store, name: cfg.Name, incarnation: cfg.Incarnation, interval: interval, timeout: max(cfg.Timeout, interval),
+		reg: cfg.Registration, registered: cfg.Registered,
 		log: cfg.Log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
 	}
 }
 
 // Run beats at once and then every interval until ctx is done (returning
 // nil) or the record is lost (returning ErrNotRegistered: another process
-// took the name, or the record was forgotten; this process must not go on
-// as if it were registered). A failed beat is logged and retried at the
-// next tick.
+// took the name; this process must not go on as if it were registered).
+// A record the database lost (restore) is written again. A failed beat is
+// logged and retried at the next tick.
 func (h *Heartbeater) Run(ctx context.Context) error {
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	for {
 		if err := h.Beat(ctx); errors.Is(err, ErrNotRegistered) {
-			return err
+			if err := h.restore(ctx); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -173,6 +184,37 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 		close(h.changed)
 		h.changed = make(chan struct{})
 	}
+	return nil
+}
+
+// restore writes the record again when the database lost it, and returns
+// ErrNotRegistered when it cannot: no registration to restore, or a later
+// process's record. Another failure (the database unavailable) is logged
+// and the next beat tries again.
+func (h *Heartbeater) restore(ctx context.Context) error {
+	if h.reg == nil {
+		return fmt.Errorf("heartbeat %s: %w", h.name, ErrNotRegistered)
+	}
+	h.mu.Lock()
+	status := cmp.Or(h.status, h.registered.Status)
+	h.mu.Unlock()
+	bctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	n, err := pgdb.Await(bctx, func(ctx context.Context) (Node, error) {
+		return h.store.Restore(ctx, *h.reg, h.registered.PreviousIncarnation, status)
+	})
+	switch {
+	case errors.Is(err, ErrNotRegistered):
+		return err
+	case err != nil:
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "could not restore the registration the database lost; trying again at the next beat", tint.Err(err))
+		}
+		return nil
+	}
+	h.log.WarnContext(ctx, "the database had lost this node's registration (a failover to a replica that had not received it, or the master forgot the node); registered again",
+		"status", n.Status)
+	_ = h.Beat(ctx) // its status now; a failure is the next tick's
 	return nil
 }
 

@@ -174,6 +174,35 @@ type Registration struct {
 	RecoverAfterCrash bool
 }
 
+// takeOver: the columns a registration sets on the record of the
+// incarnation it replaces (ON CONFLICT; n is the old row).
+const takeOver = `previous_incarnation = n.incarnation,
+				incarnation = EXCLUDED.incarnation,
+				hostname = EXCLUDED.hostname,
+				is_master = false,
+				version = EXCLUDED.version,
+				schema_version = EXCLUDED.schema_version,
+				api_address = EXCLUDED.api_address,
+				last_active = now(),
+				active_since = now()`
+
+// heldRecord: what a registration needs to know of the record it
+// replaces.
+type heldRecord struct {
+	Status      string `db:"status"`
+	Incarnation string `db:"incarnation"`
+}
+
+// lockRecord reads and locks node name's record, if there is one.
+func (s *Store) lockRecord(ctx context.Context, tx *pgdb.Tx, name string) (heldRecord, bool, error) {
+	var prev heldRecord
+	err := sqlx.GetContext(ctx, tx, &prev, `SELECT status, incarnation FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return prev, false, nil
+	}
+	return prev, err == nil, err
+}
+
 // Register writes this node's record. A new record starts in Recovering. If
 // a record with the name already exists, the last run did not shut down
 // cleanly: the record takes the new incarnation, keeps the old one in
@@ -183,28 +212,16 @@ type Registration struct {
 func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
-		var prev struct {
-			Status      string `db:"status"`
-			Incarnation string `db:"incarnation"`
-		}
-		err := sqlx.GetContext(ctx, tx, &prev, `SELECT status, incarnation FROM `+s.table+` WHERE name = $1 FOR UPDATE`, r.Name)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		prev, _, err := s.lockRecord(ctx, tx, r.Name)
+		if err != nil {
 			return err
 		}
 		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
 				status_changed_by, status_reason, schema_version)
 			VALUES ($1, $2, $3, '` + StatusRecovering + `', $4, $5, $1, 'registered', nullif($7::integer, 0))
 			ON CONFLICT (name) DO UPDATE SET
-				previous_incarnation = n.incarnation,
-				incarnation = EXCLUDED.incarnation,
-				hostname = EXCLUDED.hostname,
+				` + takeOver + `,
 				status = CASE WHEN $6 THEN '` + StatusRecovering + `' ELSE '` + StatusUnexpectedShutdown + `' END,
-				is_master = false,
-				version = EXCLUDED.version,
-				schema_version = EXCLUDED.schema_version,
-				api_address = EXCLUDED.api_address,
-				last_active = now(),
-				active_since = now(),
 				-- still awaiting an ack: the record keeps why it is there
 				status_changed_at = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_at ELSE now() END,
 				status_changed_by = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_by ELSE EXCLUDED.name END,
@@ -228,6 +245,57 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 	})
 	if err != nil {
 		return Node{}, fmt.Errorf("register node %s: %w", r.Name, err)
+	}
+	return n, nil
+}
+
+// Restore writes this incarnation's record again when the database lost
+// it: the record is gone (the registration, or the whole record, was lost
+// with an asynchronous replica's lag, or the master forgot the node while
+// it could not reach the database), or it is the one this incarnation's
+// registration replaced (incarnation before: the database went back to
+// the time before the registration). The record takes status (the last
+// one this incarnation saw, or the one it registered in), and one event
+// says why. A record of any other incarnation is a later process's, with
+// the same name: it is left alone and ErrNotRegistered returned.
+func (s *Store) Restore(ctx context.Context, r Registration, before *string, status string) (Node, error) {
+	var n Node
+	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
+		prev, found, err := s.lockRecord(ctx, tx, r.Name)
+		switch {
+		case err != nil:
+			return err
+		case found && prev.Incarnation == r.Incarnation: // restored already
+			return sqlx.GetContext(ctx, tx, &n, `SELECT `+s.columns+` FROM `+s.table+` WHERE name = $1`, r.Name)
+		case found && (before == nil || prev.Incarnation != *before):
+			return ErrNotRegistered
+		}
+		reason := "registration restored: the database had lost it (a failover to a replica that had not received it?)"
+		if !found {
+			reason = "registration restored: the database had lost the record (a failover to a replica that had not received it, or forgotten)"
+		}
+		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
+				status_changed_by, status_reason, schema_version)
+			VALUES ($1, $2, $3, $4, $5, $6, $1, $7, nullif($8::integer, 0))
+			ON CONFLICT (name) DO UPDATE SET
+				` + takeOver + `,
+				status = EXCLUDED.status,
+				status_changed_at = now(),
+				status_changed_by = EXCLUDED.status_changed_by,
+				status_reason = EXCLUDED.status_reason
+			RETURNING ` + s.columns
+		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, status, r.Version, r.APIAddress, reason, r.SchemaVersion); err != nil {
+			return err
+		}
+		e := audit.Event{Kind: audit.KindNodeRegistered, Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: reason}
+		if found {
+			e.Kind = audit.KindNodeStatus
+			e.FromState = audit.Str(prev.Status)
+		}
+		return s.events.Write(ctx, tx, e)
+	})
+	if err != nil {
+		return Node{}, fmt.Errorf("restore the registration of node %s: %w", r.Name, err)
 	}
 	return n, nil
 }

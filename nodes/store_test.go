@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,105 @@ func TestHeartbeaterReportsLostRecord(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not stop after losing its record")
+	}
+}
+
+// TestHeartbeaterRestoresLostRegistration: a database that lost this
+// incarnation's registration (a failover to a replica that had not
+// received it: the record is gone, or back to the incarnation before)
+// gets it again from the next beat, in the status the node last saw, with
+// an event; the process goes on. A record a later process took still
+// ends it (TestHeartbeaterReportsLostRecord).
+func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old := reg("a")
+	if _, err := s.Register(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	r := reg("a") // the previous run did not shut down cleanly
+	n, err := s.Register(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.PreviousIncarnation == nil || *n.PreviousIncarnation != old.Incarnation || n.Status != StatusUnexpectedShutdown {
+		t.Fatalf("registered %+v, want Unexpected shutdown after %s", n, old.Incarnation)
+	}
+	var logs testkit.Buffer
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond,
+		Registration: &r, Registered: n, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	// An operator acks it; the node sees its new status.
+	if _, err := s.Ack(ctx, "a", audit.By{Actor: "op"}, "checked"); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := h.WaitFor(ctx, func(s string) bool { return s != StatusUnexpectedShutdown })
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := func() Node {
+		t.Helper()
+		got, err := s.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	restored := func(what string) {
+		t.Helper()
+		testkit.Eventually(t, 10*time.Second, "the registration restored after "+what, func() (bool, error) {
+			got, err := s.Get(ctx, "a")
+			return err == nil && got.Incarnation == r.Incarnation, nil
+		})
+		if got := current(); got.Status != seen {
+			t.Fatalf("restored after %s in %s, want %s (what the node last saw)", what, got.Status, seen)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended after %s: %v", what, err)
+		default:
+		}
+	}
+
+	// The database went back to the record before this registration.
+	b.db.MustExec(`UPDATE enginehealth.nodes SET incarnation = $1, previous_incarnation = NULL, status = $2 WHERE name = 'a'`,
+		old.Incarnation, StatusNotResponding)
+	restored("the record went back to the incarnation before")
+	if got := current(); got.PreviousIncarnation == nil || *got.PreviousIncarnation != old.Incarnation {
+		t.Fatalf("restored record's previous incarnation %v, want %s", got.PreviousIncarnation, old.Incarnation)
+	}
+	// The record is gone.
+	b.db.MustExec(`DELETE FROM enginehealth.nodes WHERE name = 'a'`)
+	restored("the record was lost")
+
+	var reasons []string
+	for _, e := range events(t, b, "a") {
+		if strings.Contains(e.Reason, "registration restored") {
+			reasons = append(reasons, e.Kind+": "+e.Reason)
+		}
+	}
+	slices.Sort(reasons)
+	if len(reasons) != 2 || !strings.HasPrefix(reasons[0], audit.KindNodeRegistered) || !strings.HasPrefix(reasons[1], audit.KindNodeStatus) {
+		t.Fatalf("restore events %q, want one node_status and one node_registered", reasons)
+	}
+	if got := strings.Count(logs.String(), "the database had lost this node's registration"); got != 2 {
+		t.Fatalf("the log says %d times that the registration was lost, want 2:\n%s", got, logs.String())
+	}
+
+	// A later process takes the name: this one stops.
+	if _, err := s.Register(ctx, reg("a")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegistered) {
+			t.Fatalf("Run returned %v, want ErrNotRegistered", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop after a later process took the name")
 	}
 }
 

@@ -201,7 +201,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	// of the DSN, then the statement (a DSN with host=a,b whose first
 	// host is frozen after a failover).
 	hb := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
-		Interval: cfg.Node.HeartbeatInterval, Log: log,
+		Interval: cfg.Node.HeartbeatInterval, Log: log, Registration: &reg, Registered: node,
 		Timeout: time.Duration(pgdb.Hosts(pool.DSN))*cfg.Database.ConnectTimeout + cfg.Node.HeartbeatInterval})
 	lastStatus := ""
 	hb.OnChange(func(status, grade string) {
@@ -290,8 +290,13 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		Grades:                  new(cfg.Failover.Grades()),
 		Pauses:                  health.NewPauses(db, cfg.Database.Schema, events),
 		OnPass:                  mx.ObservePass,
-		DatabaseBack:            hb.Resumed,
-		Log:                     log,
+		DatabaseBack: func() time.Time {
+			if t := cluster.ServerChanged(); t.After(hb.Resumed()) {
+				return t
+			}
+			return hb.Resumed()
+		},
+		Log: log,
 	})
 	master = health.NewMaster(health.MasterConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Checker: checker,

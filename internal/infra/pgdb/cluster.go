@@ -19,6 +19,15 @@ import (
 // is executable by every role.
 const liveIdentifier = "SELECT system_identifier FROM pg_control_system()"
 
+// liveServer reads, with the identifier, what tells one server of the
+// cluster from another and a server from itself before a restart or a
+// promotion: when its postmaster started, and its timeline (the first 8
+// hex digits of its current WAL file name; a promotion starts a new
+// one). A standby (a read-only pool's) has no current WAL position.
+const liveServer = `SELECT system_identifier, pg_postmaster_start_time()::text || ' timeline ' ||
+	CASE WHEN pg_is_in_recovery() THEN 'in recovery' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END
+	FROM pg_control_system()`
+
 // WrongClusterError: the server that answers at the database's address
 // belongs to another PostgreSQL cluster than the one the schema was
 // migrated on (its system_identifier differs). A streaming replica
@@ -60,6 +69,8 @@ type Cluster struct {
 	mu       sync.Mutex
 	wrong    bool      // the last check found another cluster
 	lastSaid time.Time // when a mismatch was last logged
+	server   string    // the server last seen (liveServer)
+	changed  time.Time // when a new connection first found another server
 }
 
 // mismatchEvery: a mismatch that lasts is logged again this often (each
@@ -84,13 +95,17 @@ func NewCluster(schema string, log *slog.Logger) *Cluster {
 func (c *Cluster) Learn(ctx context.Context, db *sqlx.DB) error {
 	var ids struct {
 		Live     int64  `db:"live"`
+		Server   string `db:"server"`
 		Recorded *int64 `db:"recorded"`
 	}
-	q := `SELECT (` + liveIdentifier + `) AS live, (SELECT system_identifier FROM ` +
-		pq.QuoteIdentifier(c.schema) + `.cluster_identity) AS recorded`
+	q := `SELECT s.system_identifier AS live, s.server, (SELECT system_identifier FROM ` +
+		pq.QuoteIdentifier(c.schema) + `.cluster_identity) AS recorded FROM (` + liveServer + `) AS s (system_identifier, server)`
 	if err := db.GetContext(ctx, &ids, q); err != nil {
 		return fmt.Errorf("read the cluster's system_identifier: %w", err)
 	}
+	c.mu.Lock()
+	c.server = ids.Server
+	c.mu.Unlock()
 	want := ids.Live
 	if ids.Recorded != nil {
 		want = *ids.Recorded
@@ -106,6 +121,18 @@ func (c *Cluster) Learn(ctx context.Context, db *sqlx.DB) error {
 // Identifier returns the cluster's identifier once learnt.
 func (c *Cluster) Identifier() (int64, bool) { return c.want.Load(), c.known.Load() }
 
+// ServerChanged returns when a new connection last found another server
+// of the cluster behind the address than the one before it (a failover
+// to a promoted replica, a restart), on this process's clock; zero when
+// none has since Learn. The connections made before it went to the old
+// server: whatever the database recorded then may be missing here (an
+// asynchronous replica lags), and every other node is reconnecting too.
+func (c *Cluster) ServerChanged() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
 // check asks a new connection's server for its identifier.
 func (c *Cluster) check(ctx context.Context, conn driver.Conn) error {
 	if !c.known.Load() {
@@ -115,12 +142,12 @@ func (c *Cluster) check(ctx context.Context, conn driver.Conn) error {
 	if !ok {
 		return errors.New("cluster check: the driver's connection cannot query")
 	}
-	rows, err := q.QueryContext(ctx, liveIdentifier, nil)
+	rows, err := q.QueryContext(ctx, liveServer, nil)
 	if err != nil {
 		return fmt.Errorf("cluster check: %w", err)
 	}
 	defer rows.Close()
-	dest := make([]driver.Value, 1)
+	dest := make([]driver.Value, 2)
 	if err := rows.Next(dest); err != nil {
 		return fmt.Errorf("cluster check: %w", err)
 	}
@@ -131,12 +158,26 @@ func (c *Cluster) check(ctx context.Context, conn driver.Conn) error {
 	if want := c.want.Load(); got != want {
 		return c.mismatch(ctx, &WrongClusterError{Want: want, Got: got, Schema: c.schema})
 	}
+	server, _ := dest[1].(string)
+	if b, ok := dest[1].([]byte); ok {
+		server = string(b)
+	}
 	c.mu.Lock()
 	back := c.wrong
 	c.wrong = false
+	moved := c.server != "" && server != c.server
+	if moved {
+		c.changed = time.Now()
+	}
+	was := c.server
+	c.server = server
 	c.mu.Unlock()
 	if back {
 		c.log.InfoContext(ctx, "the PostgreSQL cluster behind the database's address is the schema's again", "system_identifier", got)
+	}
+	if moved {
+		c.log.InfoContext(ctx, "another PostgreSQL server of the cluster answers at the database's address (a failover or a restart)",
+			"server", server, "before", was)
 	}
 	return nil
 }

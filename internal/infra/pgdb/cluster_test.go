@@ -15,7 +15,41 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/jmoiron/sqlx"
 )
+
+// guardedPool: a pool with a cluster guard, through a switch in front of
+// its server, on a migrated schema whose cluster it has learnt.
+type guardedPool struct {
+	proxy   *faultproxy.Switch
+	logs    *testkit.Buffer
+	cluster *pgdb.Cluster
+	db      *sqlx.DB
+}
+
+func guarded(t *testing.T, dsn string) guardedPool {
+	t.Helper()
+	ctx := context.Background()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guardedPool{proxy: faultproxy.NewSwitch(t, u.Host), logs: new(testkit.Buffer)}
+	g.cluster = pgdb.NewCluster("enginehealth", slog.New(slog.NewTextHandler(g.logs, nil)))
+	g.db, err = pgdb.Open(pgdb.Config{DSN: strings.Replace(dsn, u.Host, g.proxy.Addr, 1), Cluster: g.cluster,
+		ConnectTimeout: 2 * time.Second, MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.db.Close() })
+	if _, err := pgdb.Migrate(ctx, g.db, "enginehealth"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cluster.Learn(ctx, g.db); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
 
 // TestWrongClusterRefused: a pool pointed, through a proxy, at another
 // PostgreSQL cluster (the address moved to the wrong server) refuses it:
@@ -39,21 +73,8 @@ func TestWrongClusterRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	proxy := faultproxy.NewSwitch(t, u.Host)
-	var logs testkit.Buffer
-	cluster := pgdb.NewCluster("enginehealth", slog.New(slog.NewTextHandler(&logs, nil)))
-	db, err := pgdb.Open(pgdb.Config{DSN: strings.Replace(dsn, u.Host, proxy.Addr, 1), Cluster: cluster,
-		ConnectTimeout: 2 * time.Second, MaxOpenConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := pgdb.Migrate(ctx, db, "enginehealth"); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.Learn(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	g := guarded(t, dsn)
+	proxy, logs, cluster, db := g.proxy, g.logs, g.cluster, g.db
 	var want, got int64
 	if err := open(t, dsn).Get(&want, "SELECT system_identifier FROM pg_control_system()"); err != nil {
 		t.Fatal(err)
@@ -173,5 +194,74 @@ func TestClusterStateJSON(t *testing.T) {
 	}
 	if want := `{"system_identifier":"7712366352255119695","recorded_system_identifier":"7712366352255119695"}`; string(b) != want {
 		t.Fatalf("%s, want %s", b, want)
+	}
+}
+
+// TestServerChangeSeen: the guard tells when another server of the cluster
+// answers at the address — a promoted replica (a new timeline), the same
+// server restarted (a new postmaster) — even when no statement failed to
+// show it: the health check gives the nodes time to reconnect from then.
+func TestServerChangeSeen(t *testing.T) {
+	ctx := context.Background()
+	primary := pgtest.New(t)
+	g := guarded(t, primary.NewDatabase(t))
+	proxy, logs, cluster, db := g.proxy, g.logs, g.cluster, g.db
+	write := func() error {
+		_, err := db.ExecContext(ctx, `INSERT INTO enginehealth.events (kind, actor) VALUES ('test', 'server-change')`)
+		return err
+	}
+	// New connections to the same server are no change.
+	db.SetMaxIdleConns(0)
+	for range 3 {
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if at := cluster.ServerChanged(); !at.IsZero() {
+		t.Fatalf("ServerChanged %v with the same server behind the address, want zero", at)
+	}
+	db.SetMaxIdleConns(2)
+
+	// A failover: the replica is promoted and the address moves to it.
+	standby, err := primary.StartStandby(primary.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(standby.Close)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := standby.WaitReplayed(wctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	primary.Kill()
+	primary.Close() // gone for good, its database with it
+	if err := standby.Promote(); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	proxy.SetTarget(standby.Addr())
+	testkit.Eventually(t, 20*time.Second, "a write on the promoted replica", func() (bool, error) {
+		err := write()
+		return err == nil, err
+	})
+	first := cluster.ServerChanged()
+	if first.Before(before) {
+		t.Fatalf("ServerChanged %v after a failover at %v, want after it", first, before)
+	}
+	if !strings.Contains(logs.String(), "another PostgreSQL server of the cluster answers") {
+		t.Fatalf("the log does not say the server changed:\n%s", logs.String())
+	}
+
+	// The same server restarted: a new postmaster.
+	standby.Stop()
+	if err := standby.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 20*time.Second, "a write after the restart", func() (bool, error) {
+		err := write()
+		return err == nil, err
+	})
+	if again := cluster.ServerChanged(); !again.After(first) {
+		t.Fatalf("ServerChanged %v after a restart, want later than the failover's %v", again, first)
 	}
 }

@@ -13,6 +13,7 @@ package e2e
 // EH_FAULT_UNSAFE=confirm                                   a faultinject build with mechanisms off
 // EH_FAULT_TLS=1                                            the TLS-everywhere cluster (newTLSCluster)
 // EH_FAULT_SIDECARS=3                                       how many sidecars (default 5)
+// EH_FAULT_KINDS=pg-failover,kill-master                    only these kinds, drawn evenly
 
 import (
 	"cmp"
@@ -271,6 +272,15 @@ func TestFaults(t *testing.T) {
 			n = math.MaxInt
 		}
 	}
+	var only []string
+	if v := os.Getenv("EH_FAULT_KINDS"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			if !slices.ContainsFunc(faultKinds, func(f faultKind) bool { return f.name == k }) {
+				t.Fatalf("EH_FAULT_KINDS=%q: no fault kind %q", v, k)
+			}
+			only = append(only, k)
+		}
+	}
 	r := startFaultRun(t, seed, opts)
 	stopSampling := r.sampleFootprints(cmp.Or(soak/120, 10*time.Second))
 	calm := r.starve(starve)
@@ -284,7 +294,10 @@ func TestFaults(t *testing.T) {
 		// Every kind once first (in a seeded order), so that the short
 		// run covers them all; then by weight.
 		kind := r.pick()
-		if i < len(order) {
+		switch {
+		case only != nil:
+			kind = only[r.kinds.IntN(len(only))]
+		case i < len(order):
 			kind = faultKinds[order[i]].name
 		}
 		r.beginFault(i)
@@ -654,11 +667,14 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// faultKinds, with their weights in the schedule.
-var faultKinds = []struct {
+// faultKind: a kind of fault and its weight in the schedule.
+type faultKind struct {
 	name   string
 	weight int
-}{
+}
+
+// faultKinds, with their weights in the schedule.
+var faultKinds = []faultKind{
 	{"kill-master", 3}, {"kill-sidecar", 2}, {"term-master", 2}, {"term-sidecar", 1}, {"stop-master", 2}, {"stop-sidecar", 1},
 	{"kill-engine", 3}, {"stop-engine", 2},
 	{"etcd-stop-leader", 2}, {"etcd-stop-follower", 1}, {"etcd-kill-leader", 1}, {"etcd-kill-follower", 1}, {"etcd-quorum-loss", 1},
