@@ -14,6 +14,10 @@ package e2e
 // EH_FAULT_TLS=1                                            the TLS-everywhere cluster (newTLSCluster)
 // EH_FAULT_SIDECARS=3                                       how many sidecars (default 5)
 // EH_FAULT_KINDS=pg-failover,kill-master                    only these kinds, drawn evenly
+// EH_FAULT_DURATION=2h                                      a soak: faults until then (make soak)
+// EH_FAULT_SPARE=1                                          the last k sidecars spared from process
+//                                                           faults (default 0; make soak: 1), their
+//                                                           footprint reported (footprintReport)
 
 import (
 	"cmp"
@@ -136,6 +140,8 @@ type sidecar struct {
 	// signalled: the test signalled or stopped this incarnation, so its
 	// exit is expected; frozen: SIGSTOPped.
 	signalled, frozen bool
+	// spared: no fault signals or freezes its process (faultOpts.spare).
+	spared bool
 }
 
 // engine is one demo-engine process, restarted whenever it exits (as a
@@ -210,6 +216,10 @@ type faultRun struct {
 	// footprints: each sidecar incarnation's first and last samples of
 	// its resident memory and goroutines (sampleFootprints).
 	footprints map[*daemon]*footprint
+	// substituted: per kind, faults on a spared master's process that
+	// hit the next master after moveOffice; skipped: those that found
+	// none.
+	substituted, skipped map[string]int
 }
 
 // note logs what the run does, with the wall-clock time to the
@@ -259,6 +269,15 @@ func TestFaults(t *testing.T) {
 		opts.tls = true
 	default:
 		t.Fatalf("EH_FAULT_TLS=%q: want 1 (TLS everywhere) or 0", v)
+	}
+	// Sidecars spared from process faults (bounded in startFaultRun,
+	// which knows how many sidecars there are).
+	if v := os.Getenv("EH_FAULT_SPARE"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 0 {
+			t.Fatalf("EH_FAULT_SPARE=%q: want a number of sidecars to spare from process faults (0 or more)", v)
+		}
+		opts.spare = k
 	}
 	// A soak (make soak): faults until the duration has passed, at most
 	// EH_FAULTS of them when set.
@@ -369,10 +388,12 @@ func (r *faultRun) starve(mode string) (calm func()) {
 
 // pauser pauses a sidecar or an etcd member, drawn at random, for
 // 100–500 ms every 0.5–2 s, until stop is closed. A process that a fault
-// froze, killed or signalled is left alone.
+// froze, killed or signalled is left alone, and a spared sidecar is never
+// drawn.
 func (r *faultRun) pauser(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	rnd := rand.New(rand.NewPCG(r.seed, 0x5747e))
+	sidecars := slices.DeleteFunc(slices.Clone(r.sidecars), func(s *sidecar) bool { return s.spared })
 	for {
 		wait := 500*time.Millisecond + time.Duration(rnd.Int64N(int64(1500*time.Millisecond)))
 		select {
@@ -384,23 +405,24 @@ func (r *faultRun) pauser(stop <-chan struct{}, done chan<- struct{}) {
 		r.membersMu.Lock()
 		members := slices.Clone(r.etcd.Members)
 		r.membersMu.Unlock()
-		i := rnd.IntN(len(r.sidecars) + len(members))
-		if i < len(r.sidecars) {
-			if s := r.sidecars[i]; r.pause(s, d) {
+		i := rnd.IntN(len(sidecars) + len(members))
+		if i < len(sidecars) {
+			if s := sidecars[i]; r.pause(s, d) {
 				r.countPause("sidecar " + s.name)
 			}
-		} else if m := members[i-len(r.sidecars)]; m.Pause(d) {
+		} else if m := members[i-len(sidecars)]; m.Pause(d) {
 			r.countPause("etcd member " + m.Name)
 		}
 	}
 }
 
 // pause stops sidecar s for d (SIGSTOP, then SIGCONT), unless a fault
-// has it frozen, killed or signalled; it reports whether it did.
+// has it frozen, killed or signalled, or it is spared; it reports whether
+// it did.
 func (r *faultRun) pause(s *sidecar, d time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.frozen || s.signalled || !s.d.running() {
+	if s.frozen || s.signalled || s.spared || !s.d.running() {
 		return false
 	}
 	if s.d.cmd.Process.Signal(syscall.SIGSTOP) != nil {
@@ -435,6 +457,11 @@ type faultOpts struct {
 	// with client certificates and auth, PostgreSQL with verify-full,
 	// the API with client_auth require and named operators.
 	tls bool
+	// spare: how many sidecars, the last ones, no fault signals or
+	// freezes (EH_FAULT_SPARE): their one process lives the whole run,
+	// for its footprint (footprintReport). Network, etcd and PostgreSQL
+	// faults still hit them.
+	spare int
 }
 
 func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
@@ -451,6 +478,12 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 			}
 			o.sidecars = n
 		}
+	}
+	// At least three sidecars take process faults: a fault on "another"
+	// sidecar than the master needs two, and a spared master hands its
+	// office to one of them (moveOffice).
+	if o.spare < 0 || o.spare > o.sidecars-3 {
+		t.Fatalf("EH_FAULT_SPARE=%d: want 0 to %d spared sidecars of %d (at least 3 take process faults)", o.spare, max(o.sidecars-3, 0), o.sidecars)
 	}
 	var c *cluster
 	var pgs *pgtest.Server
@@ -473,7 +506,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	c.useDSN(t, withPort(t, c.dsn, vip.Addr))
 	r := &faultRun{t: t, c: c, pg: pgs, vip: vip, replFrom: replFrom, repl: faultproxy.New(t, replFrom.Addr), etcd: ec, toHeartbeat: map[string][]time.Duration{}, seed: seed, kinds: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		cfgDir: c.dir, injected: map[string]int{}, toMaster: map[string][]time.Duration{}, toRepair: map[string][]time.Duration{},
-		opCodes: map[string]int{}, pauses: map[string]int{}, starveMode: starveOff, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
+		opCodes: map[string]int{}, pauses: map[string]int{}, substituted: map[string]int{}, skipped: map[string]int{}, starveMode: starveOff, stop: make(chan struct{}), stopped: make(chan struct{}), opts: o}
 	r.beginFault(0)
 
 	// The sidecars reach etcd through proxies, which the faults cut: they
@@ -517,7 +550,7 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	}
 	etcdEps := map[*sidecar][]string{}
 	for i := range o.sidecars {
-		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i)}
+		s := &sidecar{name: fmt.Sprintf("node-%c", 'a'+i), spared: i >= o.sidecars-o.spare}
 		for _, m := range r.etcd.Members {
 			p := faultproxy.New(t, r.memberAddr(m).Addr)
 			s.etcd = append(s.etcd, p)
@@ -546,6 +579,15 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 		}
 		waitNodeStatus(t, c, s.name, nodes.StatusReady)
 		addrs[s.name] = s.listen
+	}
+	if o.spare > 0 {
+		var spared []string
+		for _, s := range r.sidecars {
+			if s.spared {
+				spared = append(spared, s.name)
+			}
+		}
+		r.note("spared from process faults (EH_FAULT_SPARE=%d): %s", o.spare, strings.Join(spared, ", "))
 	}
 	// Every 50 ms, which nodes act: never two at once.
 	r.probe = c.startActingProbe(t, addrs)
@@ -723,16 +765,33 @@ func (r *faultRun) master() *sidecar {
 	if !ok {
 		return nil
 	}
+	return r.sidecar(name)
+}
+
+// sidecar returns the sidecar named name.
+func (r *faultRun) sidecar(name string) *sidecar {
 	return r.sidecars[slices.IndexFunc(r.sidecars, func(s *sidecar) bool { return s.name == name })]
 }
 
 // target is the sidecar a fault of kind hits: the master m for a
-// "-master" kind, else another one.
+// "-master" kind (inject has moved the office off a spared master before
+// a fault on its process), else another one; never a spared one for a
+// fault on the process (kill, SIGTERM, SIGSTOP).
 func (r *faultRun) target(kind string, m *sidecar) *sidecar {
 	if strings.Contains(kind, "master") {
 		return m
 	}
+	if onProcess(kind) {
+		return r.otherUnspared(m)
+	}
 	return r.other(m)
+}
+
+// onProcess: a fault of kind signals or freezes the process of the
+// sidecar it targets (a spared sidecar's is never).
+func onProcess(kind string) bool {
+	return strings.HasPrefix(kind, "kill-") || strings.HasPrefix(kind, "term-") || strings.HasPrefix(kind, "stop-") ||
+		kind == "pg-failover-lagging" // the SIGTERM of the master
 }
 
 // other returns a sidecar other than s, from the schedule.
@@ -745,14 +804,79 @@ func (r *faultRun) other(s *sidecar) *sidecar {
 	}
 }
 
+// otherUnspared returns a sidecar other than s and not spared, from the
+// schedule (the same draws as other's when none is spared).
+func (r *faultRun) otherUnspared(s *sidecar) *sidecar {
+	for {
+		o := r.sidecars[r.rnd.IntN(len(r.sidecars))]
+		if o != s && !o.spared {
+			return o
+		}
+	}
+}
+
+// moveOffice moves the office off the spared master m without touching
+// its process, so that a fault on the master's process (kind) can hit the
+// next one: every spared sidecar is cut from etcd, as cut-master-etcd
+// cuts the master, until one that is not spared acts as master (60 s at
+// most), then restored; the spared ones' new candidacies queue behind it.
+// It returns the new master, nil when none acted (the fault is skipped).
+func (r *faultRun) moveOffice(kind string, m *sidecar) *sidecar {
+	var spared []*sidecar
+	for _, s := range r.sidecars {
+		if s.spared {
+			spared = append(spared, s)
+			for _, p := range s.etcd {
+				r.check1(p.Blackhole())
+			}
+		}
+	}
+	r.note("  %s is master and spared: cut the spared sidecars from etcd until another acts, then %s on it", m.name, kind)
+	start := time.Now()
+	var to *sidecar
+	for deadline := start.Add(60 * time.Second); to == nil && time.Now().Before(deadline); pause(50 * time.Millisecond) {
+		if name, ok := r.probe.actingAfter(start); ok && !r.sidecar(name).spared {
+			to = r.sidecar(name)
+		}
+	}
+	for _, s := range spared {
+		for _, p := range s.etcd {
+			r.check1(p.Restore())
+		}
+	}
+	if to == nil {
+		r.note("  no other master acted within 60 s: restored them to etcd, %s on the master skipped", kind)
+		r.mu.Lock()
+		r.skipped[kind]++
+		r.mu.Unlock()
+		return nil
+	}
+	r.note("  %s acts after %s: restored the spared sidecars to etcd", to.name, time.Since(start).Round(time.Millisecond))
+	r.mu.Lock()
+	r.substituted[kind]++
+	r.mu.Unlock()
+	return to
+}
+
 // inject applies one fault, holds it, heals it, and measures the time to
 // an acting master and to repair.
 func (r *faultRun) inject(kind string) {
 	t := r.t
 	r.faultStart = time.Now()
 	m := r.master()
+	acting := m != nil
 	if m == nil {
 		m = r.sidecars[r.rnd.IntN(len(r.sidecars))]
+	}
+	if m.spared && onProcess(kind) && strings.HasSuffix(kind, "-master") {
+		// A spared master's process is not to be touched: the office
+		// moves off it first, and the fault hits the next master; with
+		// none acting, another sidecar stands for it, as m did.
+		if !acting {
+			m = r.otherUnspared(m)
+		} else if m = r.moveOffice(kind, m); m == nil {
+			return
+		}
 	}
 	// healed: when the fault ended; recovery times are measured from it,
 	// or, for a kill or a SIGTERM, from the signal, while the node is
@@ -958,7 +1082,13 @@ func (r *faultRun) inject(kind string) {
 		// on the primary alone, and lost with it.
 		var termed *sidecar
 		var termedInc string
-		if m := r.master(); m != nil {
+		m := r.master()
+		if m != nil && m.spared {
+			// Its successor's term is written to the primary only all
+			// the same; then the next one's too, as it resigns.
+			m = r.moveOffice(kind, m)
+		}
+		if m != nil {
 			termed, termedInc = m, r.incarnation(m)
 			r.note("  SIGTERM %s (master): its successor's term is written to the primary only", m.name)
 			r.signal(m, syscall.SIGTERM)
@@ -1159,6 +1289,9 @@ func (r *faultRun) check1(err error) {
 func (r *faultRun) signal(s *sidecar, sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.spared {
+		r.t.Fatalf("the suite was to send %v to %s, spared (EH_FAULT_SPARE): not sent", sig, s.name)
+	}
 	s.signalled = true
 	_ = s.d.cmd.Process.Signal(sig)
 }
@@ -1169,6 +1302,9 @@ func (r *faultRun) freeze(s *sidecar, on bool) {
 	sig := syscall.SIGCONT
 	if on {
 		sig = syscall.SIGSTOP
+	}
+	if on && s.spared {
+		r.t.Fatalf("the suite was to freeze %s, spared (EH_FAULT_SPARE): not frozen", s.name)
 	}
 	s.frozen = on
 	_ = s.d.cmd.Process.Signal(sig)
@@ -1501,6 +1637,16 @@ type footprint struct {
 	rss0, rss1, rssMax  int64 // bytes
 	goroutines0, gorNow int
 	samples             int
+	// series: every sample, kept for a spared sidecar's process.
+	spared bool
+	series []footSample
+}
+
+// footSample is one sample of a process's footprint.
+type footSample struct {
+	at         time.Time
+	rss        int64
+	goroutines int
 }
 
 // sampleFootprints samples every sidecar process's resident memory
@@ -1512,7 +1658,7 @@ func (r *faultRun) sampleFootprints(period time.Duration) (stop func()) {
 	sample := func() {
 		for _, s := range r.sidecars {
 			s.mu.Lock()
-			d, ok := s.d, !s.frozen && !s.signalled && s.d.running()
+			d, ok, spared := s.d, !s.frozen && !s.signalled && s.d.running(), s.spared
 			s.mu.Unlock()
 			if !ok {
 				continue
@@ -1528,11 +1674,14 @@ func (r *faultRun) sampleFootprints(period time.Duration) (stop func()) {
 			r.mu.Lock()
 			f := r.footprints[d]
 			if f == nil {
-				f = &footprint{name: s.name, pid: d.cmd.Process.Pid, first: time.Now(), rss0: rss, goroutines0: g}
+				f = &footprint{name: s.name, pid: d.cmd.Process.Pid, first: time.Now(), rss0: rss, goroutines0: g, spared: spared}
 				r.footprints[d] = f
 			}
 			f.last, f.rss1, f.rssMax, f.gorNow = time.Now(), rss, max(f.rssMax, rss), g
 			f.samples++
+			if f.spared {
+				f.series = append(f.series, footSample{f.last, rss, g})
+			}
 			r.mu.Unlock()
 		}
 	}
@@ -1591,19 +1740,75 @@ func goroutines(c *cluster, hc *http.Client, addr string) (int, error) {
 	return 0, fmt.Errorf("no go_goroutines in %s/metrics (HTTP %d)", addr, resp.StatusCode)
 }
 
-// footprintReport lists the sidecar processes that lived longest (at
-// least 10 % of the run), with their memory and goroutines first and
-// last sampled.
+// footprintReport gives each spared sidecar's process (EH_FAULT_SPARE)
+// its resident memory and goroutines after a warm-up (the first 5 % of
+// its sampled life) and at the end, its largest, and the growth between;
+// then lists the other sidecar processes that lived longest (at least
+// 10 % of the run), with their memory and goroutines first and last
+// sampled. Figures only: a shared, noisy host sets no threshold.
 func (r *faultRun) footprintReport(b *strings.Builder, took time.Duration) {
 	fs := slices.Collect(maps.Values(r.footprints))
 	slices.SortFunc(fs, func(a, b *footprint) int { return cmp.Compare(b.last.Sub(b.first), a.last.Sub(a.first)) })
-	fmt.Fprintf(b, "sidecar processes that lived through at least 10%% of the run (resident memory and goroutines, first and last sampled):\n")
+	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+	if r.opts.spare > 0 {
+		fmt.Fprintf(b, "spared sidecars (EH_FAULT_SPARE=%d: no fault signalled or froze their process; network, etcd and PostgreSQL faults hit them as the others), resident memory and goroutines after a warm-up (the first 5%% of the process's sampled life) and at the end:\n", r.opts.spare)
+		for _, s := range r.sidecars {
+			if !s.spared {
+				continue
+			}
+			var mine []*footprint
+			for _, f := range fs {
+				if f.name == s.name {
+					mine = append(mine, f)
+				}
+			}
+			slices.SortFunc(mine, func(a, b *footprint) int { return a.first.Compare(b.first) })
+			if len(mine) != 1 {
+				fmt.Fprintf(b, "  %s: %d processes sampled, not one (a process that exited on its own is a violation, below)\n", s.name, len(mine))
+			}
+			for _, f := range mine {
+				warm := f.series[0]
+				for _, x := range f.series {
+					if x.at.Sub(f.first) >= f.last.Sub(f.first)/20 {
+						warm = x
+						break
+					}
+				}
+				end := f.series[len(f.series)-1]
+				gMax := 0
+				for _, x := range f.series {
+					gMax = max(gMax, x.goroutines)
+				}
+				growth := end.rss - warm.rss
+				fmt.Fprintf(b, "  %s pid %d, %s, %d samples: RSS %.1f MB after warm-up (+%s) → %.1f MB at end, growth %+.1f MB (%+.1f%%), max %.1f MB; goroutines %d → %d (%+d), max %d; first sampled: RSS %.1f MB, %d goroutines\n",
+					f.name, f.pid, f.last.Sub(f.first).Round(time.Second), f.samples, mb(warm.rss), warm.at.Sub(f.first).Round(time.Second), mb(end.rss),
+					mb(growth), 100*float64(growth)/float64(max(warm.rss, 1)), mb(f.rssMax), warm.goroutines, end.goroutines, end.goroutines-warm.goroutines, gMax,
+					mb(f.rss0), f.goroutines0)
+			}
+		}
+		count := func(m map[string]int) string {
+			n, parts := 0, []string{}
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				n += m[k]
+				parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+			}
+			if n == 0 {
+				return "0"
+			}
+			return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+		}
+		fmt.Fprintf(b, "faults on the process of a spared master: %s hit the next master once the office moved off it (the spared sidecars cut from etcd until another acted), %s skipped (no other master within 60 s)\n",
+			count(r.substituted), count(r.skipped))
+		fmt.Fprintf(b, "other sidecar processes that lived through at least 10%% of the run (resident memory and goroutines, first and last sampled):\n")
+	} else {
+		fmt.Fprintf(b, "sidecar processes that lived through at least 10%% of the run (resident memory and goroutines, first and last sampled):\n")
+	}
 	for _, f := range fs {
-		if f.samples < 2 || f.last.Sub(f.first) < took/10 {
+		if f.spared || f.samples < 2 || f.last.Sub(f.first) < took/10 {
 			continue
 		}
 		fmt.Fprintf(b, "  %s pid %d, %s: RSS %.1f → %.1f MB (max %.1f), goroutines %d → %d\n", f.name, f.pid, f.last.Sub(f.first).Round(time.Second),
-			float64(f.rss0)/(1<<20), float64(f.rss1)/(1<<20), float64(f.rssMax)/(1<<20), f.goroutines0, f.gorNow)
+			mb(f.rss0), mb(f.rss1), mb(f.rssMax), f.goroutines0, f.gorNow)
 	}
 }
 
