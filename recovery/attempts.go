@@ -11,6 +11,7 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/lib/pq"
 )
@@ -107,208 +108,17 @@ func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.fa
 func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked bool) (batchCounts, error) {
 	var bc batchCounts
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
+	q, err := r.renderBatch(w, t, c, tbl, attr, cur, skipLocked, debug, run)
+	if err != nil {
+		return bc, fmt.Errorf("repair batch: %w", err)
+	}
 	from := t.Interim
 	if c == CauseFailure {
 		from = t.Failed
 	}
-	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
-	pred, predB := "TRUE", "TRUE"
-	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
-		pred, predB = tbl.Unclaimed("t"), tbl.Unclaimed("b")
-	}
-	// Parameters $1–$18 are fixed (args below); the optional ones are
-	// numbered as they are added, so every one given is used.
-	var extra []any
-	param := func(v any) string {
-		extra = append(extra, v)
-		return fmt.Sprintf("$%d", 18+len(extra))
-	}
-	match, errText := "0", "NULL::text"
-	if w.ErrorColumn != "" {
-		errText = fmt.Sprintf("left(b.%s::text, %d)", claims.Ident(w.ErrorColumn), maxErrorText)
-	}
-	if p := t.Policy(c); w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
-		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest(%s::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, param(p.pgPatterns()), claims.Ident(w.ErrorColumn))
-	}
-	patterns := t.Policy(c).NonRetryable
-	if match == "0" {
-		patterns = nil
-	}
-	node, intr := "NULL::text", ""
-	if attr.on {
-		node = r.cfg.Events.LatestExpiryNode("$1", fmt.Sprintf("b.%s::text", id))
-	}
-	if c == CauseInterrupt && len(attr.expired) > 0 {
-		// Interruptions of the nodes whose claims this run expired, for
-		// their failover grades (nodes.Store.Grade).
-		intr = fmt.Sprintf(`, intr AS (
-			INSERT INTO %s (run_id, node, workflow, task, instance)
-			SELECT $6, x.node, $1, $2, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY (%s::text[])
-		)`, r.intr, param(pq.Array(attr.expired)))
-	}
-	// Interrupted instances in id order, failed ones in (updated, id)
-	// order from the watermark; a failed instance is skipped once a
-	// decision was made on it since the engine last changed it.
-	after, lock := "AND $5::text = ''", "" // the first batch: no cursor
-	order, upd, handled := "b."+id, "NULL::timestamptz", ""
-	if cur.id != "" {
-		after = fmt.Sprintf("AND b.%s > $5", id)
-	}
-	if c == CauseFailure {
-		u := "b." + claims.Ident(w.UpdatedColumn)
-		// Decided since the engine last changed it: the decision is newer
-		// than the stamp, or was made on this very stamp (one in the
-		// future included).
-		order, upd, handled = u+", b."+id, u, "AND (a.since IS NULL OR (a.since < "+u+" AND a.stamp IS DISTINCT FROM "+u+"))"
-		after = fmt.Sprintf("AND %s >= $5::timestamptz", u)
-		if cur.id != "" {
-			after += fmt.Sprintf(" AND (%s > $5::timestamptz OR b.%s > %s)", u, id, param(cur.id))
-		}
-	}
-	if cur.ids != nil {
-		after += fmt.Sprintf(" AND b.%s = ANY (%s)", id, param(pq.Array(cur.ids)))
-	}
-	if skipLocked {
-		lock = "FOR NO KEY UPDATE OF b SKIP LOCKED"
-	}
-	// A parked instance (waiting for a retry, or held) that ran again
-	// since it was parked: someone else moved it back and an engine ran
-	// it, and it was interrupted (its claim expired since) or failed (the
-	// engine changed it since) again. That is a new case of the task,
-	// decided now; left alone, the due retry would find it where it was
-	// left and run, and the new case would be lost.
-	again := r.againSQL(c, w, tbl, "b", "$1", "$3")
-	// The cursor: the last id picked (interrupted instances, in id
-	// order), or the last (updated, id) picked (failed ones).
-	last := `coalesce((SELECT max(p.id)::text FROM pick p), ''), ''`
-	if c == CauseFailure {
-		last = `coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
-			coalesce((SELECT max(p.upd)::text FROM pick p), '')`
-	}
-	// The attempt-number guard: an attempts row read by the pick is
-	// updated only if its count and state are still the ones read (by
-	// tuple id: any change since makes it not found), and a row is
-	// inserted only if none exists (the primary key); either failing
-	// fails the batch. A faultinject build can turn it off: rows are then
-	// written by key, over whatever changed (and widen the window between
-	// the statement's snapshot and its writes, so that two masters with
-	// fencing off race).
-	guarded, window, onConflict := "a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state", "", ""
-	if faultinject.Off(faultinject.AttemptGuard) {
-		guarded, onConflict = "a.workflow = $1 AND a.instance = x.sid AND a.task = $2", " ON CONFLICT DO NOTHING"
-	}
-	if faultinject.Off(faultinject.RaceWindow) {
-		window = " CROSS JOIN pg_sleep(0.8)"
-	}
-	sp := stepsOf(t, c, patterns)
-	retried, failed := audit.KindRepair, audit.KindRepair
-	if c == CauseFailure {
-		retried, failed = audit.KindRetried, audit.KindFailed
-	}
-	ev := r.cfg.Events.InsertSelect(audit.Columns{
-		Kind: fmt.Sprintf(`CASE x.kind WHEN 'wait' THEN %s WHEN 'hold' THEN %s WHEN 'retry' THEN %s ELSE %s END`,
-			pq.QuoteLiteral(audit.KindRetryScheduled), pq.QuoteLiteral(audit.KindHeld), pq.QuoteLiteral(retried), pq.QuoteLiteral(failed)),
-		RunID: "$6", Node: "x.node", Workflow: "$1", Instance: "x.sid", Task: "$2", FromState: "$3", ToState: "nullif(x.to_state, '')",
-		Attempt: "CASE WHEN x.state <> '' THEN x.attempt END", Reason: "x.reason"}, "done x")
-	if r.noEvents {
-		ev = "SELECT 1"
-	}
-	q := fmt.Sprintf(`WITH s AS MATERIALIZED (
-			SELECT s.* FROM unnest($7::bool[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::float8[], $15::float8[])
-				AS s(known, prev, match, kind, to_state, state, reason, lo, hi)%[24]s
-		), pick AS MATERIALIZED (
-			SELECT b.ctid AS tid, b.%[2]s AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-				`+retriesCountedSQL+` AS prev,
-				CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
-				%[6]s AS node, %[7]s AS match, %[16]s AS err, %[18]s AS upd
-			FROM %[1]s AS b %[27]s
-			WHERE b.%[3]s = $3 AND %[5]s AND `+decidableSQL+` %[8]s %[19]s
-			ORDER BY %[17]s LIMIT $4 %[9]s
-		), d AS MATERIALIZED (
-			SELECT y.*,
-				-- The decision table stops at max_attempts: more retries
-				-- made (max_attempts lowered since) are said as they are.
-				CASE WHEN y.state = 'exhausted' AND y.prev > $18 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
-					'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-				|| CASE WHEN y.kind = 'wait' THEN %[12]s
-				        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN %[13]s || array_to_string(y.nodes, ', ')
-				        ELSE '' END
-				|| CASE WHEN NOT y.again THEN ''
-				        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
-				        ELSE '; it was run again by someone else while held' END AS full_reason
-			FROM (
-				SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
-					CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
-					coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
-					coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
-					CASE WHEN s.kind = 'wait' THEN %[11]s END AS delay_ms,
-					CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
-					s.reason
-				FROM pick p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
-					ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $18) AND s.match = p.match
-			) AS y
-		), moved AS (
-			UPDATE %[1]s AS t SET %[3]s = r.to_state FROM d AS r
-			WHERE t.ctid = r.tid AND r.to_state <> ''
-			  AND t.%[3]s = $3 AND %[4]s
-			RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
-		), kept AS (
-			SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
-			FROM %[1]s AS t JOIN d AS r ON t.ctid = r.tid
-			WHERE r.to_state = '' AND t.%[3]s = $3 AND %[4]s
-			FOR NO KEY UPDATE OF t
-		), done AS MATERIALIZED (
-			SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
-			UNION ALL
-			SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
-		), ins AS (
-			INSERT INTO %[10]s (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
-				last_node, nodes, last_reason, last_error, stamp)
-			SELECT $1, x.sid, $2, x.made, x.state, %[20]s, $3,
-				CASE WHEN x.kind = 'retry' THEN now() END,
-				CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-				x.node, x.nodes, x.reason, x.err, x.upd
-			FROM done x WHERE x.state <> '' AND x.att IS NULL%[26]s
-			RETURNING 1
-		), upd AS (
-			-- The row read by the pick, by tuple id: if it changed since,
-			-- it is not found, and the counts below differ.
-			UPDATE %[10]s AS a SET attempt = x.made, state = x.state, cause = %[20]s, left_in = $3, since = now(),
-				last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
-				next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-				last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
-				stamp = coalesce(x.upd, a.stamp)
-			FROM done x
-			WHERE x.att IS NOT NULL AND %[25]s
-			RETURNING 1
-		), ev AS (
-			%[14]s
-		)%[21]s, counted AS (
-			UPDATE %[15]s SET done = done + (SELECT count(*) FROM done) WHERE id = $6
-		)
-		SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
-			count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
-			count(*) FILTER (WHERE state = 'exhausted'),
-			count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
-			(SELECT count(*) FROM pick),
-			%[22]s, %[23]s
-		FROM done`,
-		ti, id, st, pred, predB, node, match, after, lock, r.attempts,
-		fmt.Sprintf(sampleSQL, "s"), fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), pq.QuoteLiteral(nodesSuffix), ev, r.runs, errText, order, upd, handled, pq.QuoteLiteral(string(c)), intr, last,
-		debugSQL(debug), window, guarded, onConflict, r.historyJoin(again, w))
-	at := cur.id
-	if c == CauseFailure {
-		at = cur.at
-	}
-	args := []any{w.Name, t.Name, from, r.cfg.BatchSize, at, run,
-		pq.BoolArray(sp.known), pq.Int64Array(sp.prev), pq.Int64Array(sp.match), pq.StringArray(sp.kind), pq.StringArray(sp.to),
-		pq.StringArray(sp.state), pq.StringArray(sp.reason), pq.Float64Array(sp.lo), pq.Float64Array(sp.hi),
-		sp.capMS, sp.jitter, sp.max}
-	args = append(args, extra...)
 	var want, wrote int64
 	var each []byte
-	err := tx.QueryRowContext(ctx, q, args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
+	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
@@ -331,19 +141,129 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	return bc, nil
 }
 
+// policyBatchSQL: the statement of a repair batch (sql/policy_batch.sql).
+var policyBatchSQL = sqltext.Load(statements, "sql/policy_batch.sql")
+
+// batchSlots fill policyBatchSQL: what the workflow's configuration, the
+// task's policy, the cause and the batch decide of its text.
+type batchSlots struct {
+	// Table, ID, Status: the instance table and its columns, quoted;
+	// Updated and ErrorColumn: its updated and error columns, quoted, or
+	// "" (Updated is used for failures only).
+	Table, ID, Status, Updated, ErrorColumn string
+	// Failure: the cause is a failure (a watermark on Updated), not an
+	// interruption (the id order).
+	Failure bool
+	// Cursor: a batch after the first; IDs: only the instances whose
+	// claims the run expired; SkipLocked: a pass beside running engines.
+	Cursor, IDs, SkipLocked bool
+	// Patterns: non-retryable patterns are matched against the error.
+	Patterns bool
+	// ExpiryNode: the SQL expression of the node whose claim on b
+	// expired last ("" when repairs are not attributed); Interruptions:
+	// the table they are counted in for failover grades ("" when the run
+	// expired no claim).
+	ExpiryNode, Interruptions string
+	// HistoryJoin joins b's attempts row as a; RetriesCounted and
+	// Decidable read it (retriesCountedSQL, decidableSQL).
+	HistoryJoin, RetriesCounted, Decidable string
+	// Sample: a scheduled retry's delay (sampleSQL); WaitSuffix,
+	// NodesSuffix: the reason's endings; Cause: the cause, quoted.
+	Sample, WaitSuffix, NodesSuffix, Cause string
+	MaxErrorText                           int
+	// The sidecar's tables, quoted, and the event kinds, as literals.
+	Attempts, Events, Runs                  string
+	KindWait, KindHold, KindRetry, KindFail string
+	NoEvents, Debug, Guard, RaceWindow      bool
+	claims                                  *claims.Table
+}
+
+// Unclaimed is the unclaimed predicate over the instance row alias
+// (TRUE for a workflow without claims).
+func (s batchSlots) Unclaimed(alias string) string {
+	if s.claims == nil || faultinject.Off(faultinject.Predicate) {
+		return "TRUE"
+	}
+	return s.claims.Unclaimed(alias)
+}
+
+// renderBatch renders the statement of one repair batch and its
+// parameters.
+func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked, debug bool, run int64) (sqltext.Statement, error) {
+	from := t.Interim
+	if c == CauseFailure {
+		from = t.Failed
+	}
+	p := t.Policy(c)
+	patterns := p.NonRetryable
+	if w.ErrorColumn == "" {
+		patterns = nil
+	}
+	sl := batchSlots{
+		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
+		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: skipLocked,
+		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
+		HistoryJoin: r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w, sqltext.Arg("workflow"), sqltext.Arg("task")),
+		Sample:      fmt.Sprintf(sampleSQL, "s"), WaitSuffix: fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), NodesSuffix: pq.QuoteLiteral(nodesSuffix),
+		Cause: pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs,
+		KindWait: pq.QuoteLiteral(audit.KindRetryScheduled), KindHold: pq.QuoteLiteral(audit.KindHeld),
+		KindRetry: pq.QuoteLiteral(audit.KindRepair), KindFail: pq.QuoteLiteral(audit.KindRepair),
+		NoEvents: r.noEvents, Debug: debug,
+		Guard: !faultinject.Off(faultinject.AttemptGuard), RaceWindow: faultinject.Off(faultinject.RaceWindow),
+		claims: tbl,
+	}
+	if w.ErrorColumn != "" {
+		sl.ErrorColumn = claims.Ident(w.ErrorColumn)
+	}
+	if c == CauseFailure {
+		sl.Updated = claims.Ident(w.UpdatedColumn)
+		sl.KindRetry, sl.KindFail = pq.QuoteLiteral(audit.KindRetried), pq.QuoteLiteral(audit.KindFailed)
+	}
+	if attr.on {
+		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
+	}
+	sp := stepsOf(t, c, patterns)
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": from, "batch_size": r.cfg.BatchSize, "run": run,
+		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
+		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
+		"reason": pq.StringArray(sp.reason), "lo": pq.Float64Array(sp.lo), "hi": pq.Float64Array(sp.hi),
+		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max}
+	switch {
+	case c == CauseFailure:
+		args["cursor"] = cur.at
+		if cur.id != "" {
+			args["cursor_id"] = cur.id
+		}
+	case cur.id != "":
+		args["cursor"] = cur.id
+	}
+	if cur.ids != nil {
+		args["ids"] = pq.Array(cur.ids)
+	}
+	if sl.Patterns {
+		args["patterns"] = p.pgPatterns()
+	}
+	if c == CauseInterrupt && len(attr.expired) > 0 {
+		sl.Interruptions = r.intr
+		args["expired"] = pq.Array(attr.expired)
+	}
+	return policyBatchSQL.Render(sl, args)
+}
+
 // historyJoin joins to the instance row b (of workflow $1's task $2) its
 // attempts row as a: tid, attempt, nodes, state, since, stamp, and again,
 // whether a parked row's instance ran again since (the SQL condition
 // again, from againSQL).
-func (r *Repairer) historyJoin(again string, w Workflow) string {
+func (r *Repairer) historyJoin(again string, w Workflow, workflow, task string) string {
 	return fmt.Sprintf(`LEFT JOIN LATERAL (
-				-- LIMIT 1 keeps this a probe of the primary key per row,
-				-- whatever the planner thinks of the table's size.
-				SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-					CASE WHEN a.state IN ('waiting', 'held') THEN %s ELSE false END AS again
-				FROM %s AS a
-				WHERE a.workflow = $1 AND a.instance = b.%s::text AND a.task = $2 LIMIT 1) AS a ON true`,
-		again, r.attempts, claims.Ident(w.IDColumn))
+		-- LIMIT 1 keeps this a probe of the primary key per row,
+		-- whatever the planner thinks of the table's size.
+		SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+			CASE WHEN a.state IN ('waiting', 'held') THEN %s ELSE false END AS again
+		FROM %s AS a
+		WHERE a.workflow = %s AND a.instance = b.%s::text AND a.task = %s LIMIT 1) AS a ON true`,
+		again, r.attempts, workflow, claims.Ident(w.IDColumn), task)
 }
 
 const (
@@ -377,7 +297,7 @@ func (r *Repairer) againSQL(c Cause, w Workflow, tbl *claims.Table, alias, workf
 }
 
 // repairedInstance is what a repair batch did to one instance, read only
-// for the debug log (debugSQL).
+// for the debug log (the last column of policy_batch.sql).
 type repairedInstance struct {
 	Instance string `json:"instance"`
 	Kind     string `json:"kind"`
@@ -389,17 +309,6 @@ type repairedInstance struct {
 
 // actionName of a decision kind, as the repair counts and metrics name it.
 var actionName = map[string]string{"retry": "retried", "wait": "scheduled", "hold": "held", "fail": "failed"}
-
-// debugSQL is the last column of a repair batch: with debug on, what it
-// did to each instance, as a JSON array (repairedInstance); otherwise
-// nothing is built.
-func debugSQL(debug bool) string {
-	if !debug {
-		return "NULL::json"
-	}
-	return `json_agg(json_build_object('instance', sid, 'kind', kind, 'to', to_state, 'node', coalesce(node, ''),
-		'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid)`
-}
 
 // attribution of a repair batch: on, its events name the node whose claim
 // on each instance expired last; expired lists the instances whose claims

@@ -85,7 +85,7 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 			FROM %[1]s AS b %[4]s
 			WHERE b.%[2]s = $3 AND %[5]s AND `+decidableSQL+`
 		) AS x GROUP BY 1, 2 ORDER BY 1, 2`,
-		claims.Ident(w.Table), claims.Ident(w.StatusColumn), match, r.historyJoin(again, w), tbl.UnclaimedAfterExpiry("b"))
+		claims.Ident(w.Table), claims.Ident(w.StatusColumn), match, r.historyJoin(again, w, "$1", "$2"), tbl.UnclaimedAfterExpiry("b"))
 	var groups []struct {
 		Prev  int   `db:"prev"`
 		Match int   `db:"match"`

@@ -372,7 +372,7 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed, aga
 		of, args = fmt.Sprintf("AND b.%s = ANY ($4)", claims.Ident(w.IDColumn)), append(args, pq.Array(ids))
 	}
 	q := fmt.Sprintf(`SELECT count(*) FROM %s AS b %s WHERE b.%s = $3 AND %s %s AND `+decidableSQL,
-		claims.Ident(w.Table), r.historyJoin(again, w), claims.Ident(w.StatusColumn), unclaimed, of)
+		claims.Ident(w.Table), r.historyJoin(again, w, "$1", "$2"), claims.Ident(w.StatusColumn), unclaimed, of)
 	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}

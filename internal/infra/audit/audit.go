@@ -236,6 +236,10 @@ func (l *Log) InsertSelect(c Columns, from string) string {
 	return `INSERT INTO ` + l.table + ` (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + from
 }
 
+// Table is the events table's quoted name, for statements that write
+// events with a template of their own.
+func (l *Log) Table() string { return l.table }
+
 // LatestExpiryNode returns an SQL expression: the node of the latest
 // claim_expired event about instance of workflow (SQL expressions), or
 // NULL. The partial index of expired claims serves it.

@@ -1,0 +1,259 @@
+// Package sqltext holds SQL statements as text a reviewer can read: a
+// statement is a text/template with named slots for what the
+// configuration decides (quoted identifiers, SQL fragments, switches) and
+// named parameters, numbered $1, $2, … in the order they first appear.
+//
+//	UPDATE {{.Table}} SET {{.Status}} = {{arg "to"}} WHERE {{.Status}} = {{arg "from"}}
+//
+// Slots come from a struct (its exported fields and methods): a slot the
+// text names that the struct lacks, or a field or method of the struct
+// the text never names, is an error, so the text and the code that fills
+// it cannot drift apart. A parameter named in the rendered text but not
+// given, or given but not named, is an error too. Identifiers are quoted
+// by one function, Ident.
+package sqltext
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/template"
+	"text/template/parse"
+
+	"github.com/lib/pq"
+)
+
+// Ident quotes a possibly schema-qualified name ("schema.table") part by
+// part.
+func Ident(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = pq.QuoteIdentifier(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// Template is one named statement.
+type Template struct {
+	name string
+	t    *template.Template
+	// refs: the slot names the text refers to, anywhere (every branch).
+	refs []string
+	// checked: the slot struct types already checked against refs.
+	checked sync.Map // reflect.Type → error
+}
+
+// argMark wraps a parameter's name in the executed text; Render numbers
+// them. NUL never appears in SQL text.
+const argMark = "\x00"
+
+var argRef = regexp.MustCompile(argMark + `([^` + argMark + `]*)` + argMark)
+
+// Arg is the parameter name's place in an SQL fragment built in Go and
+// handed to a template as a slot: Render numbers it with the text's own.
+func Arg(name string) string { return argMark + name + argMark }
+
+// New parses text as the statement name. It panics on a malformed
+// template: statements are package variables, checked by every test.
+func New(name, text string) *Template {
+	t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+		"arg": func(n string) string { return argMark + n + argMark },
+	}).Parse(text)
+	if err != nil {
+		panic(fmt.Sprintf("sqltext: %s: %v", name, err))
+	}
+	tp := &Template{name: name, t: t}
+	for _, tr := range t.Templates() {
+		if tr.Tree != nil {
+			walk(tr.Tree.Root, func(f string) {
+				if !slices.Contains(tp.refs, f) {
+					tp.refs = append(tp.refs, f)
+				}
+			})
+		}
+	}
+	slices.Sort(tp.refs)
+	return tp
+}
+
+// Load parses the file name of fsys as a statement named after it.
+func Load(fsys embed.FS, name string) *Template {
+	b, err := fsys.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("sqltext: %v", err))
+	}
+	return New(name, string(b))
+}
+
+// Name of the statement.
+func (t *Template) Name() string { return t.name }
+
+// Statement is a rendered statement: its SQL, its parameters' values in
+// $n order, and their names.
+type Statement struct {
+	SQL   string
+	Args  []any
+	Names []string
+}
+
+// Header lists the statement's parameters as an SQL comment, one per
+// line ("-- $1 workflow").
+func (s Statement) Header() string {
+	var b strings.Builder
+	for i, n := range s.Names {
+		fmt.Fprintf(&b, "-- $%d %s\n", i+1, n)
+	}
+	return b.String()
+}
+
+// Args of a statement, by name.
+type Args map[string]any
+
+// Render executes the statement with slots (a struct, or a pointer to
+// one; nil for none) and the parameters args.
+func (t *Template) Render(slots any, args Args) (Statement, error) {
+	if err := t.check(slots); err != nil {
+		return Statement{}, err
+	}
+	var b bytes.Buffer
+	if err := t.t.Execute(&b, slots); err != nil {
+		return Statement{}, fmt.Errorf("sqltext: %s: %w", t.name, err)
+	}
+	var st Statement
+	index := map[string]int{}
+	var missing []string
+	st.SQL = argRef.ReplaceAllStringFunc(b.String(), func(m string) string {
+		n := m[len(argMark) : len(m)-len(argMark)]
+		i, ok := index[n]
+		if !ok {
+			v, given := args[n]
+			if !given {
+				missing = append(missing, n)
+			}
+			st.Args, st.Names = append(st.Args, v), append(st.Names, n)
+			i = len(st.Args)
+			index[n] = i
+		}
+		return "$" + strconv.Itoa(i)
+	})
+	if len(missing) > 0 {
+		return Statement{}, fmt.Errorf("sqltext: %s: parameters %s are used but not given", t.name, strings.Join(missing, ", "))
+	}
+	var unused []string
+	for n := range args {
+		if _, ok := index[n]; !ok {
+			unused = append(unused, n)
+		}
+	}
+	if len(unused) > 0 {
+		slices.Sort(unused)
+		return Statement{}, fmt.Errorf("sqltext: %s: parameters %s are given but not used", t.name, strings.Join(unused, ", "))
+	}
+	return st, nil
+}
+
+// MustRender is Render for statements whose slots and parameters are
+// fixed by the code (a test renders each shape): it panics on an error.
+func (t *Template) MustRender(slots any, args Args) Statement {
+	st, err := t.Render(slots, args)
+	if err != nil {
+		panic(err)
+	}
+	return st
+}
+
+// check compares the slots the text refers to with the exported fields
+// and methods of slots' type, once per type.
+func (t *Template) check(slots any) error {
+	typ := reflect.TypeOf(slots)
+	if v, ok := t.checked.Load(typ); ok {
+		err, _ := v.(error)
+		return err
+	}
+	var have []string
+	if typ != nil {
+		st := typ
+		if st.Kind() == reflect.Pointer {
+			st = st.Elem()
+		}
+		if st.Kind() == reflect.Struct {
+			for _, f := range reflect.VisibleFields(st) {
+				if f.IsExported() && !f.Anonymous {
+					have = append(have, f.Name)
+				}
+			}
+		}
+		for i := range typ.NumMethod() {
+			have = append(have, typ.Method(i).Name)
+		}
+	}
+	var errs []string
+	for _, r := range t.refs {
+		if !slices.Contains(have, r) {
+			errs = append(errs, "the text names slot "+r+", which "+fmt.Sprint(typ)+" lacks")
+		}
+	}
+	for _, h := range have {
+		if !slices.Contains(t.refs, h) {
+			errs = append(errs, fmt.Sprint(typ)+"'s "+h+" is never named by the text")
+		}
+	}
+	var err error
+	if len(errs) > 0 {
+		err = fmt.Errorf("sqltext: %s: %s", t.name, strings.Join(errs, "; "))
+	}
+	t.checked.Store(typ, err)
+	return err
+}
+
+// walk calls fn with the first name of every field reference (.Name)
+// under n.
+func walk(n parse.Node, fn func(string)) {
+	switch n := n.(type) {
+	case nil:
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			walk(c, fn)
+		}
+	case *parse.ActionNode:
+		walk(n.Pipe, fn)
+	case *parse.PipeNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Cmds {
+			walk(c, fn)
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			walk(a, fn)
+		}
+	case *parse.FieldNode:
+		fn(n.Ident[0])
+	case *parse.ChainNode:
+		walk(n.Node, fn)
+	case *parse.IfNode:
+		walk(n.Pipe, fn)
+		walk(n.List, fn)
+		walk(n.ElseList, fn)
+	case *parse.RangeNode:
+		walk(n.Pipe, fn)
+		walk(n.List, fn)
+		walk(n.ElseList, fn)
+	case *parse.WithNode:
+		walk(n.Pipe, fn)
+		walk(n.List, fn)
+		walk(n.ElseList, fn)
+	case *parse.TemplateNode:
+		walk(n.Pipe, fn)
+	}
+}

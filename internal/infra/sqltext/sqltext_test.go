@@ -1,0 +1,72 @@
+package sqltext
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+type moveSlots struct {
+	Table, Status string
+	Claimable     bool
+}
+
+func (s moveSlots) Unclaimed(alias string) string { return alias + ".claimed_by IS NULL" }
+
+var move = New("move", `UPDATE {{.Table}} AS t SET {{.Status}} = {{arg "to"}}
+WHERE t.{{.Status}} = {{arg "from"}}{{if .Claimable}} AND {{.Unclaimed "t"}}{{end}} AND {{arg "to"}} <> ''`)
+
+func TestRenderNumbersParametersByFirstUse(t *testing.T) {
+	st, err := move.Render(moveSlots{Table: Ident("app.orders"), Status: Ident("state"), Claimable: true}, Args{"from": "b", "to": "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `UPDATE "app"."orders" AS t SET "state" = $1
+WHERE t."state" = $2 AND t.claimed_by IS NULL AND $1 <> ''`
+	if st.SQL != want {
+		t.Fatalf("rendered\n%s\nwant\n%s", st.SQL, want)
+	}
+	if !slices.Equal(st.Names, []string{"to", "from"}) || !slices.Equal(st.Args, []any{"c", "b"}) {
+		t.Fatalf("names %v args %v", st.Names, st.Args)
+	}
+	if h := st.Header(); h != "-- $1 to\n-- $2 from\n" {
+		t.Fatalf("header %q", h)
+	}
+}
+
+func TestRenderRefusesDrift(t *testing.T) {
+	type lacking struct{ Table, Status string } // no Claimable, no Unclaimed
+	type extra struct {
+		moveSlots
+		Schema string
+	}
+	for _, c := range []struct {
+		name  string
+		slots any
+		args  Args
+		want  string
+	}{
+		{"a slot the struct lacks", lacking{Table: "t", Status: "s"}, Args{"from": "a", "to": "b"}, "names slot Claimable"},
+		{"a field the text never names", extra{Schema: "x"}, Args{"from": "a", "to": "b"}, "sqltext.extra's Schema is never named by the text"},
+		{"a parameter not given", moveSlots{Table: "t", Status: "s"}, Args{"to": "b"}, "parameters from are used but not given"},
+		{"a parameter not used", moveSlots{Table: "t", Status: "s"}, Args{"from": "a", "to": "b", "run": 1}, "parameters run are given but not used"},
+	} {
+		_, err := move.Render(c.slots, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "move") {
+			t.Errorf("%s: %v, want an error naming the statement and saying %q", c.name, err, c.want)
+		}
+	}
+	// Slots promoted from an embedded struct count as the struct's own.
+	if _, err := move.Render(extra{Schema: "x"}, Args{"from": "a", "to": "b"}); err == nil || strings.Contains(err.Error(), "lacks") {
+		t.Errorf("embedded slots: %v, want only the unnamed Schema", err)
+	}
+}
+
+func TestMalformedTemplatePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New accepted a malformed template")
+		}
+	}()
+	New("bad", "SELECT {{.A")
+}

@@ -1,0 +1,159 @@
+{{/*
+policy_batch: one batch of a task's interrupted (or failed) instances,
+decided by the task's retry policy and repaired in one statement. The
+repairer renders it (recovery/attempts.go, policyBatch); the golden files
+in recovery/testdata/policy_batch/ show it rendered.
+
+Parameters (numbered $1, $2, … in the order they first appear):
+  known, prev, match, kind, to_state, state, reason, lo, hi
+                 the decision table (steps), one array per column
+  cap_ms, jitter the backoff's cap (ms) and jitter
+  workflow, task the task's workflow and name
+  from           the state it repairs: the interim (or failed) state
+  cursor         interrupted: the last id picked; failed: the watermark,
+                 the last updated_column picked (absent on a first
+                 interrupted batch)
+  cursor_id      failed: the last id picked at that updated_column
+  ids            the instances to look at (those whose claims the run
+                 expired), when not all
+  patterns       the non-retryable patterns, as PostgreSQL regexps
+  batch_size     instances per batch
+  max_attempts   where the decision table ends
+  run            the run the batch belongs to
+  expired        the instances whose claims this run expired: their
+                 repairs are interruptions of those nodes
+*/ -}}
+WITH s AS MATERIALIZED (
+	-- The decision table: one row per (attempts row known, retries
+	-- made, pattern matched).
+	SELECT s.* FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
+		{{arg "state"}}::text[], {{arg "reason"}}::text[], {{arg "lo"}}::float8[], {{arg "hi"}}::float8[])
+		AS s(known, prev, match, kind, to_state, state, reason, lo, hi){{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
+), pick AS MATERIALIZED (
+	-- Up to batch_size instances in the state, unclaimed, not parked
+	-- (or run again since), after the cursor, with their attempts rows.
+	SELECT b.ctid AS tid, b.{{.ID}} AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
+		{{.RetriesCounted}} AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+		{{if .ExpiryNode}}{{.ExpiryNode}}{{else}}NULL::text{{end}} AS node,
+		{{if .Patterns}}coalesce((SELECT u.i FROM unnest({{arg "patterns"}}::text[]) WITH ORDINALITY AS u(p, i)
+			WHERE b.{{.ErrorColumn}}::text ~ u.p ORDER BY u.i LIMIT 1), 0){{else}}0{{end}} AS match,
+		{{if .ErrorColumn}}left(b.{{.ErrorColumn}}::text, {{.MaxErrorText}}){{else}}NULL::text{{end}} AS err,
+		{{if .Failure}}b.{{.Updated}}{{else}}NULL::timestamptz{{end}} AS upd
+	FROM {{.Table}} AS b {{.HistoryJoin}}
+	WHERE b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "b"}} AND {{.Decidable}}
+	{{- if .Failure}}
+		-- From the watermark, in (updated, id) order; skipped once a
+		-- decision was made on it since the engine last changed it (the
+		-- decision is newer than the stamp, or was made on this very
+		-- stamp, one in the future included).
+		AND b.{{.Updated}} >= {{arg "cursor"}}::timestamptz
+		{{- if .Cursor}} AND (b.{{.Updated}} > {{arg "cursor"}}::timestamptz OR b.{{.ID}} > {{arg "cursor_id"}}){{end}}
+		AND (a.since IS NULL OR (a.since < b.{{.Updated}} AND a.stamp IS DISTINCT FROM b.{{.Updated}}))
+	{{- else if .Cursor}}
+		AND b.{{.ID}} > {{arg "cursor"}}
+	{{- end}}
+	{{- if .IDs}}
+		AND b.{{.ID}} = ANY ({{arg "ids"}})
+	{{- end}}
+	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
+	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
+), d AS MATERIALIZED (
+	-- Each instance decided: its row of the decision table, the attempt
+	-- it makes, the delay of a scheduled retry, the reason said.
+	SELECT y.*,
+		-- The decision table stops at max_attempts: more retries
+		-- made (max_attempts lowered since) are said as they are.
+		CASE WHEN y.state = 'exhausted' AND y.prev > {{arg "max_attempts"}} THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
+		|| CASE WHEN y.kind = 'wait' THEN {{.WaitSuffix}}
+		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN {{.NodesSuffix}} || array_to_string(y.nodes, ', ')
+		        ELSE '' END
+		|| CASE WHEN NOT y.again THEN ''
+		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
+		        ELSE '; it was run again by someone else while held' END AS full_reason
+	FROM (
+		SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
+			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
+			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
+			CASE WHEN s.kind = 'wait' THEN {{.Sample}} END AS delay_ms,
+			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
+			s.reason
+		FROM pick p JOIN (SELECT s.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter FROM s) AS s
+			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), {{arg "max_attempts"}}) AND s.match = p.match
+	) AS y
+), moved AS (
+	-- The instances that move, re-asserting the pick's predicate: a
+	-- row changed since is left alone.
+	UPDATE {{.Table}} AS t SET {{.Status}} = r.to_state FROM d AS r
+	WHERE t.ctid = r.tid AND r.to_state <> ''
+	  AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
+	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+), kept AS (
+	-- Those that stay where they are (parked), under the same predicate.
+	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+	FROM {{.Table}} AS t JOIN d AS r ON t.ctid = r.tid
+	WHERE r.to_state = '' AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
+	FOR NO KEY UPDATE OF t
+), done AS MATERIALIZED (
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+	UNION ALL
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+), ins AS (
+	-- A new attempts row, only if none exists (the primary key; a
+	-- conflict fails the batch).
+	INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+		last_node, nodes, last_reason, last_error, stamp)
+	SELECT {{arg "workflow"}}, x.sid, {{arg "task"}}, x.made, x.state, {{.Cause}}, {{arg "from"}},
+		CASE WHEN x.kind = 'retry' THEN now() END,
+		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		x.node, x.nodes, x.reason, x.err, x.upd
+	FROM done x WHERE x.state <> '' AND x.att IS NULL{{if not .Guard}} ON CONFLICT DO NOTHING{{end}}
+	RETURNING 1
+), upd AS (
+	-- The row read by the pick, by tuple id: if it changed since, it
+	-- is not found, and the counts below differ (the attempt-number
+	-- guard).
+	UPDATE {{.Attempts}} AS a SET attempt = x.made, state = x.state, cause = {{.Cause}}, left_in = {{arg "from"}}, since = now(),
+		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
+		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
+		stamp = coalesce(x.upd, a.stamp)
+	FROM done x
+	WHERE x.att IS NOT NULL AND {{if .Guard}}a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state{{else}}a.workflow = {{arg "workflow"}} AND a.instance = x.sid AND a.task = {{arg "task"}}{{end}}
+	RETURNING 1
+), ev AS (
+	-- One event per instance.
+	{{- if .NoEvents}}
+	SELECT 1
+	{{- else}}
+	INSERT INTO {{.Events}} (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	SELECT CASE x.kind WHEN 'wait' THEN {{.KindWait}} WHEN 'hold' THEN {{.KindHold}} WHEN 'retry' THEN {{.KindRetry}} ELSE {{.KindFail}} END,
+		{{arg "run"}}, x.node, {{arg "workflow"}}, x.sid, {{arg "task"}}, {{arg "from"}}, nullif(x.to_state, ''),
+		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
+	FROM done x
+	{{- end}}
+){{if .Interruptions}}, intr AS (
+	-- Interruptions of the nodes whose claims this run expired, for
+	-- their failover grades.
+	INSERT INTO {{.Interruptions}} (run_id, node, workflow, task, instance)
+	SELECT {{arg "run"}}, x.node, {{arg "workflow"}}, {{arg "task"}}, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ({{arg "expired"}}::text[])
+){{end}}, counted AS (
+	UPDATE {{.Runs}} SET done = done + (SELECT count(*) FROM done) WHERE id = {{arg "run"}}
+)
+SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
+	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
+	count(*) FILTER (WHERE state = 'exhausted'),
+	count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	(SELECT count(*) FROM pick),
+	-- The cursor of the next batch.
+	{{- if .Failure}}
+	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
+	coalesce((SELECT max(p.upd)::text FROM pick p), ''),
+	{{- else}}
+	coalesce((SELECT max(p.id)::text FROM pick p), ''), '',
+	{{- end}}
+	{{if .Debug}}json_agg(json_build_object('instance', sid, 'kind', kind, 'to', to_state, 'node', coalesce(node, ''),
+		'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid){{else}}NULL::json{{end}}
+FROM done

@@ -1,0 +1,137 @@
+-- policy_batch: a later batch of failed instances, after the last (updated, id) picked
+-- $1 known
+-- $2 prev
+-- $3 match
+-- $4 kind
+-- $5 to_state
+-- $6 state
+-- $7 reason
+-- $8 lo
+-- $9 hi
+-- $10 workflow
+-- $11 task
+-- $12 from
+-- $13 cursor
+-- $14 cursor_id
+-- $15 batch_size
+-- $16 max_attempts
+-- $17 cap_ms
+-- $18 jitter
+-- $19 run
+WITH s AS MATERIALIZED (
+	-- The decision table: one row per (attempts row known, retries
+	-- made, pattern matched).
+	SELECT s.* FROM unnest($1::bool[], $2::int[], $3::int[], $4::text[], $5::text[],
+		$6::text[], $7::text[], $8::float8[], $9::float8[])
+		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+), pick AS MATERIALIZED (
+	-- Up to batch_size instances in the state, unclaimed, not parked
+	-- (or run again since), after the cursor, with their attempts rows.
+	SELECT b.ctid AS tid, b."id" AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
+		CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+		NULL::text AS node,
+		0 AS match,
+		left(b."last_error"::text, 2000) AS err,
+		b."updated_at" AS upd
+	FROM "app"."invoices" AS b LEFT JOIN LATERAL (
+		-- LIMIT 1 keeps this a probe of the primary key per row,
+		-- whatever the planner thinks of the table's size.
+		SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+			CASE WHEN a.state IN ('waiting', 'held') THEN (a.since < b."updated_at" AND a.stamp IS DISTINCT FROM b."updated_at") ELSE false END AS again
+		FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $11 LIMIT 1) AS a ON true
+	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+		-- From the watermark, in (updated, id) order; skipped once a
+		-- decision was made on it since the engine last changed it (the
+		-- decision is newer than the stamp, or was made on this very
+		-- stamp, one in the future included).
+		AND b."updated_at" >= $13::timestamptz AND (b."updated_at" > $13::timestamptz OR b."id" > $14)
+		AND (a.since IS NULL OR (a.since < b."updated_at" AND a.stamp IS DISTINCT FROM b."updated_at"))
+	ORDER BY b."updated_at", b."id" LIMIT $15
+), d AS MATERIALIZED (
+	-- Each instance decided: its row of the decision table, the attempt
+	-- it makes, the delay of a scheduled retry, the reason said.
+	SELECT y.*,
+		-- The decision table stops at max_attempts: more retries
+		-- made (max_attempts lowered since) are said as they are.
+		CASE WHEN y.state = 'exhausted' AND y.prev > $16 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's'
+		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
+		        ELSE '' END
+		|| CASE WHEN NOT y.again THEN ''
+		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
+		        ELSE '; it was run again by someone else while held' END AS full_reason
+	FROM (
+		SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
+			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
+			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
+			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
+			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
+			s.reason
+		FROM pick p JOIN (SELECT s.*, $17::float8 AS cap, $18::float8 AS jitter FROM s) AS s
+			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $16) AND s.match = p.match
+	) AS y
+), moved AS (
+	-- The instances that move, re-asserting the pick's predicate: a
+	-- row changed since is left alone.
+	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
+	WHERE t.ctid = r.tid AND r.to_state <> ''
+	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+), kept AS (
+	-- Those that stay where they are (parked), under the same predicate.
+	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
+	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	FOR NO KEY UPDATE OF t
+), done AS MATERIALIZED (
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+	UNION ALL
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+), ins AS (
+	-- A new attempts row, only if none exists (the primary key; a
+	-- conflict fails the batch).
+	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+		last_node, nodes, last_reason, last_error, stamp)
+	SELECT $10, x.sid, $11, x.made, x.state, 'failure', $12,
+		CASE WHEN x.kind = 'retry' THEN now() END,
+		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		x.node, x.nodes, x.reason, x.err, x.upd
+	FROM done x WHERE x.state <> '' AND x.att IS NULL
+	RETURNING 1
+), upd AS (
+	-- The row read by the pick, by tuple id: if it changed since, it
+	-- is not found, and the counts below differ (the attempt-number
+	-- guard).
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'failure', left_in = $12, since = now(),
+		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
+		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
+		stamp = coalesce(x.upd, a.stamp)
+	FROM done x
+	WHERE x.att IS NOT NULL AND a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state
+	RETURNING 1
+), ev AS (
+	-- One event per instance.
+	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_retried' ELSE 'instance_failed' END,
+		$19, x.node, $10, x.sid, $11, $12, nullif(x.to_state, ''),
+		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
+	FROM done x
+), counted AS (
+	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $19
+)
+SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
+	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
+	count(*) FILTER (WHERE state = 'exhausted'),
+	count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	(SELECT count(*) FROM pick),
+	-- The cursor of the next batch.
+	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
+	coalesce((SELECT max(p.upd)::text FROM pick p), ''),
+	NULL::json
+FROM done
+
