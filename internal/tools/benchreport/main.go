@@ -129,6 +129,7 @@ var rows = []row{
 	{"floor of the data model: batched UPDATE + one event per row, hand-written", "BenchmarkRepair/batch=10000", "floor-event-only", fixed("—"), nil},
 	{"floor of the data model: batched UPDATE + one attempts row per row, hand-written", "BenchmarkRepair/batch=10000", "floor-attempts-row-only", fixed("—"), nil},
 	{"floor of the data model: batched UPDATE + one attempts row + one event per row, hand-written", "BenchmarkRepair/batch=10000", "floor-attempts-row-and-event", fixed("—"), nil},
+	{"floor: one event per row, each instance's retries read from its latest event (a history of one event each)", "BenchmarkRepair/batch=10000", "floor-event-and-history-probe", fixed("—"), nil},
 	{"events table: heap bytes per event", "BenchmarkRepair/batch=10000", "events-heap-B/event", fixed("—"), nil},
 	{"events table: primary key bytes per event", "BenchmarkRepair/batch=10000", "events-pkey-B/event", fixed("—"), nil},
 	{"idle check pass, 10k rows", "BenchmarkCheckIdle", "idle-10k-ms", fixed("—"), nil},
