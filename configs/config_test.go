@@ -458,3 +458,48 @@ func TestCredentialFiles(t *testing.T) {
 	_, err = Parse([]byte("database: {dsn_file: \"credential:absent\"}\netcd: {endpoints: [\"h:2379\"]}\n"), "c.yaml", env("CREDENTIALS_DIRECTORY", dir))
 	problemAt(t, err, "database.dsn_file", filepath.Join(dir, "absent"), 0)
 }
+
+// TestLoadDatabase: enginehealth migrate reads the database's secrets
+// alone: an operator's shell without the service's API token or etcd
+// password in its environment can run it; the file is still checked
+// whole, and a missing database secret is still named.
+func TestLoadDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
+	body := `
+database: {dsn_env: EH_TEST_LOADDB_DSN}
+etcd:
+  endpoints: [127.0.0.1:2379]
+  username: sidecar
+  password_env: EH_TEST_LOADDB_ETCD_PASSWORD
+api:
+  token_env: EH_TEST_LOADDB_TOKEN
+`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EH_TEST_LOADDB_DSN", "postgres://eh@db.example/eh")
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "api.token_env") || !strings.Contains(err.Error(), "etcd.password_env") {
+		t.Fatalf("Load without the API token and etcd password: %v, want both named", err)
+	}
+	cfg, err := LoadDatabase(path)
+	if err != nil {
+		t.Fatalf("LoadDatabase: %v", err)
+	}
+	if cfg.Database.DSN != "postgres://eh@db.example/eh" || cfg.API.Token != "" || cfg.Etcd.Password != "" {
+		t.Fatalf("LoadDatabase resolved DSN %q, token set %v, etcd password set %v", cfg.Database.DSN, cfg.API.Token != "", cfg.Etcd.Password != "")
+	}
+	// The rest of the file is still checked.
+	if err := os.WriteFile(path, []byte(body+"health: {not_responding_after: -1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadDatabase(path); err == nil || !strings.Contains(err.Error(), "health.not_responding_after") {
+		t.Fatalf("LoadDatabase of a file with a bad key: %v, want it named", err)
+	}
+	os.Unsetenv("EH_TEST_LOADDB_DSN")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadDatabase(path); err == nil || !strings.Contains(err.Error(), "database.dsn_env") {
+		t.Fatalf("LoadDatabase without the DSN: %v, want database.dsn_env named", err)
+	}
+}

@@ -75,9 +75,27 @@ func Load(path string) (*Config, error) {
 	return Parse(data, path, os.LookupEnv)
 }
 
+// LoadDatabase is Load for commands that use the database alone
+// (enginehealth migrate): the whole file is read and checked, but of the
+// secrets only the database's are resolved, so that an operator's shell
+// without the service's API token or etcd password in its environment can
+// run them. The API, TLS and etcd credentials of the result are empty.
+func LoadDatabase(path string) (*Config, error) {
+	data, err := readFile(path, MaxConfigBytes)
+	if err != nil {
+		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
+	}
+	return parse(data, path, os.LookupEnv, true)
+}
+
 // Parse is Load on bytes already read; path names the file in messages and
 // anchors relative secret file paths. lookupEnv resolves *_env keys.
 func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	return parse(data, path, lookupEnv, false)
+}
+
+// parse is Parse, resolving only the database's secrets when databaseOnly.
+func parse(data []byte, path string, lookupEnv func(string) (string, bool), databaseOnly bool) (*Config, error) {
 	fail := func(p Problem) (*Config, error) { return nil, &Error{File: path, Problems: []Problem{p}} }
 	if len(data) > MaxConfigBytes {
 		return fail(Problem{Path: docPath, Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), MaxConfigBytes)})
@@ -109,7 +127,11 @@ func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Co
 	cfg.idlePolicyKeys(v)
 	cfg.applyDefaults()
 	dec.explicitZeros()
-	cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
+	if databaseOnly {
+		cfg.Database.DSN = v.secret("database", "dsn", cfg.Database.DSNFile, cfg.Database.DSNEnv, true, filepath.Dir(path), lookupEnv)
+	} else {
+		cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
+	}
 	cfg.validate(v)
 	if v.dropped > 0 {
 		v.problems = append(v.problems, Problem{Path: docPath, Msg: fmt.Sprintf("%d more problems not listed (the first %d are)", v.dropped, maxProblems)})

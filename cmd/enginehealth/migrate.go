@@ -31,7 +31,11 @@ the nodes whose binary knows fewer migrations than the database has (they
 run beside them; their next start is refused until they are upgraded) or
 than this binary would apply. It reads the database alone (in a read-only
 transaction; a standby will do), never etcd. Exit 0 when it could read the
-database, pending migrations or not; 1 when it could not.`,
+database, pending migrations or not; 1 when it could not.
+
+It reads the whole configuration file but resolves only the database's
+secrets: the API token and the etcd password need not be in the
+environment of the shell it runs in.`,
 		Example: `  enginehealth migrate -c /etc/enginehealth/enginehealth.yaml
   enginehealth migrate --status
   enginehealth migrate --status -o json | jq '.nodes[] | select(.behind_binary) | .name'`,
@@ -43,7 +47,8 @@ database, pending migrations or not; 1 when it could not.`,
 			case c.Flags().Changed("output") && !status:
 				return usageError{fmt.Errorf("--output goes with --status (see %s --help)", c.CommandPath())}
 			}
-			cfg, err := configs.Load(path)
+			// The database alone: no API token or etcd password needed.
+			cfg, err := configs.LoadDatabase(path)
 			if err != nil {
 				return err
 			}

@@ -27,7 +27,11 @@ func migrateConfig(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "enginehealth.yaml")
-	if err := os.WriteFile(path, []byte("node:\n  name: cli\ndatabase:\n  dsn_file: dsn\netcd:\n  endpoints: [\"127.0.0.1:1\"]\n"), 0o600); err != nil {
+	// The service's API token and etcd password live in its environment,
+	// not the operator's shell: migrate runs without them.
+	if err := os.WriteFile(path, []byte("node:\n  name: cli\ndatabase:\n  dsn_file: dsn\n"+
+		"etcd:\n  endpoints: [\"127.0.0.1:1\"]\n  username: sidecar\n  password_env: EH_MIGRATE_TEST_NO_PASSWORD\n"+
+		"api:\n  token_env: EH_MIGRATE_TEST_NO_TOKEN\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -223,6 +227,9 @@ func TestMigrateStatusOnAStandby(t *testing.T) {
 func TestConfigCheckNamesAnotherCluster(t *testing.T) {
 	dsn := pg.NewDatabase(t)
 	path := migrateConfig(t, dsn)
+	// config check reads every secret (migrate, the database's alone).
+	t.Setenv("EH_MIGRATE_TEST_NO_TOKEN", "a-token-of-the-service-0123456789")
+	t.Setenv("EH_MIGRATE_TEST_NO_PASSWORD", "etcd-password")
 	if _, errOut, code := runCLI(t, "migrate", "-c", path); code != exitOK {
 		t.Fatalf("migrate: exit %d: %s", code, errOut)
 	}
