@@ -286,3 +286,23 @@ func TestAutoSyncInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdEndpointSpellings: one member written twice in two spellings
+// (with and without http://, a host in capitals, a port with a leading
+// zero) is refused like a plain repeat, naming both entries; distinct
+// members are not.
+func TestEtcdEndpointSpellings(t *testing.T) {
+	for _, c := range []struct{ endpoints, want string }{
+		{`["127.0.0.1:2379", "http://127.0.0.1:02379"]`, `the same member as etcd.endpoints[0], "127.0.0.1:2379"`},
+		{`["etcd1.example:2379", "ETCD1.example:2379"]`, "the same member as etcd.endpoints[0]"},
+		{`["etcd1.example:2379", "etcd1.example:2379"]`, "the same as etcd.endpoints[0]"},
+	} {
+		_, err := Parse([]byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: "+c.endpoints+"}\n"), "e.yaml", testEnv)
+		if err == nil || !strings.Contains(err.Error(), "etcd.endpoints[1]") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want etcd.endpoints[1] refused: %q", c.endpoints, err, c.want)
+		}
+	}
+	if _, err := Parse([]byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"etcd1.example:2379\", \"etcd1.example:2380\", \"etcd2.example:2379\"]}\n"), "e.yaml", testEnv); err != nil {
+		t.Errorf("three distinct members: %v", err)
+	}
+}

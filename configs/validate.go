@@ -199,11 +199,20 @@ func (c *Config) validate(v *validator) {
 	if len(c.Etcd.Endpoints) == 0 {
 		v.add("etcd.endpoints", "at least one endpoint is required")
 	}
+	keys := make([]string, len(c.Etcd.Endpoints))
 	for i, ep := range c.Etcd.Endpoints {
 		if err := checkEndpoint(ep); err != nil {
 			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "%v", err)
-		} else if j := slices.Index(c.Etcd.Endpoints, ep); j < i {
-			v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "the same as etcd.endpoints[%d]", j)
+			continue
+		}
+		keys[i] = endpointKey(ep)
+		if j := slices.Index(keys, keys[i]); j < i {
+			if c.Etcd.Endpoints[j] == ep {
+				v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "the same as etcd.endpoints[%d]", j)
+			} else {
+				v.add(fmt.Sprintf("etcd.endpoints[%d]", i), "%s is the same member as etcd.endpoints[%d], %s, written another way",
+					excerpt(redact(ep)), j, excerpt(redact(c.Etcd.Endpoints[j])))
+			}
 		}
 	}
 	if len(c.Etcd.Endpoints) == 1 {
@@ -710,6 +719,30 @@ func checkEndpoint(ep string) error {
 		return fmt.Errorf("%s: %v", excerpt(ep), err)
 	}
 	return nil
+}
+
+// endpointKey is a valid endpoint as the client dials it, to tell two
+// spellings of one member: host:port and http(s)://host:port (the scheme
+// only says whether TLS is used, which etcd.tls decides for all), a host
+// in any letter case, a port with leading zeros.
+func endpointKey(ep string) string {
+	hostport := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil || u.Scheme == "unix" || u.Scheme == "unixs" {
+			return ep
+		}
+		hostport = u.Host
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return ep
+	}
+	n, err := portNumber(port)
+	if err != nil {
+		return ep
+	}
+	return net.JoinHostPort(strings.ToLower(host), strconv.Itoa(n))
 }
 
 // redact masks what may be a credential in a value quoted in an error:
