@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // TestDaemonRefusesAnotherCluster: the address of the daemon's database
@@ -107,5 +110,80 @@ func TestDaemonRefusesAnotherCluster(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("runDaemon after cancel: %v", err)
+	}
+}
+
+// TestDaemonRefusesAnEmptyOtherCluster: the fleet's first node records its
+// PostgreSQL cluster in etcd; a node whose database address leads to
+// another cluster — an empty one, where the schema's own record of its
+// cluster cannot help — stops with exit 2 before it writes anything
+// there, naming both clusters and the etcd key. A key that holds no
+// identifier is named too.
+func TestDaemonRefusesAnEmptyOtherCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dsn := pg.NewDatabase(t)
+	first := daemonConfig(t, "first", dsn)
+	var out logBuffer
+	log, level, err := newLogger("json", "info", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(ctx, first, log, level) }()
+	waitReadyMaster(t, first, done)
+	if len(out.records("recorded the fleet's PostgreSQL cluster in etcd")) != 1 {
+		t.Fatalf("the first node did not record its cluster:\n%s", out.String())
+	}
+	var want int64
+	db := sqlx.MustOpen("postgres", dsn)
+	defer db.Close()
+	if err := db.Get(&want, "SELECT system_identifier FROM pg_control_system()"); err != nil {
+		t.Fatal(err)
+	}
+
+	other := pgtest.New(t)
+	otherURL := other.SameDatabase(t, dsn) // an empty database of that name
+	odb := sqlx.MustOpen("postgres", otherURL)
+	defer odb.Close()
+	var got int64
+	if err := odb.Get(&got, "SELECT system_identifier FROM pg_control_system()"); err != nil {
+		t.Fatal(err)
+	}
+	stray := daemonConfig(t, "stray", otherURL)
+	start := func() error {
+		t.Helper()
+		var sout logBuffer
+		slg, slevel, err := newLogger("json", "info", &sout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, scancel := context.WithTimeout(ctx, time.Minute)
+		defer scancel()
+		return runDaemon(sctx, stray, slg, slevel)
+	}
+	err = start()
+	var usage usageError
+	key := stray.Etcd.Prefix + clusterKey
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), fmt.Sprint(want)) || !strings.Contains(err.Error(), fmt.Sprint(got)) ||
+		!strings.Contains(err.Error(), "etcdctl put "+key+" "+fmt.Sprint(got)) {
+		t.Fatalf("the stray node: %v, want a usage error (exit 2) naming clusters %d and %d and the etcd key", err, want, got)
+	}
+	var schemas int
+	if err := odb.Get(&schemas, "SELECT count(*) FROM pg_namespace WHERE nspname = 'enginehealth'"); err != nil || schemas != 0 {
+		t.Fatalf("the stray node wrote to the other cluster: %d schemas (%v)", schemas, err)
+	}
+
+	// A key that holds no identifier.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(ctx, key, "not-a-number"); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(); !errors.As(err, &usage) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), `"not-a-number"`) {
+		t.Fatalf("with a garbage key: %v, want a usage error naming the key and its value", err)
 	}
 }

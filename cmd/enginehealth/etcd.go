@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
@@ -79,6 +81,78 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 	log.InfoContext(ctx, "connected to etcd", "tls", cfg.Etcd.ClientTLS != nil, "client_certificate", cfg.Etcd.ClientCert != nil, "user", user)
 	warnSeeds(ctx, cfg.Etcd, cli, endpoints, ccfg.Endpoints, log)
 	return cli, nil
+}
+
+// clusterKey: under the etcd prefix, the system_identifier of the
+// PostgreSQL cluster the fleet uses, written by its first node.
+const clusterKey = "postgres_cluster"
+
+// wrongWitnessError: etcd records another PostgreSQL cluster for the fleet
+// than the one behind this node's database address.
+type wrongWitnessError struct {
+	key             string
+	recorded, found int64
+	where           string
+	// bad: the key's value when it is not a system_identifier.
+	bad string
+}
+
+func (e *wrongWitnessError) Error() string {
+	if e.bad != "" {
+		return fmt.Sprintf("etcd key %s holds %q, not a PostgreSQL system_identifier: put the fleet's (SELECT system_identifier FROM pg_control_system()) there, or delete the key for the next node to record its own",
+			e.key, e.bad)
+	}
+	return fmt.Sprintf("database %s: etcd records PostgreSQL cluster %d for this fleet (key %s), but the server at the database's address "+
+		"belongs to cluster %d: another cluster is behind the address, so this node stops before it writes anything there. "+
+		"If the fleet moved to this cluster on purpose (pg_upgrade, a restore into a new cluster), record it once: etcdctl put %s %d "+
+		"(and, for a schema migrated on the old cluster, update its cluster_identity as the database's own check says)",
+		e.where, e.recorded, e.key, e.found, e.key, e.found)
+}
+
+// witnessCluster compares the PostgreSQL cluster behind the database's
+// address (live, its system_identifier) with the one etcd records for the
+// fleet, and records it when none is: the first node of a fleet writes it.
+// A different one is a *wrongWitnessError. Together with the schema's own
+// record (cluster_identity), it catches a server of another cluster
+// before anything is written to it, even an empty one, whose schema this
+// node would otherwise migrate.
+func witnessCluster(ctx context.Context, cli *clientv3.Client, cfg *configs.Config, live int64, log *slog.Logger) error {
+	key := cfg.Etcd.Prefix + clusterKey
+	value := strconv.FormatInt(live, 10)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Etcd.DialTimeout)
+	defer cancel()
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, value)).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return fmt.Errorf("etcd: record the PostgreSQL cluster at %s: %w", key, err)
+	}
+	if resp.Succeeded {
+		log.InfoContext(ctx, "recorded the fleet's PostgreSQL cluster in etcd", "key", key, "system_identifier", live)
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return fmt.Errorf("etcd: %s vanished while it was read", key) // deleted in between: retried
+	}
+	recorded, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
+	if err != nil {
+		return &wrongWitnessError{key: key, found: live, bad: safe(firstBytes(string(kvs[0].Value), 64))}
+	}
+	if recorded != live {
+		return &wrongWitnessError{key: key, recorded: recorded, found: live, where: cfg.Database.Where()}
+	}
+	return nil
+}
+
+// firstBytes cuts s to at most n bytes (on a rune boundary).
+func firstBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // dialledByUs returns endpoints for a client that dials through

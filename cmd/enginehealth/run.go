@@ -154,7 +154,17 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		return err
 	}
 	defer apiDB.Close()
-	if err := connectDatabase(ctx, cfg, db, cluster, log); err != nil {
+	// etcd before the schema is migrated: it witnesses which PostgreSQL
+	// cluster the fleet uses, so that an empty server of another cluster
+	// behind the database's address is refused before anything is
+	// written to it (witnessCluster).
+	etcd, err := connectEtcd(ctx, cfg, log)
+	if err != nil {
+		return stopped(ctx, log, err)
+	}
+	defer etcd.Close()
+	witness := func(ctx context.Context, live int64) error { return witnessCluster(ctx, etcd, cfg, live, log) }
+	if err := connectDatabase(ctx, cfg, db, cluster, witness, log); err != nil {
 		return stopped(ctx, log, err)
 	}
 
@@ -163,12 +173,6 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	if err := checkCatalog(ctx, cfg, db, log); err != nil {
 		return stopped(ctx, log, err)
 	}
-
-	etcd, err := connectEtcd(ctx, cfg, log)
-	if err != nil {
-		return stopped(ctx, log, err)
-	}
-	defer etcd.Close()
 	etcdState := newEtcdCheck(etcd, cfg, log.With("component", "etcd"))
 
 	// One event log, shared by every writer of the events table.
@@ -502,9 +506,11 @@ func stopped(ctx context.Context, log *slog.Logger, err error) error {
 	return err
 }
 
-// connectDatabase waits for PostgreSQL, migrates the schema and learns the
-// cluster it is on (cluster then refuses a server of another one).
-func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, cluster *pgdb.Cluster, log *slog.Logger) error {
+// connectDatabase waits for PostgreSQL, has witness (when set) judge the
+// server's cluster before anything is written, migrates the schema and
+// learns the cluster it is on (cluster then refuses a server of another
+// one).
+func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, cluster *pgdb.Cluster, witness func(context.Context, int64) error, log *slog.Logger) error {
 	var refused error
 	if err := retry(ctx, log, "connect to PostgreSQL", cfg.Database.ConnectTimeout, func(ctx context.Context) error {
 		err := pgdb.Ping(ctx, db, cfg.Database.ConnectTimeout)
@@ -520,6 +526,25 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, clus
 		return usageError{fmt.Errorf("database %s: %w", cfg.Database.Where(), refused)}
 	}
 	log.InfoContext(ctx, "connected to PostgreSQL")
+	if witness != nil {
+		var wrong *wrongWitnessError
+		if err := retry(ctx, log, "compare the PostgreSQL cluster with etcd's record", cfg.Database.StatementTimeout, func(ctx context.Context) error {
+			id, err := pgdb.LiveIdentifier(ctx, db)
+			if err != nil {
+				return err
+			}
+			err = witness(ctx, id)
+			if errors.As(err, &wrong) {
+				return nil // no retry can help: stop and say why
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		if wrong != nil {
+			return usageError{wrong}
+		}
+	}
 	var newer *pgdb.NewerSchemaError
 	if err := retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
 		applied, err := pgdb.Migrate(ctx, db, cfg.Database.Schema)

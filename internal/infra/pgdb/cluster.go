@@ -118,6 +118,15 @@ func (c *Cluster) Learn(ctx context.Context, db *sqlx.DB) error {
 	return nil
 }
 
+// LiveIdentifier reads the system_identifier of the server db reaches.
+func LiveIdentifier(ctx context.Context, db *sqlx.DB) (int64, error) {
+	var id int64
+	if err := db.GetContext(ctx, &id, liveIdentifier); err != nil {
+		return 0, fmt.Errorf("read the cluster's system_identifier: %w", err)
+	}
+	return id, nil
+}
+
 // Identifier returns the cluster's identifier once learnt.
 func (c *Cluster) Identifier() (int64, bool) { return c.want.Load(), c.known.Load() }
 
