@@ -43,7 +43,16 @@ type Fence struct {
 	events *audit.Log
 	log    *slog.Logger
 	onTerm func(recorded int64)
+	// cluster, when set, checks inside each fenced transaction that its
+	// server belongs to the cluster learnt (SetCluster).
+	cluster *pgdb.Cluster
 }
+
+// SetCluster makes every fenced transaction check, with its term, that
+// its server belongs to cluster's PostgreSQL cluster: a master's write
+// never commits on another cluster, even through a pooler that moved its
+// server connections without the sidecar's noticing.
+func (f *Fence) SetCluster(c *pgdb.Cluster) { f.cluster = c }
 
 // NewFence returns the fence of a sidecar schema; events is the event log
 // of the same schema.
@@ -215,10 +224,17 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *Tx) error) erro
 		return err
 	}
 	return pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
-		var term int64
-		if err := tx.GetContext(ctx, &term, `SELECT term FROM `+f.terms+` FOR SHARE`); err != nil {
+		var row struct {
+			Term    int64 `db:"term"`
+			Cluster int64 `db:"cluster"`
+		}
+		if err := tx.GetContext(ctx, &row, `SELECT term, (SELECT system_identifier FROM pg_control_system()) AS cluster FROM `+f.terms+` FOR SHARE`); err != nil {
 			return fmt.Errorf("check term: %w", err)
 		}
+		if err := f.cluster.Match(ctx, row.Cluster); err != nil {
+			return fmt.Errorf("check term: %w", err)
+		}
+		term := row.Term
 		if term != o.Term && !faultinject.Off(faultinject.Fencing) {
 			// Another office took over: this one ends now, not when etcd
 			// or its trust window says so.

@@ -148,7 +148,16 @@ type Store struct {
 	intr    string // interruptions
 	columns string
 	events  *audit.Log
+	// cluster, when set, is checked before a lost record is written again
+	// (SetCluster).
+	cluster *pgdb.Cluster
 }
+
+// SetCluster makes the store check that the server belongs to cluster's
+// PostgreSQL cluster before it takes a missing record for one the
+// database lost: behind a pooler that moved to another cluster, the
+// record is missing because the server is the wrong one.
+func (s *Store) SetCluster(c *pgdb.Cluster) { s.cluster = c }
 
 // NewStore returns the store of the given sidecar schema; events is the
 // event log of the same schema (the daemon makes one and shares it).
@@ -261,6 +270,9 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 func (s *Store) Restore(ctx context.Context, r Registration, before *string, status string) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
+		if err := s.cluster.Verify(ctx, tx); err != nil {
+			return err
+		}
 		prev, found, err := s.lockRecord(ctx, tx, r.Name)
 		switch {
 		case err != nil:

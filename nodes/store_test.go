@@ -602,3 +602,31 @@ func TestHeartbeatBoundedWhenTheServerStops(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "a beat through the restored path", func() (bool, error) { return h.Beat(ctx) == nil, nil })
 }
+
+// TestRestoreChecksTheCluster: a record missing because the server is of
+// another cluster (a pooler moved its connections there) is not written
+// there: Restore checks the server first.
+func TestRestoreChecksTheCluster(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	r := reg("a")
+	n, err := s.Register(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.db.MustExec(`DELETE FROM enginehealth.nodes WHERE name = 'a'`)
+	other := pgtest.New(t)
+	cluster := pgdb.NewCluster("enginehealth", nil)
+	if err := cluster.Learn(ctx, other.MigratedDB(t)); err != nil {
+		t.Fatal(err)
+	}
+	s.SetCluster(cluster)
+	var wrong *pgdb.WrongClusterError
+	if _, err := s.Restore(ctx, r, n.PreviousIncarnation, StatusReady); !errors.As(err, &wrong) {
+		t.Fatalf("Restore on another cluster than learnt: %v, want a *pgdb.WrongClusterError", err)
+	}
+	if _, err := s.Get(ctx, "a"); err == nil {
+		t.Fatal("the record was written on another cluster than learnt")
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
@@ -386,5 +387,41 @@ func TestActedRuns(t *testing.T) {
 	}
 	if want := []int64{ids[3], ids[2], ids[0]}; !slices.Equal(got, want) {
 		t.Fatalf("acted runs %v, want %v (all: %v)", got, want, ids)
+	}
+}
+
+// TestRepairRefusedOnAnotherCluster: a fence that learnt one PostgreSQL
+// cluster lets no repair commit on a server of another (a pooler that moved
+// its server connections to it unseen by the sidecar's per-connection
+// check): the fenced transaction checks its server with its term.
+func TestRepairRefusedOnAnotherCluster(t *testing.T) {
+	t.Parallel()
+	r, db, o := setup(t)
+	ctx := context.Background()
+	// The cluster learnt is another one's (as if this server had moved
+	// behind the address after the fence learnt the right one).
+	other := pgtest.New(t)
+	odb := other.MigratedDB(t)
+	cluster := pgdb.NewCluster("enginehealth", nil)
+	if err := cluster.Learn(ctx, odb); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Fence.SetCluster(cluster)
+	_, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	var wrong *pgdb.WrongClusterError
+	if !errors.As(err, &wrong) {
+		t.Fatalf("a repair on another cluster than learnt: %v, want a *pgdb.WrongClusterError", err)
+	}
+	if got := states(t, db, `SELECT status AS s, count(*) AS n FROM app.orders GROUP BY 1`); got["Shipping"] != 7 {
+		t.Fatalf("instances after the refused repair: %v, want all 7 still Shipping", got)
+	}
+	// The cluster it is on: the same repair goes through.
+	right := pgdb.NewCluster("enginehealth", nil)
+	if err := right.Learn(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Fence.SetCluster(right)
+	if _, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil); err != nil {
+		t.Fatalf("the repair on its own cluster: %v", err)
 	}
 }

@@ -179,6 +179,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	events := audit.New(cfg.Database.Schema)
 	events.SetLogger(log.With("component", "audit"))
 	store := nodes.NewStore(db, cfg.Database.Schema, events)
+	store.SetCluster(cluster)
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
 		SchemaVersion:     build.SchemaVersion,
 		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == nodes.UnexpectedShutdownRecover}
@@ -228,6 +229,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 
 	fence := leader.NewFence(db, cfg.Database.Schema, events)
 	fence.SetLogger(log)
+	fence.SetCluster(cluster) // no master write commits on another cluster
 	elector := leader.New(leader.Config{
 		Client:      etcd,
 		Prefix:      cfg.Etcd.Prefix,

@@ -118,6 +118,36 @@ func (c *Cluster) Learn(ctx context.Context, db *sqlx.DB) error {
 	return nil
 }
 
+// Match checks got, a server's system_identifier read inside a statement
+// or transaction, against the cluster learnt: another is a
+// *WrongClusterError (logged as the connection check logs it), whose
+// transaction must not commit. Before Learn, anything matches. A pooler
+// that keeps the sidecar's connections while it moves its own to another
+// server (PgBouncer) defeats the check per new connection; a check inside
+// the transaction that writes does not.
+func (c *Cluster) Match(ctx context.Context, got int64) error {
+	if c == nil || !c.known.Load() {
+		return nil
+	}
+	if want := c.want.Load(); got != want {
+		return c.mismatch(ctx, &WrongClusterError{Want: want, Got: got, Schema: c.schema})
+	}
+	return nil
+}
+
+// Verify reads the system_identifier of the server q reaches (a
+// transaction's) and Matches it.
+func (c *Cluster) Verify(ctx context.Context, q sqlx.QueryerContext) error {
+	if c == nil || !c.known.Load() {
+		return nil
+	}
+	var got int64
+	if err := sqlx.GetContext(ctx, q, &got, liveIdentifier); err != nil {
+		return fmt.Errorf("read the cluster's system_identifier: %w", err)
+	}
+	return c.Match(ctx, got)
+}
+
 // LiveIdentifier reads the system_identifier of the server db reaches.
 func LiveIdentifier(ctx context.Context, db *sqlx.DB) (int64, error) {
 	var id int64
