@@ -129,6 +129,21 @@ func goldens() []golden {
 			},
 			indexes: []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
 	}
+	noError := invoices
+	noError.ErrorColumn = ""
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+	}{
+		{"patterns", "a claimable task whose on_interrupt policy matches errors against non-retryable patterns", invoices},
+		{"no_error_column", "the same task of a workflow without an error column", noError},
+	} {
+		gs = append(gs, golden{statement: "plan_task", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) },
+			// The pick, through the index on the status column; the
+			// attempts rows and claims through their primary keys.
+			indexes: []string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"}})
+	}
 	return gs
 }
 
