@@ -129,6 +129,29 @@ func goldens() []golden {
 			},
 			indexes: []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
 	}
+	decision := func(action string) HoldDecision {
+		return HoldDecision{Action: action, By: audit.By{Actor: "alice", Via: "cli"}, Reason: "card replaced"}
+	}
+	for _, g := range []struct {
+		name, about string
+		m           parkedMove
+	}{
+		{"due_retry", "due retries of a claimable task's interruptions, in a run", dueMove(invoices, invoices.Tasks[0], "Sending", CauseInterrupt, 42)},
+		{"due_retry_failure", "due retries of failed instances of a task without claims, in a run", dueMove(reports, reports.Tasks[0], "Failed", CauseFailure, 42)},
+		{"hold_retry", "an operator's retry of a claimable task's holds", holdMove(invoices, invoices.Tasks[0], "Sending", decision(DecideRetry), 7)},
+		{"hold_fail", "an operator's failing of holds of a task without claims", holdMove(reports, reports.Tasks[0], "Rendering", decision(DecideFail), 7)},
+	} {
+		table := strings.TrimPrefix(g.m.w.Table, "app.")
+		gs = append(gs, golden{statement: "move_parked", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderMoveParked(g.m, []string{"1", "2"}) },
+			// The instances through the primary key.
+			indexes: []string{table + "_pkey"}})
+	}
+	gs = append(gs, golden{statement: "cancel_stale", name: "retries", about: "waiting retries the task's policy no longer allows",
+		render: func(r *Repairer) (sqltext.Statement, error) {
+			return r.renderCancelStale(invoices.Name, invoices.Tasks[0], []string{"1", "2"},
+				"retry cancelled: the task's on_interrupt max_attempts is 1 now", 42)
+		}})
 	noError := invoices
 	noError.ErrorColumn = ""
 	for _, g := range []struct {
