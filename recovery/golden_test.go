@@ -152,6 +152,23 @@ func goldens() []golden {
 			return r.renderCancelStale(invoices.Name, invoices.Tasks[0], []string{"1", "2"},
 				"retry cancelled: the task's on_interrupt max_attempts is 1 now", 42)
 		}})
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+		ids         []string
+	}{
+		{"sweep", "a sweep's count of a claimable task's interrupted instances", invoices, nil},
+		{"expired", "the count of the instances whose claims the run expired", invoices, []string{"1", "2"}},
+		{"not_claimable", "a start-up run's count of a task without claims", reports, nil},
+	} {
+		table := strings.TrimPrefix(g.w.Table, "app.")
+		gs = append(gs, golden{statement: "count_task", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) {
+				return r.renderCount(g.w, g.w.Tasks[0], g.w.Claims, g.ids)
+			},
+			// Through the index on the status column.
+			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+	}
 	noError := invoices
 	noError.ErrorColumn = ""
 	for _, g := range []struct {
