@@ -3,7 +3,6 @@ package recovery
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 )
 
@@ -199,23 +199,7 @@ func TestGoldenStatements(t *testing.T) {
 			t.Fatalf("%s %s: %v", g.statement, g.name, err)
 		}
 		got := "-- " + g.statement + ": " + g.about + "\n" + st.Header() + st.SQL + "\n"
-		path := filepath.Join("testdata", g.statement, g.name+".sql")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (go test ./recovery -run TestGoldenStatements -update writes it)", err)
-		}
-		if got != string(want) {
-			t.Errorf("%s %s renders differently from %s (rerun with -update if the change is meant, and review the diff):\n%s", g.statement, g.name, path, got)
-		}
+		testkit.Golden(t, filepath.Join("testdata", g.statement, g.name+".sql"), got, *update)
 	}
 }
 
