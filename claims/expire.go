@@ -3,8 +3,11 @@ package claims
 import (
 	"context"
 	"database/sql"
+	_ "embed" // the statements in sql/
 	"errors"
 	"fmt"
+	"strings"
+	"text/template"
 	"time"
 
 	"github.com/lib/pq"
@@ -34,25 +37,49 @@ type ExpireParams struct {
 // transaction. It returns the instances whose claims it deleted. The expiry
 // is re-checked in the DELETE, so a claim renewed meanwhile stays.
 func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) ([]string, error) {
-	n := t.q()
 	record, args := p.Record("expired")
-	stmt := fmt.Sprintf(`WITH gone AS (
-			DELETE FROM %[1]s AS c
-			WHERE c.ctid IN (SELECT ctid FROM %[1]s WHERE %[5]s < now() LIMIT $1 FOR UPDATE SKIP LOCKED)
-			  AND c.%[5]s < now()
-			RETURNING c.%[2]s AS inst, c.%[3]s::text AS node, c.%[4]s::text AS token, c.%[10]s AS claimed_at, c.%[5]s AS expires_at
-		), expired AS (
-			SELECT g.inst::text AS instance, g.node, g.token, g.claimed_at, g.expires_at, i.%[9]s::text AS state
-			FROM gone g LEFT JOIN %[6]s i ON i.%[7]s = g.inst
-		), recorded AS (
-			%[8]s
-		)
-		SELECT coalesce(array_agg(inst::text), '{}') FROM gone`, n.cl, n.ci, n.cn, n.ct, n.ce, n.inst, n.id, record, n.st, n.cc)
+	stmt, err := t.expireStatement(record)
+	if err != nil {
+		return nil, fmt.Errorf("expire claims of %s: %w", t.Instances, err)
+	}
 	var ids pq.StringArray
 	if err := tx.QueryRowContext(ctx, stmt, append([]any{p.Limit}, args...)...).Scan(&ids); err != nil {
 		return nil, fmt.Errorf("expire claims of %s: %w", t.Instances, err)
 	}
 	return ids, nil
+}
+
+// expireText: the statement of Expire, a text/template (sql/expire.sql).
+//
+//go:embed sql/expire.sql
+var expireText string
+
+var expireSQL = template.Must(template.New("sql/expire.sql").Option("missingkey=error").Parse(expireText))
+
+// expireSlots fill expireSQL (every field named by the text, and none
+// it names missing: TestGoldenStatements checks).
+type expireSlots struct {
+	// The claims table and its columns, quoted.
+	Claims, Instance, Node, Token, ClaimedAt, ExpiresAt string
+	// The instance table and its id and status columns, quoted.
+	Instances, ID, Status string
+	// Record: the statement that records the expired claims.
+	Record string
+}
+
+func (t Table) expireSlots(record string) expireSlots {
+	n := t.q()
+	return expireSlots{Claims: n.cl, Instance: n.ci, Node: n.cn, Token: n.ct, ClaimedAt: n.cc, ExpiresAt: n.ce,
+		Instances: n.inst, ID: n.id, Status: n.st, Record: record}
+}
+
+// expireStatement renders Expire's statement with the statement record.
+func (t Table) expireStatement(record string) (string, error) {
+	var b strings.Builder
+	if err := expireSQL.Execute(&b, t.expireSlots(record)); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 // CountExpired returns how many claims have expired (for plans).

@@ -427,11 +427,16 @@ func (r *Repairer) dueGroup(ctx context.Context, tx *leader.Tx, run int64, wname
 	for i, d := range rows {
 		ids[i] = d.Instance
 	}
-	m := parkedMove{w: w, t: t, left: left, parked: AttemptWaiting, to: t.Begin, done: AttemptRetried, ranElsewhere: true,
-		kind: audit.KindRetried, cancelKind: audit.KindRetryCancelled, cancelled: "retry cancelled", run: run,
-		reason: fmt.Sprintf("format('%s: retry %%s of %%s', d.attempt + 1, %d)", what(c), t.Policy(c).MaxAttempts)}
-	moved, gone, err := r.moveParked(ctx, tx, m, ids)
+	moved, gone, err := r.moveParked(ctx, tx, dueMove(w, t, left, c, run), ids)
 	return moved, int64(len(gone)), err
+}
+
+// dueMove is how moveParked runs the due retries of task t of workflow w
+// for cause c, whose instances were left in state left, in run.
+func dueMove(w Workflow, t Task, left string, c Cause, run int64) parkedMove {
+	return parkedMove{w: w, t: t, left: left, parked: AttemptWaiting, to: t.Begin, done: AttemptRetried, ranElsewhere: true,
+		kind: audit.KindRetried, cancelKind: audit.KindRetryCancelled, cancelled: "retry cancelled", run: run,
+		reason: what(c), retryOf: t.Policy(c).MaxAttempts}
 }
 
 // cancelStale cancels waiting retries that the task's policy for cause no
@@ -448,21 +453,31 @@ func (r *Repairer) cancelStale(ctx context.Context, tx *leader.Tx, run int64, wn
 	for i, d := range rows {
 		ids[i] = d.Instance
 	}
-	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(audit.KindRetryCancelled), RunID: "$4",
-		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", Attempt: "x.attempt + 1", Reason: "$5"}, "gone x")
+	q, err := r.renderCancelStale(wname, t, ids, why, run)
+	if err != nil {
+		return 0, fmt.Errorf("cancel retries of %s.%s: %w", wname, t.Name, err)
+	}
 	var n int64
-	err := tx.QueryRowContext(ctx, `WITH gone AS (
-			UPDATE `+r.attempts+` SET state = 'cancelled', next_attempt_at = NULL, since = now(), last_reason = $5
-			WHERE workflow = $1 AND task = $2 AND instance = ANY ($3::text[]) AND state = 'waiting'
-			RETURNING instance, left_in, attempt
-		), ev AS (
-			`+ev+`
-		)
-		SELECT count(*) FROM gone`, wname, t.Name, pq.Array(ids), run, why).Scan(&n)
+	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("cancel retries of %s.%s: %w", wname, t.Name, err)
 	}
 	return n, nil
+}
+
+// cancelStaleSQL: the statement of cancelStale (sql/cancel_stale.sql).
+var cancelStaleSQL = sqltext.Load(statements, "sql/cancel_stale.sql")
+
+// cancelSlots fill cancelStaleSQL: the sidecar's tables, quoted, and the
+// event kind, as a literal.
+type cancelSlots struct{ Attempts, Events, Kind string }
+
+// renderCancelStale renders the statement that cancels the waiting
+// retries of task t of workflow wname of the instances ids, saying why,
+// in run.
+func (r *Repairer) renderCancelStale(wname string, t Task, ids []string, why string, run int64) (sqltext.Statement, error) {
+	return cancelStaleSQL.Render(cancelSlots{Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(audit.KindRetryCancelled)},
+		sqltext.Args{"reason": why, "workflow": wname, "task": t.Name, "instances": pq.Array(ids), "run": run})
 }
 
 // task returns the configured workflow and task of the given names.
@@ -493,9 +508,11 @@ type parkedMove struct {
 	// kind of a move's event, cancelKind of a cancellation's; cancelled
 	// begins a cancellation's reason ("retry cancelled").
 	kind, cancelKind, cancelled string
-	// reason: SQL text of a move's reason, over d.attempt (the retries
-	// made before).
-	reason string
+	// reason of a move: an operator's, or, with retryOf (a due retry:
+	// the policy's max_attempts), the words before "retry n of retryOf"
+	// (n: the retry the move makes).
+	reason  string
+	retryOf int
 	// run counting the moves (0: none), who did it and the term of the
 	// events of an operator's decision (empty and 0 for a run's).
 	run  int64
@@ -512,80 +529,13 @@ type parkedMove struct {
 // returns how many moved, and the cancelled instances with their reasons.
 func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, ids []string) (moved int64, cancelled []parkedCancel, err error) {
 	w, t := m.w, m.t
-	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
-	pred, claimed := "TRUE", "false"
-	if w.Claims != nil {
-		pred, claimed = w.Claims.Unclaimed("t"), "NOT "+w.Claims.Unclaimed("t")
+	q, err := r.renderMoveParked(m, ids)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
 	}
-	attempt, manual, evAttempt := "x.attempt + 1", "a.manual", "x.attempt + 1"
-	switch {
-	case m.manual:
-		attempt, manual, evAttempt = "x.attempt", "a.manual + 1", "x.attempt"
-	case m.to != t.Begin:
-		attempt, evAttempt = "x.attempt", "x.attempt"
-	}
-	// The attempt-number guard (see policyBatch): a row changes only in
-	// the state and with the count read.
-	guarded := "a.state = $7 AND a.attempt = x.attempt"
-	if faultinject.Off(faultinject.AttemptGuard) {
-		guarded = "TRUE"
-	}
-	ev := r.cfg.Events.InsertSelect(audit.Columns{
-		Kind:  "CASE WHEN x.ok THEN $10 ELSE $11 END",
-		Actor: "nullif($12::text, '')", Via: "nullif($17::text, '')", Term: "nullif($13::bigint, 0)",
-		RunID: "nullif($9::bigint, 0)", Workflow: "$3", Instance: "x.id", Task: "$4", FromState: "$5",
-		ToState: "CASE WHEN x.ok THEN $6 END",
-		Attempt: "CASE WHEN x.ok THEN " + evAttempt + " WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END", Reason: "x.reason"}, "res x")
-	// How a parked row ends when its instance is not where it was left:
-	// an instance in an end state succeeded (a later case of the task
-	// counts from 0; ended_parked: nothing of the row ran, statistics
-	// count it cancelled), one run again elsewhere counts the retry as
-	// made (ranElsewhere), anything else is cancelled.
-	elsewhere := "false"
-	if m.ranElsewhere {
-		elsewhere = "(c.st = $16 OR c.st = $5 AND c.claimed)"
-	}
-	q := fmt.Sprintf(`WITH due AS MATERIALIZED (
-			SELECT a.instance AS id, a.attempt FROM %[6]s AS a
-			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = ANY ($1::text[]) AND a.state = $7
-		), cur AS MATERIALIZED (
-			SELECT t.%[2]s::text AS id, t.%[3]s::text AS st, %[5]s AS claimed FROM %[1]s AS t WHERE t.%[2]s = ANY ($2)
-		), moved AS (
-			UPDATE %[1]s AS t SET %[3]s = $6 WHERE t.%[2]s = ANY ($2) AND t.%[3]s = $5 AND %[4]s
-			  AND t.%[2]s::text IN (SELECT id FROM due)
-			RETURNING t.%[2]s::text AS id
-		), res AS MATERIALIZED (
-			SELECT d.id, d.attempt, m.id IS NOT NULL AS ok, m.id IS NULL AND c.st = ANY ($15::text[]) AS ended,
-				m.id IS NULL AND c.id IS NOT NULL AND %[13]s AS elsewhere,
-				CASE WHEN m.id IS NOT NULL THEN %[9]s
-				     WHEN c.id IS NULL THEN $14 || ': the instance no longer exists'
-				     WHEN c.st = ANY ($15::text[]) THEN format('%%s: the instance reached end state %%s', $14, c.st)
-				     WHEN %[13]s AND c.st = $16 THEN format('%%s: someone else moved the instance back to %%s: retry %%s runs there (counted as made)', $14, c.st, d.attempt + 1)
-				     WHEN %[13]s THEN format('%%s: the instance was claimed by someone else: retry %%s runs there (counted as made)', $14, d.attempt + 1)
-				     WHEN c.st <> $5 THEN format('%%s: instance moved to %%s by someone else', $14, c.st)
-				     ELSE $14 || ': the instance was claimed by someone else' END AS reason
-			FROM due d LEFT JOIN moved m USING (id) LEFT JOIN cur c USING (id)
-		), att AS (
-			UPDATE %[6]s AS a SET state = CASE WHEN x.ok THEN $8 WHEN x.ended THEN 'succeeded' WHEN x.elsewhere THEN 'retried' ELSE 'cancelled' END,
-				attempt = CASE WHEN x.ok THEN %[10]s WHEN x.elsewhere THEN a.attempt + 1 ELSE a.attempt END,
-				manual = CASE WHEN x.ok THEN %[11]s ELSE a.manual END,
-				last_attempt_at = CASE WHEN x.ok AND $6 = $16 THEN now() ELSE a.last_attempt_at END,
-				next_attempt_at = NULL, since = now(), last_reason = x.reason, ended_parked = coalesce(x.ended, false)
-			FROM res x
-			WHERE a.workflow = $3 AND a.task = $4 AND a.instance = x.id AND %[12]s
-			RETURNING 1
-		), ev AS (
-			%[7]s
-		), counted AS (
-			UPDATE %[8]s SET done = done + (SELECT count(*) FROM moved) WHERE id = $9
-		)
-		SELECT count(*) FILTER (WHERE ok), coalesce(array_agg(id ORDER BY id) FILTER (WHERE NOT ok), '{}'),
-			coalesce(array_agg(reason ORDER BY id) FILTER (WHERE NOT ok), '{}'), (SELECT count(*) FROM att) FROM res`,
-		ti, id, st, pred, claimed, r.attempts, ev, r.runs, m.reason, attempt, manual, guarded, elsewhere)
 	var wrote int64
 	var gone, why pq.StringArray
-	err = tx.QueryRowContext(ctx, q, pq.Array(ids), pq.Array(ids), w.Name, t.Name, m.left, m.to, m.parked, m.done,
-		m.run, m.kind, m.cancelKind, m.by.Actor, m.term, m.cancelled, pq.Array(t.Ends), t.Begin, m.by.Via).Scan(&moved, &gone, &why, &wrote)
+	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&moved, &gone, &why, &wrote)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s.%s: move %s instances: %w", w.Name, t.Name, m.parked, err)
 	}
@@ -596,6 +546,48 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 		cancelled = append(cancelled, parkedCancel{gone[i], why[i]})
 	}
 	return moved, cancelled, nil
+}
+
+// moveParkedSQL: the statement of moveParked (sql/move_parked.sql).
+var moveParkedSQL = sqltext.Load(statements, "sql/move_parked.sql")
+
+// moveSlots fill moveParkedSQL.
+type moveSlots struct {
+	// Table, ID, Status: the instance table and its columns, quoted;
+	// Unclaimed: the predicate that an instance row t has no claim ("" for
+	// a workflow without claims).
+	Table, ID, Status, Unclaimed string
+	// Counted: a move is the policy's next retry (attempt + 1); Manual:
+	// an operator's retry (manual + 1); RetryOf: the reason says which
+	// retry of how many; RanElsewhere: see parkedMove.
+	Counted, Manual, RetryOf, RanElsewhere bool
+	// Guard: the attempt-number guard (off only by fault injection).
+	Guard bool
+	// The sidecar's tables, quoted.
+	Attempts, Events, Runs string
+}
+
+// renderMoveParked renders moveParked's statement of m for the instances
+// ids and its parameters.
+func (r *Repairer) renderMoveParked(m parkedMove, ids []string) (sqltext.Statement, error) {
+	w, t := m.w, m.t
+	sl := moveSlots{
+		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
+		Counted: !m.manual && m.to == t.Begin, Manual: m.manual, RetryOf: m.retryOf > 0, RanElsewhere: m.ranElsewhere,
+		Guard:    !faultinject.Off(faultinject.AttemptGuard),
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs,
+	}
+	if w.Claims != nil {
+		sl.Unclaimed = w.Claims.Unclaimed("t")
+	}
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "instances": pq.Array(ids), "ids": pq.Array(ids),
+		"parked": m.parked, "to": m.to, "left_in": m.left, "reason": m.reason, "cancelled": m.cancelled,
+		"ends": pq.Array(t.Ends), "begin": t.Begin, "done": m.done, "kind": m.kind, "cancel_kind": m.cancelKind,
+		"actor": m.by.Actor, "via": m.by.Via, "term": m.term, "run": m.run}
+	if sl.RetryOf {
+		args["retry_of"] = m.retryOf
+	}
+	return moveParkedSQL.Render(sl, args)
 }
 
 // parkedCancel is an instance moveParked cancelled instead of moving.

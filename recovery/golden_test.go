@@ -3,7 +3,6 @@ package recovery
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 )
 
@@ -68,63 +68,156 @@ func goldenRepairer() *Repairer {
 	return New(Config{Events: events, Schema: "enginehealth", Workflows: []Workflow{invoices, reports}, BatchSize: 500, Log: leadertest.Quiet})
 }
 
-func (g goldenBatch) render(t *testing.T, r *Repairer) sqltext.Statement {
-	t.Helper()
-	st, err := r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
-	if err != nil {
-		t.Fatalf("%s: %v", g.name, err)
-	}
-	return st
+// golden is one shape of a statement, rendered for a fixed
+// configuration (goldenRepairer's): testdata/<statement>/<name>.sql.
+type golden struct {
+	statement, name, about string
+	render                 func(r *Repairer) (sqltext.Statement, error)
+	// indexes the statement's plan uses with sequential scans off, by
+	// a prefix of their names (the engine tables' indexes of
+	// TestStatementsPlan are named table_column_…_idx).
+	indexes []string
 }
 
-// TestGoldenStatements: each shape of the repair batch's statement, as it
-// runs, is committed in testdata/policy_batch/ (go test ./recovery -run
+// goldens: every shape of every statement with a golden rendering.
+func goldens() []golden {
+	var gs []golden
+	for _, g := range goldenBatches() {
+		table := strings.TrimPrefix(g.w.Table, "app.")
+		gs = append(gs, golden{statement: "policy_batch", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) {
+				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
+			},
+			// The pick, through the index on the status column.
+			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+	}
+	invoices, reports := goldenWorkflows()
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+		after       string
+	}{
+		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, ""},
+		{"reports", "a later batch of a task without claims or an on_failure policy", reports, "17"},
+	} {
+		gs = append(gs, golden{statement: "settle_batch", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) {
+				return r.renderSettleBatch(g.w, g.w.Tasks[0], "bigint", g.after, 42)
+			},
+			// The instances, through the primary key.
+			indexes: []string{"attempts_retried_idx", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
+	}
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+		state       string
+		cur         parkedCursor
+		close       bool
+	}{
+		{"held_look", "the first look at a task's holds", invoices, AttemptHeld, parkedCursor{}, false},
+		{"held_close", "closing the holds found after the slice before", invoices, AttemptHeld, parkedCursor{"2026-11-26 09:00:00+00", "17"}, true},
+		{"waiting_look", "a sweep's look at a task's waiting retries after the slice before", reports, AttemptWaiting, parkedCursor{"2026-11-26 09:00:00+00", "17"}, false},
+		{"waiting_close", "closing the waiting retries found in the first slice", reports, AttemptWaiting, parkedCursor{}, true},
+	} {
+		index := "attempts_held_idx"
+		if g.state == AttemptWaiting {
+			index = "attempts_due_idx"
+		}
+		gs = append(gs, golden{statement: "settle_parked", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) {
+				return r.renderSettleParked(g.w, g.w.Tasks[0], "bigint", g.state, g.cur, g.close, 42)
+			},
+			indexes: []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
+	}
+	decision := func(action string) HoldDecision {
+		return HoldDecision{Action: action, By: audit.By{Actor: "alice", Via: "cli"}, Reason: "card replaced"}
+	}
+	for _, g := range []struct {
+		name, about string
+		m           parkedMove
+	}{
+		{"due_retry", "due retries of a claimable task's interruptions, in a run", dueMove(invoices, invoices.Tasks[0], "Sending", CauseInterrupt, 42)},
+		{"due_retry_failure", "due retries of failed instances of a task without claims, in a run", dueMove(reports, reports.Tasks[0], "Failed", CauseFailure, 42)},
+		{"hold_retry", "an operator's retry of a claimable task's holds", holdMove(invoices, invoices.Tasks[0], "Sending", decision(DecideRetry), 7)},
+		{"hold_fail", "an operator's failing of holds of a task without claims", holdMove(reports, reports.Tasks[0], "Rendering", decision(DecideFail), 7)},
+	} {
+		table := strings.TrimPrefix(g.m.w.Table, "app.")
+		gs = append(gs, golden{statement: "move_parked", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderMoveParked(g.m, []string{"1", "2"}) },
+			// The instances through the primary key.
+			indexes: []string{table + "_pkey"}})
+	}
+	gs = append(gs, golden{statement: "cancel_stale", name: "retries", about: "waiting retries the task's policy no longer allows",
+		render: func(r *Repairer) (sqltext.Statement, error) {
+			return r.renderCancelStale(invoices.Name, invoices.Tasks[0], []string{"1", "2"},
+				"retry cancelled: the task's on_interrupt max_attempts is 1 now", 42)
+		}})
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+		ids         []string
+	}{
+		{"sweep", "a sweep's count of a claimable task's interrupted instances", invoices, nil},
+		{"expired", "the count of the instances whose claims the run expired", invoices, []string{"1", "2"}},
+		{"not_claimable", "a start-up run's count of a task without claims", reports, nil},
+	} {
+		table := strings.TrimPrefix(g.w.Table, "app.")
+		gs = append(gs, golden{statement: "count_task", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) {
+				return r.renderCount(g.w, g.w.Tasks[0], g.w.Claims, g.ids)
+			},
+			// Through the index on the status column.
+			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+	}
+	noError := invoices
+	noError.ErrorColumn = ""
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+	}{
+		{"patterns", "a claimable task whose on_interrupt policy matches errors against non-retryable patterns", invoices},
+		{"no_error_column", "the same task of a workflow without an error column", noError},
+	} {
+		gs = append(gs, golden{statement: "plan_task", name: g.name, about: g.about,
+			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) },
+			// The pick, through the index on the status column; the
+			// attempts rows and claims through their primary keys.
+			indexes: []string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"}})
+	}
+	return gs
+}
+
+// TestGoldenStatements: each shape of each statement, as it runs, is
+// committed in testdata/<statement>/ (go test ./recovery -run
 // TestGoldenStatements -update rewrites them): a change to a statement
 // shows in the diff as the SQL that will run.
 func TestGoldenStatements(t *testing.T) {
 	r := goldenRepairer()
-	for _, g := range goldenBatches() {
-		st := g.render(t, r)
-		got := "-- policy_batch: " + g.about + "\n" + st.Header() + st.SQL + "\n"
-		path := filepath.Join("testdata", "policy_batch", g.name+".sql")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
+	for _, g := range goldens() {
+		st, err := g.render(r)
 		if err != nil {
-			t.Fatalf("%v (go test ./recovery -run TestGoldenStatements -update writes it)", err)
+			t.Fatalf("%s %s: %v", g.statement, g.name, err)
 		}
-		if got != string(want) {
-			t.Errorf("%s renders differently from %s (rerun with -update if the change is meant, and review the diff):\n%s", g.name, path, got)
-		}
+		got := "-- " + g.statement + ": " + g.about + "\n" + st.Header() + st.SQL + "\n"
+		testkit.Golden(t, filepath.Join("testdata", g.statement, g.name+".sql"), got, *update)
 	}
 }
 
 // TestStatementsPlan: every golden statement plans on real PostgreSQL,
-// and the pick reaches the instance table through its index on the
-// status column when sequential scans are off (an index exists: none is
-// needed).
+// with sequential scans off: none is left in its plan (every table it
+// reads has an index that serves it), and it uses the indexes it is
+// written for (a repair batch's pick, the index on the status column).
 func TestStatementsPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pg.MigratedDB(t)
-	db.MustExec(`CREATE SCHEMA app;
-		CREATE TABLE app.invoices (id bigserial PRIMARY KEY, status text NOT NULL, last_error text, updated_at timestamptz NOT NULL DEFAULT now());
-		CREATE INDEX ON app.invoices (status, id);
-		CREATE INDEX ON app.invoices (status, updated_at, id);
-		CREATE TABLE app.invoice_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,
-			claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
-		CREATE TABLE app.reports (id bigserial PRIMARY KEY, state text NOT NULL);
-		CREATE INDEX ON app.reports (state, id);`)
+	db.MustExec(goldenDDL)
 	r := goldenRepairer()
-	for _, g := range goldenBatches() {
-		st := g.render(t, r)
+	for _, g := range goldens() {
+		st, err := g.render(r)
+		if err != nil {
+			t.Fatalf("%s %s: %v", g.statement, g.name, err)
+		}
 		tx, err := db.BeginTxx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -134,18 +227,28 @@ func TestStatementsPlan(t *testing.T) {
 		err = tx.SelectContext(ctx, &lines, "EXPLAIN "+st.SQL, st.Args...)
 		_ = tx.Rollback()
 		if err != nil {
-			t.Fatalf("%s does not plan: %v", g.name, err)
+			t.Fatalf("%s %s does not plan: %v", g.statement, g.name, err)
 		}
 		plan := strings.Join(lines, "\n")
-		table := strings.TrimPrefix(g.w.Table, "app.")
-		for _, l := range lines {
-			if strings.Contains(l, "Seq Scan on "+table+" b") {
-				t.Errorf("%s: the pick scans %s sequentially although an index on its status exists:\n%s", g.name, table, plan)
-			}
+		if strings.Contains(plan, "Seq Scan on ") {
+			t.Errorf("%s %s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.statement, g.name, plan)
 		}
-		// The indexes above are named table_status_…_idx.
-		if index := table + "_" + g.w.StatusColumn + "_"; !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
-			t.Errorf("%s: the pick does not use an index on %s.%s:\n%s", g.name, table, g.w.StatusColumn, plan)
+		for _, index := range g.indexes {
+			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
+				t.Errorf("%s %s does not use the index %s…:\n%s", g.statement, g.name, index, plan)
+			}
 		}
 	}
 }
+
+// goldenDDL: the engine tables of goldenWorkflows, with the indexes the
+// sidecar asks for (catalog.go): (status, id), and (status, updated, id)
+// for on_failure.
+const goldenDDL = `CREATE SCHEMA app;
+	CREATE TABLE app.invoices (id bigserial PRIMARY KEY, status text NOT NULL, last_error text, updated_at timestamptz NOT NULL DEFAULT now());
+	CREATE INDEX ON app.invoices (status, id);
+	CREATE INDEX ON app.invoices (status, updated_at, id);
+	CREATE TABLE app.invoice_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,
+		claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
+	CREATE TABLE app.reports (id bigserial PRIMARY KEY, state text NOT NULL);
+	CREATE INDEX ON app.reports (state, id);`

@@ -222,6 +222,21 @@ type heldRow struct {
 	LeftIn   string `db:"left_in"`
 }
 
+// holdMove is how moveParked applies the operator's decision d, in term,
+// to the holds of task t of workflow w left in state left.
+func holdMove(w Workflow, t Task, left string, d HoldDecision, term int64) parkedMove {
+	m := parkedMove{w: w, t: t, left: left, parked: AttemptHeld, kind: audit.KindHoldDecided,
+		cancelKind: audit.KindHoldDecided, cancelled: "hold cancelled", by: d.By, term: term}
+	if d.Action == DecideRetry {
+		m.to, m.done, m.manual = t.Begin, AttemptRetried, true
+		m.reason = "hold released by an operator: " + d.Reason
+	} else {
+		m.to, m.done = t.Failed, AttemptFailed
+		m.reason = "hold failed by an operator: " + d.Reason
+	}
+	return m
+}
+
 // DecideHolds applies an operator's decision to open holds, in batches:
 // each batch locks its attempts rows (skipping rows another request has
 // locked), moves each instance only if it is still where it was left and
@@ -286,16 +301,8 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 			}
 			for _, k := range order {
 				w, t := r.task(k.w, k.t)
-				m := parkedMove{w: w, t: t, left: k.left, parked: AttemptHeld, kind: audit.KindHoldDecided,
-					cancelKind: audit.KindHoldDecided, cancelled: "hold cancelled", by: d.By, term: tx.Term}
-				why := "hold released by an operator: " + d.Reason
-				if d.Action == DecideRetry {
-					m.to, m.done, m.manual = t.Begin, AttemptRetried, true
-				} else {
-					m.to, m.done = t.Failed, AttemptFailed
-					why = "hold failed by an operator: " + d.Reason
-				}
-				m.reason = pq.QuoteLiteral(why)
+				m := holdMove(w, t, k.left, d, tx.Term)
+				why := m.reason
 				moved, gone, err := r.moveParked(ctx, tx, m, groups[k])
 				if err != nil {
 					return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -68,30 +69,17 @@ func (e PlannedEffect) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
 // matches non_retryable), and says what happens to each group, in the
 // order of the retries counted.
 func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedEffect, error) {
-	tbl := w.Claims
-	// An instance with an expired claim row now is interrupted again
-	// once the run deletes it.
-	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", "$1", "$3") + " OR NOT " + tbl.Unclaimed("b") + ")"
-	args := []any{w.Name, t.Name, t.Interim}
-	match := "0"
-	p := t.InterruptPolicy()
-	if w.ErrorColumn != "" && len(p.NonRetryable) > 0 {
-		args = append(args, p.pgPatterns())
-		match = fmt.Sprintf(`coalesce((SELECT u.i FROM unnest($4::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b.%s::text ~ u.p ORDER BY u.i LIMIT 1), 0)`, claims.Ident(w.ErrorColumn))
+	q, err := r.renderPlanTask(w, t)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", w.Name, t.Name, err)
 	}
-	q := fmt.Sprintf(`SELECT x.prev, x.match, count(*) AS n FROM (
-			SELECT coalesce(`+retriesCountedSQL+`, 0) AS prev, %[3]s AS match
-			FROM %[1]s AS b %[4]s
-			WHERE b.%[2]s = $3 AND %[5]s AND `+decidableSQL+`
-		) AS x GROUP BY 1, 2 ORDER BY 1, 2`,
-		claims.Ident(w.Table), claims.Ident(w.StatusColumn), match, r.historyJoin(again, w, "$1", "$2"), tbl.UnclaimedAfterExpiry("b"))
+	p := t.InterruptPolicy()
 	var groups []struct {
 		Prev  int   `db:"prev"`
 		Match int   `db:"match"`
 		N     int64 `db:"n"`
 	}
-	if err := sqlx.SelectContext(ctx, r.cfg.DB, &groups, q, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, r.cfg.DB, &groups, q.SQL, q.Args...); err != nil {
 		return nil, fmt.Errorf("%s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
 	var out []PlannedEffect
@@ -110,4 +98,46 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 		out = append(out, PlannedEffect{Instances: g.N, To: to, Effect: e})
 	}
 	return out, nil
+}
+
+// planTaskSQL: the statement of a dry run's plan of a task
+// (sql/plan_task.sql).
+var planTaskSQL = sqltext.Load(statements, "sql/plan_task.sql")
+
+// planSlots fill planTaskSQL.
+type planSlots struct {
+	// Table, Status: the instance table and its status column, quoted;
+	// ErrorColumn: its error column, quoted, or "".
+	Table, Status, ErrorColumn string
+	// Patterns: non-retryable patterns are matched against the error.
+	Patterns bool
+	// HistoryJoin joins b's attempts row as a; RetriesCounted and
+	// Decidable read it (the repair's own: retriesCountedSQL,
+	// decidableSQL); UnclaimedAfterExpiry: b has no claim but expired
+	// ones.
+	HistoryJoin, RetriesCounted, Decidable, UnclaimedAfterExpiry string
+}
+
+// renderPlanTask renders the statement of the plan of task t of the
+// claimable workflow w and its parameters.
+func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error) {
+	tbl := w.Claims
+	// An instance with an expired claim row now is interrupted again
+	// once the run deletes it.
+	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")) + " OR NOT " + tbl.Unclaimed("b") + ")"
+	p := t.InterruptPolicy()
+	sl := planSlots{
+		Table: claims.Ident(w.Table), Status: claims.Ident(w.StatusColumn),
+		Patterns:    w.ErrorColumn != "" && len(p.NonRetryable) > 0,
+		HistoryJoin: r.historyJoin(again, w, sqltext.Arg("workflow"), sqltext.Arg("task")), RetriesCounted: retriesCountedSQL,
+		Decidable: decidableSQL, UnclaimedAfterExpiry: tbl.UnclaimedAfterExpiry("b"),
+	}
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.Interim}
+	if w.ErrorColumn != "" {
+		sl.ErrorColumn = claims.Ident(w.ErrorColumn)
+	}
+	if sl.Patterns {
+		args["patterns"] = p.pgPatterns()
+	}
+	return planTaskSQL.Render(sl, args)
 }

@@ -125,7 +125,7 @@ func TestRetryWithDelaysThenExhausted(t *testing.T) {
 			check()
 			return statusOf(t, db, 1) == "Paid", nil
 		})
-		if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != k {
+		if a := attemptOf(t, db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != k || a.Reason != fmt.Sprintf("interrupted: retry %d of 3", k) {
 			t.Fatalf("after retry %d: %+v", k, a)
 		}
 		// The engine runs it again and is interrupted again.

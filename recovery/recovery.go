@@ -33,6 +33,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -298,11 +299,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 			}
 		}
 		for _, t := range w.Tasks {
-			unclaimed := "TRUE"
-			if tbl != nil && !faultinject.Off(faultinject.Predicate) {
-				unclaimed = tbl.Unclaimed("b")
-			}
-			planned, err := r.count(ctx, w, t, unclaimed, r.againSQL(CauseInterrupt, w, tbl, "b", "$1", "$3"), expired)
+			planned, err := r.count(ctx, w, t, tbl, expired)
 			if err != nil {
 				return res, err
 			}
@@ -361,22 +358,49 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 }
 
 // count returns how many instances of t are in its interim state, not
-// parked by a policy (waiting for a retry or held) unless run again since
-// (again, over alias b), and satisfy unclaimed (an SQL condition on alias
-// b; "TRUE" when the workflow takes no claims); of the instances ids only,
-// when ids is not nil.
-func (r *Repairer) count(ctx context.Context, w Workflow, t Task, unclaimed, again string, ids []string) (int64, error) {
-	var n int64
-	of, args := "", []any{w.Name, t.Name, t.Interim}
-	if ids != nil {
-		of, args = fmt.Sprintf("AND b.%s = ANY ($4)", claims.Ident(w.IDColumn)), append(args, pq.Array(ids))
+// parked by a policy (waiting for a retry or held) unless run again
+// since, and unclaimed (tbl: the workflow's claims; nil when it takes
+// none); of the instances ids only, when ids is not nil.
+func (r *Repairer) count(ctx context.Context, w Workflow, t Task, tbl *claims.Table, ids []string) (int64, error) {
+	q, err := r.renderCount(w, t, tbl, ids)
+	if err != nil {
+		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
-	q := fmt.Sprintf(`SELECT count(*) FROM %s AS b %s WHERE b.%s = $3 AND %s %s AND `+decidableSQL,
-		claims.Ident(w.Table), r.historyJoin(again, w, "$1", "$2"), claims.Ident(w.StatusColumn), unclaimed, of)
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q, args...); err != nil {
+	var n int64
+	if err := sqlx.GetContext(ctx, r.cfg.DB, &n, q.SQL, q.Args...); err != nil {
 		return 0, fmt.Errorf("count %s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
 	}
 	return n, nil
+}
+
+// countTaskSQL: the statement of count (sql/count_task.sql).
+var countTaskSQL = sqltext.Load(statements, "sql/count_task.sql")
+
+// countSlots fill countTaskSQL.
+type countSlots struct {
+	// Table, ID, Status: the instance table and its columns, quoted.
+	Table, ID, Status string
+	// IDs: only the instances ids.
+	IDs bool
+	// HistoryJoin joins b's attempts row as a, which Decidable reads
+	// (the repair's own: historyJoin, decidableSQL); Unclaimed: b has no
+	// claim (TRUE for a workflow without claims).
+	HistoryJoin, Decidable, Unclaimed string
+}
+
+// renderCount renders count's statement and its parameters.
+func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []string) (sqltext.Statement, error) {
+	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
+		HistoryJoin: r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w, sqltext.Arg("workflow"), sqltext.Arg("task")),
+		Decidable:   decidableSQL, Unclaimed: "TRUE"}
+	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
+		sl.Unclaimed = tbl.Unclaimed("b")
+	}
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.Interim}
+	if ids != nil {
+		args["ids"] = pq.Array(ids)
+	}
+	return countTaskSQL.Render(sl, args)
 }
 
 // lockWait bounds how long a repair batch waits for a row lock before it

@@ -6,6 +6,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -92,53 +93,15 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 // instance after, in one fenced transaction; it returns how many rows it
 // looked at and the last one.
 func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType, after string, sc *SettleCounts) (int, string, error) {
-	hasFailure := t.FailurePolicy().Strategy != StrategyNone
-	ev := r.cfg.Events.InsertSelect(audit.Columns{
-		Kind: "CASE x.next WHEN 'succeeded' THEN $7 WHEN 'failed' THEN $8 ELSE $9 END", RunID: "$10",
-		Workflow: "$1", Instance: "x.instance", Task: "$2", ToState: "x.st", Attempt: "x.attempt", Reason: "x.reason"}, "upd x")
-	q := fmt.Sprintf(`WITH a AS MATERIALIZED (
-			SELECT a.ctid AS tid, a.instance, a.attempt, a.manual FROM %[1]s AS a
-			WHERE a.workflow = $1 AND a.task = $2 AND a.state = 'retried' AND a.instance > $11
-			ORDER BY a.instance LIMIT $12 FOR UPDATE SKIP LOCKED
-		), j AS MATERIALIZED (
-			SELECT a.*, (SELECT t.%[4]s::text FROM %[2]s AS t WHERE t.%[3]s = a.instance::%[5]s) AS st FROM a
-		), x AS MATERIALIZED (
-			SELECT j.*, CASE
-					WHEN j.st IS NULL THEN 'cancelled'
-					WHEN j.st = ANY ($3::text[]) THEN 'succeeded'
-					WHEN j.st = $4 OR j.st = $5 THEN ''
-					WHEN j.st = $6 THEN CASE WHEN $13 THEN '' ELSE 'failed' END
-					ELSE 'succeeded' END AS next,
-				CASE WHEN j.manual > 0 AND j.attempt = 0 THEN 'manual retry ' || j.manual ELSE 'retry ' || j.attempt END AS what
-			FROM j
-		), y AS (
-			SELECT x.*, CASE x.next
-					WHEN 'cancelled' THEN x.what || ' cancelled: the instance no longer exists'
-					WHEN 'failed' THEN x.what || ' failed: the engine moved the instance to ' || x.st
-					WHEN 'succeeded' THEN CASE WHEN x.st = ANY ($3::text[])
-						THEN x.what || ' succeeded: the instance reached ' || x.st
-						ELSE x.what || ' succeeded: the instance went on to ' || x.st END
-				END AS reason
-			FROM x WHERE x.next <> ''
-		), upd AS (
-			UPDATE %[1]s AS a SET state = y.next, since = now(), last_reason = y.reason, ended_parked = false
-			FROM y WHERE a.ctid = y.tid
-			RETURNING y.instance, y.st, y.attempt, y.next, y.reason
-		), ev AS (
-			%[6]s
-		)
-		SELECT (SELECT count(*) FROM a), coalesce((SELECT max(instance) FROM a), ''),
-			count(*) FILTER (WHERE next = 'succeeded'), count(*) FILTER (WHERE next = 'failed'),
-			count(*) FILTER (WHERE next = 'cancelled')
-		FROM upd`,
-		r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), idType, ev)
+	q, err := r.renderSettleBatch(w, t, idType, after, run)
+	if err != nil {
+		return 0, "", err
+	}
 	var n int
 	var last string
 	var ok, failed, gone int64
-	err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		return tx.QueryRowContext(ctx, q, w.Name, t.Name, pq.Array(t.Ends), t.Begin, t.Interim, t.Failed,
-			audit.KindRetrySucceeded, audit.KindRetryFailed, audit.KindRetryCancelled, run, after, r.cfg.BatchSize, hasFailure).
-			Scan(&n, &last, &ok, &failed, &gone)
+	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		return tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&n, &last, &ok, &failed, &gone)
 	})
 	if err != nil {
 		return 0, "", err
@@ -147,6 +110,36 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 	sc.Failed += failed
 	sc.Cancelled += gone
 	return n, last, nil
+}
+
+// settleBatchSQL: the statement of a settle batch (sql/settle_batch.sql).
+var settleBatchSQL = sqltext.Load(statements, "sql/settle_batch.sql")
+
+// settleSlots fill settleBatchSQL.
+type settleSlots struct {
+	// Table, ID, Status: the instance table and its columns, quoted;
+	// IDType: the id column's type (the catalog's name).
+	Table, ID, Status, IDType string
+	// FailurePolicy: the task has an on_failure policy, which decides a
+	// retry the engine failed.
+	FailurePolicy bool
+	// The sidecar's tables, quoted, and the event kinds, as literals.
+	Attempts, Events                         string
+	KindSucceeded, KindFailed, KindCancelled string
+}
+
+// renderSettleBatch renders the statement of one settle batch and its
+// parameters.
+func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType, after string, run int64) (sqltext.Statement, error) {
+	sl := settleSlots{
+		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
+		FailurePolicy: t.FailurePolicy().Strategy != StrategyNone,
+		Attempts:      r.attempts, Events: r.cfg.Events.Table(),
+		KindSucceeded: pq.QuoteLiteral(audit.KindRetrySucceeded), KindFailed: pq.QuoteLiteral(audit.KindRetryFailed),
+		KindCancelled: pq.QuoteLiteral(audit.KindRetryCancelled),
+	}
+	return settleBatchSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "batch_size": r.cfg.BatchSize,
+		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run})
 }
 
 // parkedCursor is where the next look at a task's parked rows of one
@@ -180,11 +173,6 @@ func (r *Repairer) closeParked(ctx context.Context, o *leader.Office, run int64,
 
 func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, state string) (int64, error) {
 	key := w.Name + "\x00" + t.Name + "\x00" + state
-	// held: since (its index, per workflow); waiting: the due time.
-	order, limit, kind, what, gone := "since", r.cfg.BatchSize, audit.KindHoldCancelled, "hold cancelled", "j.st IS DISTINCT FROM j.left_in"
-	if state == AttemptWaiting {
-		order, limit, kind, what, gone = "next_attempt_at", r.cfg.BatchSize, audit.KindRetryCancelled, "retry cancelled", "j.st IS NULL OR j.st = ANY ($6::text[])"
-	}
 	var some bool
 	// The state as a literal: the planner then reads the state's partial
 	// index (a parameter would not match its predicate).
@@ -204,61 +192,31 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 	r.mu.Lock()
 	cur := r.parkedAt[key]
 	r.mu.Unlock()
-	// A range of the state's index (time, instance): from the start, or
-	// after the cursor ($3 and $4 unused then).
-	after := "AND $3 = '' AND $4 = ''"
-	if cur.at != "" {
-		after = fmt.Sprintf("AND (a.%s, a.instance) > ($3::timestamptz, $4::text)", order)
-	}
-	ev := r.cfg.Events.InsertSelect(audit.Columns{Kind: pq.QuoteLiteral(kind), RunID: "$8",
-		Workflow: "$1", Instance: "x.instance", Task: "$2", FromState: "x.left_in", ToState: "x.st", Attempt: "x.attempt",
-		Reason: "x.reason"}, "upd x")
-	// The rows to close: h, the slice looked at; x, those whose instance
-	// is no longer where it was left. $1–$7 (the run, $8, only writes).
-	pick := fmt.Sprintf(`WITH h AS MATERIALIZED (
-			SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.%[7]s AS at FROM %[1]s AS a
-			WHERE a.workflow = $1 AND a.state = %[9]s AND a.task = $2 %[8]s
-			-- No row locks: most rows looked at stay as they are; the
-			-- update takes those it changes, by tuple id and state (a
-			-- row changed since is not found).
-			ORDER BY a.%[7]s, a.instance LIMIT $5
-		), x AS MATERIALIZED (
-			SELECT j.*, j.st = ANY ($6::text[]) AS ended, CASE
-					WHEN j.st IS NULL THEN $7 || ': the instance no longer exists'
-					WHEN j.st = ANY ($6::text[]) THEN $7 || ': the instance reached end state ' || j.st
-					ELSE $7 || ': instance moved to ' || j.st || ' by someone else' END AS reason
-			FROM (SELECT h.*, (SELECT t.%[4]s::text FROM %[2]s AS t WHERE t.%[3]s = h.instance::%[5]s) AS st FROM h) AS j
-			WHERE %[6]s
-		)`, r.attempts, claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn), *idType, gone, order, after, pq.QuoteLiteral(state))
-	args := []any{w.Name, t.Name, cur.at, cur.instance, limit, pq.Array(t.Ends), what}
 	// Read first, outside a transaction: most passes close nothing, and
 	// need no fenced one.
+	look, err := r.renderSettleParked(w, t, *idType, state, cur, false, 0)
+	if err != nil {
+		return 0, err
+	}
 	var n int
 	var next parkedCursor
 	var found, closed int64
-	if err := r.cfg.DB.QueryRowContext(ctx, pick+`
-		SELECT (SELECT count(*) FROM h), coalesce((SELECT at::text FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''),
-			coalesce((SELECT instance FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM x)`, args...).
-		Scan(&n, &next.at, &next.instance, &found); err != nil {
+	if err := r.cfg.DB.QueryRowContext(ctx, look.SQL, look.Args...).Scan(&n, &next.at, &next.instance, &found); err != nil {
 		return 0, err
 	}
 	if found > 0 {
-		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-			return tx.QueryRowContext(ctx, pick+`, upd AS (
-					UPDATE `+r.attempts+` AS a SET state = CASE WHEN x.ended THEN 'succeeded' ELSE 'cancelled' END, since = now(),
-						next_attempt_at = NULL, last_reason = x.reason, ended_parked = coalesce(x.ended, false)
-					FROM x WHERE a.ctid = x.tid AND a.state = `+pq.QuoteLiteral(state)+`
-					RETURNING x.instance, x.left_in, x.st, x.attempt, x.reason
-				), ev AS (
-					`+ev+`
-				)
-				SELECT count(*) FROM upd`, append(args, run)...).Scan(&closed)
+		q, err := r.renderSettleParked(w, t, *idType, state, cur, true, run)
+		if err != nil {
+			return 0, err
+		}
+		err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			return tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&closed)
 		})
 		if err != nil {
 			return 0, err
 		}
 	}
-	if n < limit {
+	if n < r.cfg.BatchSize {
 		next = parkedCursor{} // all looked at: the next pass starts over
 	}
 	r.mu.Lock()
@@ -268,6 +226,51 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 	r.parkedAt[key] = next
 	r.mu.Unlock()
 	return closed, nil
+}
+
+// settleParkedSQL: the statement that looks at, or closes, a slice of a
+// task's parked rows (sql/settle_parked.sql).
+var settleParkedSQL = sqltext.Load(statements, "sql/settle_parked.sql")
+
+// parkedSlots fill settleParkedSQL.
+type parkedSlots struct {
+	// Table, ID, Status: the instance table and its columns, quoted;
+	// IDType: the id column's type (the catalog's name).
+	Table, ID, Status, IDType string
+	// State: the rows' state, as a literal; Waiting: it is waiting (else
+	// held); Order: the column its partial index orders the rows by
+	// after the workflow.
+	State, Order string
+	Waiting      bool
+	// Cursor: a slice after the first; Close: close the rows found (else
+	// look).
+	Cursor, Close bool
+	// The sidecar's tables, quoted, and the event kind, as a literal.
+	Attempts, Events, Kind string
+}
+
+// renderSettleParked renders the look at (close false) or the closing of
+// (close true, for run) the slice of task t's parked rows in state after
+// cur.
+func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, cur parkedCursor, close bool, run int64) (sqltext.Statement, error) {
+	// held: since (its index, per workflow); waiting: the due time.
+	sl := parkedSlots{
+		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
+		State: pq.QuoteLiteral(state), Order: "since", Cursor: cur.at != "", Close: close,
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(audit.KindHoldCancelled),
+	}
+	what := "hold cancelled"
+	if state == AttemptWaiting {
+		sl.Waiting, sl.Order, sl.Kind, what = true, "next_attempt_at", pq.QuoteLiteral(audit.KindRetryCancelled), "retry cancelled"
+	}
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "limit": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "what": what}
+	if sl.Cursor {
+		args["cursor_at"], args["cursor_instance"] = cur.at, cur.instance
+	}
+	if close {
+		args["run"] = run
+	}
+	return settleParkedSQL.Render(sl, args)
 }
 
 // idType returns the SQL type of workflow w's id column, as the catalog

@@ -6,6 +6,7 @@ package testkit
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -67,5 +68,28 @@ func Never(tb testing.TB, d time.Duration, what string, cond func() bool) {
 			tb.Fatalf("%s (within %s)", what, d)
 		}
 		<-tick.C
+	}
+}
+
+// Golden compares got with the golden file at path, failing the test
+// with got when they differ; with update (the package's -update flag) it
+// writes got there instead.
+func Golden(tb testing.TB, path, got string, update bool) {
+	tb.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("%v (rerun the test with -update to write it)", err)
+	}
+	if got != string(want) {
+		tb.Errorf("%s differs (rerun the test with -update if the change is meant, and review the diff):\n%s", path, got)
 	}
 }

@@ -1,0 +1,156 @@
+package claims
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
+
+// goldenExpiry is one shape of Expire's statement.
+type goldenExpiry struct {
+	name, about string
+	table       Table
+	// ddl: the tables, with the indexes the plan must use (by name),
+	// and rows: many instances, few claims, as the planner should
+	// expect.
+	ddl, rows string
+	indexes   []string
+}
+
+// quoted: a claimable workflow whose names all need quoting.
+var quoted = Table{
+	Instances: "Billing.Invoice Queue", IDColumn: "Id", StatusColumn: "State",
+	Claims: "Billing.Claims", InstanceColumn: "Invoice Id", NodeColumn: "Node",
+	TokenColumn: "Token", ClaimedAtColumn: "Claimed At", ExpiresAtColumn: "Expires At",
+}
+
+func goldenExpiries() []goldenExpiry {
+	return []goldenExpiry{
+		{name: "claim_protocol", about: "the tables of docs/claim-protocol.md", table: table, ddl: DDL,
+			rows: `INSERT INTO app.invoice (status) SELECT 'Sent' FROM generate_series(1, 10000);
+				INSERT INTO app.invoice_claim (instance_id, node, token, expires_at) SELECT id, 'n1', 't', now() FROM app.invoice LIMIT 10;
+				ANALYZE app.invoice, app.invoice_claim`,
+			indexes: []string{"invoice_claim_expires_at_idx", "invoice_pkey"}},
+		{name: "quoted_names", about: "schema, tables and columns whose names need quoting", table: quoted,
+			ddl: `CREATE SCHEMA "Billing";
+				CREATE TABLE "Billing"."Invoice Queue" ("Id" uuid CONSTRAINT queue_pkey PRIMARY KEY, "State" text NOT NULL);
+				CREATE TABLE "Billing"."Claims" ("Invoice Id" uuid PRIMARY KEY REFERENCES "Billing"."Invoice Queue" ("Id"),
+					"Node" text NOT NULL, "Token" text NOT NULL, "Claimed At" timestamptz NOT NULL, "Expires At" timestamptz NOT NULL);
+				CREATE INDEX claims_expiry_idx ON "Billing"."Claims" ("Expires At");`,
+			rows: `INSERT INTO "Billing"."Invoice Queue" SELECT gen_random_uuid(), 'Sent' FROM generate_series(1, 10000);
+				INSERT INTO "Billing"."Claims" SELECT "Id", 'n1', 't', now(), now() FROM "Billing"."Invoice Queue" LIMIT 10;
+				ANALYZE "Billing"."Invoice Queue", "Billing"."Claims"`,
+			indexes: []string{"claims_expiry_idx", "queue_pkey"}},
+	}
+}
+
+// goldenRecord records the expired claims as the master does (one event
+// a claim, here in a log of the test's own), with one parameter.
+func goldenRecord(expired string) (string, []any) {
+	return `INSERT INTO expiry_log (kind, node, instance, from_state, reason)
+		SELECT $2, x.node, x.instance, x.state, 'claim ' || x.token || ' of node ' || x.node || ' expired at ' || x.expires_at
+		FROM ` + expired + ` x`, []any{"claim_expired"}
+}
+
+const expiryLogDDL = `CREATE TABLE expiry_log (kind text, node text, instance text, from_state text, reason text)`
+
+// TestGoldenStatements: each shape of Expire's statement, as it runs, is
+// committed in testdata/expire/ (go test ./claims -run
+// TestGoldenStatements -update rewrites them). The template is also
+// rendered by internal/infra/sqltext, which finds a slot the text names
+// that expireSlots lacks, or a field of expireSlots the text never
+// names (claims, which engines import, depends on no package of the
+// daemon: it renders with text/template alone).
+func TestGoldenStatements(t *testing.T) {
+	record, _ := goldenRecord("expired")
+	for _, g := range goldenExpiries() {
+		stmt, err := g.table.expireStatement(record)
+		if err != nil {
+			t.Fatalf("%s: %v", g.name, err)
+		}
+		checked, err := sqltext.New("sql/expire.sql", expireText).Render(g.table.expireSlots(record), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", g.name, err)
+		}
+		if checked.SQL != stmt {
+			t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", g.name, stmt, checked.SQL)
+		}
+		got := "-- expire: " + g.about + "\n-- $1 limit\n-- $2 kind (the Record statement's)\n" + stmt + "\n"
+		testkit.Golden(t, filepath.Join("testdata", "expire", g.name+".sql"), got, *update)
+	}
+}
+
+// TestStatementsPlan: Expire's statement plans on real PostgreSQL, and
+// with sequential scans off it scans no table: it picks the expired
+// claims through the index on the expiry column and reads their
+// instances by primary key.
+func TestStatementsPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sql.Open("postgres", pg.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, g := range goldenExpiries() {
+		if _, err := db.Exec(g.ddl + ";" + g.rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(expiryLogDDL); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range goldenExpiries() {
+		record, args := goldenRecord("expired")
+		stmt, err := g.table.expireStatement(record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := explain(ctx, db, stmt, append([]any{500}, args...))
+		if err != nil {
+			t.Fatalf("%s does not plan: %v", g.name, err)
+		}
+		if strings.Contains(plan, "Seq Scan on ") {
+			t.Errorf("%s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.name, plan)
+		}
+		for _, index := range g.indexes {
+			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
+				t.Errorf("%s does not use the index %s:\n%s", g.name, index, plan)
+			}
+		}
+	}
+}
+
+// explain returns the plan of stmt, with sequential scans off.
+func explain(ctx context.Context, db *sql.DB, stmt string, args []any) (string, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		return "", err
+	}
+	rows, err := tx.QueryContext(ctx, "EXPLAIN "+stmt, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			return "", err
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}

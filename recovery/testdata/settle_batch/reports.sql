@@ -1,0 +1,59 @@
+-- settle_batch: a later batch of a task without claims or an on_failure policy
+-- $1 workflow
+-- $2 task
+-- $3 after
+-- $4 batch_size
+-- $5 ends
+-- $6 begin
+-- $7 interim
+-- $8 failed
+-- $9 run
+WITH a AS MATERIALIZED (
+	-- Up to batch_size retried rows after the last one, locked (the
+	-- partial index of retried rows, in instance order).
+	SELECT a.ctid AS tid, a.instance, a.attempt, a.manual FROM "enginehealth".attempts AS a
+	WHERE a.workflow = $1 AND a.task = $2 AND a.state = 'retried' AND a.instance > $3
+	ORDER BY a.instance LIMIT $4 FOR UPDATE SKIP LOCKED
+), j AS MATERIALIZED (
+	-- Each with its instance's state (NULL: the row is gone), read
+	-- through the primary key.
+	SELECT a.*, (SELECT t."state"::text FROM "app"."reports" AS t WHERE t."id" = a.instance::bigint) AS st FROM a
+), x AS MATERIALIZED (
+	-- The outcome: '' while the retry still runs (begin, interim),
+	-- and, under an on_failure policy, when the engine failed it (the
+	-- policy decides it).
+	SELECT j.*, CASE
+			WHEN j.st IS NULL THEN 'cancelled'
+			WHEN j.st = ANY ($5::text[]) THEN 'succeeded'
+			WHEN j.st = $6 OR j.st = $7 THEN ''
+			WHEN j.st = $8 THEN 'failed'
+			ELSE 'succeeded' END AS next,
+		CASE WHEN j.manual > 0 AND j.attempt = 0 THEN 'manual retry ' || j.manual ELSE 'retry ' || j.attempt END AS what
+	FROM j
+), y AS (
+	SELECT x.*, CASE x.next
+			WHEN 'cancelled' THEN x.what || ' cancelled: the instance no longer exists'
+			WHEN 'failed' THEN x.what || ' failed: the engine moved the instance to ' || x.st
+			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ($5::text[])
+				THEN x.what || ' succeeded: the instance reached ' || x.st
+				ELSE x.what || ' succeeded: the instance went on to ' || x.st END
+		END AS reason
+	FROM x WHERE x.next <> ''
+), upd AS (
+	UPDATE "enginehealth".attempts AS a SET state = y.next, since = now(), last_reason = y.reason, ended_parked = false
+	FROM y WHERE a.ctid = y.tid
+	RETURNING y.instance, y.st, y.attempt, y.next, y.reason
+), ev AS (
+	-- One event per row closed.
+	INSERT INTO "enginehealth".events (kind, run_id, workflow, instance, task, to_state, attempt, reason)
+	SELECT CASE x.next WHEN 'succeeded' THEN 'retry_succeeded' WHEN 'failed' THEN 'retry_failed' ELSE 'retry_cancelled' END,
+		$9, $1, x.instance, $2, x.st, x.attempt, x.reason
+	FROM upd x
+)
+-- The rows looked at, the last one (the next batch's start) and the
+-- outcomes.
+SELECT (SELECT count(*) FROM a), coalesce((SELECT max(instance) FROM a), ''),
+	count(*) FILTER (WHERE next = 'succeeded'), count(*) FILTER (WHERE next = 'failed'),
+	count(*) FILTER (WHERE next = 'cancelled')
+FROM upd
+
