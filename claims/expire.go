@@ -95,9 +95,13 @@ func (t Table) CountExpired(ctx context.Context, db Querier) (int64, error) {
 // Unclaimed returns an SQL condition true when the instance row aliased
 // alias has no claim row at all (expired claims still protect it until
 // Expire removes them).
-func (t Table) Unclaimed(alias string) string {
+func (t Table) Unclaimed(alias string) string { return "NOT " + t.Claimed(alias) }
+
+// Claimed returns the SQL condition that the instance row aliased alias
+// has a claim row, expired or not: Unclaimed's opposite.
+func (t Table) Claimed(alias string) string {
 	n := t.q()
-	return fmt.Sprintf(`NOT EXISTS (SELECT 1 FROM %s c WHERE c.%s = %s.%s)`, n.cl, n.ci, alias, n.id)
+	return fmt.Sprintf(`EXISTS (SELECT 1 FROM %s c WHERE c.%s = %s.%s)`, n.cl, n.ci, alias, n.id)
 }
 
 // HolderSQL returns an SQL expression over the instance row aliased

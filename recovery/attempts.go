@@ -554,9 +554,9 @@ var moveParkedSQL = sqltext.Load(statements, "sql/move_parked.sql")
 // moveSlots fill moveParkedSQL.
 type moveSlots struct {
 	// Table, ID, Status: the instance table and its columns, quoted;
-	// Unclaimed: the predicate that an instance row t has no claim ("" for
-	// a workflow without claims).
-	Table, ID, Status, Unclaimed string
+	// Unclaimed and Claimed: the predicates that an instance row t has no
+	// claim, or has one ("" for a workflow without claims).
+	Table, ID, Status, Unclaimed, Claimed string
 	// Counted: a move is the policy's next retry (attempt + 1); Manual:
 	// an operator's retry (manual + 1); RetryOf: the reason says which
 	// retry of how many; RanElsewhere: see parkedMove.
@@ -578,7 +578,7 @@ func (r *Repairer) renderMoveParked(m parkedMove, ids []string) (sqltext.Stateme
 		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs,
 	}
 	if w.Claims != nil {
-		sl.Unclaimed = w.Claims.Unclaimed("t")
+		sl.Unclaimed, sl.Claimed = w.Claims.Unclaimed("t"), w.Claims.Claimed("t")
 	}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "instances": pq.Array(ids), "ids": pq.Array(ids),
 		"parked": m.parked, "to": m.to, "left_in": m.left, "reason": m.reason, "cancelled": m.cancelled,

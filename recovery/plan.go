@@ -124,7 +124,7 @@ func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error)
 	tbl := w.Claims
 	// An instance with an expired claim row now is interrupted again
 	// once the run deletes it.
-	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")) + " OR NOT " + tbl.Unclaimed("b") + ")"
+	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")) + " OR " + tbl.Claimed("b") + ")"
 	p := t.InterruptPolicy()
 	sl := planSlots{
 		Table: claims.Ident(w.Table), Status: claims.Ident(w.StatusColumn),

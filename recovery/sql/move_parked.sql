@@ -38,7 +38,7 @@ WITH due AS MATERIALIZED (
 	WHERE a.workflow = {{arg "workflow"}} AND a.task = {{arg "task"}} AND a.instance = ANY ({{arg "instances"}}::text[]) AND a.state = {{arg "parked"}}
 ), cur AS MATERIALIZED (
 	-- Where their instances are now.
-	SELECT t.{{.ID}}::text AS id, t.{{.Status}}::text AS st, {{if .Unclaimed}}NOT {{.Unclaimed}}{{else}}false{{end}} AS claimed FROM {{.Table}} AS t WHERE t.{{.ID}} = ANY ({{arg "ids"}})
+	SELECT t.{{.ID}}::text AS id, t.{{.Status}}::text AS st, {{if .Claimed}}{{.Claimed}}{{else}}false{{end}} AS claimed FROM {{.Table}} AS t WHERE t.{{.ID}} = ANY ({{arg "ids"}})
 ), moved AS (
 	-- Those still where they were left, unclaimed, move.
 	UPDATE {{.Table}} AS t SET {{.Status}} = {{arg "to"}} WHERE t.{{.ID}} = ANY ({{arg "ids"}}) AND t.{{.Status}} = {{arg "left_in"}} AND {{if .Unclaimed}}{{.Unclaimed}}{{else}}TRUE{{end}}

@@ -9,8 +9,8 @@
 // text names that the struct lacks, or a field or method of the struct
 // the text never names, is an error, so the text and the code that fills
 // it cannot drift apart. A parameter named in the rendered text but not
-// given, or given but not named, is an error too. Identifiers are quoted
-// by one function, Ident.
+// given, or given but not named, is an error too. Slots hold identifiers
+// quoted by one function, claims.Ident.
 package sqltext
 
 import (
@@ -25,19 +25,7 @@ import (
 	"sync"
 	"text/template"
 	"text/template/parse"
-
-	"github.com/lib/pq"
 )
-
-// Ident quotes a possibly schema-qualified name ("schema.table") part by
-// part.
-func Ident(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = pq.QuoteIdentifier(p)
-	}
-	return strings.Join(parts, ".")
-}
 
 // Template is one named statement.
 type Template struct {

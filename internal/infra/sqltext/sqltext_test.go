@@ -17,7 +17,7 @@ var move = New("move", `UPDATE {{.Table}} AS t SET {{.Status}} = {{arg "to"}}
 WHERE t.{{.Status}} = {{arg "from"}}{{if .Claimable}} AND {{.Unclaimed "t"}}{{end}} AND {{arg "to"}} <> ''`)
 
 func TestRenderNumbersParametersByFirstUse(t *testing.T) {
-	st, err := move.Render(moveSlots{Table: Ident("app.orders"), Status: Ident("state"), Claimable: true}, Args{"from": "b", "to": "c"})
+	st, err := move.Render(moveSlots{Table: `"app"."orders"`, Status: `"state"`, Claimable: true}, Args{"from": "b", "to": "c"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ WITH due AS MATERIALIZED (
 	WHERE a.workflow = $1 AND a.task = $2 AND a.instance = ANY ($3::text[]) AND a.state = $4
 ), cur AS MATERIALIZED (
 	-- Where their instances are now.
-	SELECT t."id"::text AS id, t."status"::text AS st, NOT NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id") AS claimed FROM "app"."invoices" AS t WHERE t."id" = ANY ($5)
+	SELECT t."id"::text AS id, t."status"::text AS st, EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id") AS claimed FROM "app"."invoices" AS t WHERE t."id" = ANY ($5)
 ), moved AS (
 	-- Those still where they were left, unclaimed, move.
 	UPDATE "app"."invoices" AS t SET "status" = $6 WHERE t."id" = ANY ($5) AND t."status" = $7 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")

@@ -11,7 +11,7 @@ SELECT x.prev, x.match, count(*) AS n FROM (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
 		SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN (EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $2 AND e.instance = b."id"::text AND e.from_state = $3 AND e.at > a.since) OR NOT NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")) ELSE false END AS again
+			CASE WHEN a.state IN ('waiting', 'held') THEN (EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $2 AND e.instance = b."id"::text AND e.from_state = $3 AND e.at > a.since) OR EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")) ELSE false END AS again
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $2 AND a.instance = b."id"::text AND a.task = $4 LIMIT 1) AS a ON true
 	WHERE b."status" = $3 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id" AND c."expires_at" >= now()) AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
