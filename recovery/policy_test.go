@@ -812,3 +812,65 @@ func TestExhaustedSaysTheRetriesMade(t *testing.T) {
 		t.Fatalf("%+v, want exhausted after 4 retries", a)
 	}
 }
+
+// TestPlanEqualsRunAtScale: on 10k interrupted instances with mixed
+// histories (none, retries made 0 to beyond max_attempts, a success since,
+// parked and run again since or not, a non-retryable error, a live claim
+// or an expired one), the dry-run plan and the run after it agree: as many
+// handled as planned, each destination (begin, failed, staying) with the
+// count planned, and as many exhausted. They share their decision.
+func TestPlanEqualsRunAtScale(t *testing.T) {
+	// Retry 1 at once, retries 2 and 3 after an hour: some instances go
+	// back to begin, some stay.
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, NonRetryable: []string{"^fatal:"},
+		Backoff: Backoff{Kind: BackoffSchedule, Schedule: []time.Duration{0, time.Hour, time.Hour}, MaxDelay: time.Hour}})
+	r, db := f.r, f.db
+	r.cfg.BatchSize = 1000 // the fixture's 2 is for batch edges
+	const n = 10_000
+	db.MustExec(`DELETE FROM app.orders`)
+	db.MustExec(`INSERT INTO app.orders (id, status, last_error)
+		SELECT i, 'Shipping', CASE WHEN i % 13 = 0 THEN 'fatal: card gone' WHEN i % 17 = 0 THEN 'timeout' END FROM generate_series(1, $1) i`, n)
+	// Histories, by id modulo 10: none (0, 1), retried k times (2–5: k =
+	// 0..3, 3 is max_attempts), 5 beyond it (6), succeeded after 2 (7),
+	// waiting (8; every other one run again since: a claim expired on it
+	// after it was parked), held (9, likewise).
+	db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, next_attempt_at, since)
+		SELECT 'orders', i::text, 'ship',
+			CASE i % 10 WHEN 2 THEN 0 WHEN 3 THEN 1 WHEN 4 THEN 2 WHEN 5 THEN 3 WHEN 6 THEN 5 WHEN 7 THEN 2 ELSE 1 END,
+			CASE i % 10 WHEN 7 THEN 'succeeded' WHEN 8 THEN 'waiting' WHEN 9 THEN 'held' ELSE 'retried' END,
+			'interrupt', 'Shipping', CASE WHEN i % 10 = 8 THEN now() + interval '1h' END, now() - interval '1h'
+		FROM generate_series(1, $1) i WHERE i % 10 >= 2`, n)
+	db.MustExec(`INSERT INTO enginehealth.events (kind, actor, node, workflow, instance, from_state)
+		SELECT 'claim_expired', 'm', 'n' || (i % 3), 'orders', i::text, 'Shipping' FROM generate_series(1, $1) i WHERE i % 10 IN (8, 9) AND i % 20 < 10`, n)
+	// Claims: live on some (not planned, not run), expired on others
+	// (planned: the run expires them first).
+	db.MustExec(`INSERT INTO app.orders_claim (instance_id, node, token, claimed_at, expires_at)
+		SELECT i, 'n1', 't', now() - interval '1h', CASE WHEN i % 7 = 0 THEN now() + interval '1h' ELSE now() - interval '1m' END
+		FROM generate_series(1, $1) i WHERE i % 7 = 0 OR i % 11 = 0`, n)
+	db.MustExec(`ANALYZE app.orders, enginehealth.attempts`)
+	ctx := context.Background()
+	task := r.cfg.Workflows[0].Tasks[0]
+	plans, err := r.Plan(ctx, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := plans[0].Tasks[0]
+	byTo := map[string]int64{}
+	var exhausted int64
+	for _, e := range plan.Plan {
+		byTo[e.To] += e.Instances
+		if strings.Contains(e.Effect, "exhausted") {
+			exhausted += e.Instances
+		}
+	}
+	if plan.Planned < n/2 || byTo[task.Begin] == 0 || byTo[task.Failed] == 0 || byTo[""] == 0 || exhausted == 0 {
+		t.Fatalf("planned %d instances in %d groups: the histories are not mixed enough: %+v", plan.Planned, len(plan.Plan), plan.Plan)
+	}
+	res := f.pass()
+	run := res.Tasks[0]
+	if run.Done != plan.Planned || run.Retried != byTo[task.Begin] || run.Failed != byTo[task.Failed] ||
+		run.Scheduled+run.Held != byTo[""] || run.Exhausted != exhausted {
+		t.Fatalf("the run did not do what the plan said:\nplan: %d planned, by destination %v, %d exhausted, groups %+v\nrun:  %+v",
+			plan.Planned, byTo, exhausted, plan.Plan, run)
+	}
+}
