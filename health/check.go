@@ -82,10 +82,15 @@ type Checker struct {
 	events *audit.Log
 	now    func() time.Time
 
-	mu        sync.Mutex // one pass at a time
-	lastPass  time.Time  // local time of the last pass that judged the nodes (or of taking office)
-	graced    string     // why the last pass judged no node ("" when it did)
-	lastSweep time.Time  // local time of the last complete sweep of this office; zero: the next pass sweeps
+	mu       sync.Mutex // one pass at a time
+	lastPass time.Time  // local time of the last pass that judged the nodes (or of taking office)
+	graced   string     // why the last pass judged no node ("" when it did)
+	// gracedSince: when the passes began to find a reason to judge no
+	// node for the database's sake, in a row (zero: the last one found
+	// none); graceOverridden: they judge all the same since (maxGraceRun).
+	gracedSince     time.Time
+	graceOverridden bool
+	lastSweep       time.Time // local time of the last complete sweep of this office; zero: the next pass sweeps
 	// disrupted: whether the last pass was in disruption mode. Atomic:
 	// read (metrics, status) while a pass holds mu, which can be as long
 	// as the database takes to answer.
@@ -303,6 +308,10 @@ func (c *Checker) threshold() time.Duration {
 	return t
 }
 
+// maxGraceRun: the passes judge no node for the database's sake (grace)
+// for at most this many not_responding_after in a row.
+const maxGraceRun = 3
+
 // grace says why the nodes in stale must not be judged now ("" when they
 // may be): the database's record condemns this master too (its own
 // heartbeats are missing: the database lost them, as an asynchronous
@@ -417,7 +426,24 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []r
 			return err
 		}
 		res.Stale = stale
-		if why := c.grace(o, stale); why != "" {
+		why := c.grace(o, stale)
+		switch {
+		case why == "":
+			c.gracedSince, c.graceOverridden = time.Time{}, false
+		case c.gracedSince.IsZero():
+			c.gracedSince = c.now()
+		case c.now().Sub(c.gracedSince) >= maxGraceRun*c.cfg.NotRespondingAfter:
+			// A database that keeps failing over or restarting would
+			// hide a dead node for ever: its record stays old while the
+			// live nodes' land between the outages.
+			if !c.graceOverridden {
+				c.log.WarnContext(ctx, fmt.Sprintf("judging stale nodes although %s: the passes have spared them for %s, %d times not_responding_after",
+					why, c.now().Sub(c.gracedSince).Round(time.Millisecond), maxGraceRun), "stale", strings.Join(stale, ","))
+				c.graceOverridden = true
+			}
+			why = ""
+		}
+		if why != "" {
 			if why != c.graced {
 				c.log.InfoContext(ctx, "marking no node Not responding for now: "+why, "stale", strings.Join(stale, ","))
 			}

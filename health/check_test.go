@@ -717,3 +717,45 @@ func TestDatabaseFailoverGrace(t *testing.T) {
 		t.Fatalf("31 s after the database came back, slow is %s; want %s", got, nodes.StatusNotResponding)
 	}
 }
+
+// TestGraceIsBounded: a database that keeps failing over or restarting
+// (it came back a moment ago at every pass) spares the stale nodes for at
+// most 3 × not_responding_after in a row; then a node whose record stays
+// old (dead while the database flapped) is marked (outside review F4).
+func TestGraceIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := takeOffice(t, b, "m")
+	register(t, b, "m", 0)
+	register(t, b, "a", 0)
+	register(t, b, "dead", time.Minute)
+	register(t, b, "c", 0)
+	register(t, b, "d", 0)
+	var clock time.Duration // the fake clock's advance
+	now := func() time.Time { return time.Now().Add(clock) }
+	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second, Interval: 20 * time.Second,
+		DatabaseBack: func() time.Time { return now().Add(-5 * time.Second) }})
+	c.now = now
+	c.begin()
+	for step := 0; ; step++ {
+		clock = time.Duration(step) * 10 * time.Second
+		b.db.MustExec(`UPDATE enginehealth.nodes SET last_active = now() WHERE name <> 'dead'`) // the live nodes beat between outages
+		if _, err := c.RunOnce(context.Background(), o, recovery.TriggerManual, nil); err != nil {
+			t.Fatal(err)
+		}
+		marked := status(t, b, "dead") == nodes.StatusNotResponding
+		switch {
+		case marked && clock < 3*30*time.Second:
+			t.Fatalf("marked %s into the grace run, want spared until 3 × not_responding_after", clock)
+		case marked:
+			for _, n := range []string{"m", "a", "c", "d"} {
+				if got := status(t, b, n); got != nodes.StatusReady {
+					t.Fatalf("live node %s is %s, want Ready", n, got)
+				}
+			}
+			return
+		case clock > 3*30*time.Second:
+			t.Fatalf("still spared %s into the grace run", clock)
+		}
+	}
+}

@@ -47,6 +47,7 @@ type Heartbeater struct {
 	log         *slog.Logger
 	reg         *Registration
 	registered  Node
+	reset       func() // closes the connections to a silent server
 	// inflight: beats whose statement has not returned yet (one that
 	// gave up waits for its connection to be closed).
 	inflight atomic.Int32
@@ -94,7 +95,12 @@ type HeartbeatConfig struct {
 	// took still ends it.
 	Registration *Registration
 	Registered   Node
-	Log          *slog.Logger
+	// Reset, when set, is called when a beat times out, in place of
+	// closing the connections of the store's pool: it closes those of
+	// every pool of the process that leads to the silent server (the
+	// API's too, whose reads would wait for it as long).
+	Reset func()
+	Log   *slog.Logger
 }
 
 // NewHeartbeater returns a heartbeater for this incarnation's record.
@@ -102,7 +108,7 @@ func NewHeartbeater(cfg HeartbeatConfig) *Heartbeater {
 	interval := cmp.Or(cfg.Interval, DefaultHeartbeatInterval)
 	return &Heartbeater{
 		store: cfg.Store, name: cfg.Name, incarnation: cfg.Incarnation, interval: interval, timeout: max(cfg.Timeout, interval),
-		reg: cfg.Registration, registered: cfg.Registered,
+		reg: cfg.Registration, registered: cfg.Registered, reset: cfg.Reset,
 		log: cfg.Log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
 	}
 }
@@ -145,7 +151,11 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 		return h.store.Heartbeat(ctx, h.name, h.incarnation)
 	})
 	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
-		h.store.reset()
+		if h.reset != nil {
+			h.reset()
+		} else {
+			h.store.reset()
+		}
 	}
 	h.mu.Lock()
 	h.lastTry = h.now()
@@ -201,7 +211,7 @@ func (h *Heartbeater) restore(ctx context.Context) error {
 	bctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	n, err := pgdb.Await(bctx, func(ctx context.Context) (Node, error) {
-		return h.store.Restore(ctx, *h.reg, h.registered.PreviousIncarnation, status)
+		return h.store.Restore(ctx, *h.reg, h.registered, status)
 	})
 	switch {
 	case errors.Is(err, ErrNotRegistered):

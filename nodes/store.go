@@ -185,8 +185,7 @@ type Registration struct {
 
 // takeOver: the columns a registration sets on the record of the
 // incarnation it replaces (ON CONFLICT; n is the old row).
-const takeOver = `previous_incarnation = n.incarnation,
-				incarnation = EXCLUDED.incarnation,
+const takeOver = `incarnation = EXCLUDED.incarnation,
 				hostname = EXCLUDED.hostname,
 				is_master = false,
 				version = EXCLUDED.version,
@@ -198,14 +197,16 @@ const takeOver = `previous_incarnation = n.incarnation,
 // heldRecord: what a registration needs to know of the record it
 // replaces.
 type heldRecord struct {
-	Status      string `db:"status"`
-	Incarnation string `db:"incarnation"`
+	Status      string    `db:"status"`
+	Incarnation string    `db:"incarnation"`
+	Hostname    string    `db:"hostname"`
+	ActiveSince time.Time `db:"active_since"`
 }
 
 // lockRecord reads and locks node name's record, if there is one.
 func (s *Store) lockRecord(ctx context.Context, tx *pgdb.Tx, name string) (heldRecord, bool, error) {
 	var prev heldRecord
-	err := sqlx.GetContext(ctx, tx, &prev, `SELECT status, incarnation FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
+	err := sqlx.GetContext(ctx, tx, &prev, `SELECT status, incarnation, hostname, active_since FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return prev, false, nil
 	}
@@ -229,6 +230,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 				status_changed_by, status_reason, schema_version)
 			VALUES ($1, $2, $3, '` + StatusRecovering + `', $4, $5, $1, 'registered', nullif($7::integer, 0))
 			ON CONFLICT (name) DO UPDATE SET
+				previous_incarnation = n.incarnation,
 				` + takeOver + `,
 				status = CASE WHEN $6 THEN '` + StatusRecovering + `' ELSE '` + StatusUnexpectedShutdown + `' END,
 				-- still awaiting an ack: the record keeps why it is there
@@ -259,44 +261,60 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 }
 
 // Restore writes this incarnation's record again when the database lost
-// it: the record is gone (the registration, or the whole record, was lost
-// with an asynchronous replica's lag, or the master forgot the node while
-// it could not reach the database), or it is the one this incarnation's
-// registration replaced (incarnation before: the database went back to
-// the time before the registration). The record takes status (the last
-// one this incarnation saw, or the one it registered in), and one event
-// says why. A record of any other incarnation is a later process's, with
-// the same name: it is left alone and ErrNotRegistered returned.
-func (s *Store) Restore(ctx context.Context, r Registration, before *string, status string) (Node, error) {
+// it. registered is what Register returned for this incarnation. The
+// record is lost when it is gone (the registration, or the whole record,
+// was lost with an asynchronous replica's lag, or the master forgot the
+// node while it could not reach the database), or when it is an earlier
+// run's: the one this registration replaced, or one registered before it
+// (a run whose clean stop the database lost too). The record takes
+// status (the last one this incarnation saw, or the one it registered in)
+// and one event says why; in Unexpected shutdown, it keeps the crash it
+// awaits an ack for. A record registered after this one is a later
+// process's with the same name: it is left alone and the error, an
+// ErrNotRegistered, names it.
+func (s *Store) Restore(ctx context.Context, r Registration, registered Node, status string) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		if err := s.cluster.Verify(ctx, tx); err != nil {
 			return err
 		}
 		prev, found, err := s.lockRecord(ctx, tx, r.Name)
+		earlier := found && (registered.PreviousIncarnation != nil && prev.Incarnation == *registered.PreviousIncarnation ||
+			prev.ActiveSince.Before(registered.ActiveSince))
 		switch {
 		case err != nil:
 			return err
 		case found && prev.Incarnation == r.Incarnation: // restored already
 			return sqlx.GetContext(ctx, tx, &n, `SELECT `+s.columns+` FROM `+s.table+` WHERE name = $1`, r.Name)
-		case found && (before == nil || prev.Incarnation != *before):
-			return ErrNotRegistered
+		case found && !earlier:
+			return fmt.Errorf("%w: another run of node %s holds the record, registered after this one: incarnation %s on host %s, since %s",
+				ErrNotRegistered, r.Name, prev.Incarnation, prev.Hostname, prev.ActiveSince.UTC().Format(time.RFC3339))
 		}
 		reason := "registration restored: the database had lost it (a failover to a replica that had not received it?)"
 		if !found {
 			reason = "registration restored: the database had lost the record (a failover to a replica that had not received it, or forgotten)"
 		}
+		var previous *string // the record's, or none
+		if found {
+			previous = &prev.Incarnation
+		}
+		if status == StatusUnexpectedShutdown && registered.Status == StatusUnexpectedShutdown {
+			// Still awaiting the ack for the crash it registered after.
+			reason = registered.StatusReason + "; " + reason
+			previous = registered.PreviousIncarnation
+		}
 		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
-				status_changed_by, status_reason, schema_version)
-			VALUES ($1, $2, $3, $4, $5, $6, $1, $7, nullif($8::integer, 0))
+				status_changed_by, status_reason, schema_version, previous_incarnation)
+			VALUES ($1, $2, $3, $4, $5, $6, $1, $7, nullif($8::integer, 0), $9)
 			ON CONFLICT (name) DO UPDATE SET
+				previous_incarnation = EXCLUDED.previous_incarnation,
 				` + takeOver + `,
 				status = EXCLUDED.status,
 				status_changed_at = now(),
 				status_changed_by = EXCLUDED.status_changed_by,
 				status_reason = EXCLUDED.status_reason
 			RETURNING ` + s.columns
-		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, status, r.Version, r.APIAddress, reason, r.SchemaVersion); err != nil {
+		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, status, r.Version, r.APIAddress, reason, r.SchemaVersion, previous); err != nil {
 			return err
 		}
 		e := audit.Event{Kind: audit.KindNodeRegistered, Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: reason}

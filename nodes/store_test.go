@@ -251,6 +251,11 @@ func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
 	// The record is gone.
 	b.db.MustExec(`DELETE FROM enginehealth.nodes WHERE name = 'a'`)
 	restored("the record was lost")
+	// The record is an earlier run's that this registration did not
+	// replace: its clean stop (which deleted the record) was lost too.
+	b.db.MustExec(`UPDATE enginehealth.nodes SET incarnation = gen_random_uuid(), previous_incarnation = NULL, status = $1,
+		active_since = now() - interval '1 minute' WHERE name = 'a'`, StatusReady)
+	restored("the record went back to an earlier run's")
 
 	var reasons []string
 	for _, e := range events(t, b, "a") {
@@ -259,21 +264,24 @@ func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
 		}
 	}
 	slices.Sort(reasons)
-	if len(reasons) != 2 || !strings.HasPrefix(reasons[0], audit.KindNodeRegistered) || !strings.HasPrefix(reasons[1], audit.KindNodeStatus) {
+	if len(reasons) != 3 || !strings.HasPrefix(reasons[0], audit.KindNodeRegistered) || !strings.HasPrefix(reasons[1], audit.KindNodeStatus) ||
+		!strings.HasPrefix(reasons[2], audit.KindNodeStatus) {
 		t.Fatalf("restore events %q, want one node_status and one node_registered", reasons)
 	}
-	if got := strings.Count(logs.String(), "the database had lost this node's registration"); got != 2 {
-		t.Fatalf("the log says %d times that the registration was lost, want 2:\n%s", got, logs.String())
+	if got := strings.Count(logs.String(), "the database had lost this node's registration"); got != 3 {
+		t.Fatalf("the log says %d times that the registration was lost, want 3:\n%s", got, logs.String())
 	}
 
-	// A later process takes the name: this one stops.
-	if _, err := s.Register(ctx, reg("a")); err != nil {
+	// A later process takes the name: this one stops, saying which.
+	later := reg("a")
+	later.Hostname = "elsewhere"
+	if _, err := s.Register(ctx, later); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrNotRegistered) {
-			t.Fatalf("Run returned %v, want ErrNotRegistered", err)
+		if !errors.Is(err, ErrNotRegistered) || !strings.Contains(err.Error(), later.Incarnation) || !strings.Contains(err.Error(), "on host elsewhere") {
+			t.Fatalf("Run returned %v, want ErrNotRegistered naming the later run", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not stop after a later process took the name")
@@ -579,14 +587,30 @@ func TestHeartbeatBoundedWhenTheServerStops(t *testing.T) {
 	if _, err := s.Register(ctx, r); err != nil {
 		t.Fatal(err)
 	}
+	// A second pool to the same server, the API's: the beat that finds
+	// the server silent closes its connections too (Reset).
+	apiDB, err := pgdb.Open(pgdb.Config{DSN: strings.Replace(dsn, addr, proxy.Addr, 1), ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { apiDB.Close() })
 	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond,
-		Timeout: 500 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Timeout: 500 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Reset: func() { pgdb.Reset(db); pgdb.Reset(apiDB) }})
 	if err := h.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiDB.PingContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := proxy.Blackhole(); err != nil {
 		t.Fatal(err)
 	}
+	read := make(chan error, 1)
+	go func() { // an API read on its pooled connection, which waits
+		_, err := apiDB.ExecContext(ctx, "SELECT 1")
+		read <- err
+	}()
 	for i := range 3 {
 		start := time.Now()
 		err := h.Beat(ctx)
@@ -596,6 +620,14 @@ func TestHeartbeatBoundedWhenTheServerStops(t *testing.T) {
 		// Its statement ended too: the pool's connections were closed,
 		// none is left waiting for the read deadline.
 		testkit.Eventually(t, 5*time.Second, "the beat's statement ended", func() (bool, error) { return h.inflight.Load() == 0, nil })
+	}
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Fatal("the API's read through the silent path succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the API's read still waits for the silent server after the beats closed the pools")
 	}
 	if err := proxy.Restore(); err != nil {
 		t.Fatal(err)
@@ -623,10 +655,38 @@ func TestRestoreChecksTheCluster(t *testing.T) {
 	}
 	s.SetCluster(cluster)
 	var wrong *pgdb.WrongClusterError
-	if _, err := s.Restore(ctx, r, n.PreviousIncarnation, StatusReady); !errors.As(err, &wrong) {
+	if _, err := s.Restore(ctx, r, n, StatusReady); !errors.As(err, &wrong) {
 		t.Fatalf("Restore on another cluster than learnt: %v, want a *pgdb.WrongClusterError", err)
 	}
 	if _, err := s.Get(ctx, "a"); err == nil {
 		t.Fatal("the record was written on another cluster than learnt")
+	}
+}
+
+// TestRestoreKeepsTheCrashAwaitingAck: a node in Unexpected shutdown whose
+// record the database lost comes back awaiting the same ack, with the
+// crash it awaits it for (the previous incarnation and the reason).
+func TestRestoreKeepsTheCrashAwaitingAck(t *testing.T) {
+	t.Parallel()
+	s, b := setup(t)
+	ctx := context.Background()
+	old := reg("a")
+	if _, err := s.Register(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	r := reg("a")
+	n, err := s.Register(ctx, r)
+	if err != nil || n.Status != StatusUnexpectedShutdown {
+		t.Fatalf("registered %+v (%v), want Unexpected shutdown", n, err)
+	}
+	b.db.MustExec(`DELETE FROM enginehealth.nodes WHERE name = 'a'`)
+	got, err := s.Restore(ctx, r, n, StatusUnexpectedShutdown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StatusUnexpectedShutdown || got.PreviousIncarnation == nil || *got.PreviousIncarnation != old.Incarnation ||
+		!strings.Contains(got.StatusReason, "restarted without a clean shutdown (previous incarnation "+old.Incarnation) ||
+		!strings.Contains(got.StatusReason, "registration restored") {
+		t.Fatalf("restored %+v, want Unexpected shutdown after %s with the crash's reason", got, old.Incarnation)
 	}
 }

@@ -37,13 +37,7 @@ func TestDaemonRefusesAnotherCluster(t *testing.T) {
 	otherURL := other.SameDatabase(t, dsn)
 	proxy := faultproxy.NewSwitch(t, u.Host)
 	cfg := daemonConfig(t, "guarded", strings.Replace(dsn, u.Host, proxy.Addr, 1))
-	var out logBuffer
-	log, level, err := newLogger("json", "info", &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- runDaemon(ctx, cfg, log, level) }()
+	out, done := startDaemon(ctx, t, cfg)
 	node, _ := waitReadyMaster(t, cfg, done)
 	db := sqlx.MustOpen("postgres", dsn)
 	defer db.Close()
@@ -124,13 +118,7 @@ func TestDaemonRefusesAnEmptyOtherCluster(t *testing.T) {
 	defer cancel()
 	dsn := pg.NewDatabase(t)
 	first := daemonConfig(t, "first", dsn)
-	var out logBuffer
-	log, level, err := newLogger("json", "info", &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- runDaemon(ctx, first, log, level) }()
+	out, done := startDaemon(ctx, t, first)
 	waitReadyMaster(t, first, done)
 	if len(out.records("recorded the fleet's PostgreSQL cluster in etcd")) != 1 {
 		t.Fatalf("the first node did not record its cluster:\n%s", out.String())
@@ -153,16 +141,12 @@ func TestDaemonRefusesAnEmptyOtherCluster(t *testing.T) {
 	stray := daemonConfig(t, "stray", otherURL)
 	start := func() error {
 		t.Helper()
-		var sout logBuffer
-		slg, slevel, err := newLogger("json", "info", &sout)
-		if err != nil {
-			t.Fatal(err)
-		}
 		sctx, scancel := context.WithTimeout(ctx, time.Minute)
 		defer scancel()
-		return runDaemon(sctx, stray, slg, slevel)
+		_, done := startDaemon(sctx, t, stray)
+		return <-done
 	}
-	err = start()
+	err := start()
 	var usage usageError
 	key := stray.Etcd.Prefix + clusterKey
 	if !errors.As(err, &usage) || !strings.Contains(err.Error(), fmt.Sprint(want)) || !strings.Contains(err.Error(), fmt.Sprint(got)) ||

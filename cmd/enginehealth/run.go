@@ -207,6 +207,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	// host is frozen after a failover).
 	hb := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
 		Interval: cfg.Node.HeartbeatInterval, Log: log, Registration: &reg, Registered: node,
+		// A silent server: the API's connections lead there too.
+		Reset:   func() { pgdb.Reset(db); pgdb.Reset(apiDB) },
 		Timeout: time.Duration(pgdb.Hosts(pool.DSN))*cfg.Database.ConnectTimeout + cfg.Node.HeartbeatInterval})
 	lastStatus := ""
 	hb.OnChange(func(status, grade string) {
@@ -387,15 +389,32 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		})
 	})
 	g.Go(func() error {
-		// A node left in Unexpected shutdown runs no recovery and never
-		// becomes master until an operator acknowledges it.
-		if hb.Status() == nodes.StatusUnexpectedShutdown || node.Status == nodes.StatusUnexpectedShutdown {
-			log.WarnContext(ctx, "not campaigning for master until this node is acknowledged (enginehealth node ack "+name+")")
+		// A node in Unexpected shutdown runs no recovery and is not a
+		// candidate for master until an operator acknowledges it: at
+		// start, and whenever a beat finds it there again (its ack was
+		// lost with the database in an asynchronous failover), when it
+		// leaves the election, and the office if it holds it.
+		unacked := func(s string) bool { return s == nodes.StatusUnexpectedShutdown }
+		for {
+			if unacked(hb.Status()) || hb.Status() == "" && unacked(node.Status) {
+				log.WarnContext(ctx, "not campaigning for master until this node is acknowledged (enginehealth node ack "+name+")")
+			}
+			if _, err := hb.WaitFor(gctx, func(s string) bool { return !unacked(s) }); err != nil {
+				return nil
+			}
+			cctx, leave := context.WithCancel(gctx)
+			go func() {
+				if _, err := hb.WaitFor(cctx, unacked); err == nil {
+					log.WarnContext(ctx, "this node is in "+nodes.StatusUnexpectedShutdown+" again (its acknowledgment was lost with the database?): leaving the election until an operator acknowledges it")
+					leave()
+				}
+			}()
+			err := elector.Run(cctx, master.Lead)
+			leave()
+			if err != nil || gctx.Err() != nil {
+				return err
+			}
 		}
-		if _, err := hb.WaitFor(gctx, func(s string) bool { return s != nodes.StatusUnexpectedShutdown }); err != nil {
-			return nil
-		}
-		return elector.Run(gctx, master.Lead)
 	})
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -22,7 +22,11 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/testca"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // TestRunDaemon: the daemon's wiring, in process, from a configuration
@@ -153,6 +157,20 @@ func indent(lines []string) string {
 // waitReadyMaster waits until the daemon of cfg, running until it sends
 // on done, is Ready and master, and returns its record and a store of the
 // database it uses.
+// startDaemon runs cfg's daemon in-process until ctx ends, its log as
+// JSON in out; done receives what runDaemon returned.
+func startDaemon(ctx context.Context, t *testing.T, cfg *configs.Config) (out *logBuffer, done <-chan error) {
+	t.Helper()
+	out = new(logBuffer)
+	log, level, err := newLogger("json", "info", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- runDaemon(ctx, cfg, log, level) }()
+	return out, ch
+}
+
 func waitReadyMaster(t *testing.T, cfg *configs.Config, done <-chan error) (nodes.Node, *nodes.Store) {
 	t.Helper()
 	db, err := pgdb.Open(pgdb.Config{DSN: cfg.Database.DSN})
@@ -286,4 +304,39 @@ etcd:
 	if code != exitOK || !strings.Contains(out, want) || strings.Contains(out+errOut, "Zq81") || strings.Contains(out, "warning") {
 		t.Fatalf("exit %d, want the line %q, no warning:\n%s%s", code, want, out, errOut)
 	}
+}
+
+// TestUnackedAgainLeavesTheElection: a running master whose record goes
+// back to Unexpected shutdown (its operator's ack lost with the database
+// in an asynchronous failover) leaves the office and the election, and
+// is a candidate again once acknowledged (outside review F2).
+func TestUnackedAgainLeavesTheElection(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := daemonConfig(t, "unacked", pg.NewDatabase(t))
+	out, done := startDaemon(ctx, t, cfg)
+	_, store := waitReadyMaster(t, cfg, done)
+	db := sqlx.MustOpen("postgres", cfg.Database.DSN)
+	defer db.Close()
+	db.MustExec(`UPDATE enginehealth.nodes SET status = $1 WHERE name = 'unacked'`, nodes.StatusUnexpectedShutdown)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	testkit.Eventually(t, 20*time.Second, "out of the election", func() (bool, error) {
+		resp, err := cli.Get(ctx, leader.ElectionPrefix(cfg.Etcd.Prefix), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, err
+		}
+		n, err := store.Get(ctx, "unacked")
+		return resp.Count == 0 && err == nil && !n.IsMaster, fmt.Errorf("%d election keys, node %+v (%v)", resp.Count, n, err)
+	})
+	if len(out.records("leaving the election until an operator acknowledges it")) != 1 {
+		t.Fatalf("no warning that the node leaves the election:\n%s", out.String())
+	}
+	if _, err := store.Ack(ctx, "unacked", audit.By{Actor: "op"}, "checked"); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyMaster(t, cfg, done)
 }
