@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
+	"github.com/jmoiron/sqlx"
 )
 
 // BenchmarkRepair repairs 100k interrupted instances (unclaimed, in an
@@ -189,7 +191,7 @@ func benchRepair(b *testing.B, batch int) {
 	)
 	eventRow := strings.Replace(eventRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
 	var withEvents, withoutEvents, ratios, ratiosNoEvents, ratiosNone, ratiosPark, floorUpdate, floorEvent, floorAttempts, floorBoth []float64
-	var ofFloorDefault, ofFloorNone, ofFloorPark, floorProbe []float64
+	var ofFloorDefault, ofFloorNone, ofFloorPark, floorProbe, withNone, withParks []float64
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
@@ -215,9 +217,19 @@ func benchRepair(b *testing.B, batch int) {
 			ratios = append(ratios, bare.Seconds()/ours.Seconds())
 			ratiosNoEvents = append(ratiosNoEvents, bare.Seconds()/noEv.Seconds())
 			ratiosNone = append(ratiosNone, bare.Seconds()/nonePolicy.Seconds())
+			withNone, withParks = append(withNone, nonePolicy.Seconds()), append(withParks, parks.Seconds())
 		}
 	}
 	b.StopTimer()
+	if batch == DefaultBatchSize {
+		// Where one batch's time goes, from the plan of its statement.
+		for name, r := range map[string]*Repairer{"default": rep, "none": none, "parks": park} {
+			split := batchSplit(b, db, r, wf, floorRun)
+			for _, part := range []string{"pick", "decision", "update", "writes"} {
+				b.ReportMetric(split[part], name+"-batch-"+part+"-ms")
+			}
+		}
+	}
 	if len(floorBoth) > 0 {
 		b.ReportMetric(median(floorUpdate), "floor-batched-update-only")
 		b.ReportMetric(median(floorEvent), "floor-event-only")
@@ -235,6 +247,8 @@ func benchRepair(b *testing.B, batch int) {
 	}
 	b.ReportMetric(rows/median(withEvents), "rows/s")
 	b.ReportMetric(rows/median(withoutEvents), "rows/s-without-events")
+	b.ReportMetric(rows/median(withNone), "rows/s-strategy-none")
+	b.ReportMetric(rows/median(withParks), "rows/s-policy-parks")
 	b.ReportMetric(median(ratios), "ratio-vs-bare-update")
 	b.ReportMetric(median(ratiosNoEvents), "ratio-without-events")
 	b.ReportMetric(median(ratiosNone), "ratio-strategy-none")
@@ -242,6 +256,71 @@ func benchRepair(b *testing.B, batch int) {
 	b.ReportMetric(heap/total, "events-heap-B/event")
 	b.ReportMetric(pk/total, "events-pkey-B/event")
 	b.ReportMetric(expiries/total, "events-expiry-idx-B/event")
+}
+
+// batchSplit runs the first repair batch of r's task under EXPLAIN
+// ANALYZE, in a transaction rolled back, and splits its time by the
+// statement's parts (ms): the pick (its CTE, the attempts probe
+// included), the decision (the decision table and the decided rows),
+// the update of the instances (moved and kept) and the writes (attempts
+// rows, events, the run's count).
+func batchSplit(b *testing.B, db *sqlx.DB, r *Repairer, wf Workflow, run int64) map[string]float64 {
+	b.Helper()
+	db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
+	db.MustExec(`TRUNCATE enginehealth.attempts`)
+	db.MustExec(`VACUUM ANALYZE app.orders`)
+	st, err := r.renderBatch(wf, r.cfg.Workflows[0].Tasks[0], CauseInterrupt, wf.Claims, attribution{}, cursor{}, false, false, run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tx, err := db.Beginx()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	var out []byte
+	if err := tx.Get(&out, "EXPLAIN (ANALYZE, FORMAT JSON) "+st.SQL, st.Args...); err != nil {
+		b.Fatal(err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		b.Fatalf("EXPLAIN output: %v", err)
+	}
+	parts := map[string]string{"CTE s": "decision", "CTE pick": "pick", "CTE d": "decision", "CTE moved": "update", "CTE kept": "update",
+		"CTE done": "decision", "CTE ins": "writes", "CTE upd": "writes", "CTE ev": "writes", "CTE counted": "writes", "CTE intr": "writes"}
+	// A CTE is computed when a scan first reads it, so a CTE's time
+	// includes those it reads first: each part is its CTEs' own time,
+	// without their CTE scans (which cost little more than the CTE read).
+	split := map[string]float64{}
+	for _, p := range plans[0].Plan.Plans {
+		if part, ok := parts[p.Subplan]; ok {
+			split[part] += p.Time - p.cteScans()
+		}
+	}
+	return split
+}
+
+// planNode is what batchSplit reads of an EXPLAIN (FORMAT JSON) node.
+type planNode struct {
+	Type    string     `json:"Node Type"`
+	Subplan string     `json:"Subplan Name"`
+	Time    float64    `json:"Actual Total Time"`
+	Loops   float64    `json:"Actual Loops"`
+	Plans   []planNode `json:"Plans"`
+}
+
+// cteScans sums the time of the CTE scans under n.
+func (n planNode) cteScans() float64 {
+	var t float64
+	for _, c := range n.Plans {
+		if c.Type == "CTE Scan" {
+			t += c.Time * c.Loops
+		}
+		t += c.cteScans()
+	}
+	return t
 }
 
 func median(xs []float64) float64 {
