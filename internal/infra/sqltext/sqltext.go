@@ -10,11 +10,19 @@
 // the text never names, is an error, so the text and the code that fills
 // it cannot drift apart. A parameter named in the rendered text but not
 // given, or given but not named, is an error too. Slots hold identifiers
-// quoted by one function, claims.Ident.
+// quoted by one function: claims.Ident for the engine tables, and
+// pq.QuoteIdentifier(schema) + ".table" for the sidecar's own (a schema
+// name may hold a dot).
+//
+// A statement whose text depends only on what is fixed for a process (a
+// schema's name) is prepared once (Prepare) and run with its parameters
+// given by name at each call (Prepared.Bind, Get, Select, Exec).
 package sqltext
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"reflect"
@@ -25,6 +33,8 @@ import (
 	"sync"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // Template is one named statement.
@@ -106,44 +116,130 @@ type Args map[string]any
 // Render executes the statement with slots (a struct, or a pointer to
 // one; nil for none) and the parameters args.
 func (t *Template) Render(slots any, args Args) (Statement, error) {
-	if err := t.check(slots); err != nil {
+	p, err := t.Prepare(slots)
+	if err != nil {
 		return Statement{}, err
+	}
+	return p.Statement(args)
+}
+
+// Prepared is a statement rendered before its parameters' values are
+// known (a statement whose text depends only on the configuration,
+// rendered once): its SQL and its parameters' names in $n order. Bind
+// gives their values in that order.
+type Prepared struct {
+	name  string
+	SQL   string
+	Names []string
+}
+
+// Prepare executes the statement with slots (a struct, or a pointer to
+// one; nil for none), leaving the parameters' values to Bind.
+func (t *Template) Prepare(slots any) (Prepared, error) {
+	if err := t.check(slots); err != nil {
+		return Prepared{}, err
 	}
 	var b bytes.Buffer
 	if err := t.t.Execute(&b, slots); err != nil {
-		return Statement{}, fmt.Errorf("sqltext: %s: %w", t.name, err)
+		return Prepared{}, fmt.Errorf("sqltext: %s: %w", t.name, err)
 	}
-	var st Statement
+	p := Prepared{name: t.name}
 	index := map[string]int{}
-	var missing []string
-	st.SQL = argRef.ReplaceAllStringFunc(b.String(), func(m string) string {
+	p.SQL = argRef.ReplaceAllStringFunc(b.String(), func(m string) string {
 		n := m[len(argMark) : len(m)-len(argMark)]
 		i, ok := index[n]
 		if !ok {
-			v, given := args[n]
-			if !given {
-				missing = append(missing, n)
-			}
-			st.Args, st.Names = append(st.Args, v), append(st.Names, n)
-			i = len(st.Args)
+			p.Names = append(p.Names, n)
+			i = len(p.Names)
 			index[n] = i
 		}
 		return "$" + strconv.Itoa(i)
 	})
-	if len(missing) > 0 {
-		return Statement{}, fmt.Errorf("sqltext: %s: parameters %s are used but not given", t.name, strings.Join(missing, ", "))
+	return p, nil
+}
+
+// MustPrepare is Prepare for slots fixed by the code (every test
+// prepares each statement): it panics on an error.
+func (t *Template) MustPrepare(slots any) Prepared {
+	p, err := t.Prepare(slots)
+	if err != nil {
+		panic(err)
 	}
-	var unused []string
-	for n := range args {
-		if _, ok := index[n]; !ok {
-			unused = append(unused, n)
+	return p
+}
+
+// Name of the statement.
+func (p Prepared) Name() string { return p.name }
+
+// Header lists the statement's parameters as an SQL comment, as
+// Statement.Header does.
+func (p Prepared) Header() string { return Statement{Names: p.Names}.Header() }
+
+// Bind returns the values of args in the statement's $n order. A
+// parameter the text uses but args lacks, or one args gives that the
+// text does not use, is an error.
+func (p Prepared) Bind(args Args) ([]any, error) {
+	values := make([]any, len(p.Names))
+	var missing []string
+	for i, n := range p.Names {
+		v, given := args[n]
+		if !given {
+			missing = append(missing, n)
 		}
+		values[i] = v
 	}
-	if len(unused) > 0 {
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("sqltext: %s: parameters %s are used but not given", p.name, strings.Join(missing, ", "))
+	}
+	if len(args) > len(p.Names) {
+		var unused []string
+		for n := range args {
+			if !slices.Contains(p.Names, n) {
+				unused = append(unused, n)
+			}
+		}
 		slices.Sort(unused)
-		return Statement{}, fmt.Errorf("sqltext: %s: parameters %s are given but not used", t.name, strings.Join(unused, ", "))
+		return nil, fmt.Errorf("sqltext: %s: parameters %s are given but not used", p.name, strings.Join(unused, ", "))
 	}
-	return st, nil
+	return values, nil
+}
+
+// Statement is p with the values of args bound (Bind).
+func (p Prepared) Statement(args Args) (Statement, error) {
+	values, err := p.Bind(args)
+	if err != nil {
+		return Statement{}, err
+	}
+	return Statement{SQL: p.SQL, Args: values, Names: p.Names}, nil
+}
+
+// Get runs p with the values of args (Bind) on q and scans its one row
+// into dest (sqlx.GetContext).
+func (p Prepared) Get(ctx context.Context, q sqlx.QueryerContext, dest any, args Args) error {
+	values, err := p.Bind(args)
+	if err != nil {
+		return err
+	}
+	return sqlx.GetContext(ctx, q, dest, p.SQL, values...)
+}
+
+// Select runs p with the values of args (Bind) on q and scans its rows
+// into dest (sqlx.SelectContext).
+func (p Prepared) Select(ctx context.Context, q sqlx.QueryerContext, dest any, args Args) error {
+	values, err := p.Bind(args)
+	if err != nil {
+		return err
+	}
+	return sqlx.SelectContext(ctx, q, dest, p.SQL, values...)
+}
+
+// Exec runs p with the values of args (Bind) on e.
+func (p Prepared) Exec(ctx context.Context, e sqlx.ExecerContext, args Args) (sql.Result, error) {
+	values, err := p.Bind(args)
+	if err != nil {
+		return nil, err
+	}
+	return e.ExecContext(ctx, p.SQL, values...)
 }
 
 // MustRender is Render for statements whose slots and parameters are

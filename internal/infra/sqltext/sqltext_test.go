@@ -1,6 +1,7 @@
 package sqltext
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -69,4 +70,43 @@ func TestMalformedTemplatePanics(t *testing.T) {
 		}
 	}()
 	New("bad", "SELECT {{.A")
+}
+
+// TestPrepareThenBind: a statement prepared once binds its parameters'
+// values by name, in $n order, and refuses a parameter missing or
+// unused, as Render does.
+func TestPrepareThenBind(t *testing.T) {
+	p, err := move.Prepare(moveSlots{Table: `"app"."orders"`, Status: `"state"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "UPDATE \"app\".\"orders\" AS t SET \"state\" = $1\nWHERE t.\"state\" = $2 AND $1 <> ''"; p.SQL != want {
+		t.Fatalf("prepared\n%s\nwant\n%s", p.SQL, want)
+	}
+	if p.Name() != "move" || p.Header() != "-- $1 to\n-- $2 from\n" {
+		t.Fatalf("name %q header %q", p.Name(), p.Header())
+	}
+	args, err := p.Bind(Args{"from": "b", "to": "c"})
+	if err != nil || !slices.Equal(args, []any{"c", "b"}) {
+		t.Fatalf("bound %v, %v; want [c b]", args, err)
+	}
+	for _, c := range []struct {
+		args Args
+		want string
+	}{
+		{Args{"to": "c"}, "parameters from are used but not given"},
+		{Args{"from": "b", "to": "c", "run": 1, "at": 2}, "parameters at, run are given but not used"},
+	} {
+		if _, err := p.Bind(c.args); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "move") {
+			t.Errorf("%v: %v, want an error naming the statement and saying %q", c.args, err, c.want)
+		}
+	}
+	// Run with a parameter missing, it fails before it reaches the
+	// database.
+	if _, err := p.Exec(context.Background(), nil, Args{"to": "c"}); err == nil || !strings.Contains(err.Error(), "from") {
+		t.Errorf("Exec without from: %v", err)
+	}
+	if _, err := move.Prepare(struct{ Table string }{"t"}); err == nil {
+		t.Error("Prepare accepted slots that lack what the text names")
+	}
 }
