@@ -10,8 +10,8 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -129,8 +129,6 @@ func (g gradeRow) signature() (Signature, bool) {
 	return Signature{Workflow: g.Workflow.String, Task: g.Task.String, Instance: g.Instance.String}, g.Instance.Valid
 }
 
-const gradeCols = `node, grade, changed_at, workflow, task, instance, last_interruption_at, watching, seen_claimant, rule`
-
 // interruption is an interruptions row.
 type interruption struct {
 	ID   int64     `db:"id"`
@@ -166,12 +164,10 @@ func (s *Store) Grade(ctx context.Context, tx *leader.Tx, cfg GradeConfig, m Mas
 	if err := g.calm(); err != nil {
 		return nil, fmt.Errorf("grade: quiet nodes: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.intr+` WHERE graded AND at < now() - make_interval(secs => $1)`,
-		cfg.retention().Seconds()); err != nil {
+	if _, err := s.sql.dropOldInterruptions.Exec(ctx, tx, sqltext.Args{"retention": cfg.retention().Seconds()}); err != nil {
 		return nil, fmt.Errorf("grade: drop old interruptions: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.grades+` g WHERE g.grade = '`+GradeNormal+`'
-		AND NOT EXISTS (SELECT 1 FROM `+s.table+` n WHERE n.name = g.node)`); err != nil {
+	if _, err := s.sql.dropGoneGrades.Exec(ctx, tx, nil); err != nil {
 		return nil, fmt.Errorf("grade: drop grades of gone nodes: %w", err)
 	}
 	return g.changes, nil
@@ -180,10 +176,10 @@ func (s *Store) Grade(ctx context.Context, tx *leader.Tx, cfg GradeConfig, m Mas
 // load returns node's grade row, locked, creating a NORMAL one.
 func (g *grader) load(node string) (gradeRow, error) {
 	var r gradeRow
-	if _, err := g.tx.ExecContext(g.ctx, `INSERT INTO `+g.s.grades+` (node) VALUES ($1) ON CONFLICT DO NOTHING`, node); err != nil {
+	if _, err := g.s.sql.ensureGrade.Exec(g.ctx, g.tx, sqltext.Args{"node": node}); err != nil {
 		return r, err
 	}
-	err := sqlx.GetContext(g.ctx, g.tx, &r, `SELECT `+gradeCols+` FROM `+g.s.grades+` WHERE node = $1 FOR UPDATE`, node)
+	err := g.s.sql.lockGrade.Get(g.ctx, g.tx, &r, sqltext.Args{"node": node})
 	return r, err
 }
 
@@ -216,9 +212,8 @@ func (g *grader) update(r gradeRow, to, rule string, sig *Signature, reason stri
 	if sig != nil {
 		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
 	}
-	_, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET grade = $2, changed_at = CASE WHEN $9 THEN now() ELSE changed_at END,
-			workflow = $3, task = $4, instance = $5, reason = $6, watching = $7, seen_claimant = NULL, rule = $8
-		WHERE node = $1`, r.Node, to, wf, task, inst, reason, watching, rule, changed)
+	_, err := g.s.sql.updateGrade.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "grade": to, "workflow": wf, "task": task, "instance": inst,
+		"reason": reason, "watching": watching, "rule": rule, "changed": changed})
 	return err
 }
 
@@ -233,13 +228,7 @@ func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, wa
 	// The nodes: every record, and every node graded WARNING or ERROR
 	// without one (it shut down cleanly: its grade stays and comes back
 	// with it), this one included.
-	if err := sqlx.GetContext(g.ctx, g.tx, &c, `WITH pop AS (
-			SELECT name AS node FROM `+g.s.table+`
-			UNION SELECT node FROM `+g.s.grades+` WHERE grade <> '`+GradeNormal+`'
-			UNION SELECT $1::text
-		)
-		SELECT count(*) FILTER (WHERE g.grade = '`+GradeError+`' AND p.node <> $1) AS errors, count(*) AS total
-		FROM pop p LEFT JOIN `+g.s.grades+` g ON g.node = p.node`, r.Node); err != nil {
+	if err := g.s.sql.countErrors.Get(g.ctx, g.tx, &c, sqltext.Args{"node": r.Node}); err != nil {
 		return err
 	}
 	if float64(c.Errors+1) > g.cfg.MaxErrorFraction*float64(c.Total)+1e-9 {
@@ -259,8 +248,7 @@ func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, wa
 // interruptions grades the interruptions not graded yet, oldest first.
 func (g *grader) interruptions() error {
 	var ps []interruption
-	if err := sqlx.SelectContext(g.ctx, g.tx, &ps, `SELECT id, at, node, workflow, task, instance FROM `+g.s.intr+`
-		WHERE NOT graded ORDER BY id LIMIT $1 FOR UPDATE`, gradeBatch); err != nil {
+	if err := g.s.sql.ungraded.Select(g.ctx, g.tx, &ps, sqltext.Args{"batch": gradeBatch}); err != nil {
 		return err
 	}
 	ids := make([]int64, 0, len(ps))
@@ -273,15 +261,14 @@ func (g *grader) interruptions() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.intr+` SET graded = true WHERE id = ANY ($1)`, pq.Array(ids))
+	_, err := g.s.sql.markGraded.Exec(g.ctx, g.tx, sqltext.Args{"ids": pq.Array(ids)})
 	return err
 }
 
 func (g *grader) interruption(p interruption) error {
 	var on pq.StringArray
-	if err := g.tx.QueryRowContext(g.ctx, `SELECT array_agg(DISTINCT node ORDER BY node) FROM `+g.s.intr+`
-		WHERE workflow = $1 AND instance = $2 AND task = $3 AND at > now() - make_interval(secs => $4)`,
-		p.Workflow, p.Instance, p.Task, g.cfg.retention().Seconds()).Scan(&on); err != nil {
+	if err := g.s.sql.interruptedOn.Get(g.ctx, g.tx, &on, sqltext.Args{"workflow": p.Workflow, "instance": p.Instance, "task": p.Task,
+		"retention": g.cfg.retention().Seconds()}); err != nil {
 		return err
 	}
 	if len(on) > 1 {
@@ -299,8 +286,7 @@ func (g *grader) interruption(p interruption) error {
 		return err
 	}
 	last := r.LastAt
-	if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET last_interruption_at = greatest(last_interruption_at, $2) WHERE node = $1`,
-		r.Node, p.At); err != nil {
+	if _, err := g.s.sql.noteInterruption.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "at": p.At}); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("the claim of %s on %s expired and the instance was repaired", p.Node, p.Signature)
@@ -358,8 +344,8 @@ func (g *grader) withdraw(node string, p interruption, on []string) error {
 	case len(own) == 1 && r.Grade == GradeWarning && cur == own[0]:
 		// Held by the cap for own[0] and sig: a plain WARNING for own[0]
 		// now, its watch going on as it was.
-		_, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET rule = $2, reason = $3 WHERE node = $1`,
-			r.Node, ruleInterrupted, fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0]))
+		_, err := g.s.sql.setRule.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "rule": ruleInterrupted,
+			"reason": fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0])})
 		return err
 	case len(own) == 1:
 		watching, err := g.watchable(own[0])
@@ -389,12 +375,8 @@ func (g *grader) withdraw(node string, p interruption, on []string) error {
 // is judged after it).
 func (g *grader) own(node string, upTo int64) ([]Signature, error) {
 	var own []Signature
-	err := sqlx.SelectContext(g.ctx, g.tx, &own, `SELECT i.workflow, i.task, i.instance FROM `+g.s.intr+` i
-		WHERE i.node = $1 AND i.at > now() - make_interval(secs => $2) AND (i.graded OR i.id <= $4)
-		  AND i.at >= coalesce((SELECT counts_from FROM `+g.s.grades+` WHERE node = $1), '-infinity')
-		  AND NOT EXISTS (SELECT 1 FROM `+g.s.intr+` j WHERE j.workflow = i.workflow AND j.instance = i.instance
-		                  AND j.task = i.task AND j.node <> i.node AND j.at > now() - make_interval(secs => $3))
-		GROUP BY 1, 2, 3 ORDER BY max(i.at) DESC, max(i.id) DESC`, node, g.cfg.Window.Seconds(), g.cfg.retention().Seconds(), upTo)
+	err := g.s.sql.ownInterruptions.Select(g.ctx, g.tx, &own, sqltext.Args{"node": node, "window": g.cfg.Window.Seconds(),
+		"retention": g.cfg.retention().Seconds(), "up_to": upTo})
 	return own, err
 }
 
@@ -414,8 +396,7 @@ func (g *grader) watchable(sig Signature) (bool, error) {
 // it, and whether it reached an end state on another node.
 func (g *grader) watch() error {
 	var rs []gradeRow
-	if err := sqlx.SelectContext(g.ctx, g.tx, &rs, `SELECT `+gradeCols+` FROM `+g.s.grades+`
-		WHERE grade = '`+GradeWarning+`' AND watching ORDER BY node FOR UPDATE`); err != nil {
+	if err := g.s.sql.watched.Select(g.ctx, g.tx, &rs, nil); err != nil {
 		return err
 	}
 	for _, r := range rs {
@@ -439,8 +420,7 @@ func (g *grader) watch() error {
 				// passes): it finished elsewhere if this node has not
 				// heartbeated since it was graded.
 				var away bool
-				if err := g.tx.QueryRowContext(g.ctx, `SELECT NOT EXISTS (SELECT 1 FROM `+g.s.table+`
-					WHERE name = $1 AND last_active >= $2)`, r.Node, r.ChangedAt).Scan(&away); err != nil {
+				if err := g.s.sql.away.Get(g.ctx, g.tx, &away, sqltext.Args{"node": r.Node, "since": r.ChangedAt}); err != nil {
 					return err
 				}
 				if away {
@@ -456,9 +436,9 @@ func (g *grader) watch() error {
 			}
 			fallthrough
 		case w.Left: // the watch ends
-			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET watching = false, seen_claimant = $2 WHERE node = $1`, r.Node, seen)
+			_, err = g.s.sql.endWatch.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "seen": seen})
 		case seen != r.Seen.String:
-			_, err = g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET seen_claimant = $2 WHERE node = $1`, r.Node, seen)
+			_, err = g.s.sql.seeClaimant.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "seen": seen})
 		}
 		if err != nil {
 			return err
@@ -471,9 +451,7 @@ func (g *grader) watch() error {
 // grade change) for the quiet period.
 func (g *grader) calm() error {
 	var rs []gradeRow
-	if err := sqlx.SelectContext(g.ctx, g.tx, &rs, `SELECT `+gradeCols+` FROM `+g.s.grades+`
-		WHERE grade <> '`+GradeNormal+`' AND greatest(changed_at, last_interruption_at) < now() - make_interval(secs => $1)
-		ORDER BY node FOR UPDATE`, g.cfg.QuietPeriod.Seconds()); err != nil {
+	if err := g.s.sql.quiet.Select(g.ctx, g.tx, &rs, sqltext.Args{"quiet_period": g.cfg.QuietPeriod.Seconds()}); err != nil {
 		return err
 	}
 	for _, r := range rs {
@@ -481,7 +459,7 @@ func (g *grader) calm() error {
 			return err
 		}
 		// The interruptions before are forgiven (withdraw counts none).
-		if _, err := g.tx.ExecContext(g.ctx, `UPDATE `+g.s.grades+` SET counts_from = now() WHERE node = $1`, r.Node); err != nil {
+		if _, err := g.s.sql.forgive.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node}); err != nil {
 			return err
 		}
 	}
@@ -498,11 +476,11 @@ func (s *Store) ResetGrade(ctx context.Context, name string, by audit.By, reason
 	var c GradeChange
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var r gradeRow
-		err := sqlx.GetContext(ctx, tx, &r, `SELECT `+gradeCols+` FROM `+s.grades+` WHERE node = $1 FOR UPDATE`, name)
+		err := s.sql.lockGrade.Get(ctx, tx, &r, sqltext.Args{"node": name})
 		if errors.Is(err, sql.ErrNoRows) {
 			r = gradeRow{Node: name, Grade: GradeNormal}
 			var known bool
-			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.table+` WHERE name = $1)`, name).Scan(&known); err != nil {
+			if err := s.sql.known.Get(ctx, tx, &known, sqltext.Args{"name": name}); err != nil {
 				return err
 			}
 			if !known {
@@ -514,10 +492,7 @@ func (s *Store) ResetGrade(ctx context.Context, name string, by audit.By, reason
 		if r.Grade == GradeNormal {
 			return ErrGradeNormal
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE `+s.grades+` SET grade = '`+GradeNormal+`', changed_at = now(),
-				workflow = NULL, task = NULL, instance = NULL, reason = $2, watching = false, seen_claimant = NULL, rule = '`+ruleReset+`',
-				counts_from = now()
-			WHERE node = $1`, name, reason); err != nil {
+		if _, err := s.sql.resetGrade.Exec(ctx, tx, sqltext.Args{"node": name, "reason": reason}); err != nil {
 			return err
 		}
 		from, to := r.Grade, GradeNormal

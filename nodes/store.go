@@ -35,6 +35,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -86,22 +87,6 @@ type Node struct {
 // MarshalJSON sends every field, null when it has no value (jsonx).
 func (n Node) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
 
-// columnsOf returns the select list of a Node over the nodes table of
-// schema; the grade is read from node_grades by primary key.
-func columnsOf(grades string) string {
-	g := func(expr string) string {
-		return `(SELECT ` + expr + ` FROM ` + grades + ` g WHERE g.node = name)`
-	}
-	return `name, incarnation, previous_incarnation, hostname, status, is_master,
-	last_active, active_since, version, api_address,
-	coalesce(` + g("g.grade") + `, '` + GradeNormal + `') AS failover_grade,
-	` + g("CASE WHEN g.rule <> '' THEN g.changed_at END") + ` AS grade_changed_at,
-	coalesce(` + g("g.workflow || '/' || g.task || '/' || g.instance") + `, '') AS grade_signature,
-	coalesce(` + g("g.reason") + `, '') AS grade_reason,
-	status_changed_at, status_changed_by, status_reason,
-	extract(epoch FROM now() - last_active)::float8 AS seconds_since_active`
-}
-
 // noHeartbeat begins the reason of a node marked Not responding (then the
 // threshold, who marked it and in which term).
 const noHeartbeat = "no heartbeat for more than "
@@ -142,12 +127,9 @@ func Why(n Node) string {
 
 // Store reads and writes node records of one sidecar schema.
 type Store struct {
-	db      *sqlx.DB
-	table   string
-	grades  string // node_grades
-	intr    string // interruptions
-	columns string
-	events  *audit.Log
+	db     *sqlx.DB
+	sql    statements // rendered for the schema
+	events *audit.Log
 	// cluster, when set, is checked before a lost record is written again
 	// (SetCluster).
 	cluster *pgdb.Cluster
@@ -162,9 +144,7 @@ func (s *Store) SetCluster(c *pgdb.Cluster) { s.cluster = c }
 // NewStore returns the store of the given sidecar schema; events is the
 // event log of the same schema (the daemon makes one and shares it).
 func NewStore(db *sqlx.DB, schema string, events *audit.Log) *Store {
-	sc := pq.QuoteIdentifier(schema)
-	return &Store{db: db, table: sc + ".nodes", grades: sc + ".node_grades", intr: sc + ".interruptions",
-		columns: columnsOf(sc + ".node_grades"), events: events}
+	return &Store{db: db, sql: newStatements(schema, faultinject.Off(faultinject.Ack)), events: events}
 }
 
 // Registration describes this process to Register.
@@ -183,17 +163,6 @@ type Registration struct {
 	RecoverAfterCrash bool
 }
 
-// takeOver: the columns a registration sets on the record of the
-// incarnation it replaces (ON CONFLICT; n is the old row).
-const takeOver = `incarnation = EXCLUDED.incarnation,
-				hostname = EXCLUDED.hostname,
-				is_master = false,
-				version = EXCLUDED.version,
-				schema_version = EXCLUDED.schema_version,
-				api_address = EXCLUDED.api_address,
-				last_active = now(),
-				active_since = now()`
-
 // heldRecord: what a registration needs to know of the record it
 // replaces.
 type heldRecord struct {
@@ -206,7 +175,7 @@ type heldRecord struct {
 // lockRecord reads and locks node name's record, if there is one.
 func (s *Store) lockRecord(ctx context.Context, tx *pgdb.Tx, name string) (heldRecord, bool, error) {
 	var prev heldRecord
-	err := sqlx.GetContext(ctx, tx, &prev, `SELECT status, incarnation, hostname, active_since FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
+	err := s.sql.lockRecord.Get(ctx, tx, &prev, sqltext.Args{"name": name})
 	if errors.Is(err, sql.ErrNoRows) {
 		return prev, false, nil
 	}
@@ -226,20 +195,8 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 		if err != nil {
 			return err
 		}
-		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
-				status_changed_by, status_reason, schema_version)
-			VALUES ($1, $2, $3, '` + StatusRecovering + `', $4, $5, $1, 'registered', nullif($7::integer, 0))
-			ON CONFLICT (name) DO UPDATE SET
-				previous_incarnation = n.incarnation,
-				` + takeOver + `,
-				status = CASE WHEN $6 THEN '` + StatusRecovering + `' ELSE '` + StatusUnexpectedShutdown + `' END,
-				-- still awaiting an ack: the record keeps why it is there
-				status_changed_at = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_at ELSE now() END,
-				status_changed_by = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_changed_by ELSE EXCLUDED.name END,
-				status_reason = CASE WHEN n.status = '` + StatusUnexpectedShutdown + `' AND NOT $6 THEN n.status_reason
-					ELSE 'restarted without a clean shutdown (previous incarnation ' || n.incarnation || ', status ' || n.status || ')' END
-			RETURNING ` + s.columns
-		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, r.Version, r.APIAddress, r.RecoverAfterCrash, r.SchemaVersion); err != nil {
+		if err := s.sql.register.Get(ctx, tx, &n, sqltext.Args{"name": r.Name, "incarnation": r.Incarnation, "hostname": r.Hostname,
+			"version": r.Version, "api_address": r.APIAddress, "schema_version": r.SchemaVersion, "recover_after_crash": r.RecoverAfterCrash}); err != nil {
 			return err
 		}
 		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: n.StatusReason}
@@ -285,7 +242,7 @@ func (s *Store) Restore(ctx context.Context, r Registration, registered Node, st
 		case err != nil:
 			return err
 		case found && prev.Incarnation == r.Incarnation: // restored already
-			return sqlx.GetContext(ctx, tx, &n, `SELECT `+s.columns+` FROM `+s.table+` WHERE name = $1`, r.Name)
+			return s.sql.get.Get(ctx, tx, &n, sqltext.Args{"name": r.Name})
 		case found && !earlier:
 			return fmt.Errorf("%w: another run of node %s holds the record, registered after this one: incarnation %s on host %s, since %s",
 				ErrNotRegistered, r.Name, prev.Incarnation, prev.Hostname, prev.ActiveSince.UTC().Format(time.RFC3339))
@@ -303,18 +260,9 @@ func (s *Store) Restore(ctx context.Context, r Registration, registered Node, st
 			reason = registered.StatusReason + "; " + reason
 			previous = registered.PreviousIncarnation
 		}
-		q := `INSERT INTO ` + s.table + ` AS n (name, incarnation, hostname, status, version, api_address,
-				status_changed_by, status_reason, schema_version, previous_incarnation)
-			VALUES ($1, $2, $3, $4, $5, $6, $1, $7, nullif($8::integer, 0), $9)
-			ON CONFLICT (name) DO UPDATE SET
-				previous_incarnation = EXCLUDED.previous_incarnation,
-				` + takeOver + `,
-				status = EXCLUDED.status,
-				status_changed_at = now(),
-				status_changed_by = EXCLUDED.status_changed_by,
-				status_reason = EXCLUDED.status_reason
-			RETURNING ` + s.columns
-		if err := sqlx.GetContext(ctx, tx, &n, q, r.Name, r.Incarnation, r.Hostname, status, r.Version, r.APIAddress, reason, r.SchemaVersion, previous); err != nil {
+		if err := s.sql.restore.Get(ctx, tx, &n, sqltext.Args{"name": r.Name, "incarnation": r.Incarnation, "hostname": r.Hostname,
+			"status": status, "version": r.Version, "api_address": r.APIAddress, "reason": reason, "schema_version": r.SchemaVersion,
+			"previous": previous}); err != nil {
 			return err
 		}
 		e := audit.Event{Kind: audit.KindNodeRegistered, Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: reason}
@@ -345,10 +293,7 @@ type Beat struct {
 // or belongs to another incarnation.
 func (s *Store) Heartbeat(ctx context.Context, name, incarnation string) (Beat, error) {
 	var b Beat
-	err := s.db.GetContext(ctx, &b,
-		`UPDATE `+s.table+` SET last_active = now() WHERE name = $1 AND incarnation = $2
-		 RETURNING last_active, status, coalesce((SELECT g.grade FROM `+s.grades+` g WHERE g.node = name), '`+GradeNormal+`') AS grade`,
-		name, incarnation)
+	err := s.sql.heartbeat.Get(ctx, s.db, &b, sqltext.Args{"name": name, "incarnation": incarnation})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Beat{}, fmt.Errorf("heartbeat %s: %w", name, ErrNotRegistered)
 	}
@@ -370,10 +315,7 @@ func (s *Store) reset() { pgdb.Reset(s.db) }
 // running; a node that has just started is Recovering, not Ready.
 func (s *Store) ActiveReady(ctx context.Context, within time.Duration) ([]string, error) {
 	names := []string{}
-	err := s.db.SelectContext(ctx, &names,
-		`SELECT name FROM `+s.table+` WHERE status = '`+StatusReady+`'
-		 AND last_active > now() - make_interval(secs => $1) ORDER BY name`,
-		within.Seconds())
+	err := s.sql.activeReady.Select(ctx, s.db, &names, sqltext.Args{"within": within.Seconds()})
 	if err != nil {
 		return nil, fmt.Errorf("list active ready nodes: %w", err)
 	}
@@ -384,14 +326,7 @@ func (s *Store) ActiveReady(ctx context.Context, within time.Duration) ([]string
 // each, inside the caller's (fenced) transaction, and returns their names.
 func (s *Store) PromoteRecovering(ctx context.Context, tx *leader.Tx, actor string, term int64, reason string) ([]string, error) {
 	names := []string{}
-	which := `status = '` + StatusRecovering + `'`
-	if faultinject.Off(faultinject.Ack) {
-		which = `status IN ('` + StatusRecovering + `', '` + StatusUnexpectedShutdown + `')`
-	}
-	err := sqlx.SelectContext(ctx, tx, &names,
-		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
-			status_changed_by = $1, status_reason = $2
-		 WHERE `+which+` RETURNING name`, actor, reason)
+	err := s.sql.promoteRecovering.Select(ctx, tx, &names, sqltext.Args{"actor": actor, "reason": reason})
 	if err != nil {
 		return nil, fmt.Errorf("promote recovering nodes: %w", err)
 	}
@@ -419,7 +354,7 @@ func (s *Store) Ack(ctx context.Context, name string, by audit.By, reason string
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var status string
-		err := sqlx.GetContext(ctx, tx, &status, `SELECT status FROM `+s.table+` WHERE name = $1 FOR UPDATE`, name)
+		err := s.sql.ackLock.Get(ctx, tx, &status, sqltext.Args{"name": name})
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -429,10 +364,7 @@ func (s *Store) Ack(ctx context.Context, name string, by audit.By, reason string
 		if status != StatusUnexpectedShutdown {
 			return fmt.Errorf("%w: it is %s", ErrNotAcknowledgeable, status)
 		}
-		if err := sqlx.GetContext(ctx, tx, &n,
-			`UPDATE `+s.table+` SET status = '`+StatusRecovering+`', status_changed_at = now(),
-				status_changed_by = $2, status_reason = $3
-			 WHERE name = $1 RETURNING `+s.columns, name, by.Actor, reason); err != nil {
+		if err := s.sql.ack.Get(ctx, tx, &n, sqltext.Args{"name": name, "actor": by.Actor, "reason": reason}); err != nil {
 			return err
 		}
 		from, to := StatusUnexpectedShutdown, StatusRecovering
@@ -459,8 +391,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 	kept := false
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		var status string
-		err := sqlx.GetContext(ctx, tx, &status,
-			`SELECT status FROM `+s.table+` WHERE name = $1 AND incarnation = $2 FOR UPDATE`, name, incarnation)
+		err := s.sql.deregisterLock.Get(ctx, tx, &status, sqltext.Args{"name": name, "incarnation": incarnation})
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotRegistered
 		}
@@ -468,7 +399,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 			return err
 		}
 		if status == StatusUnexpectedShutdown {
-			if _, err := tx.ExecContext(ctx, `UPDATE `+s.table+` SET is_master = false WHERE name = $1`, name); err != nil {
+			if _, err := s.sql.deregisterKeep.Exec(ctx, tx, sqltext.Args{"name": name}); err != nil {
 				return err
 			}
 			if err := s.events.Write(ctx, tx, audit.Event{
@@ -481,7 +412,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 			kept = true
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.table+` WHERE name = $1`, name); err != nil {
+		if _, err := s.sql.deregister.Exec(ctx, tx, sqltext.Args{"name": name}); err != nil {
 			return err
 		}
 		return s.events.Write(ctx, tx, audit.Event{
@@ -502,9 +433,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 // master flag. Call it in the fenced transaction that takes office
 // (leader.Fence.TakeOffice).
 func (s *Store) SetMaster(ctx context.Context, tx *leader.Tx, name, incarnation string) error {
-	if _, err := tx.ExecContext(ctx,
-		`UPDATE `+s.table+` SET is_master = (name = $1 AND incarnation = $2)
-		 WHERE is_master OR (name = $1 AND incarnation = $2)`, name, incarnation); err != nil {
+	if _, err := s.sql.setMaster.Exec(ctx, tx, sqltext.Args{"name": name, "incarnation": incarnation}); err != nil {
 		return fmt.Errorf("set master flag: %w", err)
 	}
 	return nil
@@ -513,8 +442,7 @@ func (s *Store) SetMaster(ctx context.Context, tx *leader.Tx, name, incarnation 
 // ClearMaster clears the master flag of node name (this incarnation) and
 // reports whether it was set. Call it in leader.Fence.StepDown.
 func (s *Store) ClearMaster(ctx context.Context, tx sqlx.ExtContext, name, incarnation string) (bool, error) {
-	res, err := tx.ExecContext(ctx,
-		`UPDATE `+s.table+` SET is_master = false WHERE name = $1 AND incarnation = $2 AND is_master`, name, incarnation)
+	res, err := s.sql.clearMaster.Exec(ctx, tx, sqltext.Args{"name": name, "incarnation": incarnation})
 	if err != nil {
 		return false, fmt.Errorf("clear master flag: %w", err)
 	}
@@ -539,7 +467,7 @@ func (s *Store) AddressOf(ctx context.Context, name, incarnation string) (string
 // List returns every node record by name.
 func (s *Store) List(ctx context.Context) ([]Node, error) {
 	ns := []Node{}
-	if err := s.db.SelectContext(ctx, &ns, `SELECT `+s.columns+` FROM `+s.table+` ORDER BY name`); err != nil {
+	if err := s.sql.list.Select(ctx, s.db, &ns, nil); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	return ns, nil
@@ -548,7 +476,7 @@ func (s *Store) List(ctx context.Context) ([]Node, error) {
 // Get returns the record of one node, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 	var n Node
-	err := s.db.GetContext(ctx, &n, `SELECT `+s.columns+` FROM `+s.table+` WHERE name = $1`, name)
+	err := s.sql.get.Get(ctx, s.db, &n, sqltext.Args{"name": name})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Node{}, fmt.Errorf("node %s: %w", name, ErrNotFound)
 	}
@@ -565,13 +493,10 @@ func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 // an operator's ack moves them, so they are neither stale nor counted.
 func (s *Store) Stale(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration) (stale []string, total int, err error) {
 	stale = []string{}
-	if err := sqlx.SelectContext(ctx, tx, &stale,
-		`SELECT name FROM `+s.table+` WHERE status IN ('`+StatusRecovering+`', '`+StatusReady+`')
-		 AND last_active < now() - make_interval(secs => $1) ORDER BY name FOR UPDATE`, threshold.Seconds()); err != nil {
+	if err := s.sql.stale.Select(ctx, tx, &stale, sqltext.Args{"threshold": threshold.Seconds()}); err != nil {
 		return nil, 0, fmt.Errorf("find stale nodes: %w", err)
 	}
-	if err := sqlx.GetContext(ctx, tx, &total,
-		`SELECT count(*) FROM `+s.table+` WHERE status <> '`+StatusUnexpectedShutdown+`'`); err != nil {
+	if err := s.sql.countNodes.Get(ctx, tx, &total, nil); err != nil {
 		return nil, 0, fmt.Errorf("count nodes: %w", err)
 	}
 	return stale, total, nil
@@ -607,14 +532,8 @@ func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, k
 func (s *Store) MarkNotResponding(ctx context.Context, tx *leader.Tx, names []string, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := fmt.Sprintf("%s%s; marked by %s in term %d", noHeartbeat, threshold.Round(100*time.Millisecond), m.Actor, m.Term)
-	err := sqlx.SelectContext(ctx, tx, &cs,
-		`WITH old AS (SELECT name, status FROM `+s.table+` WHERE name = ANY($1) FOR UPDATE)
-		 UPDATE `+s.table+` AS n SET status = '`+StatusNotResponding+`', is_master = false,
-			status_changed_at = now(), status_changed_by = $3, status_reason = $4
-		 FROM old WHERE n.name = old.name AND n.status IN ('`+StatusRecovering+`', '`+StatusReady+`')
-			AND n.last_active < now() - make_interval(secs => $2)
-		 RETURNING n.name, old.status AS from_status, n.status AS to_status`,
-		pq.Array(names), threshold.Seconds(), m.Actor, reason)
+	err := s.sql.markNotResponding.Select(ctx, tx, &cs, sqltext.Args{"names": pq.Array(names), "threshold": threshold.Seconds(),
+		"actor": m.Actor, "reason": reason})
 	if err != nil {
 		return nil, fmt.Errorf("mark nodes not responding: %w", err)
 	}
@@ -626,12 +545,7 @@ func (s *Store) MarkNotResponding(ctx context.Context, tx *leader.Tx, names []st
 func (s *Store) Revive(ctx context.Context, tx *leader.Tx, threshold time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
 	reason := "heartbeats resumed"
-	err := sqlx.SelectContext(ctx, tx, &cs,
-		`UPDATE `+s.table+` SET status = '`+StatusReady+`', status_changed_at = now(),
-			status_changed_by = $2, status_reason = $3
-		 WHERE status = '`+StatusNotResponding+`' AND last_active >= now() - make_interval(secs => $1)
-		 RETURNING name, '`+StatusNotResponding+`' AS from_status, status AS to_status`,
-		threshold.Seconds(), m.Actor, reason)
+	err := s.sql.revive.Select(ctx, tx, &cs, sqltext.Args{"threshold": threshold.Seconds(), "actor": m.Actor, "reason": reason})
 	if err != nil {
 		return nil, fmt.Errorf("revive nodes: %w", err)
 	}
@@ -642,10 +556,7 @@ func (s *Store) Revive(ctx context.Context, tx *leader.Tx, threshold time.Durati
 // after, with an event each.
 func (s *Store) Forget(ctx context.Context, tx *leader.Tx, after time.Duration, m MasterEvent) ([]Change, error) {
 	cs := []Change{}
-	err := sqlx.SelectContext(ctx, tx, &cs,
-		`DELETE FROM `+s.table+` WHERE status = '`+StatusNotResponding+`'
-			AND last_active < now() - make_interval(secs => $1)
-		 RETURNING name, status AS from_status, '' AS to_status`, after.Seconds())
+	err := s.sql.forget.Select(ctx, tx, &cs, sqltext.Args{"after": after.Seconds()})
 	if err != nil {
 		return nil, fmt.Errorf("forget nodes: %w", err)
 	}

@@ -1,0 +1,7 @@
+{{/*
+list: every node's record as a Node, by name (Store.List).
+
+No parameters.
+*/ -}}
+SELECT {{.Columns}}
+FROM {{.Nodes}} ORDER BY name

@@ -1,0 +1,2 @@
+-- count_nodes
+SELECT count(*) FROM "enginehealth".nodes WHERE status <> 'Unexpected shutdown'

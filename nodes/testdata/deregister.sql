@@ -1,0 +1,3 @@
+-- deregister
+-- $1 name
+DELETE FROM "enginehealth".nodes WHERE name = $1

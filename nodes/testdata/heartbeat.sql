@@ -1,0 +1,5 @@
+-- heartbeat
+-- $1 name
+-- $2 incarnation
+UPDATE "enginehealth".nodes SET last_active = now() WHERE name = $1 AND incarnation = $2
+RETURNING last_active, status, coalesce((SELECT g.grade FROM "enginehealth".node_grades g WHERE g.node = name), 'NORMAL') AS grade
