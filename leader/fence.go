@@ -12,8 +12,8 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // ErrDeposed: a newer master's term is recorded; this office may not write.
@@ -39,7 +39,7 @@ func (termLost) Is(target error) bool { return target == ErrDeposed }
 // Fence records terms and runs term-checked transactions.
 type Fence struct {
 	db     *sqlx.DB
-	terms  string
+	sql    statements // rendered for the schema
 	events *audit.Log
 	log    *slog.Logger
 	onTerm func(recorded int64)
@@ -57,8 +57,7 @@ func (f *Fence) SetCluster(c *pgdb.Cluster) { f.cluster = c }
 // NewFence returns the fence of a sidecar schema; events is the event log
 // of the same schema.
 func NewFence(db *sqlx.DB, schema string, events *audit.Log) *Fence {
-	s := pq.QuoteIdentifier(schema)
-	return &Fence{db: db, terms: s + ".leader_term", events: events}
+	return &Fence{db: db, sql: newStatements(schema), events: events}
 }
 
 // Term is the recorded fencing term.
@@ -72,7 +71,7 @@ type Term struct {
 // Current returns the recorded term.
 func (f *Fence) Current(ctx context.Context) (Term, error) {
 	var t Term
-	if err := f.db.GetContext(ctx, &t, `SELECT term, node, incarnation, since FROM `+f.terms); err != nil {
+	if err := f.sql.currentTerm.Get(ctx, f.db, &t, nil); err != nil {
 		return Term{}, fmt.Errorf("read leader term: %w", err)
 	}
 	if f.onTerm != nil {
@@ -109,7 +108,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) err
 		first = previous == 0
 		if n, _ := res.RowsAffected(); n == 0 {
 			var cur Term
-			if err := tx.GetContext(ctx, &cur, `SELECT term, node, incarnation, since FROM `+f.terms+` FOR UPDATE`); err != nil {
+			if err := f.sql.lockTerm.Get(ctx, tx, &cur, nil); err != nil {
 				return fmt.Errorf("read term: %w", err)
 			}
 			if cur.Term != o.Term || cur.Incarnation == nil || *cur.Incarnation != c.Incarnation {
@@ -164,10 +163,8 @@ func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (previous
 		// The row first, locked: the term recorded before ours, as no
 		// other taker can change it any more.
 		var r result
-		if r.err = tx.GetContext(ctx, &r.previous, `SELECT term FROM `+f.terms+` FOR UPDATE`); r.err == nil {
-			r.res, r.err = tx.ExecContext(ctx,
-				`UPDATE `+f.terms+` SET term = $1, node = $2, incarnation = $3, since = now() WHERE term < $1`,
-				o.Term, o.Candidate.Name, o.Candidate.Incarnation)
+		if r.err = f.sql.previousTerm.Get(ctx, tx, &r.previous, nil); r.err == nil {
+			r.res, r.err = f.sql.raiseTerm.Exec(ctx, tx, sqltext.Args{"term": o.Term, "node": o.Candidate.Name, "incarnation": o.Candidate.Incarnation})
 		}
 		done <- r
 	}()
@@ -179,14 +176,7 @@ func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (previous
 			return r.previous, r.res, r.err
 		case <-tick.C:
 			var ended []string
-			err := f.db.SelectContext(ctx, &ended,
-				`WITH stale AS MATERIALIZED (
-					SELECT a.pid, a.application_name FROM pg_stat_activity a
-					WHERE a.pid = ANY (pg_blocking_pids($1))
-					  AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
-					  AND a.state_change < now() - make_interval(secs => $2))
-				 SELECT format('%s (pid %s)', application_name, pid) FROM stale WHERE pg_terminate_backend(pid)`,
-				pid, staleHolder.Seconds())
+			err := f.sql.endStaleHolders.Select(ctx, f.db, &ended, sqltext.Args{"pid": pid, "idle": staleHolder.Seconds()})
 			if err == nil && len(ended) > 0 && f.log != nil {
 				f.log.WarnContext(ctx, "ended the stalled transactions of an earlier master that held the term", "sessions", ended, "term", o.Term)
 			}
@@ -228,7 +218,7 @@ func (f *Fence) InTx(ctx context.Context, o *Office, fn func(tx *Tx) error) erro
 			Term    int64 `db:"term"`
 			Cluster int64 `db:"cluster"`
 		}
-		if err := tx.GetContext(ctx, &row, `SELECT term, (SELECT system_identifier FROM pg_control_system()) AS cluster FROM `+f.terms+` FOR SHARE`); err != nil {
+		if err := f.sql.checkTerm.Get(ctx, tx, &row, nil); err != nil {
 			return fmt.Errorf("check term: %w", err)
 		}
 		if err := f.cluster.Match(ctx, row.Cluster); err != nil {

@@ -1,0 +1,2 @@
+-- previous_term
+SELECT term FROM "enginehealth".leader_term FOR UPDATE
