@@ -488,9 +488,11 @@ func (s *Store) Get(ctx context.Context, name string) (Node, error) {
 
 // Stale returns the nodes in service (Recovering or Ready) whose
 // last_active is older than threshold (database clock), and the number of
-// nodes in service, inside the caller's transaction (rows locked). Nodes in
-// Unexpected shutdown are out of service whatever their heartbeats do: only
-// an operator's ack moves them, so they are neither stale nor counted.
+// nodes recorded other than those in Unexpected shutdown (Not responding
+// ones included: the disruption guard's denominator), inside the caller's
+// transaction (rows locked). Nodes in Unexpected shutdown are out of
+// service whatever their heartbeats do: only an operator's ack moves
+// them, so they are neither stale nor counted.
 func (s *Store) Stale(ctx context.Context, tx sqlx.ExtContext, threshold time.Duration) (stale []string, total int, err error) {
 	stale = []string{}
 	if err := s.sql.stale.Select(ctx, tx, &stale, sqltext.Args{"threshold": threshold.Seconds()}); err != nil {

@@ -161,7 +161,7 @@ func TestHeartbeaterReportsLostRecord(t *testing.T) {
 	if _, err := s.Register(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := h.Healthy(time.Minute); err == nil {
 		t.Fatal("healthy before any beat")
 	}
@@ -205,7 +205,7 @@ func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
 		t.Fatalf("registered %+v, want Unexpected shutdown after %s", n, old.Incarnation)
 	}
 	var logs testkit.Buffer
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond,
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second,
 		Registration: &r, Registered: n, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
@@ -539,7 +539,7 @@ func TestHeartbeatResumed(t *testing.T) {
 	if _, err := s.Register(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond, Timeout: 2 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := h.Beat(ctx); err != nil || !h.Resumed().IsZero() {
 		t.Fatalf("first beat: %v, resumed %v; want no error, zero", err, h.Resumed())
 	}
