@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -222,5 +223,17 @@ func TestAttemptGuardHolds(t *testing.T) {
 			}
 			t.Logf("with the guard on, %q: %s", c.name, c.summary())
 		}
+	}
+	// The record a violation's post-mortem reads is dumped to the
+	// artifacts (dumpRecord): each file with its header and the nodes.
+	r.dumpRecord()
+	for _, f := range []string{"kills.tsv", "node_moves.tsv", "nodes.tsv", "node_events.tsv"} {
+		b, err := os.ReadFile(filepath.Join(t.ArtifactDir(), f))
+		if err != nil || !strings.Contains(string(b), "\n") {
+			t.Errorf("dumped %s: %q (%v)", f, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(t.ArtifactDir(), "nodes.tsv")); !strings.Contains(string(b), r.sidecars[0].name) {
+		t.Errorf("nodes.tsv does not list %s:\n%s", r.sidecars[0].name, b)
 	}
 }

@@ -22,6 +22,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"maps"
@@ -1611,7 +1612,54 @@ func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
 		_ = os.WriteFile(filepath.Join(dir, "faults-report.txt"), []byte(b.String()), 0o644)
 	}
 	if count > 0 {
+		r.dumpRecord()
 		r.t.Errorf("%d violations (seed %d replays the schedule: EH_FAULT_SEED=%d)", count, r.seed, r.seed)
+	}
+}
+
+// dumpRecord writes, for a post-mortem of a violation, the record's
+// small tables (kills, the node records' changes, the nodes, the node
+// events) to the artifacts as tab-separated files: the run drops its
+// database when it ends.
+func (r *faultRun) dumpRecord() {
+	dir := r.t.ArtifactDir()
+	if dir == "" {
+		return
+	}
+	for name, q := range map[string]string{
+		"kills.tsv":       `SELECT seq, name FROM faults.kills ORDER BY seq`,
+		"node_moves.tsv":  `SELECT seq, tx, app, name, coalesce(from_status, ''), coalesce(to_status, '') FROM faults.node_moves ORDER BY seq`,
+		"nodes.tsv":       `SELECT name, incarnation::text, coalesce(previous_incarnation::text, ''), status, active_since::text, last_active::text FROM enginehealth.nodes ORDER BY name`,
+		"node_events.tsv": `SELECT id, at::text, kind, coalesce(actor, ''), coalesce(node, ''), coalesce(from_state, ''), coalesce(to_state, ''), reason FROM enginehealth.events WHERE kind LIKE 'node%' ORDER BY id`,
+	} {
+		rows, err := r.c.db.Query(q)
+		if err != nil {
+			r.t.Logf("dump %s: %v", name, err)
+			continue
+		}
+		var b strings.Builder
+		cols, _ := rows.Columns()
+		b.WriteString(strings.Join(cols, "\t") + "\n")
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				r.t.Logf("dump %s: %v", name, err)
+				break
+			}
+			for i, v := range vals {
+				if i > 0 {
+					b.WriteByte('\t')
+				}
+				b.WriteString(v.String)
+			}
+			b.WriteByte('\n')
+		}
+		rows.Close()
+		_ = os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
 	}
 }
 
