@@ -85,6 +85,19 @@ var plants = map[string][]planted{
 		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
 			('node-a', gen_random_uuid(), 'h', 'Ready', 'node-a'); INSERT INTO faults.kills (name) VALUES ('node-a')`},
 		{"enginehealth/node-a", `UPDATE enginehealth.nodes SET status = 'Recovering', incarnation = gen_random_uuid() WHERE name = 'node-a'`},
+		// A restore the node reported before its kill excuses nothing.
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
+			('node-c', gen_random_uuid(), 'h', 'Ready', 'node-c');
+			INSERT INTO enginehealth.events (kind, actor, node, reason) VALUES ('node_status', 'node-c', 'node-c', 'registration restored: lost')`},
+		{"test", `INSERT INTO faults.kills (name) VALUES ('node-c')`},
+		{"enginehealth/node-c", `DELETE FROM enginehealth.nodes WHERE name = 'node-c'`},
+		// Not planted: a registration the database lost after the kill
+		// (restored, and said so) excuses the node's next change.
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
+			('node-b', gen_random_uuid(), 'h', 'Ready', 'node-b'); INSERT INTO faults.kills (name) VALUES ('node-b')`},
+		{"enginehealth/node-b", `INSERT INTO enginehealth.events (kind, actor, node, reason) VALUES
+			('node_status', 'node-b', 'node-b', 'registration restored: the database had lost it')`},
+		{"enginehealth/node-b", `DELETE FROM enginehealth.nodes WHERE name = 'node-b'`},
 	},
 	"the disruption guard: no pass marks most nodes": {
 		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by)
@@ -108,6 +121,7 @@ type planted struct{ app, sql string }
 var plantedMore = map[string]int{
 	"no repair overwritten by an engine's late write (engines move only under their own claims)": 2,
 	"one master per term":                                         2,
+	"a killed node comes back in Unexpected shutdown":             2,
 	"sidecar moves are fenced by the recorded term":               2,
 	"no instance left interim and unclaimed after the final pass": 3,
 }
