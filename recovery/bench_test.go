@@ -137,17 +137,20 @@ func benchRepair(b *testing.B, batch int) {
 	// the repair picks, moves the rows re-checking state and claim as the
 	// repair does, and writes, per row, what the write list says (an
 	// attempts row, an event; nothing but the UPDATE when empty).
-	var floorProbing func(probe string, writes ...string) time.Duration
-	floor := func(writes ...string) time.Duration { return floorProbing("NULL::int", writes...) }
-	floorProbing = func(probe string, writes ...string) time.Duration {
+	var floorProbing func(probe string, history string, writes ...string) time.Duration
+	floor := func(writes ...string) time.Duration { return floorProbing("NULL::int", "", writes...) }
+	floorProbing = func(probe string, history string, writes ...string) time.Duration {
 		b.Helper()
 		reset()
 		db.MustExec(`TRUNCATE enginehealth.events`)
-		if probe != "NULL::int" {
-			// Every instance has a history to find: a retry of an earlier
-			// case, written before the clock starts.
+		if history != "" {
+			// Before the clock starts, a history of 100k events: a retry
+			// of an earlier case of every instance (history "own"), or
+			// of as many other instances (its index as large, nothing
+			// to find: a first interruption).
 			db.MustExec(`INSERT INTO enginehealth.events (kind, run_id, workflow, instance, task, from_state, to_state, attempt, reason)
-				SELECT 'instance_repaired', $1, 'orders', id::text, 'reserve', 'Reserving', 'Created', 1, 'an earlier case' FROM app.orders`, floorRun)
+				SELECT 'instance_repaired', $1, 'orders', CASE WHEN $2 = 'own' THEN id::text ELSE 'x' || id END, 'reserve', 'Reserving', 'Created', 1,
+					'an earlier case' FROM app.orders`, floorRun, history)
 			db.MustExec(`ANALYZE enginehealth.events`)
 		}
 		ctx := context.Background()
@@ -188,10 +191,16 @@ func benchRepair(b *testing.B, batch int) {
 		// attempts rows for retries at once would count them.
 		historyProbe = `(SELECT e.attempt FROM enginehealth.events e WHERE e.instance = b.id::text AND e.workflow = 'orders'
 			AND e.task = 'reserve' AND e.attempt IS NOT NULL ORDER BY e.id DESC LIMIT 1)`
+		// parkedProbe: an instance's attempts row (its primary key), as
+		// the pick reads it to leave parked instances alone; the table
+		// is empty, as when no instance is parked.
+		parkedProbe = `(SELECT a.attempt FROM enginehealth.attempts a WHERE a.workflow = 'orders' AND a.instance = b.id::text
+			AND a.task = 'reserve' LIMIT 1)`
 	)
 	eventRow := strings.Replace(eventRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
 	var withEvents, withoutEvents, ratios, ratiosNoEvents, ratiosNone, ratiosPark, floorUpdate, floorEvent, floorAttempts, floorBoth []float64
 	var ofFloorDefault, ofFloorNone, ofFloorPark, floorProbe, withNone, withParks []float64
+	var floorFirst, floorParked, floorBothProbes []float64
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
@@ -203,7 +212,11 @@ func benchRepair(b *testing.B, batch int) {
 				floorEvent = append(floorEvent, bare.Seconds()/fEvent.Seconds())
 				floorAttempts = append(floorAttempts, bare.Seconds()/floor(attemptsRow).Seconds())
 				floorBoth = append(floorBoth, bare.Seconds()/fBoth.Seconds())
-				floorProbe = append(floorProbe, bare.Seconds()/floorProbing(historyProbe, eventRow).Seconds())
+				floorProbe = append(floorProbe, bare.Seconds()/floorProbing(historyProbe, "own", eventRow).Seconds())
+				floorFirst = append(floorFirst, bare.Seconds()/floorProbing(historyProbe, "other", eventRow).Seconds())
+				floorParked = append(floorParked, bare.Seconds()/floorProbing(parkedProbe, "", eventRow).Seconds())
+				floorBothProbes = append(floorBothProbes, bare.Seconds()/floorProbing(
+					"coalesce("+parkedProbe+", "+historyProbe+")", "other", eventRow).Seconds())
 			}
 			ours, noEv, nonePolicy, parks := repair(rep), repair(silent), repair(none), repair(park)
 			ratiosPark = append(ratiosPark, bare.Seconds()/parks.Seconds())
@@ -236,6 +249,9 @@ func benchRepair(b *testing.B, batch int) {
 		b.ReportMetric(median(floorAttempts), "floor-attempts-row-only")
 		b.ReportMetric(median(floorBoth), "floor-attempts-row-and-event")
 		b.ReportMetric(median(floorProbe), "floor-event-and-history-probe")
+		b.ReportMetric(median(floorFirst), "floor-event-and-history-probe-first")
+		b.ReportMetric(median(floorParked), "floor-event-and-parked-probe")
+		b.ReportMetric(median(floorBothProbes), "floor-event-and-both-probes-first")
 		b.ReportMetric(median(ofFloorDefault), "default-of-floor-event-only")
 		b.ReportMetric(median(ofFloorNone), "none-of-floor-event-only")
 		b.ReportMetric(median(ofFloorPark), "parks-of-floor-attempts-row-and-event")
