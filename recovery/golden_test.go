@@ -1,9 +1,7 @@
 package recovery
 
 import (
-	"context"
 	"flag"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +9,8 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
+	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
@@ -68,28 +66,39 @@ func goldenRepairer() *Repairer {
 	return New(Config{Events: events, Schema: "enginehealth", Workflows: []Workflow{invoices, reports}, BatchSize: 500, Log: leadertest.Quiet})
 }
 
-// golden is one shape of a statement, rendered for a fixed
-// configuration (goldenRepairer's): testdata/<statement>/<name>.sql.
-type golden struct {
-	statement, name, about string
-	render                 func(r *Repairer) (sqltext.Statement, error)
-	// indexes the statement's plan uses with sequential scans off, by
-	// a prefix of their names (the engine tables' indexes of
-	// TestStatementsPlan are named table_column_…_idx).
-	indexes []string
+// shapes collects the golden shapes of the statements, each rendered
+// for a fixed configuration (goldenRepairer's): a render that fails
+// fails the test.
+type shapes struct {
+	t   *testing.T
+	all []sqltest.Shape
+}
+
+// add renders the shape name of statement (about: what it is for) and
+// keeps it, with the indexes its plan uses with sequential scans off, by
+// a prefix of their names (the engine tables' indexes of
+// TestStatementsPlan are named table_column_…_idx).
+func (s *shapes) add(statement, name, about string, indexes []string, render func() (sqltext.Statement, error)) {
+	s.t.Helper()
+	st, err := render()
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", statement, name, err)
+	}
+	s.all = append(s.all, sqltest.Shape{Statement: statement, Name: name, About: about, Rendered: st, Indexes: indexes})
 }
 
 // goldens: every shape of every statement with a golden rendering.
-func goldens() []golden {
-	var gs []golden
+func goldens(t *testing.T) []sqltest.Shape {
+	r := goldenRepairer()
+	gs := &shapes{t: t}
 	for _, g := range goldenBatches() {
 		table := strings.TrimPrefix(g.w.Table, "app.")
-		gs = append(gs, golden{statement: "policy_batch", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
-				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
-			},
+		gs.add("policy_batch", g.name, g.about,
 			// The pick, through the index on the status column.
-			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+			[]string{table + "_" + g.w.StatusColumn + "_"},
+			func() (sqltext.Statement, error) {
+				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
+			})
 	}
 	invoices, reports := goldenWorkflows()
 	for _, g := range []struct {
@@ -100,12 +109,12 @@ func goldens() []golden {
 		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, ""},
 		{"reports", "a later batch of a task without claims or an on_failure policy", reports, "17"},
 	} {
-		gs = append(gs, golden{statement: "settle_batch", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
-				return r.renderSettleBatch(g.w, g.w.Tasks[0], "bigint", g.after, 42)
-			},
+		gs.add("settle_batch", g.name, g.about,
 			// The instances, through the primary key.
-			indexes: []string{"attempts_retried_idx", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
+			[]string{"attempts_retried_idx", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) {
+				return r.renderSettleBatch(g.w, g.w.Tasks[0], "bigint", g.after, 42)
+			})
 	}
 	for _, g := range []struct {
 		name, about string
@@ -123,11 +132,10 @@ func goldens() []golden {
 		if g.state == AttemptWaiting {
 			index = "attempts_due_idx"
 		}
-		gs = append(gs, golden{statement: "settle_parked", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
+		gs.add("settle_parked", g.name, g.about, []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) {
 				return r.renderSettleParked(g.w, g.w.Tasks[0], "bigint", g.state, g.cur, g.close, 42)
-			},
-			indexes: []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
+			})
 	}
 	decision := func(action string) HoldDecision {
 		return HoldDecision{Action: action, By: audit.By{Actor: "alice", Via: "cli"}, Reason: "card replaced"}
@@ -141,17 +149,16 @@ func goldens() []golden {
 		{"hold_retry", "an operator's retry of a claimable task's holds", holdMove(invoices, invoices.Tasks[0], "Sending", decision(DecideRetry), 7)},
 		{"hold_fail", "an operator's failing of holds of a task without claims", holdMove(reports, reports.Tasks[0], "Rendering", decision(DecideFail), 7)},
 	} {
-		table := strings.TrimPrefix(g.m.w.Table, "app.")
-		gs = append(gs, golden{statement: "move_parked", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderMoveParked(g.m, []string{"1", "2"}) },
+		gs.add("move_parked", g.name, g.about,
 			// The instances through the primary key.
-			indexes: []string{table + "_pkey"}})
+			[]string{strings.TrimPrefix(g.m.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) { return r.renderMoveParked(g.m, []string{"1", "2"}) })
 	}
-	gs = append(gs, golden{statement: "cancel_stale", name: "retries", about: "waiting retries the task's policy no longer allows",
-		render: func(r *Repairer) (sqltext.Statement, error) {
+	gs.add("cancel_stale", "retries", "waiting retries the task's policy no longer allows", nil,
+		func() (sqltext.Statement, error) {
 			return r.renderCancelStale(invoices.Name, invoices.Tasks[0], []string{"1", "2"},
 				"retry cancelled: the task's on_interrupt max_attempts is 1 now", 42)
-		}})
+		})
 	for _, g := range []struct {
 		name, about string
 		w           Workflow
@@ -161,13 +168,10 @@ func goldens() []golden {
 		{"expired", "the count of the instances whose claims the run expired", invoices, []string{"1", "2"}},
 		{"not_claimable", "a start-up run's count of a task without claims", reports, nil},
 	} {
-		table := strings.TrimPrefix(g.w.Table, "app.")
-		gs = append(gs, golden{statement: "count_task", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
-				return r.renderCount(g.w, g.w.Tasks[0], g.w.Claims, g.ids)
-			},
+		gs.add("count_task", g.name, g.about,
 			// Through the index on the status column.
-			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+			[]string{strings.TrimPrefix(g.w.Table, "app.") + "_" + g.w.StatusColumn + "_"},
+			func() (sqltext.Statement, error) { return r.renderCount(g.w, g.w.Tasks[0], g.w.Claims, g.ids) })
 	}
 	noError := invoices
 	noError.ErrorColumn = ""
@@ -178,13 +182,13 @@ func goldens() []golden {
 		{"patterns", "a claimable task whose on_interrupt policy matches errors against non-retryable patterns", invoices},
 		{"no_error_column", "the same task of a workflow without an error column", noError},
 	} {
-		gs = append(gs, golden{statement: "plan_task", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) },
+		gs.add("plan_task", g.name, g.about,
 			// The pick, through the index on the status column; the
 			// attempts rows and claims through their primary keys.
-			indexes: []string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"}})
+			[]string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"},
+			func() (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) })
 	}
-	return gs
+	return gs.all
 }
 
 // TestGoldenStatements: each shape of each statement, as it runs, is
@@ -192,15 +196,7 @@ func goldens() []golden {
 // TestGoldenStatements -update rewrites them): a change to a statement
 // shows in the diff as the SQL that will run.
 func TestGoldenStatements(t *testing.T) {
-	r := goldenRepairer()
-	for _, g := range goldens() {
-		st, err := g.render(r)
-		if err != nil {
-			t.Fatalf("%s %s: %v", g.statement, g.name, err)
-		}
-		got := "-- " + g.statement + ": " + g.about + "\n" + st.Header() + st.SQL + "\n"
-		testkit.Golden(t, filepath.Join("testdata", g.statement, g.name+".sql"), got, *update)
-	}
+	sqltest.GoldenShapes(t, "testdata", goldens(t), *update)
 }
 
 // TestStatementsPlan: every golden statement plans on real PostgreSQL,
@@ -209,36 +205,9 @@ func TestGoldenStatements(t *testing.T) {
 // written for (a repair batch's pick, the index on the status column).
 func TestStatementsPlan(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := pg.MigratedDB(t)
 	db.MustExec(goldenDDL)
-	r := goldenRepairer()
-	for _, g := range goldens() {
-		st, err := g.render(r)
-		if err != nil {
-			t.Fatalf("%s %s: %v", g.statement, g.name, err)
-		}
-		tx, err := db.BeginTxx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx.MustExec(`SET LOCAL enable_seqscan = off`)
-		var lines []string
-		err = tx.SelectContext(ctx, &lines, "EXPLAIN "+st.SQL, st.Args...)
-		_ = tx.Rollback()
-		if err != nil {
-			t.Fatalf("%s %s does not plan: %v", g.statement, g.name, err)
-		}
-		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan on ") {
-			t.Errorf("%s %s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.statement, g.name, plan)
-		}
-		for _, index := range g.indexes {
-			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
-				t.Errorf("%s %s does not use the index %s…:\n%s", g.statement, g.name, index, plan)
-			}
-		}
-	}
+	sqltest.PlanShapes(t, db, goldens(t))
 }
 
 // goldenDDL: the engine tables of goldenWorkflows, with the indexes the
