@@ -112,10 +112,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
-	from := t.Interim
-	if c == CauseFailure {
-		from = t.Failed
-	}
+	from := t.from(c)
 	var want, wrote int64
 	var each []byte
 	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
@@ -190,10 +187,6 @@ func (s batchSlots) Unclaimed(alias string) string {
 // renderBatch renders the statement of one repair batch and its
 // parameters.
 func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked, debug bool, run int64) (sqltext.Statement, error) {
-	from := t.Interim
-	if c == CauseFailure {
-		from = t.Failed
-	}
 	p := t.Policy(c)
 	patterns := p.NonRetryable
 	if w.ErrorColumn == "" {
@@ -224,7 +217,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
 	}
 	sp := stepsOf(t, c, patterns)
-	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": from, "batch_size": r.cfg.BatchSize, "run": run,
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.from(c), "batch_size": r.cfg.BatchSize, "run": run,
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
 		"reason": pq.StringArray(sp.reason), "lo": pq.Float64Array(sp.lo), "hi": pq.Float64Array(sp.hi),
