@@ -168,6 +168,21 @@ func (t *Template) MustPrepare(slots any) Prepared {
 	return p
 }
 
+// Fragment executes the text as a part of other statements, handed to
+// them as a slot (a join several statements share): its parameters stay
+// named, numbered by the Render or Prepare of the statement that holds
+// it, with its own.
+func (t *Template) Fragment(slots any) (string, error) {
+	if err := t.check(slots); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := t.t.Execute(&b, slots); err != nil {
+		return "", fmt.Errorf("sqltext: %s: %w", t.name, err)
+	}
+	return b.String(), nil
+}
+
 // Name of the statement.
 func (p Prepared) Name() string { return p.name }
 

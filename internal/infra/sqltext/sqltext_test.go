@@ -110,3 +110,28 @@ func TestPrepareThenBind(t *testing.T) {
 		t.Error("Prepare accepted slots that lack what the text names")
 	}
 }
+
+// TestFragmentKeepsParametersNamed: a fragment's parameters are numbered
+// by the statement it is a slot of, with the statement's own, in the
+// order they first appear there; its slots are checked as a statement's.
+func TestFragmentKeepsParametersNamed(t *testing.T) {
+	join := New("join", `JOIN {{.Table}} AS c ON c.id = t.id AND c.node = {{arg "node"}}`)
+	f, err := join.Fragment(struct{ Table string }{`"app"."claims"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := New("outer", `SELECT 1 FROM t {{.Join}} WHERE t.state = {{arg "from"}} AND c.node <> {{arg "node"}}`)
+	st, err := outer.Render(struct{ Join string }{f}, Args{"from": "a", "node": "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `SELECT 1 FROM t JOIN "app"."claims" AS c ON c.id = t.id AND c.node = $1 WHERE t.state = $2 AND c.node <> $1`; st.SQL != want {
+		t.Fatalf("rendered\n%s\nwant\n%s", st.SQL, want)
+	}
+	if !slices.Equal(st.Names, []string{"node", "from"}) {
+		t.Fatalf("names %v", st.Names)
+	}
+	if _, err := join.Fragment(struct{ Table, Extra string }{"t", "x"}); err == nil || !strings.Contains(err.Error(), "Extra is never named") {
+		t.Errorf("a slot the fragment never names: %v", err)
+	}
+}
