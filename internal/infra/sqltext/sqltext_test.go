@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 type moveSlots struct {
@@ -133,5 +134,22 @@ func TestFragmentKeepsParametersNamed(t *testing.T) {
 	}
 	if _, err := join.Fragment(struct{ Table, Extra string }{"t", "x"}); err == nil || !strings.Contains(err.Error(), "Extra is never named") {
 		t.Errorf("a slot the fragment never names: %v", err)
+	}
+}
+
+// TestFilesKeepWhatTheyRender: a package's statements prepared once are
+// kept, and so are the names of the fragments rendered, for its tests.
+func TestFilesKeepWhatTheyRender(t *testing.T) {
+	f := NewFiles(fstest.MapFS{
+		"sql/columns.sql": {Data: []byte("{{/* the columns */ -}}\nid, {{.Extra}}\n")},
+		"sql/get.sql":     {Data: []byte(`SELECT {{.Columns}} FROM {{.Table}} WHERE id = {{arg "id"}}`)},
+	})
+	cols := f.MustFragment("columns", struct{ Extra string }{"state"})
+	p := f.MustPrepare("get", struct{ Columns, Table string }{cols, "t"})
+	if p.SQL != "SELECT id, state FROM t WHERE id = $1" || p.Name() != "sql/get.sql" {
+		t.Fatalf("prepared %q, named %q", p.SQL, p.Name())
+	}
+	if len(f.All) != 1 || f.All[0].SQL != p.SQL || !slices.Equal(f.Fragments, []string{"columns"}) {
+		t.Fatalf("kept %v and fragments %v", f.All, f.Fragments)
 	}
 }
