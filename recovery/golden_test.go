@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +88,23 @@ func (s *shapes) add(statement, name, about string, indexes []string, render fun
 	s.all = append(s.all, sqltest.Shape{Statement: statement, Name: name, About: about, Rendered: st, Indexes: indexes})
 }
 
+// prepared keeps the shape sh of the statement p, prepared once for the
+// schema, bound to args (of the types the code gives them).
+func (s *shapes) prepared(p sqltext.Prepared, args sqltext.Args, sh sqltest.Shape) {
+	s.t.Helper()
+	st, err := p.Statement(args)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sh.Statement, sh.Rendered = sqltest.Name(p), st
+	s.all = append(s.all, sh)
+}
+
 // goldens: every shape of every statement with a golden rendering.
 func goldens(t *testing.T) []sqltest.Shape {
 	r := goldenRepairer()
 	gs := &shapes{t: t}
+	ownStatements(gs, r.st)
 	for _, g := range goldenBatches() {
 		table := strings.TrimPrefix(g.w.Table, "app.")
 		gs.add("policy_batch", g.name, g.about,
@@ -191,8 +205,29 @@ func goldens(t *testing.T) []sqltest.Shape {
 	return gs.all
 }
 
+// ownStatements adds the shapes of the statements over the sidecar's own
+// tables, each with parameters of the types the repairer gives them.
+func ownStatements(gs *shapes, st statements) {
+	run := sqltext.Args{"run": int64(42)}
+	// Runs.
+	gs.prepared(st.beginRun, sqltext.Args{"term": int64(3), "master": "a", "kind": KindRecovery, "trigger": TriggerManual,
+		"scope": `{"workflows":[]}`, "resumed_from": (*int64)(nil)}, sqltest.Shape{})
+	gs.prepared(st.endRun, sqltext.Args{"run": int64(42), "status": "failed", "error": "timeout"}, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.addPlanned, sqltext.Args{"run": int64(42), "n": int64(7)}, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.addClaimsExpired, sqltext.Args{"run": int64(42), "n": 7}, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.unfinishedRuns, sqltext.Args{"term": int64(3)}, sqltest.Shape{Indexes: []string{"runs_unfinished_idx"}})
+	gs.prepared(st.interruptRun, sqltext.Args{"run": int64(42), "note": "resumed by run 43"}, sqltest.Shape{Indexes: []string{"runs_unfinished_idx"}})
+	gs.prepared(st.getRun, run, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.clock, nil, sqltest.Shape{})
+	gs.prepared(st.listRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "all", About: "the latest runs", Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.actedRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "acted", About: "the latest runs that did something or did not finish well",
+		Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.lockTimeout, sqltext.Args{"ms": "1"}, sqltest.Shape{})
+}
+
 // TestGoldenStatements: each shape of each statement, as it runs, is
-// committed in testdata/<statement>/ (go test ./recovery -run
+// committed in testdata/<statement>.sql, or testdata/<statement>/ for a
+// statement of several shapes (go test ./recovery -run
 // TestGoldenStatements -update rewrites them): a change to a statement
 // shows in the diff as the SQL that will run.
 func TestGoldenStatements(t *testing.T) {
@@ -208,6 +243,25 @@ func TestStatementsPlan(t *testing.T) {
 	db := pg.MigratedDB(t)
 	db.MustExec(goldenDDL)
 	sqltest.PlanShapes(t, db, goldens(t))
+}
+
+// TestEveryFileIsUsed: every file of sql/ is a statement with golden
+// shapes or a fragment of some (no file is left behind when its
+// statement goes), and every statement prepared for the schema has a
+// golden shape.
+func TestEveryFileIsUsed(t *testing.T) {
+	st := newStatements("enginehealth")
+	gs := goldens(t)
+	used := append(slices.Clone(st.set.Fragments), sqltest.Name(historyJoinSQL))
+	for _, g := range gs {
+		used = append(used, g.Statement)
+	}
+	sqltest.FilesUsed(t, files, used)
+	for _, p := range st.set.All {
+		if !slices.ContainsFunc(gs, func(g sqltest.Shape) bool { return g.Rendered.SQL == p.SQL }) {
+			t.Errorf("%s: a shape without a golden file", p.Name())
+		}
+	}
 }
 
 // goldenDDL: the engine tables of goldenWorkflows, with the indexes the

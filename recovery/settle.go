@@ -113,7 +113,7 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 }
 
 // settleBatchSQL: the statement of a settle batch (sql/settle_batch.sql).
-var settleBatchSQL = sqltext.Load(statements, "sql/settle_batch.sql")
+var settleBatchSQL = load("settle_batch")
 
 // settleSlots fill settleBatchSQL.
 type settleSlots struct {
@@ -230,7 +230,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 
 // settleParkedSQL: the statement that looks at, or closes, a slice of a
 // task's parked rows (sql/settle_parked.sql).
-var settleParkedSQL = sqltext.Load(statements, "sql/settle_parked.sql")
+var settleParkedSQL = load("settle_parked")
 
 // parkedSlots fill settleParkedSQL.
 type parkedSlots struct {

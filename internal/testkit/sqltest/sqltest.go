@@ -19,8 +19,9 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Name of a statement loaded from sql/<name>.sql.
-func Name(p sqltext.Prepared) string {
+// Name of a statement loaded from sql/<name>.sql (a Prepared, or its
+// Template).
+func Name(p interface{ Name() string }) string {
 	return strings.TrimSuffix(strings.TrimPrefix(p.Name(), "sql/"), ".sql")
 }
 
