@@ -351,11 +351,7 @@ func (r *Repairer) Due(ctx context.Context, o *leader.Office, run int64) (DueRes
 		var n int
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			var rows []dueRow
-			err := tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, attempt, left_in, cause FROM `+r.attempts+`
-				WHERE state = 'waiting' AND next_attempt_at <= now()
-				  AND (workflow, task) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-				ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
-				pq.Array(wfNames), pq.Array(taskNames), r.cfg.BatchSize)
+			err := r.st.due.Select(ctx, tx, &rows, sqltext.Args{"workflows": pq.Array(wfNames), "tasks": pq.Array(taskNames), "limit": r.cfg.BatchSize})
 			if err != nil {
 				return fmt.Errorf("read due retries: %w", err)
 			}

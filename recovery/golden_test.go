@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"flag"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
+	"github.com/lib/pq"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
@@ -100,11 +102,23 @@ func (s *shapes) prepared(p sqltext.Prepared, args sqltext.Args, sh sqltest.Shap
 	s.all = append(s.all, sh)
 }
 
+// rendered keeps the shape sh of the statement tpl over the engines'
+// tables rendered with slots, bound to args.
+func (s *shapes) rendered(tpl *sqltext.Template, slots any, args sqltext.Args, sh sqltest.Shape) {
+	s.t.Helper()
+	p, err := tpl.Prepare(slots)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.prepared(p, args, sh)
+}
+
 // goldens: every shape of every statement with a golden rendering.
 func goldens(t *testing.T) []sqltest.Shape {
 	r := goldenRepairer()
 	gs := &shapes{t: t}
 	ownStatements(gs, r.st)
+	engineStatements(gs, r)
 	for _, g := range goldenBatches() {
 		table := strings.TrimPrefix(g.w.Table, "app.")
 		gs.add("policy_batch", g.name, g.about,
@@ -223,6 +237,71 @@ func ownStatements(gs *shapes, st statements) {
 	gs.prepared(st.actedRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "acted", About: "the latest runs that did something or did not finish well",
 		Indexes: []string{"runs_pkey"}})
 	gs.prepared(st.lockTimeout, sqltext.Args{"ms": "1"}, sqltest.Shape{})
+
+	// Attempts rows.
+	key := sqltext.Args{"workflow": "invoices", "instance": "17", "task": "send"}
+	gs.prepared(st.due, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "tasks": pq.Array([]string{"send"}), "limit": 500},
+		sqltest.Shape{Indexes: []string{"attempts_due_idx"}})
+	gs.prepared(st.listHeld, sqltext.Args{"workflow": "", "limit": DefaultHoldsLimit}, sqltest.Shape{Name: "held", About: "the open holds",
+		Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.listWaiting, sqltext.Args{"workflow": "invoices", "limit": DefaultHoldsLimit}, sqltest.Shape{Name: "waiting",
+		About: "the retries waiting for their time", Indexes: []string{"attempts_due_idx"}})
+	gs.prepared(st.holdsOpen, nil, sqltest.Shape{Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.lockAllHolds, sqltext.Args{"workflow": "", "limit": 500}, sqltest.Shape{Name: "all", About: "a batch of every open hold",
+		Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.lockHolds, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "instances": pq.Array([]string{"17"})},
+		sqltest.Shape{Name: "named", About: "the holds of the instances named", Indexes: []string{"attempts_"}})
+	gs.prepared(st.lockAttempt, key, sqltest.Shape{Indexes: []string{"attempts_pkey"}})
+	retry := sqltext.Args{"cause": CauseInterrupt, "left_in": "Sending", "reason": "manual retry 1 by an operator (not counted against max_attempts)"}
+	maps.Copy(retry, key)
+	gs.prepared(st.insertRetry, retry, sqltest.Shape{})
+	retry = maps.Clone(retry)
+	retry["attempt"], retry["manual"], retry["state"] = 2, 0, AttemptHeld
+	// Through an index (the planner picks the state's partial index for a
+	// held row).
+	gs.prepared(st.updateRetry, retry, sqltest.Shape{Indexes: []string{"attempts_"}})
+	gs.prepared(st.instanceAttempts, sqltext.Args{"workflow": "invoices", "instance": "17"}, sqltest.Shape{Indexes: []string{"attempts_pkey"}})
+	task := sqltext.Args{"workflow": "invoices", "task": "send"}
+	gs.prepared(st.retriedExist, task, sqltest.Shape{Indexes: []string{"attempts_retried_idx"}})
+	gs.prepared(st.heldExist, task, sqltest.Shape{Name: "held", About: "whether a task has holds", Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.waitingExist, task, sqltest.Shape{Name: "waiting", About: "whether a task has waiting retries"})
+
+	// Failure marks.
+	gs.prepared(st.insertMark, task, sqltest.Shape{})
+	gs.prepared(st.moveMark, sqltext.Args{"workflow": "invoices", "task": "send", "lag_ms": markLag.Milliseconds()},
+		sqltest.Shape{Indexes: []string{"failure_marks_pkey"}})
+	// A row per task with a policy: read whole.
+	gs.prepared(st.readMarks, sqltext.Args{"stale_ms": 2 * markLag.Milliseconds()}, sqltest.Shape{Scans: []string{"failure_marks"}})
+	gs.prepared(st.dropMarks, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "tasks": pq.Array([]string{"send"})},
+		sqltest.Shape{Indexes: []string{"failure_marks_pkey"}})
+}
+
+// engineStatements adds the shapes of the statements over an engine's
+// instance table that a repairer renders for a workflow.
+func engineStatements(gs *shapes, r *Repairer) {
+	invoices, reports := goldenWorkflows()
+	instance := sqltext.Args{"instance": "063"}
+	for _, w := range []Workflow{invoices, reports} {
+		table := strings.TrimPrefix(w.Table, "app.")
+		about, indexes := "a workflow without claims", []string{table + "_pkey"}
+		if w.Claims != nil {
+			about, indexes = "a claimable workflow", append(indexes, "invoice_claim_pkey")
+		}
+		gs.rendered(lockInstanceSQL, lockSlotsOf(w), instance, sqltest.Shape{Name: w.Name, About: about, Indexes: indexes})
+		gs.rendered(whereaboutsSQL, whereSlotsOf(w), instance, sqltest.Shape{Name: w.Name, About: about, Indexes: indexes})
+	}
+	pkey := []string{"invoices_pkey"}
+	// Through an index (the primary key, or the one on (status, id)).
+	gs.rendered(retryInstanceSQL, rowOf(invoices), sqltext.Args{"instance": "63", "to": "Created", "from": "SendFailed"},
+		sqltest.Shape{Indexes: []string{"invoices_"}})
+	gs.rendered(canonicalIDSQL, idSlotsOf(invoices), instance, sqltest.Shape{Indexes: pkey})
+	gs.rendered(instanceStateSQL, rowOf(invoices), instance, sqltest.Shape{Indexes: pkey})
+	gs.rendered(failuresExistSQL, failureSlotsOf(invoices), sqltext.Args{"failed": "SendFailed", "mark": "2026-11-26 09:00:00+00"},
+		// Through the index on (status, updated).
+		sqltest.Shape{Indexes: []string{"invoices_status_updated_at_"}})
+	gs.rendered(retryStatsSQL, r.statsSlots(invoices, "bigint"),
+		sqltext.Args{"workflow": "invoices", "task": "send", "ends": pq.Array([]string{"Sent"})},
+		sqltest.Shape{Indexes: []string{"attempts_pkey", "invoices_pkey"}})
 }
 
 // TestGoldenStatements: each shape of each statement, as it runs, is

@@ -80,12 +80,11 @@ type Config struct {
 type Repairer struct {
 	cfg Config
 	// st: the statements over the sidecar's own tables (statements.go).
-	st         statements
-	runs       string
-	attempts   string
-	marksTable string
-	intr       string // interruptions (nodes' failover grades)
-	log        *slog.Logger
+	st statements
+	// runs, attempts, intr (interruptions, nodes' failover grades): the
+	// sidecar's tables, quoted, for the statements rendered at each use.
+	runs, attempts, intr string
+	log                  *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
@@ -108,13 +107,12 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:        cfg,
-		st:         newStatements(cfg.Schema),
-		runs:       pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		attempts:   pq.QuoteIdentifier(cfg.Schema) + ".attempts",
-		marksTable: pq.QuoteIdentifier(cfg.Schema) + ".failure_marks",
-		intr:       pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
-		log:        cfg.Log.With("component", "recovery"),
+		cfg:      cfg,
+		st:       newStatements(cfg.Schema),
+		runs:     pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		attempts: pq.QuoteIdentifier(cfg.Schema) + ".attempts",
+		intr:     pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
+		log:      cfg.Log.With("component", "recovery"),
 	}
 }
 

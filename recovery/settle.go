@@ -54,8 +54,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 				return out, fmt.Errorf("close parked rows of %s.%s: %w", w.Name, t.Name, err)
 			}
 			var some bool
-			if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
-				WHERE workflow = $1 AND task = $2 AND state = 'retried')`, w.Name, t.Name).Scan(&some); err != nil {
+			if err := r.st.retriedExist.Get(ctx, r.cfg.DB, &some, sqltext.Args{"workflow": w.Name, "task": t.Name}); err != nil {
 				return out, fmt.Errorf("settle %s.%s: %w", w.Name, t.Name, err)
 			}
 			if !some {
@@ -173,11 +172,14 @@ func (r *Repairer) closeParked(ctx context.Context, o *leader.Office, run int64,
 
 func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, state string) (int64, error) {
 	key := w.Name + "\x00" + t.Name + "\x00" + state
+	// A shape per state (its literal: the planner then reads the
+	// state's partial index).
+	exist := r.st.heldExist
+	if state == AttemptWaiting {
+		exist = r.st.waitingExist
+	}
 	var some bool
-	// The state as a literal: the planner then reads the state's partial
-	// index (a parameter would not match its predicate).
-	if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
-		WHERE workflow = $1 AND state = `+pq.QuoteLiteral(state)+` AND task = $2)`, w.Name, t.Name).Scan(&some); err != nil {
+	if err := exist.Get(ctx, r.cfg.DB, &some, sqltext.Args{"workflow": w.Name, "task": t.Name}); err != nil {
 		return 0, err
 	}
 	if !some {

@@ -1,9 +1,11 @@
 package recovery
 
 import (
+	"context"
 	"embed"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -20,6 +22,17 @@ var files embed.FS
 // load parses sql/<name>.sql.
 func load(name string) *sqltext.Template { return sqltext.Load(files, "sql/"+name+".sql") }
 
+// getRendered renders the statement t over the engines' tables with
+// slots and runs it on q with args, scanning its one row into dest
+// (sqltext.Prepared.Get).
+func getRendered(ctx context.Context, q sqlx.QueryerContext, dest any, t *sqltext.Template, slots any, args sqltext.Args) error {
+	p, err := t.Prepare(slots)
+	if err != nil {
+		return err
+	}
+	return p.Get(ctx, q, dest, args)
+}
+
 // statements: the repairer's SQL over the sidecar's own tables, rendered
 // once for its schema (New): their text depends on nothing else; each
 // call gives the parameters by name (Prepared.Get, Select, Exec).
@@ -27,6 +40,13 @@ type statements struct {
 	// Runs (runs.go, recovery.go).
 	beginRun, endRun, addPlanned, addClaimsExpired, unfinishedRuns, interruptRun, getRun, clock,
 	listRuns, actedRuns, lockTimeout sqltext.Prepared
+	// Attempts rows: due retries (attempts.go), holds and operators'
+	// retries (operator.go), an instance's (instance.go), the settle
+	// pass's looks (settle.go).
+	due, listHeld, listWaiting, holdsOpen, lockAllHolds, lockHolds, lockAttempt, insertRetry, updateRetry,
+	instanceAttempts, retriedExist, heldExist, waitingExist sqltext.Prepared
+	// Failure marks (failures.go).
+	insertMark, moveMark, readMarks, dropMarks sqltext.Prepared
 
 	// set: every statement and fragment rendered, for the tests.
 	set *sqltext.Files
@@ -36,11 +56,28 @@ type statements struct {
 // schema.
 func newStatements(schema string) statements {
 	sc := pq.QuoteIdentifier(schema)
-	runs := sc + ".runs"
+	runs, attempts, marks := sc+".runs", sc+".attempts", sc+".failure_marks"
 	st := statements{set: sqltext.NewFiles(files)}
 	prepare := st.set.MustPrepare
 	runColumns := st.set.MustFragment("run_columns", nil)
 	type (
+		attemptsTable struct{ Attempts string }
+		marksTable    struct{ Marks string }
+		parkedList    struct {
+			Attempts string
+			// Waiting: the waiting rows (else the held).
+			Waiting bool
+		}
+		holdsLock struct {
+			Attempts string
+			// All: every hold (else the named instances').
+			All bool
+		}
+		parkedState struct {
+			Attempts string
+			// State: the parked state, as a literal.
+			State string
+		}
 		runsTable struct{ Runs string }
 		runRows   struct{ Runs, Columns string }
 		listSlots struct {
@@ -63,5 +100,24 @@ func newStatements(schema string) statements {
 	st.listRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns})
 	st.actedRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns, Acted: true, Periodic: pq.QuoteLiteral(TriggerPeriodic)})
 	st.lockTimeout = prepare("lock_timeout", nil)
+
+	st.due = prepare("due", attemptsTable{attempts})
+	st.listHeld = prepare("list_parked", parkedList{Attempts: attempts})
+	st.listWaiting = prepare("list_parked", parkedList{Attempts: attempts, Waiting: true})
+	st.holdsOpen = prepare("holds_open", attemptsTable{attempts})
+	st.lockAllHolds = prepare("lock_holds", holdsLock{Attempts: attempts, All: true})
+	st.lockHolds = prepare("lock_holds", holdsLock{Attempts: attempts})
+	st.lockAttempt = prepare("lock_attempt", attemptsTable{attempts})
+	st.insertRetry = prepare("insert_retry", attemptsTable{attempts})
+	st.updateRetry = prepare("update_retry", attemptsTable{attempts})
+	st.instanceAttempts = prepare("instance_attempts", attemptsTable{attempts})
+	st.retriedExist = prepare("retried_exist", attemptsTable{attempts})
+	st.heldExist = prepare("parked_exist", parkedState{attempts, pq.QuoteLiteral(AttemptHeld)})
+	st.waitingExist = prepare("parked_exist", parkedState{attempts, pq.QuoteLiteral(AttemptWaiting)})
+
+	st.insertMark = prepare("insert_mark", marksTable{marks})
+	st.moveMark = prepare("move_mark", marksTable{marks})
+	st.readMarks = prepare("read_marks", marksTable{marks})
+	st.dropMarks = prepare("drop_marks", marksTable{marks})
 	return st
 }
