@@ -118,6 +118,7 @@ func goldens(t *testing.T) []sqltest.Shape {
 	r := goldenRepairer()
 	gs := &shapes{t: t}
 	ownStatements(gs, r.st)
+	catalogShapes(gs)
 	engineStatements(gs, r)
 	for _, g := range goldenBatches() {
 		table := strings.TrimPrefix(g.w.Table, "app.")
@@ -276,6 +277,17 @@ func ownStatements(gs *shapes, st statements) {
 		sqltest.Shape{Indexes: []string{"failure_marks_pkey"}})
 }
 
+// catalogShapes adds the shapes of the queries of PostgreSQL's
+// catalogs.
+func catalogShapes(gs *shapes) {
+	table := sqltext.Args{"table": `"app"."invoices"`}
+	gs.prepared(catalog.tableExists, table, sqltest.Shape{})
+	gs.prepared(catalog.tableColumns, table, sqltest.Shape{})
+	gs.prepared(catalog.patternCompiles, sqltext.Args{"pattern": `^card declined`}, sqltest.Shape{})
+	gs.prepared(catalog.updatedColumn, sqltext.Args{"table": `"app"."invoices"`, "status": "status", "updated": "updated_at"}, sqltest.Shape{})
+	gs.prepared(catalog.idType, sqltext.Args{"table": `"app"."invoices"`, "column": "id"}, sqltest.Shape{})
+}
+
 // engineStatements adds the shapes of the statements over an engine's
 // instance table that a repairer renders for a workflow.
 func engineStatements(gs *shapes, r *Repairer) {
@@ -336,7 +348,7 @@ func TestEveryFileIsUsed(t *testing.T) {
 		used = append(used, g.Statement)
 	}
 	sqltest.FilesUsed(t, files, used)
-	for _, p := range st.set.All {
+	for _, p := range append(st.set.All, catalog.set.All...) {
 		if !slices.ContainsFunc(gs, func(g sqltest.Shape) bool { return g.Rendered.SQL == p.SQL }) {
 			t.Errorf("%s: a shape without a golden file", p.Name())
 		}

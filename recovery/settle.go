@@ -8,7 +8,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -280,8 +279,7 @@ func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, 
 // instance table is read through its primary key).
 func (r *Repairer) idType(ctx context.Context, w Workflow) (string, error) {
 	var idType string
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &idType, `SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-		WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`, claims.Ident(w.Table), w.IDColumn); err != nil {
+	if err := catalog.idType.Get(ctx, r.cfg.DB, &idType, sqltext.Args{"table": claims.Ident(w.Table), "column": w.IDColumn}); err != nil {
 		return "", fmt.Errorf("id type of %s: %w", w.Name, err)
 	}
 	return idType, nil

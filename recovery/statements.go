@@ -121,3 +121,23 @@ func newStatements(schema string) statements {
 	st.dropMarks = prepare("drop_marks", marksTable{marks})
 	return st
 }
+
+// catalog: the repairer's queries of PostgreSQL's catalogs (catalog.go,
+// settle.go), prepared once for the process: they have no slots.
+var catalog = newCatalog()
+
+type catalogStatements struct {
+	tableExists, tableColumns, patternCompiles, updatedColumn, idType sqltext.Prepared
+	// set: every statement rendered, for the tests.
+	set *sqltext.Files
+}
+
+func newCatalog() catalogStatements {
+	c := catalogStatements{set: sqltext.NewFiles(files)}
+	c.tableExists = c.set.MustPrepare("table_exists", nil)
+	c.tableColumns = c.set.MustPrepare("table_columns", nil)
+	c.patternCompiles = c.set.MustPrepare("pattern_compiles", nil)
+	c.updatedColumn = c.set.MustPrepare("updated_column", nil)
+	c.idType = c.set.MustPrepare("id_type", nil)
+	return c
+}
