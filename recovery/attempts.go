@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -112,10 +113,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
-	from := t.Interim
-	if c == CauseFailure {
-		from = t.Failed
-	}
+	from := t.from(c)
 	var want, wrote int64
 	var each []byte
 	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
@@ -142,7 +140,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 }
 
 // policyBatchSQL: the statement of a repair batch (sql/policy_batch.sql).
-var policyBatchSQL = sqltext.Load(statements, "sql/policy_batch.sql")
+var policyBatchSQL = load("policy_batch")
 
 // batchSlots fill policyBatchSQL: what the workflow's configuration, the
 // task's policy, the cause and the batch decide of its text.
@@ -190,10 +188,6 @@ func (s batchSlots) Unclaimed(alias string) string {
 // renderBatch renders the statement of one repair batch and its
 // parameters.
 func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked, debug bool, run int64) (sqltext.Statement, error) {
-	from := t.Interim
-	if c == CauseFailure {
-		from = t.Failed
-	}
 	p := t.Policy(c)
 	patterns := p.NonRetryable
 	if w.ErrorColumn == "" {
@@ -203,8 +197,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: skipLocked,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
-		HistoryJoin: r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w, sqltext.Arg("workflow"), sqltext.Arg("task")),
-		Sample:      fmt.Sprintf(sampleSQL, "s"), WaitSuffix: fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), NodesSuffix: pq.QuoteLiteral(nodesSuffix),
+		Sample: fmt.Sprintf(sampleSQL, "s"), WaitSuffix: fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause: pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
 		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs,
 		KindWait: pq.QuoteLiteral(audit.KindRetryScheduled), KindHold: pq.QuoteLiteral(audit.KindHeld),
@@ -212,6 +205,10 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		NoEvents: r.noEvents, Debug: debug,
 		Guard: !faultinject.Off(faultinject.AttemptGuard), RaceWindow: faultinject.Off(faultinject.RaceWindow),
 		claims: tbl,
+	}
+	var err error
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w); err != nil {
+		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
 		sl.ErrorColumn = claims.Ident(w.ErrorColumn)
@@ -224,7 +221,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
 	}
 	sp := stepsOf(t, c, patterns)
-	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": from, "batch_size": r.cfg.BatchSize, "run": run,
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.from(c), "batch_size": r.cfg.BatchSize, "run": run,
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
 		"reason": pq.StringArray(sp.reason), "lo": pq.Float64Array(sp.lo), "hi": pq.Float64Array(sp.hi),
@@ -251,19 +248,17 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	return policyBatchSQL.Render(sl, args)
 }
 
-// historyJoin joins to the instance row b (of workflow $1's task $2) its
-// attempts row as a: tid, attempt, nodes, state, since, stamp, and again,
-// whether a parked row's instance ran again since (the SQL condition
-// again, from againSQL).
-func (r *Repairer) historyJoin(again string, w Workflow, workflow, task string) string {
-	return fmt.Sprintf(`LEFT JOIN LATERAL (
-		-- LIMIT 1 keeps this a probe of the primary key per row,
-		-- whatever the planner thinks of the table's size.
-		SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN %s ELSE false END AS again
-		FROM %s AS a
-		WHERE a.workflow = %s AND a.instance = b.%s::text AND a.task = %s LIMIT 1) AS a ON true`,
-		again, r.attempts, workflow, claims.Ident(w.IDColumn), task)
+// historyJoinSQL: the join of an instance row's attempts row
+// (sql/history_join.sql), a fragment of the statements that read both.
+var historyJoinSQL = load("history_join")
+
+// historyJoin joins to the instance row b (of the statement's workflow
+// and task parameters) its attempts row as a: tid, attempt, nodes, state,
+// since, stamp, and again, whether a parked row's instance ran again
+// since (the SQL condition again, from againSQL).
+func (r *Repairer) historyJoin(again string, w Workflow) (string, error) {
+	f, err := historyJoinSQL.Fragment(struct{ Again, Attempts, ID string }{again, r.attempts, claims.Ident(w.IDColumn)})
+	return strings.TrimRight(f, "\n"), err
 }
 
 const (
@@ -356,11 +351,7 @@ func (r *Repairer) Due(ctx context.Context, o *leader.Office, run int64) (DueRes
 		var n int
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			var rows []dueRow
-			err := tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, attempt, left_in, cause FROM `+r.attempts+`
-				WHERE state = 'waiting' AND next_attempt_at <= now()
-				  AND (workflow, task) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-				ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
-				pq.Array(wfNames), pq.Array(taskNames), r.cfg.BatchSize)
+			err := r.st.due.Select(ctx, tx, &rows, sqltext.Args{"workflows": pq.Array(wfNames), "tasks": pq.Array(taskNames), "limit": r.cfg.BatchSize})
 			if err != nil {
 				return fmt.Errorf("read due retries: %w", err)
 			}
@@ -466,7 +457,7 @@ func (r *Repairer) cancelStale(ctx context.Context, tx *leader.Tx, run int64, wn
 }
 
 // cancelStaleSQL: the statement of cancelStale (sql/cancel_stale.sql).
-var cancelStaleSQL = sqltext.Load(statements, "sql/cancel_stale.sql")
+var cancelStaleSQL = load("cancel_stale")
 
 // cancelSlots fill cancelStaleSQL: the sidecar's tables, quoted, and the
 // event kind, as a literal.
@@ -549,7 +540,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 }
 
 // moveParkedSQL: the statement of moveParked (sql/move_parked.sql).
-var moveParkedSQL = sqltext.Load(statements, "sql/move_parked.sql")
+var moveParkedSQL = load("move_parked")
 
 // moveSlots fill moveParkedSQL.
 type moveSlots struct {

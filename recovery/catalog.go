@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/jmoiron/sqlx"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
 )
 
@@ -28,7 +28,7 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 	var problems []string
 	check := func(path, table string, cols map[string]string) error {
 		var exists bool
-		if err := sqlx.GetContext(ctx, db, &exists, `SELECT to_regclass($1) IS NOT NULL`, claims.Ident(table)); err != nil {
+		if err := catalog.tableExists.Get(ctx, db, &exists, sqltext.Args{"table": claims.Ident(table)}); err != nil {
 			return fmt.Errorf("look up %s: %w", table, err)
 		}
 		if !exists {
@@ -36,8 +36,7 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 			return nil
 		}
 		var have []string
-		if err := sqlx.SelectContext(ctx, db, &have, `SELECT attname::text FROM pg_attribute
-			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, claims.Ident(table)); err != nil {
+		if err := catalog.tableColumns.Select(ctx, db, &have, sqltext.Args{"table": claims.Ident(table)}); err != nil {
 			return fmt.Errorf("list columns of %s: %w", table, err)
 		}
 		set := map[string]bool{}
@@ -74,7 +73,7 @@ func CheckCatalog(ctx context.Context, db Reader, wfs []Workflow) error {
 						problems = append(problems, fmt.Sprintf("%s.tasks[%d].%s.non_retryable[%d]: %v", p, j, pol.name, k, err))
 						continue
 					}
-					err = sqlx.GetContext(ctx, db, &ok, `SELECT '' ~ $1`, pg)
+					err = catalog.patternCompiles.Get(ctx, db, &ok, sqltext.Args{"pattern": pg})
 					switch {
 					case errors.As(err, &pqErr) && pqErr.Code.Class() == "22": // data exception: the pattern
 						problems = append(problems, fmt.Sprintf("%s.tasks[%d].%s.non_retryable[%d]: PostgreSQL cannot match this pattern: %s",
@@ -118,16 +117,7 @@ func checkUpdatedColumn(ctx context.Context, db Reader, p string, w Workflow) ([
 		Type    *string `db:"type"`
 		Indexed bool    `db:"indexed"`
 	}
-	err := sqlx.GetContext(ctx, db, &c, `SELECT
-			(SELECT a.atttypid::regtype::text FROM pg_attribute a
-			  WHERE a.attrelid = to_regclass($1) AND a.attname = $3 AND NOT a.attisdropped) AS type,
-			EXISTS (SELECT 1 FROM pg_index i
-			  JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam AND am.amname = 'btree'
-			  JOIN pg_attribute s ON s.attrelid = i.indrelid AND s.attname = $2
-			  JOIN pg_attribute u ON u.attrelid = i.indrelid AND u.attname = $3
-			  WHERE i.indrelid = to_regclass($1) AND i.indpred IS NULL AND i.indisvalid AND i.indnkeyatts >= 2
-			    AND i.indkey[0] = s.attnum AND i.indkey[1] = u.attnum) AS indexed`,
-		claims.Ident(w.Table), w.StatusColumn, w.UpdatedColumn)
+	err := catalog.updatedColumn.Get(ctx, db, &c, sqltext.Args{"table": claims.Ident(w.Table), "status": w.StatusColumn, "updated": w.UpdatedColumn})
 	if err != nil {
 		return nil, fmt.Errorf("check %s.updated_column: %w", p, err)
 	}

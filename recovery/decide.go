@@ -104,6 +104,16 @@ func (t Task) Policy(c Cause) Policy {
 	return t.InterruptPolicy()
 }
 
+// from is the state an instance of t is repaired from for cause c: the
+// task's interim state for an interruption, its failed state for a
+// failure.
+func (t Task) from(c Cause) string {
+	if c == CauseFailure {
+		return t.Failed
+	}
+	return t.Interim
+}
+
 // NonRetryableMatch returns the first of p's non_retryable patterns that
 // matches errText, or "". Patterns are checked by the configuration; one
 // that does not compile never matches.
@@ -288,10 +298,7 @@ func effect1(t Task, c Cause, retries int) (to, effect string) {
 // effectOf describes the action on an instance with retries made so far
 // whose error text matched the non_retryable pattern matched ("": none).
 func effectOf(t Task, c Cause, retries int, matched string) (to, effect string) {
-	from := t.Interim
-	if c == CauseFailure {
-		from = t.Failed
-	}
+	from := t.from(c)
 	a := Decide(t, c, History{Retries: retries, Known: retries > 0}, "", func() float64 { return 0.5 })
 	if matched != "" && t.Policy(c).Strategy != StrategyNone {
 		if t.Failed == from {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -61,8 +61,7 @@ func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([
 			if !ok {
 				// First applied: from now on.
 				err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-					_, err := tx.ExecContext(ctx, `INSERT INTO `+r.marksTable+` (workflow, task, mark) VALUES ($1, $2, now())
-						ON CONFLICT DO NOTHING`, w.Name, t.Name)
+					_, err := r.st.insertMark.Exec(ctx, tx, sqltext.Args{"workflow": w.Name, "task": t.Name})
 					return err
 				})
 				if err != nil {
@@ -71,8 +70,7 @@ func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([
 				continue
 			}
 			var work bool
-			if err := r.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE %s = $1 AND %s >= $2::timestamptz)`,
-				claims.Ident(w.Table), claims.Ident(w.StatusColumn), claims.Ident(w.UpdatedColumn)), t.Failed, m.mark).Scan(&work); err != nil {
+			if err := getRendered(ctx, r.cfg.DB, &work, failuresExistSQL, failureSlotsOf(w), sqltext.Args{"failed": t.Failed, "mark": m.mark}); err != nil {
 				return res, fmt.Errorf("look for failures of %s.%s: %w", w.Name, t.Name, err)
 			}
 			skipped := false
@@ -94,8 +92,7 @@ func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([
 				continue
 			}
 			err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-				_, err := tx.ExecContext(ctx, `UPDATE `+r.marksTable+` SET mark = greatest(mark, now() - $3 * interval '1 millisecond')
-					WHERE workflow = $1 AND task = $2`, w.Name, t.Name, markLag.Milliseconds())
+				_, err := r.st.moveMark.Exec(ctx, tx, sqltext.Args{"workflow": w.Name, "task": t.Name, "lag_ms": markLag.Milliseconds()})
 				return err
 			})
 			if err != nil {
@@ -128,8 +125,7 @@ func (r *Repairer) marks(ctx context.Context, o *leader.Office, wfs []Workflow) 
 		Mark     string `db:"mark"`
 		Stale    bool   `db:"stale"`
 	}
-	if err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, `SELECT workflow, task, mark::text AS mark,
-			mark < now() - $1 * interval '1 millisecond' AS stale FROM `+r.marksTable, 2*markLag.Milliseconds()); err != nil {
+	if err := r.st.readMarks.Select(ctx, r.cfg.DB, &rows, sqltext.Args{"stale_ms": 2 * markLag.Milliseconds()}); err != nil {
 		return nil, fmt.Errorf("read failure marks: %w", err)
 	}
 	marks := map[[2]string]failureMark{}
@@ -144,8 +140,7 @@ func (r *Repairer) marks(ctx context.Context, o *leader.Office, wfs []Workflow) 
 	}
 	if len(goneW) > 0 {
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-			_, err := tx.ExecContext(ctx, `DELETE FROM `+r.marksTable+`
-				WHERE (workflow, task) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, pq.Array(goneW), pq.Array(goneT))
+			_, err := r.st.dropMarks.Exec(ctx, tx, sqltext.Args{"workflows": pq.Array(goneW), "tasks": pq.Array(goneT)})
 			return err
 		})
 		if err != nil {
@@ -153,4 +148,16 @@ func (r *Repairer) marks(ctx context.Context, o *leader.Office, wfs []Workflow) 
 		}
 	}
 	return marks, nil
+}
+
+// failuresExistSQL: the look for failures at or after a task's mark
+// (sql/failures_exist.sql).
+var failuresExistSQL = load("failures_exist")
+
+// failureSlots fill failuresExistSQL: the instance table and its status
+// and updated columns, quoted.
+type failureSlots struct{ Table, Status, Updated string }
+
+func failureSlotsOf(w Workflow) failureSlots {
+	return failureSlots{Table: claims.Ident(w.Table), Status: claims.Ident(w.StatusColumn), Updated: claims.Ident(w.UpdatedColumn)}
 }

@@ -1,9 +1,9 @@
 package recovery
 
 import (
-	"context"
 	"flag"
-	"path/filepath"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +11,9 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
+	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
+	"github.com/lib/pq"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
@@ -68,28 +69,65 @@ func goldenRepairer() *Repairer {
 	return New(Config{Events: events, Schema: "enginehealth", Workflows: []Workflow{invoices, reports}, BatchSize: 500, Log: leadertest.Quiet})
 }
 
-// golden is one shape of a statement, rendered for a fixed
-// configuration (goldenRepairer's): testdata/<statement>/<name>.sql.
-type golden struct {
-	statement, name, about string
-	render                 func(r *Repairer) (sqltext.Statement, error)
-	// indexes the statement's plan uses with sequential scans off, by
-	// a prefix of their names (the engine tables' indexes of
-	// TestStatementsPlan are named table_column_…_idx).
-	indexes []string
+// shapes collects the golden shapes of the statements, each rendered
+// for a fixed configuration (goldenRepairer's): a render that fails
+// fails the test.
+type shapes struct {
+	t   *testing.T
+	all []sqltest.Shape
+}
+
+// add renders the shape name of statement (about: what it is for) and
+// keeps it, with the indexes its plan uses with sequential scans off, by
+// a prefix of their names (the engine tables' indexes of
+// TestStatementsPlan are named table_column_…_idx).
+func (s *shapes) add(statement, name, about string, indexes []string, render func() (sqltext.Statement, error)) {
+	s.t.Helper()
+	st, err := render()
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", statement, name, err)
+	}
+	s.all = append(s.all, sqltest.Shape{Statement: statement, Name: name, About: about, Rendered: st, Indexes: indexes})
+}
+
+// prepared keeps the shape sh of the statement p, prepared once for the
+// schema, bound to args (of the types the code gives them).
+func (s *shapes) prepared(p sqltext.Prepared, args sqltext.Args, sh sqltest.Shape) {
+	s.t.Helper()
+	st, err := p.Statement(args)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sh.Statement, sh.Rendered = sqltest.Name(p), st
+	s.all = append(s.all, sh)
+}
+
+// rendered keeps the shape sh of the statement tpl over the engines'
+// tables rendered with slots, bound to args.
+func (s *shapes) rendered(tpl *sqltext.Template, slots any, args sqltext.Args, sh sqltest.Shape) {
+	s.t.Helper()
+	p, err := tpl.Prepare(slots)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.prepared(p, args, sh)
 }
 
 // goldens: every shape of every statement with a golden rendering.
-func goldens() []golden {
-	var gs []golden
+func goldens(t *testing.T) []sqltest.Shape {
+	r := goldenRepairer()
+	gs := &shapes{t: t}
+	ownStatements(gs, r.st)
+	catalogShapes(gs)
+	engineStatements(gs, r)
 	for _, g := range goldenBatches() {
 		table := strings.TrimPrefix(g.w.Table, "app.")
-		gs = append(gs, golden{statement: "policy_batch", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
-				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
-			},
+		gs.add("policy_batch", g.name, g.about,
 			// The pick, through the index on the status column.
-			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+			[]string{table + "_" + g.w.StatusColumn + "_"},
+			func() (sqltext.Statement, error) {
+				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
+			})
 	}
 	invoices, reports := goldenWorkflows()
 	for _, g := range []struct {
@@ -100,12 +138,12 @@ func goldens() []golden {
 		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, ""},
 		{"reports", "a later batch of a task without claims or an on_failure policy", reports, "17"},
 	} {
-		gs = append(gs, golden{statement: "settle_batch", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
-				return r.renderSettleBatch(g.w, g.w.Tasks[0], "bigint", g.after, 42)
-			},
+		gs.add("settle_batch", g.name, g.about,
 			// The instances, through the primary key.
-			indexes: []string{"attempts_retried_idx", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
+			[]string{"attempts_retried_idx", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) {
+				return r.renderSettleBatch(g.w, g.w.Tasks[0], "bigint", g.after, 42)
+			})
 	}
 	for _, g := range []struct {
 		name, about string
@@ -123,11 +161,10 @@ func goldens() []golden {
 		if g.state == AttemptWaiting {
 			index = "attempts_due_idx"
 		}
-		gs = append(gs, golden{statement: "settle_parked", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
+		gs.add("settle_parked", g.name, g.about, []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) {
 				return r.renderSettleParked(g.w, g.w.Tasks[0], "bigint", g.state, g.cur, g.close, 42)
-			},
-			indexes: []string{index, strings.TrimPrefix(g.w.Table, "app.") + "_pkey"}})
+			})
 	}
 	decision := func(action string) HoldDecision {
 		return HoldDecision{Action: action, By: audit.By{Actor: "alice", Via: "cli"}, Reason: "card replaced"}
@@ -141,17 +178,16 @@ func goldens() []golden {
 		{"hold_retry", "an operator's retry of a claimable task's holds", holdMove(invoices, invoices.Tasks[0], "Sending", decision(DecideRetry), 7)},
 		{"hold_fail", "an operator's failing of holds of a task without claims", holdMove(reports, reports.Tasks[0], "Rendering", decision(DecideFail), 7)},
 	} {
-		table := strings.TrimPrefix(g.m.w.Table, "app.")
-		gs = append(gs, golden{statement: "move_parked", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderMoveParked(g.m, []string{"1", "2"}) },
+		gs.add("move_parked", g.name, g.about,
 			// The instances through the primary key.
-			indexes: []string{table + "_pkey"}})
+			[]string{strings.TrimPrefix(g.m.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) { return r.renderMoveParked(g.m, []string{"1", "2"}) })
 	}
-	gs = append(gs, golden{statement: "cancel_stale", name: "retries", about: "waiting retries the task's policy no longer allows",
-		render: func(r *Repairer) (sqltext.Statement, error) {
+	gs.add("cancel_stale", "retries", "waiting retries the task's policy no longer allows", nil,
+		func() (sqltext.Statement, error) {
 			return r.renderCancelStale(invoices.Name, invoices.Tasks[0], []string{"1", "2"},
 				"retry cancelled: the task's on_interrupt max_attempts is 1 now", 42)
-		}})
+		})
 	for _, g := range []struct {
 		name, about string
 		w           Workflow
@@ -161,13 +197,10 @@ func goldens() []golden {
 		{"expired", "the count of the instances whose claims the run expired", invoices, []string{"1", "2"}},
 		{"not_claimable", "a start-up run's count of a task without claims", reports, nil},
 	} {
-		table := strings.TrimPrefix(g.w.Table, "app.")
-		gs = append(gs, golden{statement: "count_task", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) {
-				return r.renderCount(g.w, g.w.Tasks[0], g.w.Claims, g.ids)
-			},
+		gs.add("count_task", g.name, g.about,
 			// Through the index on the status column.
-			indexes: []string{table + "_" + g.w.StatusColumn + "_"}})
+			[]string{strings.TrimPrefix(g.w.Table, "app.") + "_" + g.w.StatusColumn + "_"},
+			func() (sqltext.Statement, error) { return r.renderCount(g.w, g.w.Tasks[0], g.w.Claims, g.ids) })
 	}
 	noError := invoices
 	noError.ErrorColumn = ""
@@ -178,29 +211,118 @@ func goldens() []golden {
 		{"patterns", "a claimable task whose on_interrupt policy matches errors against non-retryable patterns", invoices},
 		{"no_error_column", "the same task of a workflow without an error column", noError},
 	} {
-		gs = append(gs, golden{statement: "plan_task", name: g.name, about: g.about,
-			render: func(r *Repairer) (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) },
+		gs.add("plan_task", g.name, g.about,
 			// The pick, through the index on the status column; the
 			// attempts rows and claims through their primary keys.
-			indexes: []string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"}})
+			[]string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"},
+			func() (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) })
 	}
-	return gs
+	return gs.all
+}
+
+// ownStatements adds the shapes of the statements over the sidecar's own
+// tables, each with parameters of the types the repairer gives them.
+func ownStatements(gs *shapes, st statements) {
+	run := sqltext.Args{"run": int64(42)}
+	// Runs.
+	gs.prepared(st.beginRun, sqltext.Args{"term": int64(3), "master": "a", "kind": KindRecovery, "trigger": TriggerManual,
+		"scope": `{"workflows":[]}`, "resumed_from": (*int64)(nil)}, sqltest.Shape{})
+	gs.prepared(st.endRun, sqltext.Args{"run": int64(42), "status": "failed", "error": "timeout"}, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.addPlanned, sqltext.Args{"run": int64(42), "n": int64(7)}, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.addClaimsExpired, sqltext.Args{"run": int64(42), "n": 7}, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.unfinishedRuns, sqltext.Args{"term": int64(3)}, sqltest.Shape{Indexes: []string{"runs_unfinished_idx"}})
+	gs.prepared(st.interruptRun, sqltext.Args{"run": int64(42), "note": "resumed by run 43"}, sqltest.Shape{Indexes: []string{"runs_unfinished_idx"}})
+	gs.prepared(st.getRun, run, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.clock, nil, sqltest.Shape{})
+	gs.prepared(st.listRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "all", About: "the latest runs", Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.actedRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "acted", About: "the latest runs that did something or did not finish well",
+		Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.lockTimeout, sqltext.Args{"ms": "1"}, sqltest.Shape{})
+
+	// Attempts rows.
+	key := sqltext.Args{"workflow": "invoices", "instance": "17", "task": "send"}
+	gs.prepared(st.due, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "tasks": pq.Array([]string{"send"}), "limit": 500},
+		sqltest.Shape{Indexes: []string{"attempts_due_idx"}})
+	gs.prepared(st.listHeld, sqltext.Args{"workflow": "", "limit": DefaultHoldsLimit}, sqltest.Shape{Name: "held", About: "the open holds",
+		Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.listWaiting, sqltext.Args{"workflow": "invoices", "limit": DefaultHoldsLimit}, sqltest.Shape{Name: "waiting",
+		About: "the retries waiting for their time", Indexes: []string{"attempts_due_idx"}})
+	gs.prepared(st.holdsOpen, nil, sqltest.Shape{Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.lockAllHolds, sqltext.Args{"workflow": "", "limit": 500}, sqltest.Shape{Name: "all", About: "a batch of every open hold",
+		Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.lockHolds, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "instances": pq.Array([]string{"17"})},
+		sqltest.Shape{Name: "named", About: "the holds of the instances named", Indexes: []string{"attempts_"}})
+	gs.prepared(st.lockAttempt, key, sqltest.Shape{Indexes: []string{"attempts_pkey"}})
+	retry := sqltext.Args{"cause": CauseInterrupt, "left_in": "Sending", "reason": "manual retry 1 by an operator (not counted against max_attempts)"}
+	maps.Copy(retry, key)
+	gs.prepared(st.insertRetry, retry, sqltest.Shape{})
+	retry = maps.Clone(retry)
+	retry["attempt"], retry["manual"], retry["state"] = 2, 0, AttemptHeld
+	// Through an index (the planner picks the state's partial index for a
+	// held row).
+	gs.prepared(st.updateRetry, retry, sqltest.Shape{Indexes: []string{"attempts_"}})
+	gs.prepared(st.instanceAttempts, sqltext.Args{"workflow": "invoices", "instance": "17"}, sqltest.Shape{Indexes: []string{"attempts_pkey"}})
+	task := sqltext.Args{"workflow": "invoices", "task": "send"}
+	gs.prepared(st.retriedExist, task, sqltest.Shape{Indexes: []string{"attempts_retried_idx"}})
+	gs.prepared(st.heldExist, task, sqltest.Shape{Name: "held", About: "whether a task has holds", Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.waitingExist, task, sqltest.Shape{Name: "waiting", About: "whether a task has waiting retries"})
+
+	// Failure marks.
+	gs.prepared(st.insertMark, task, sqltest.Shape{})
+	gs.prepared(st.moveMark, sqltext.Args{"workflow": "invoices", "task": "send", "lag_ms": markLag.Milliseconds()},
+		sqltest.Shape{Indexes: []string{"failure_marks_pkey"}})
+	// A row per task with a policy: read whole.
+	gs.prepared(st.readMarks, sqltext.Args{"stale_ms": 2 * markLag.Milliseconds()}, sqltest.Shape{Scans: []string{"failure_marks"}})
+	gs.prepared(st.dropMarks, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "tasks": pq.Array([]string{"send"})},
+		sqltest.Shape{Indexes: []string{"failure_marks_pkey"}})
+}
+
+// catalogShapes adds the shapes of the queries of PostgreSQL's
+// catalogs.
+func catalogShapes(gs *shapes) {
+	table := sqltext.Args{"table": `"app"."invoices"`}
+	gs.prepared(catalog.tableExists, table, sqltest.Shape{})
+	gs.prepared(catalog.tableColumns, table, sqltest.Shape{})
+	gs.prepared(catalog.patternCompiles, sqltext.Args{"pattern": `^card declined`}, sqltest.Shape{})
+	gs.prepared(catalog.updatedColumn, sqltext.Args{"table": `"app"."invoices"`, "status": "status", "updated": "updated_at"}, sqltest.Shape{})
+	gs.prepared(catalog.idType, sqltext.Args{"table": `"app"."invoices"`, "column": "id"}, sqltest.Shape{})
+}
+
+// engineStatements adds the shapes of the statements over an engine's
+// instance table that a repairer renders for a workflow.
+func engineStatements(gs *shapes, r *Repairer) {
+	invoices, reports := goldenWorkflows()
+	instance := sqltext.Args{"instance": "063"}
+	for _, w := range []Workflow{invoices, reports} {
+		table := strings.TrimPrefix(w.Table, "app.")
+		about, indexes := "a workflow without claims", []string{table + "_pkey"}
+		if w.Claims != nil {
+			about, indexes = "a claimable workflow", append(indexes, "invoice_claim_pkey")
+		}
+		gs.rendered(lockInstanceSQL, lockSlotsOf(w), instance, sqltest.Shape{Name: w.Name, About: about, Indexes: indexes})
+		gs.rendered(whereaboutsSQL, whereSlotsOf(w), instance, sqltest.Shape{Name: w.Name, About: about, Indexes: indexes})
+	}
+	pkey := []string{"invoices_pkey"}
+	// Through an index (the primary key, or the one on (status, id)).
+	gs.rendered(retryInstanceSQL, rowOf(invoices), sqltext.Args{"instance": "63", "to": "Created", "from": "SendFailed"},
+		sqltest.Shape{Indexes: []string{"invoices_"}})
+	gs.rendered(canonicalIDSQL, idSlotsOf(invoices), instance, sqltest.Shape{Indexes: pkey})
+	gs.rendered(instanceStateSQL, rowOf(invoices), instance, sqltest.Shape{Indexes: pkey})
+	gs.rendered(failuresExistSQL, failureSlotsOf(invoices), sqltext.Args{"failed": "SendFailed", "mark": "2026-11-26 09:00:00+00"},
+		// Through the index on (status, updated).
+		sqltest.Shape{Indexes: []string{"invoices_status_updated_at_"}})
+	gs.rendered(retryStatsSQL, r.statsSlots(invoices, "bigint"),
+		sqltext.Args{"workflow": "invoices", "task": "send", "ends": pq.Array([]string{"Sent"})},
+		sqltest.Shape{Indexes: []string{"attempts_pkey", "invoices_pkey"}})
 }
 
 // TestGoldenStatements: each shape of each statement, as it runs, is
-// committed in testdata/<statement>/ (go test ./recovery -run
+// committed in testdata/<statement>.sql, or testdata/<statement>/ for a
+// statement of several shapes (go test ./recovery -run
 // TestGoldenStatements -update rewrites them): a change to a statement
 // shows in the diff as the SQL that will run.
 func TestGoldenStatements(t *testing.T) {
-	r := goldenRepairer()
-	for _, g := range goldens() {
-		st, err := g.render(r)
-		if err != nil {
-			t.Fatalf("%s %s: %v", g.statement, g.name, err)
-		}
-		got := "-- " + g.statement + ": " + g.about + "\n" + st.Header() + st.SQL + "\n"
-		testkit.Golden(t, filepath.Join("testdata", g.statement, g.name+".sql"), got, *update)
-	}
+	sqltest.GoldenShapes(t, "testdata", goldens(t), *update)
 }
 
 // TestStatementsPlan: every golden statement plans on real PostgreSQL,
@@ -209,34 +331,26 @@ func TestGoldenStatements(t *testing.T) {
 // written for (a repair batch's pick, the index on the status column).
 func TestStatementsPlan(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := pg.MigratedDB(t)
 	db.MustExec(goldenDDL)
-	r := goldenRepairer()
-	for _, g := range goldens() {
-		st, err := g.render(r)
-		if err != nil {
-			t.Fatalf("%s %s: %v", g.statement, g.name, err)
-		}
-		tx, err := db.BeginTxx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx.MustExec(`SET LOCAL enable_seqscan = off`)
-		var lines []string
-		err = tx.SelectContext(ctx, &lines, "EXPLAIN "+st.SQL, st.Args...)
-		_ = tx.Rollback()
-		if err != nil {
-			t.Fatalf("%s %s does not plan: %v", g.statement, g.name, err)
-		}
-		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan on ") {
-			t.Errorf("%s %s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.statement, g.name, plan)
-		}
-		for _, index := range g.indexes {
-			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
-				t.Errorf("%s %s does not use the index %s…:\n%s", g.statement, g.name, index, plan)
-			}
+	sqltest.PlanShapes(t, db, goldens(t))
+}
+
+// TestEveryFileIsUsed: every file of sql/ is a statement with golden
+// shapes or a fragment of some (no file is left behind when its
+// statement goes), and every statement prepared for the schema has a
+// golden shape.
+func TestEveryFileIsUsed(t *testing.T) {
+	st := newStatements("enginehealth")
+	gs := goldens(t)
+	used := append(slices.Clone(st.set.Fragments), sqltest.Name(historyJoinSQL))
+	for _, g := range gs {
+		used = append(used, g.Statement)
+	}
+	sqltest.FilesUsed(t, files, used)
+	for _, p := range append(st.set.All, catalog.set.All...) {
+		if !slices.ContainsFunc(gs, func(g sqltest.Shape) bool { return g.Rendered.SQL == p.SQL }) {
+			t.Errorf("%s: a shape without a golden file", p.Name())
 		}
 	}
 }

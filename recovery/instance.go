@@ -11,6 +11,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -70,8 +71,7 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 		ID    string `db:"id"`
 		State string `db:"state"`
 	}
-	err = sqlx.GetContext(ctx, r.cfg.DB, &row, fmt.Sprintf(`SELECT %[3]s::text AS id, %[1]s::text AS state FROM %[2]s WHERE %[3]s = $1`,
-		claims.Ident(w.StatusColumn), claims.Ident(w.Table), claims.Ident(w.IDColumn)), ref.Instance)
+	err = getRendered(ctx, r.cfg.DB, &row, instanceStateSQL, rowOf(w), sqltext.Args{"instance": ref.Instance})
 	switch {
 	case err == nil:
 		// The id as the database prints it: what the attempts rows and
@@ -86,9 +86,7 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 			return v, err
 		}
 	}
-	if err := sqlx.SelectContext(ctx, r.cfg.DB, &v.Attempts, `SELECT task, attempt, manual, state, state = 'waiting' AS in_retry,
-			cause, left_in, since, last_attempt_at, next_attempt_at, last_node, nodes, last_reason, last_error
-		FROM `+r.attempts+` WHERE workflow = $1 AND instance = $2 ORDER BY task`, ref.Workflow, ref.Instance); err != nil {
+	if err := r.st.instanceAttempts.Select(ctx, r.cfg.DB, &v.Attempts, sqltext.Args{"workflow": ref.Workflow, "instance": ref.Instance}); err != nil {
 		return v, fmt.Errorf("read attempts of %s: %w", ref, err)
 	}
 	limit = cmp.Or(limit, DefaultInstanceEvents)
@@ -135,22 +133,56 @@ func (r *Repairer) Whereabouts(ctx context.Context, q sqlx.QueryerContext, workf
 		return Whereabouts{Left: true}, nil
 	}
 	t := w.Tasks[ti]
-	claimant := "NULL::text"
-	if w.Claims != nil {
-		n := w.Claims
-		claimant = fmt.Sprintf(`(SELECT c.%s::text FROM %s c WHERE c.%s = i.%s LIMIT 1)`,
-			claims.Ident(n.NodeColumn), claims.Ident(n.Claims), claims.Ident(n.InstanceColumn), claims.Ident(w.IDColumn))
+	var row struct {
+		State sql.NullString `db:"state"`
+		Node  sql.NullString `db:"node"`
 	}
-	var state, node sql.NullString
-	err = q.QueryRowxContext(ctx, fmt.Sprintf(`SELECT i.%s::text, %s FROM %s i WHERE i.%s = $1`,
-		claims.Ident(w.StatusColumn), claimant, claims.Ident(w.Table), claims.Ident(w.IDColumn)), id).Scan(&state, &node)
+	err = getRendered(ctx, q, &row, whereaboutsSQL, whereSlotsOf(w), sqltext.Args{"instance": id})
 	switch {
 	case errors.Is(err, sql.ErrNoRows), isBadInput(err):
 		return Whereabouts{Left: true}, nil
 	case err != nil:
 		return Whereabouts{}, fmt.Errorf("where is %s/%s: %w", workflow, id, err)
 	}
-	wa := Whereabouts{State: state.String, Claimant: node.String, Ended: slices.Contains(t.Ends, state.String)}
-	wa.Left = !wa.Ended && !slices.Contains([]string{t.Begin, t.Interim, t.Failed}, state.String)
+	wa := Whereabouts{State: row.State.String, Claimant: row.Node.String, Ended: slices.Contains(t.Ends, row.State.String)}
+	wa.Left = !wa.Ended && !slices.Contains([]string{t.Begin, t.Interim, t.Failed}, wa.State)
 	return wa, nil
+}
+
+// The statements of Instance and Whereabouts over the instance table
+// (sql/instance_state.sql, sql/whereabouts.sql).
+var (
+	instanceStateSQL = load("instance_state")
+	whereaboutsSQL   = load("whereabouts")
+)
+
+// rowSlots fill the statements that read or move one instance row by its
+// id: the instance table and its columns, quoted.
+type rowSlots struct{ Table, ID, Status string }
+
+func rowOf(w Workflow) rowSlots {
+	return rowSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn)}
+}
+
+// idSlots fill the statements that read an instance row's id only.
+type idSlots struct{ Table, ID string }
+
+func idSlotsOf(w Workflow) idSlots {
+	return idSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn)}
+}
+
+// whereSlots fill whereaboutsSQL: the instance row's, and the claims
+// table with its node and instance columns, quoted ("" for a workflow
+// without claims).
+type whereSlots struct {
+	rowSlots
+	Claims, Node, Instance string
+}
+
+func whereSlotsOf(w Workflow) whereSlots {
+	sl := whereSlots{rowSlots: rowOf(w)}
+	if c := w.Claims; c != nil {
+		sl.Claims, sl.Node, sl.Instance = claims.Ident(c.Claims), claims.Ident(c.NodeColumn), claims.Ident(c.InstanceColumn)
+	}
+	return sl
 }

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -131,12 +130,12 @@ type parkedRow struct {
 // DefaultHoldsLimit), in the order of the state's partial index: held
 // oldest first per workflow, waiting soonest due first.
 func (r *Repairer) parked(ctx context.Context, state, workflow string, limit int) ([]parkedRow, error) {
-	var where, order string
+	var list sqltext.Prepared
 	switch state {
 	case AttemptHeld:
-		where, order = `state = 'held'`, `workflow, since, instance` // attempts_held_idx
+		list = r.st.listHeld
 	case AttemptWaiting:
-		where, order = `state = 'waiting'`, `next_attempt_at, instance` // attempts_due_idx
+		list = r.st.listWaiting
 	default:
 		return nil, fmt.Errorf("recovery: no list of %q attempts", state)
 	}
@@ -146,12 +145,7 @@ func (r *Repairer) parked(ctx context.Context, state, workflow string, limit int
 		}
 	}
 	rows := []parkedRow{}
-	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, `SELECT workflow, instance, task, left_in, cause, since, attempt, manual,
-			last_node, nodes, last_error, last_reason, next_attempt_at,
-			extract(epoch FROM next_attempt_at - now())::float8 AS due_in
-		FROM `+r.attempts+` WHERE `+where+` AND ($1 = '' OR workflow = $1)
-		ORDER BY `+order+` LIMIT $2`, workflow, cmp.Or(limit, DefaultHoldsLimit))
-	if err != nil {
+	if err := list.Select(ctx, r.cfg.DB, &rows, sqltext.Args{"workflow": workflow, "limit": cmp.Or(limit, DefaultHoldsLimit)}); err != nil {
 		return nil, fmt.Errorf("list %s attempts: %w", state, err)
 	}
 	return rows, nil
@@ -165,8 +159,7 @@ func (r *Repairer) HoldsOpen(ctx context.Context) (n int64, oldest time.Duration
 		N   int64   `db:"n"`
 		Age float64 `db:"age"`
 	}
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &row, `SELECT count(*) AS n,
-		coalesce(extract(epoch FROM now() - min(since)), 0)::float8 AS age FROM `+r.attempts+` WHERE state = 'held'`); err != nil {
+	if err := r.st.holdsOpen.Get(ctx, r.cfg.DB, &row, nil); err != nil {
 		return 0, 0, fmt.Errorf("count open holds: %w", err)
 	}
 	return row.N, time.Duration(row.Age * float64(time.Second)), nil
@@ -276,13 +269,9 @@ func (r *Repairer) DecideHolds(ctx context.Context, o *leader.Office, d HoldDeci
 			var rows []heldRow
 			var err error
 			if d.All {
-				err = tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, left_in FROM `+r.attempts+`
-					WHERE state = 'held' AND ($1 = '' OR workflow = $1)
-					ORDER BY workflow, since LIMIT $2 FOR UPDATE SKIP LOCKED`, d.Workflow, r.cfg.BatchSize)
+				err = r.st.lockAllHolds.Select(ctx, tx, &rows, sqltext.Args{"workflow": d.Workflow, "limit": r.cfg.BatchSize})
 			} else {
-				err = tx.SelectContext(ctx, &rows, `SELECT workflow, instance, task, left_in FROM `+r.attempts+`
-					WHERE state = 'held' AND (workflow, instance) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-					ORDER BY workflow, instance FOR UPDATE SKIP LOCKED`, pq.Array(wfs), pq.Array(ids))
+				err = r.st.lockHolds.Select(ctx, tx, &rows, sqltext.Args{"workflows": pq.Array(wfs), "instances": pq.Array(ids)})
 			}
 			if err != nil {
 				return fmt.Errorf("read holds: %w", err)
@@ -417,10 +406,13 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 	if m.Task != "" && !slices.ContainsFunc(w.Tasks, func(t Task) bool { return t.Name == m.Task }) {
 		return res, fmt.Errorf("%w: workflow %s has no task %q", ErrScope, w.Name, m.Task)
 	}
-	ti, id, st := claims.Ident(w.Table), claims.Ident(w.IDColumn), claims.Ident(w.StatusColumn)
-	holder := "NULL::text"
-	if w.Claims != nil {
-		holder = w.Claims.HolderSQL("t")
+	lockInstance, err := lockInstanceSQL.Prepare(lockSlotsOf(w))
+	if err != nil {
+		return res, fmt.Errorf("retry %s: %w", m.Ref, err)
+	}
+	retryInstance, err := retryInstanceSQL.Prepare(rowOf(w))
+	if err != nil {
+		return res, fmt.Errorf("retry %s: %w", m.Ref, err)
 	}
 	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 		var cur struct {
@@ -428,8 +420,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 			State  string  `db:"state"`
 			Holder *string `db:"holder"`
 		}
-		err := tx.GetContext(ctx, &cur, fmt.Sprintf(`SELECT t.%[2]s::text AS id, t.%[3]s::text AS state, %[4]s AS holder FROM %[1]s AS t
-			WHERE t.%[2]s = $1 FOR UPDATE`, ti, id, st, holder), m.Instance)
+		err := lockInstance.Get(ctx, tx, &cur, sqltext.Args{"instance": m.Instance})
 		switch {
 		case errors.Is(err, sql.ErrNoRows), isBadInput(err):
 			return fmt.Errorf("%w: workflow %s has no instance %q", ErrNoInstance, w.Name, m.Instance)
@@ -455,9 +446,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		var a *storedAttempt
 		for _, c := range cands {
 			var row storedAttempt
-			err := tx.GetContext(ctx, &row, `SELECT attempt, manual, state, cause, next_attempt_at,
-					extract(epoch FROM next_attempt_at - now())::float8 AS until
-				FROM `+r.attempts+` WHERE workflow = $1 AND instance = $2 AND task = $3 FOR UPDATE NOWAIT`, w.Name, m.Instance, c.Name)
+			err := r.st.lockAttempt.Get(ctx, tx, &row, sqltext.Args{"workflow": w.Name, "instance": m.Instance, "task": c.Name})
 			if isLockBusy(err) {
 				// The check locks attempts rows before instances (a due
 				// retry); this waits the other way round, so it does not
@@ -512,8 +501,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		if m.Reason != "" {
 			reason += ": " + m.Reason
 		}
-		moved, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %[1]s AS t SET %[3]s = $2 WHERE t.%[2]s = $1 AND t.%[3]s = $3`, ti, id, st),
-			m.Instance, t.Begin, cur.State)
+		moved, err := retryInstance.Exec(ctx, tx, sqltext.Args{"instance": m.Instance, "to": t.Begin, "from": cur.State})
 		if err != nil {
 			return fmt.Errorf("move instance: %w", err)
 		}
@@ -521,15 +509,12 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 			return fmt.Errorf("move instance: %w: %d rows moved", ErrConflict, n)
 		}
 		var wrote sql.Result
+		write := sqltext.Args{"workflow": w.Name, "instance": m.Instance, "task": t.Name, "cause": cause, "left_in": cur.State, "reason": reason}
 		if a == nil {
-			wrote, err = tx.ExecContext(ctx, `INSERT INTO `+r.attempts+` (workflow, instance, task, attempt, manual, state, cause,
-					left_in, last_attempt_at, last_reason) VALUES ($1, $2, $3, 0, 1, 'retried', $4, $5, now(), $6)`,
-				w.Name, m.Instance, t.Name, cause, cur.State, reason)
+			wrote, err = r.st.insertRetry.Exec(ctx, tx, write)
 		} else {
-			wrote, err = tx.ExecContext(ctx, `UPDATE `+r.attempts+` SET manual = manual + 1, state = 'retried', cause = $4,
-					left_in = $5, since = now(), last_attempt_at = now(), next_attempt_at = NULL, last_reason = $6
-				WHERE workflow = $1 AND instance = $2 AND task = $3 AND attempt = $7 AND manual = $8 AND state = $9`,
-				w.Name, m.Instance, t.Name, cause, cur.State, reason, a.Attempt, a.Manual, a.State)
+			write["attempt"], write["manual"], write["state"] = a.Attempt, a.Manual, a.State
+			wrote, err = r.st.updateRetry.Exec(ctx, tx, write)
 		}
 		if err != nil {
 			return fmt.Errorf("write attempts: %w", err)
@@ -552,8 +537,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 // ("063" → "63"), or id itself when the table has no such row.
 func (r *Repairer) canonical(ctx context.Context, w Workflow, id string) (string, error) {
 	var c string
-	err := sqlx.GetContext(ctx, r.cfg.DB, &c, fmt.Sprintf(`SELECT %[2]s::text FROM %[1]s WHERE %[2]s = $1`,
-		claims.Ident(w.Table), claims.Ident(w.IDColumn)), id)
+	err := getRendered(ctx, r.cfg.DB, &c, canonicalIDSQL, idSlotsOf(w), sqltext.Args{"instance": id})
 	switch {
 	case err == nil:
 		return c, nil
@@ -562,6 +546,31 @@ func (r *Repairer) canonical(ctx context.Context, w Workflow, id string) (string
 	default:
 		return "", fmt.Errorf("look up %s/%s: %w", w.Name, id, err)
 	}
+}
+
+// The statements of an operator's manual retry and of canonical over the
+// instance table (sql/lock_instance.sql, sql/retry_instance.sql,
+// sql/canonical_id.sql).
+var (
+	lockInstanceSQL  = load("lock_instance")
+	retryInstanceSQL = load("retry_instance")
+	canonicalIDSQL   = load("canonical_id")
+)
+
+// lockSlots fill lockInstanceSQL: the instance table and its columns,
+// quoted, and Holder, the node whose claim holds the row t (NULL::text
+// for a workflow without claims).
+type lockSlots struct {
+	rowSlots
+	Holder string
+}
+
+func lockSlotsOf(w Workflow) lockSlots {
+	sl := lockSlots{rowSlots: rowOf(w), Holder: "NULL::text"}
+	if w.Claims != nil {
+		sl.Holder = w.Claims.HolderSQL("t")
+	}
+	return sl
 }
 
 // interimHint explains an instance found in an interim state that the

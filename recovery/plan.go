@@ -102,7 +102,7 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 
 // planTaskSQL: the statement of a dry run's plan of a task
 // (sql/plan_task.sql).
-var planTaskSQL = sqltext.Load(statements, "sql/plan_task.sql")
+var planTaskSQL = load("plan_task")
 
 // planSlots fill planTaskSQL.
 type planSlots struct {
@@ -128,9 +128,12 @@ func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error)
 	p := t.InterruptPolicy()
 	sl := planSlots{
 		Table: claims.Ident(w.Table), Status: claims.Ident(w.StatusColumn),
-		Patterns:    w.ErrorColumn != "" && len(p.NonRetryable) > 0,
-		HistoryJoin: r.historyJoin(again, w, sqltext.Arg("workflow"), sqltext.Arg("task")), RetriesCounted: retriesCountedSQL,
-		Decidable: decidableSQL, UnclaimedAfterExpiry: tbl.UnclaimedAfterExpiry("b"),
+		Patterns:       w.ErrorColumn != "" && len(p.NonRetryable) > 0,
+		RetriesCounted: retriesCountedSQL, Decidable: decidableSQL, UnclaimedAfterExpiry: tbl.UnclaimedAfterExpiry("b"),
+	}
+	var err error
+	if sl.HistoryJoin, err = r.historyJoin(again, w); err != nil {
+		return sqltext.Statement{}, err
 	}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.Interim}
 	if w.ErrorColumn != "" {

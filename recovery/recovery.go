@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -77,12 +78,13 @@ type Config struct {
 
 // Repairer runs repair passes.
 type Repairer struct {
-	cfg        Config
-	runs       string
-	attempts   string
-	marksTable string
-	intr       string // interruptions (nodes' failover grades)
-	log        *slog.Logger
+	cfg Config
+	// st: the statements over the sidecar's own tables (statements.go).
+	st statements
+	// runs, attempts, intr (interruptions, nodes' failover grades): the
+	// sidecar's tables, quoted, for the statements rendered at each use.
+	runs, attempts, intr string
+	log                  *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
@@ -105,12 +107,12 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:        cfg,
-		runs:       pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		attempts:   pq.QuoteIdentifier(cfg.Schema) + ".attempts",
-		marksTable: pq.QuoteIdentifier(cfg.Schema) + ".failure_marks",
-		intr:       pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
-		log:        cfg.Log.With("component", "recovery"),
+		cfg:      cfg,
+		st:       newStatements(cfg.Schema),
+		runs:     pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		attempts: pq.QuoteIdentifier(cfg.Schema) + ".attempts",
+		intr:     pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
+		log:      cfg.Log.With("component", "recovery"),
 	}
 }
 
@@ -344,7 +346,7 @@ func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Wo
 			if err != nil || len(ids) == 0 {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+r.runs+` SET claims_expired = claims_expired + $2 WHERE id = $1`, run, len(ids))
+			_, err = r.st.addClaimsExpired.Exec(ctx, tx, sqltext.Args{"run": run, "n": len(ids)})
 			return err
 		})
 		if err != nil {
@@ -374,7 +376,7 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, tbl *claims.Ta
 }
 
 // countTaskSQL: the statement of count (sql/count_task.sql).
-var countTaskSQL = sqltext.Load(statements, "sql/count_task.sql")
+var countTaskSQL = load("count_task")
 
 // countSlots fill countTaskSQL.
 type countSlots struct {
@@ -391,8 +393,11 @@ type countSlots struct {
 // renderCount renders count's statement and its parameters.
 func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []string) (sqltext.Statement, error) {
 	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
-		HistoryJoin: r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w, sqltext.Arg("workflow"), sqltext.Arg("task")),
-		Decidable:   decidableSQL, Unclaimed: "TRUE"}
+		Decidable: decidableSQL, Unclaimed: "TRUE"}
+	var err error
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w); err != nil {
+		return sqltext.Statement{}, err
+	}
 	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
 		sl.Unclaimed = tbl.Unclaimed("b")
 	}
@@ -439,7 +444,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 		var bc batchCounts
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			if !skipLocked {
-				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, r.lockWaitOf().Milliseconds())); err != nil {
+				if _, err := r.st.lockTimeout.Exec(ctx, tx, sqltext.Args{"ms": strconv.FormatInt(r.lockWaitOf().Milliseconds(), 10)}); err != nil {
 					return err
 				}
 			}

@@ -11,9 +11,8 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Run kinds.
@@ -129,9 +128,8 @@ func (r *Repairer) beginRun(ctx context.Context, o *leader.Office, spec RunSpec)
 	}
 	var id int64
 	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		return tx.GetContext(ctx, &id,
-			`INSERT INTO `+r.runs+` (term, master, kind, trigger, scope, resumed_from) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			o.Term, o.Candidate.Name, spec.Kind, spec.Trigger, string(scope), spec.ResumedFrom)
+		return r.st.beginRun.Get(ctx, tx, &id, sqltext.Args{"term": o.Term, "master": o.Candidate.Name, "kind": spec.Kind,
+			"trigger": spec.Trigger, "scope": string(scope), "resumed_from": spec.ResumedFrom})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("begin %s run: %w", spec.Trigger, err)
@@ -146,7 +144,7 @@ func (r *Repairer) endRun(ctx context.Context, o *leader.Office, run int64, runE
 		status, msg = "failed", pgdb.Summary(runErr)
 	}
 	err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET status = $2, error = $3, finished_at = now() WHERE id = $1`, run, status, msg)
+		_, err := r.st.endRun.Exec(ctx, tx, sqltext.Args{"run": run, "status": status, "error": msg})
 		return err
 	})
 	if err != nil {
@@ -157,7 +155,7 @@ func (r *Repairer) endRun(ctx context.Context, o *leader.Office, run int64, runE
 
 func (r *Repairer) addPlanned(ctx context.Context, o *leader.Office, run, n int64) error {
 	return r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE `+r.runs+` SET planned = planned + $2 WHERE id = $1`, run, n)
+		_, err := r.st.addPlanned.Exec(ctx, tx, sqltext.Args{"run": run, "n": n})
 		return err
 	})
 }
@@ -166,10 +164,7 @@ func (r *Repairer) addPlanned(ctx context.Context, o *leader.Office, run, n int6
 // cut short by a master crash or a lost office.
 func (r *Repairer) Unfinished(ctx context.Context, o *leader.Office) ([]RunRow, error) {
 	rows := []RunRow{}
-	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows,
-		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
-		 FROM `+r.runs+` WHERE status = 'running' AND term < $1 ORDER BY id`, o.Term)
-	if err != nil {
+	if err := r.st.unfinishedRuns.Select(ctx, r.cfg.DB, &rows, sqltext.Args{"term": o.Term}); err != nil {
 		return nil, fmt.Errorf("list unfinished runs: %w", err)
 	}
 	return rows, nil
@@ -179,10 +174,7 @@ func (r *Repairer) Unfinished(ctx context.Context, o *leader.Office) ([]RunRow, 
 // a note on what became of its work.
 func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, note string) error {
 	return r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-		_, err := tx.ExecContext(ctx,
-			`UPDATE `+r.runs+` SET status = 'interrupted', finished_at = now(),
-				error = format('cut short in term %s; %s', term, $2::text)
-			 WHERE id = $1 AND status = 'running'`, old.ID, note)
+		_, err := r.st.interruptRun.Exec(ctx, tx, sqltext.Args{"run": old.ID, "note": note})
 		return err
 	})
 }
@@ -208,16 +200,14 @@ func (d RunDetail) MarshalJSON() ([]byte, error) { return jsonx.Marshal(d) }
 func (r *Repairer) Run(ctx context.Context, id int64) (RunDetail, error) {
 	var d RunDetail
 	var now time.Time
-	err := sqlx.GetContext(ctx, r.cfg.DB, &d.RunRow,
-		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
-		 FROM `+r.runs+` WHERE id = $1`, id)
+	err := r.st.getRun.Get(ctx, r.cfg.DB, &d.RunRow, sqltext.Args{"run": id})
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("%w: %d", ErrNoRun, id)
 	}
 	if err != nil {
 		return d, fmt.Errorf("read run %d: %w", id, err)
 	}
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &now, `SELECT now()`); err != nil {
+	if err := r.st.clock.Get(ctx, r.cfg.DB, &now, nil); err != nil {
 		return d, fmt.Errorf("read the clock: %w", err)
 	}
 	end := now
@@ -231,23 +221,21 @@ func (r *Repairer) Run(ctx context.Context, id int64) (RunDetail, error) {
 
 // ListRuns returns the latest runs, newest first.
 func (r *Repairer) ListRuns(ctx context.Context, limit int) ([]RunRow, error) {
-	return r.listRuns(ctx, limit, "TRUE")
+	return r.listRuns(ctx, r.st.listRuns, limit)
 }
 
 // ActedRuns lists the latest runs that did something or did not finish
 // well, newest first: claims expired, instances planned, an error, a run
 // not finished, or a manual one (idle passes are left out).
 func (r *Repairer) ActedRuns(ctx context.Context, limit int) ([]RunRow, error) {
-	return r.listRuns(ctx, limit, `(claims_expired > 0 OR planned > 0 OR done > 0 OR error <> '' OR status <> 'finished' OR trigger <> `+
-		pq.QuoteLiteral(TriggerPeriodic)+`)`)
+	return r.listRuns(ctx, r.st.actedRuns, limit)
 }
 
-func (r *Repairer) listRuns(ctx context.Context, limit int, where string) ([]RunRow, error) {
+// listRuns lists the latest runs of list (a shape of list_runs), newest
+// first.
+func (r *Repairer) listRuns(ctx context.Context, list sqltext.Prepared, limit int) ([]RunRow, error) {
 	rows := []RunRow{}
-	err := sqlx.SelectContext(ctx, r.cfg.DB, &rows,
-		`SELECT id, term, master, kind, trigger, scope::text AS scope, claims_expired, planned, done, status, started_at, finished_at, error, resumed_from
-		 FROM `+r.runs+` WHERE `+where+` ORDER BY id DESC LIMIT $1`, limit)
-	if err != nil {
+	if err := list.Select(ctx, r.cfg.DB, &rows, sqltext.Args{"limit": limit}); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return rows, nil

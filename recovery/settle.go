@@ -8,7 +8,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -54,8 +53,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 				return out, fmt.Errorf("close parked rows of %s.%s: %w", w.Name, t.Name, err)
 			}
 			var some bool
-			if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
-				WHERE workflow = $1 AND task = $2 AND state = 'retried')`, w.Name, t.Name).Scan(&some); err != nil {
+			if err := r.st.retriedExist.Get(ctx, r.cfg.DB, &some, sqltext.Args{"workflow": w.Name, "task": t.Name}); err != nil {
 				return out, fmt.Errorf("settle %s.%s: %w", w.Name, t.Name, err)
 			}
 			if !some {
@@ -113,7 +111,7 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 }
 
 // settleBatchSQL: the statement of a settle batch (sql/settle_batch.sql).
-var settleBatchSQL = sqltext.Load(statements, "sql/settle_batch.sql")
+var settleBatchSQL = load("settle_batch")
 
 // settleSlots fill settleBatchSQL.
 type settleSlots struct {
@@ -173,11 +171,14 @@ func (r *Repairer) closeParked(ctx context.Context, o *leader.Office, run int64,
 
 func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, state string) (int64, error) {
 	key := w.Name + "\x00" + t.Name + "\x00" + state
+	// A shape per state (its literal: the planner then reads the
+	// state's partial index).
+	exist := r.st.heldExist
+	if state == AttemptWaiting {
+		exist = r.st.waitingExist
+	}
 	var some bool
-	// The state as a literal: the planner then reads the state's partial
-	// index (a parameter would not match its predicate).
-	if err := r.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+r.attempts+`
-		WHERE workflow = $1 AND state = `+pq.QuoteLiteral(state)+` AND task = $2)`, w.Name, t.Name).Scan(&some); err != nil {
+	if err := exist.Get(ctx, r.cfg.DB, &some, sqltext.Args{"workflow": w.Name, "task": t.Name}); err != nil {
 		return 0, err
 	}
 	if !some {
@@ -230,7 +231,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 
 // settleParkedSQL: the statement that looks at, or closes, a slice of a
 // task's parked rows (sql/settle_parked.sql).
-var settleParkedSQL = sqltext.Load(statements, "sql/settle_parked.sql")
+var settleParkedSQL = load("settle_parked")
 
 // parkedSlots fill settleParkedSQL.
 type parkedSlots struct {
@@ -278,8 +279,7 @@ func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, 
 // instance table is read through its primary key).
 func (r *Repairer) idType(ctx context.Context, w Workflow) (string, error) {
 	var idType string
-	if err := sqlx.GetContext(ctx, r.cfg.DB, &idType, `SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-		WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`, claims.Ident(w.Table), w.IDColumn); err != nil {
+	if err := catalog.idType.Get(ctx, r.cfg.DB, &idType, sqltext.Args{"table": claims.Ident(w.Table), "column": w.IDColumn}); err != nil {
 		return "", fmt.Errorf("id type of %s: %w", w.Name, err)
 	}
 	return idType, nil

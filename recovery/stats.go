@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/jmoiron/sqlx"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
 )
 
@@ -56,6 +56,10 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 		if err != nil {
 			return nil, err
 		}
+		stats, err := retryStatsSQL.Prepare(r.statsSlots(w, idType))
+		if err != nil {
+			return nil, err
+		}
 		for _, t := range w.Tasks {
 			var row struct {
 				RetryStats
@@ -63,21 +67,7 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 				// retry (exhausted, failed).
 				Ran int64 `db:"ran"`
 			}
-			err := sqlx.GetContext(ctx, r.cfg.DB, &row, fmt.Sprintf(`SELECT $1::text AS workflow, $2::text AS task, count(*) AS instances,
-					count(*) FILTER (WHERE a.attempt + a.manual > 0) AS retried,
-					coalesce(sum(a.attempt), 0) + count(*) FILTER (WHERE a.state = 'waiting') AS scheduled,
-					coalesce(sum(a.manual), 0) AS manual,
-					count(*) FILTER (WHERE a.state = 'waiting') AS waiting,
-					count(*) FILTER (WHERE a.state = 'exhausted') AS exhausted,
-					count(*) FILTER (WHERE a.state = 'failed') AS failed,
-					count(*) FILTER (WHERE a.state = 'held') AS held,
-					count(*) FILTER (WHERE a.state = 'cancelled' OR a.state = 'succeeded' AND a.ended_parked) AS cancelled,
-					count(*) FILTER (WHERE a.state IN ('exhausted', 'failed') AND a.attempt + a.manual > 0) AS ran,
-					count(*) FILTER (WHERE a.state = 'succeeded' AND NOT a.ended_parked OR a.state = 'retried' AND EXISTS (
-						SELECT 1 FROM %s AS t WHERE t.%s = a.instance::%s AND t.%s::text = ANY ($3::text[]))) AS succeeded
-				FROM %s AS a WHERE a.workflow = $1 AND a.task = $2`,
-				claims.Ident(w.Table), claims.Ident(w.IDColumn), idType, claims.Ident(w.StatusColumn), r.attempts),
-				w.Name, t.Name, pq.Array(t.Ends))
+			err := stats.Get(ctx, r.cfg.DB, &row, sqltext.Args{"workflow": w.Name, "task": t.Name, "ends": pq.Array(t.Ends)})
 			if err != nil {
 				return nil, fmt.Errorf("retry stats of %s.%s: %w", w.Name, t.Name, err)
 			}
@@ -96,4 +86,17 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 		}
 	}
 	return out, nil
+}
+
+// retryStatsSQL: the statement of RetryStats (sql/retry_stats.sql).
+var retryStatsSQL = load("retry_stats")
+
+// statsSlots fill retryStatsSQL: the instance table and its columns,
+// quoted, the id column's type (the catalog's name), and the attempts
+// table, quoted.
+type statsSlots struct{ Table, ID, IDType, Status, Attempts string }
+
+func (r *Repairer) statsSlots(w Workflow, idType string) statsSlots {
+	return statsSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), IDType: idType, Status: claims.Ident(w.StatusColumn),
+		Attempts: r.attempts}
 }

@@ -25,6 +25,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"regexp"
 	"slices"
@@ -91,6 +92,53 @@ func Load(fsys embed.FS, name string) *Template {
 
 // Name of the statement.
 func (t *Template) Name() string { return t.name }
+
+// Files are a package's statements, sql/<name>.sql of its embedded
+// files, rendered once (their text depends only on what is fixed for a
+// process): it keeps every statement it prepared and every fragment it
+// rendered, for the tests (their golden files, no file left unused).
+type Files struct {
+	fsys fs.FS
+	// All: the statements prepared; Fragments: the names of the files
+	// rendered as fragments.
+	All       []Prepared
+	Fragments []string
+}
+
+// NewFiles returns the statements of fsys (a package's embed.FS), none
+// rendered yet.
+func NewFiles(fsys fs.FS) *Files { return &Files{fsys: fsys} }
+
+// Load parses sql/<name>.sql as a statement named after it; it panics
+// when there is no such file.
+func (f *Files) Load(name string) *Template {
+	path := "sql/" + name + ".sql"
+	b, err := fs.ReadFile(f.fsys, path)
+	if err != nil {
+		panic(fmt.Sprintf("sqltext: %v", err))
+	}
+	return New(path, string(b))
+}
+
+// MustPrepare prepares the statement sql/<name>.sql with slots fixed by
+// the code (MustPrepare) and keeps it.
+func (f *Files) MustPrepare(name string, slots any) Prepared {
+	p := f.Load(name).MustPrepare(slots)
+	f.All = append(f.All, p)
+	return p
+}
+
+// MustFragment renders sql/<name>.sql as a fragment (Fragment), without
+// its last line break, with slots fixed by the code, and keeps its name;
+// it panics on an error.
+func (f *Files) MustFragment(name string, slots any) string {
+	s, err := f.Load(name).Fragment(slots)
+	if err != nil {
+		panic(err)
+	}
+	f.Fragments = append(f.Fragments, name)
+	return strings.TrimRight(s, "\n")
+}
 
 // Statement is a rendered statement: its SQL, its parameters' values in
 // $n order, and their names.
@@ -166,6 +214,21 @@ func (t *Template) MustPrepare(slots any) Prepared {
 		panic(err)
 	}
 	return p
+}
+
+// Fragment executes the text as a part of other statements, handed to
+// them as a slot (a join several statements share): its parameters stay
+// named, numbered by the Render or Prepare of the statement that holds
+// it, with its own.
+func (t *Template) Fragment(slots any) (string, error) {
+	if err := t.check(slots); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := t.t.Execute(&b, slots); err != nil {
+		return "", fmt.Errorf("sqltext: %s: %w", t.name, err)
+	}
+	return b.String(), nil
 }
 
 // Name of the statement.

@@ -15,4 +15,3 @@ WITH gone AS (
 	FROM gone x
 )
 SELECT count(*) FROM gone
-

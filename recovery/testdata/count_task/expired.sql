@@ -11,4 +11,3 @@ SELECT count(*) FROM "app"."invoices" AS b LEFT JOIN LATERAL (
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $1 AND a.instance = b."id"::text AND a.task = $3 LIMIT 1) AS a ON true
 WHERE b."status" = $2 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND b."id" = ANY ($4) AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-

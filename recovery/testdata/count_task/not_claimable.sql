@@ -10,4 +10,3 @@ SELECT count(*) FROM "app"."reports" AS b LEFT JOIN LATERAL (
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $1 AND a.instance = b."id"::text AND a.task = $2 LIMIT 1) AS a ON true
 WHERE b."state" = $3 AND TRUE AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-

@@ -69,4 +69,3 @@ WITH due AS MATERIALIZED (
 -- (the guard: all of them).
 SELECT count(*) FILTER (WHERE ok), coalesce(array_agg(id ORDER BY id) FILTER (WHERE NOT ok), '{}'),
 	coalesce(array_agg(reason ORDER BY id) FILTER (WHERE NOT ok), '{}'), (SELECT count(*) FROM att) FROM res
-

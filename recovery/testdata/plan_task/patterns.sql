@@ -16,4 +16,3 @@ SELECT x.prev, x.match, count(*) AS n FROM (
 		WHERE a.workflow = $2 AND a.instance = b."id"::text AND a.task = $4 LIMIT 1) AS a ON true
 	WHERE b."status" = $3 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id" AND c."expires_at" >= now()) AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ) AS x GROUP BY 1, 2 ORDER BY 1, 2
-

@@ -133,4 +133,3 @@ SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wa
 	coalesce((SELECT max(p.upd)::text FROM pick p), ''),
 	NULL::json
 FROM done
-

@@ -127,4 +127,3 @@ SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wa
 	coalesce((SELECT max(p.id)::text FROM pick p), ''), '',
 	NULL::json
 FROM done
-

@@ -56,4 +56,3 @@ SELECT (SELECT count(*) FROM a), coalesce((SELECT max(instance) FROM a), ''),
 	count(*) FILTER (WHERE next = 'succeeded'), count(*) FILTER (WHERE next = 'failed'),
 	count(*) FILTER (WHERE next = 'cancelled')
 FROM upd
-

@@ -39,4 +39,3 @@ WITH h AS MATERIALIZED (
 	FROM upd x
 )
 SELECT count(*) FROM upd
-

@@ -27,4 +27,3 @@ WITH h AS MATERIALIZED (
 -- to close.
 SELECT (SELECT count(*) FROM h), coalesce((SELECT at::text FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''),
 	coalesce((SELECT instance FROM h ORDER BY at DESC, instance DESC LIMIT 1), ''), (SELECT count(*) FROM x)
-

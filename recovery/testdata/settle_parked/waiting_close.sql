@@ -37,4 +37,3 @@ WITH h AS MATERIALIZED (
 	FROM upd x
 )
 SELECT count(*) FROM upd
-

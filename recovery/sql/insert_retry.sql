@@ -1,0 +1,13 @@
+{{/*
+insert_retry: writes the attempts row of an operator's manual retry of
+an instance that had none: manual retry 1, retried (Repairer.Retry,
+operator.go).
+
+Parameters (numbered $1, $2, … in the order they first appear):
+  workflow, instance, task  the row's key
+  cause                     interrupt or failure
+  left_in                   the state the instance was moved from
+  reason                    the row's last reason
+*/ -}}
+INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, manual, state, cause, left_in, last_attempt_at, last_reason)
+VALUES ({{arg "workflow"}}, {{arg "instance"}}, {{arg "task"}}, 0, 1, 'retried', {{arg "cause"}}, {{arg "left_in"}}, now(), {{arg "reason"}})

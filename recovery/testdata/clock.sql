@@ -1,0 +1,2 @@
+-- clock
+SELECT now()

@@ -1,0 +1,8 @@
+-- list_parked: the retries waiting for their time
+-- $1 workflow
+-- $2 limit
+SELECT workflow, instance, task, left_in, cause, since, attempt, manual,
+	last_node, nodes, last_error, last_reason, next_attempt_at,
+	extract(epoch FROM next_attempt_at - now())::float8 AS due_in
+FROM "enginehealth".attempts WHERE state = 'waiting' AND ($1 = '' OR workflow = $1)
+ORDER BY next_attempt_at, instance LIMIT $2

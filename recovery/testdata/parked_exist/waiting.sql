@@ -1,0 +1,5 @@
+-- parked_exist: whether a task has waiting retries
+-- $1 workflow
+-- $2 task
+SELECT EXISTS (SELECT 1 FROM "enginehealth".attempts
+	WHERE workflow = $1 AND state = 'waiting' AND task = $2)

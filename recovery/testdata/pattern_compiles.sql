@@ -1,0 +1,3 @@
+-- pattern_compiles
+-- $1 pattern
+SELECT '' ~ $1

@@ -1,0 +1,3 @@
+-- table_exists
+-- $1 table
+SELECT to_regclass($1) IS NOT NULL
