@@ -1,14 +1,20 @@
 // Package sqltest checks statements held as text (internal/infra/sqltext)
 // and prepared once (a package's sql/<name>.sql, rendered for a schema):
 // their golden renderings, that every file is used, and that each plans
-// on PostgreSQL.
+// on PostgreSQL. A package that may not import sqltext (claims, and the
+// packages of internal/infra) renders its files with text/template alone
+// and numbers their parameters by hand: ByHand makes them statements
+// these checks take.
 package sqltest
 
 import (
 	"context"
+	"embed"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,6 +26,16 @@ import (
 // Name of a statement loaded from sql/<name>.sql.
 func Name(p sqltext.Prepared) string {
 	return strings.TrimSuffix(strings.TrimPrefix(p.Name(), "sql/"), ".sql")
+}
+
+// ByName maps statements loaded from sql/<name>.sql by their names
+// (Name), as Golden and Plans take them.
+func ByName(ps ...sqltext.Prepared) map[string]sqltext.Prepared {
+	m := make(map[string]sqltext.Prepared, len(ps))
+	for _, p := range ps {
+		m[Name(p)] = p
+	}
+	return m
 }
 
 // Golden compares each statement, by name, as it runs (its parameters
@@ -78,4 +94,56 @@ func Plans(t *testing.T, db sqlx.QueryerContext, statements map[string]sqltext.P
 			t.Errorf("%s does not plan: %v", name, err)
 		}
 	}
+}
+
+// headerParam: a parameter numbered by hand in a file's header comment
+// ("  $1  node  the node").
+var headerParam = regexp.MustCompile(`(?m)^\s*\$(\d+)\s+(\w+)`)
+
+// placeholder: a parameter in SQL text.
+var placeholder = regexp.MustCompile(`\$(\d+)`)
+
+// ByHand is sql/<name>.sql of fsys, a template whose parameters are
+// numbered by hand ($1, $2, …) and listed in its header comment in that
+// order ("  $1  node  the node"), rendered with slots as a Prepared whose
+// Names are the header's, for Golden and Plans. It fails unless sqltext
+// finds the slots right (a slot the text names that slots lacks, or a
+// field of slots it never names), rendered (the package's own rendering,
+// by text/template) is the same text, the header lists $1…$n in order,
+// and the text uses each of them and no other.
+func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string) sqltext.Prepared {
+	t.Helper()
+	file := "sql/" + name + ".sql"
+	p, err := sqltext.Load(fsys, file).Prepare(slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SQL != rendered {
+		t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", file, rendered, p.SQL)
+	}
+	text, err := fsys.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(string(text), "*/")
+	for i, m := range headerParam.FindAllStringSubmatch(header, -1) {
+		if m[1] != strconv.Itoa(i+1) {
+			t.Fatalf("%s: its header lists $%s where $%d is due", file, m[1], i+1)
+		}
+		p.Names = append(p.Names, m[2])
+	}
+	used := map[string]bool{}
+	for _, m := range placeholder.FindAllStringSubmatch(p.SQL, -1) {
+		used[m[1]] = true
+	}
+	for i := range p.Names {
+		if !used[strconv.Itoa(i+1)] {
+			t.Errorf("%s: its header lists $%d (%s), which the text does not use", file, i+1, p.Names[i])
+		}
+		delete(used, strconv.Itoa(i+1))
+	}
+	for n := range used {
+		t.Errorf("%s: the text uses $%s, which its header does not list", file, n)
+	}
+	return p
 }
