@@ -3,7 +3,7 @@ package claims
 import (
 	"context"
 	"database/sql"
-	_ "embed" // the statements in sql/
+	"embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -49,12 +49,8 @@ func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) ([]string
 	return ids, nil
 }
 
-// expireText: the statement of Expire, a text/template (sql/expire.sql).
-//
-//go:embed sql/expire.sql
-var expireText string
-
-var expireSQL = template.Must(template.New("sql/expire.sql").Option("missingkey=error").Parse(expireText))
+// expireSQL: the statement of Expire (sql/expire.sql).
+var expireSQL = parse("expire")
 
 // expireSlots fill expireSQL (every field named by the text, and none
 // it names missing: TestGoldenStatements checks).
@@ -75,8 +71,28 @@ func (t Table) expireSlots(record string) expireSlots {
 
 // expireStatement renders Expire's statement with the statement record.
 func (t Table) expireStatement(record string) (string, error) {
+	return render(expireSQL, t.expireSlots(record))
+}
+
+// files: the package's SQL, as templates, one statement a file; the
+// golden files in testdata/ show them rendered.
+//
+//go:embed sql/*.sql
+var files embed.FS
+
+// parse parses sql/<name>.sql as a text/template: claims, which engines
+// import, depends on no package of the daemon (internal/infra/sqltext),
+// so its statements number their parameters by hand. It panics on a
+// malformed template: the statements are package variables, parsed by
+// every test.
+func parse(name string) *template.Template {
+	return template.Must(template.New(name+".sql").Option("missingkey=error").ParseFS(files, "sql/"+name+".sql"))
+}
+
+// render executes t with slots.
+func render(t *template.Template, slots any) (string, error) {
 	var b strings.Builder
-	if err := expireSQL.Execute(&b, t.expireSlots(record)); err != nil {
+	if err := t.Execute(&b, slots); err != nil {
 		return "", err
 	}
 	return b.String(), nil

@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"flag"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
@@ -62,30 +63,73 @@ func goldenRecord(expired string) (string, []any) {
 
 const expiryLogDDL = `CREATE TABLE expiry_log (kind text, node text, instance text, from_state text, reason text)`
 
-// TestGoldenStatements: each shape of Expire's statement, as it runs, is
-// committed in testdata/expire/ (go test ./claims -run
-// TestGoldenStatements -update rewrites them). The template is also
-// rendered by internal/infra/sqltext, which finds a slot the text names
-// that expireSlots lacks, or a field of expireSlots the text never
-// names (claims, which engines import, depends on no package of the
-// daemon: it renders with text/template alone).
-func TestGoldenStatements(t *testing.T) {
+// goldenStatements: each shape of Expire's statement, by the name of
+// its golden file in testdata/expire/, with its parameters (the limit,
+// numbered by hand, and goldenRecord's). The template is rendered by
+// internal/infra/sqltext too, which finds a slot the text names that
+// expireSlots lacks, or a field of expireSlots the text never names
+// (claims, which engines import, depends on no package of the daemon: it
+// renders with text/template alone).
+func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
+	t.Helper()
 	record, _ := goldenRecord("expired")
+	gs := map[string]sqltext.Prepared{}
 	for _, g := range goldenExpiries() {
 		stmt, err := g.table.expireStatement(record)
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
 		}
-		checked, err := sqltext.New("sql/expire.sql", expireText).Render(g.table.expireSlots(record), nil)
+		checked, err := sqltext.Load(files, "sql/expire.sql").Prepare(g.table.expireSlots(record))
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
 		}
 		if checked.SQL != stmt {
 			t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", g.name, stmt, checked.SQL)
 		}
-		got := "-- expire: " + g.about + "\n-- $1 limit\n-- $2 kind (the Record statement's)\n" + stmt + "\n"
-		testkit.Golden(t, filepath.Join("testdata", "expire", g.name+".sql"), got, *update)
+		checked.Names = []string{"limit", "kind (the Record statement's)"}
+		gs[g.name] = checked
 	}
+	return gs
+}
+
+// goldenGrades: the statements of Grade and Grades for the schema
+// enginehealth, by the name of their files, checked by sqltest.ByHand.
+func goldenGrades(t *testing.T) map[string]sqltext.Prepared {
+	t.Helper()
+	st, slots := gradeStatementsOf(""), newGradeSlots("")
+	return map[string]sqltext.Prepared{
+		"grade":  sqltest.ByHand(t, files, "grade", slots, st.grade),
+		"grades": sqltest.ByHand(t, files, "grades", slots, st.grades),
+	}
+}
+
+// TestGoldenStatements: each shape of Expire's statement, as it runs, is
+// committed in testdata/expire/, and Grade's and Grades' for the schema
+// enginehealth in testdata/ (go test ./claims -run TestGoldenStatements
+// -update rewrites them): a change to a statement shows in the diff as
+// the SQL that will run. Every file of sql/ is one of them.
+func TestGoldenStatements(t *testing.T) {
+	sqltest.Golden(t, filepath.Join("testdata", "expire"), goldenStatements(t), *update)
+	grades := goldenGrades(t)
+	sqltest.Golden(t, "testdata", grades, *update)
+	sqltest.FilesUsed(t, files, []string{"expire", "grade", "grades"})
+	for name, p := range grades {
+		for _, m := range literal.FindAllStringSubmatch(p.SQL, -1) {
+			if m[1] != GradeNormal {
+				t.Errorf("%s: the literal '%s' is not GradeNormal", name, m[1])
+			}
+		}
+	}
+}
+
+// literal: a string literal of SQL.
+var literal = regexp.MustCompile(`'((?:[^']|'')*)'`)
+
+// TestGradeStatementsPlan: Grade's and Grades' statements plan on real
+// PostgreSQL, over the migrated sidecar schema.
+func TestGradeStatementsPlan(t *testing.T) {
+	t.Parallel()
+	sqltest.Plans(t, pg.MigratedDB(t), goldenGrades(t), map[string]sqltext.Args{"grade": {"node": "a"}, "grades": nil})
 }
 
 // TestStatementsPlan: Expire's statement plans on real PostgreSQL, and

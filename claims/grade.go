@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"text/template"
 
 	"github.com/lib/pq"
 )
@@ -33,11 +35,8 @@ const DefaultSchema = "enginehealth"
 // node with a grade but no record (it shut down cleanly) has its grade,
 // which comes back with it; a name with neither is ErrUnknownNode.
 func Grade(ctx context.Context, db Querier, schema, node string) (string, error) {
-	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
 	var g sql.NullString
-	err := db.QueryRowContext(ctx, `SELECT coalesce(
-			(SELECT grade FROM `+s+`.node_grades WHERE node = $1),
-			(SELECT '`+GradeNormal+`' FROM `+s+`.nodes WHERE name = $1))`, node).Scan(&g)
+	err := db.QueryRowContext(ctx, gradeStatementsOf(schema).grade, node).Scan(&g)
 	if err != nil {
 		return "", fmt.Errorf("read the failover grade of %s: %w", node, err)
 	}
@@ -56,11 +55,7 @@ type Lister interface {
 // every node without a record that is WARNING or ERROR (a clean shutdown
 // keeps the grade), from the sidecar schema ("" for DefaultSchema).
 func Grades(ctx context.Context, db Lister, schema string) (map[string]string, error) {
-	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
-	rows, err := db.QueryContext(ctx, `SELECT n.name, coalesce(g.grade, '`+GradeNormal+`')
-		FROM `+s+`.nodes n LEFT JOIN `+s+`.node_grades g ON g.node = n.name
-		UNION
-		SELECT g.node, g.grade FROM `+s+`.node_grades g WHERE g.grade <> '`+GradeNormal+`'`)
+	rows, err := db.QueryContext(ctx, gradeStatementsOf(schema).grades)
 	if err != nil {
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}
@@ -77,6 +72,48 @@ func Grades(ctx context.Context, db Lister, schema string) (map[string]string, e
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}
 	return out, nil
+}
+
+// gradeSQL and gradesSQL: the statements of Grade and Grades
+// (sql/grade.sql, sql/grades.sql).
+var gradeSQL, gradesSQL = parse("grade"), parse("grades")
+
+// gradeSlots fill gradeSQL and gradesSQL: the sidecar schema's tables,
+// quoted.
+type gradeSlots struct{ Nodes, Grades string }
+
+func newGradeSlots(schema string) gradeSlots {
+	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
+	return gradeSlots{Nodes: s + ".nodes", Grades: s + ".node_grades"}
+}
+
+// gradeStatements: Grade's and Grades' statements for one schema.
+type gradeStatements struct{ grade, grades string }
+
+// gradeRendered: the gradeStatements of each schema asked for ("" and
+// DefaultSchema apart), rendered once.
+var gradeRendered sync.Map // schema → gradeStatements
+
+// gradeStatementsOf returns the statements of Grade and Grades for
+// schema ("" for DefaultSchema).
+func gradeStatementsOf(schema string) gradeStatements {
+	if st, ok := gradeRendered.Load(schema); ok {
+		return st.(gradeStatements)
+	}
+	slots := newGradeSlots(schema)
+	st := gradeStatements{grade: mustRender(gradeSQL, slots), grades: mustRender(gradesSQL, slots)}
+	gradeRendered.Store(schema, st)
+	return st
+}
+
+// mustRender is render for slots fixed by the code (every test renders
+// each statement): it panics on an error.
+func mustRender(t *template.Template, slots any) string {
+	s, err := render(t, slots)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // Preferred orders candidate nodes for new work by their grades: NORMAL
