@@ -17,8 +17,8 @@ var update = flag.Bool("update", false, "rewrite the golden statements in testda
 
 // goldenExpiry is one shape of Expire's statement.
 type goldenExpiry struct {
-	name, about string
-	table       Table
+	name  string
+	table Table
 	// ddl: the tables, with the indexes the plan must use (by name),
 	// and rows: many instances, few claims, as the planner should
 	// expect.
@@ -35,12 +35,14 @@ var quoted = Table{
 
 func goldenExpiries() []goldenExpiry {
 	return []goldenExpiry{
-		{name: "claim_protocol", about: "the tables of docs/claim-protocol.md", table: table, ddl: DDL,
+		// The tables of docs/claim-protocol.md.
+		{name: "claim_protocol", table: table, ddl: DDL,
 			rows: `INSERT INTO app.invoice (status) SELECT 'Sent' FROM generate_series(1, 10000);
 				INSERT INTO app.invoice_claim (instance_id, node, token, expires_at) SELECT id, 'n1', 't', now() FROM app.invoice LIMIT 10;
 				ANALYZE app.invoice, app.invoice_claim`,
 			indexes: []string{"invoice_claim_expires_at_idx", "invoice_pkey"}},
-		{name: "quoted_names", about: "schema, tables and columns whose names need quoting", table: quoted,
+		// A schema, tables and columns whose names need quoting.
+		{name: "quoted_names", table: quoted,
 			ddl: `CREATE SCHEMA "Billing";
 				CREATE TABLE "Billing"."Invoice Queue" ("Id" uuid CONSTRAINT queue_pkey PRIMARY KEY, "State" text NOT NULL);
 				CREATE TABLE "Billing"."Claims" ("Invoice Id" uuid PRIMARY KEY REFERENCES "Billing"."Invoice Queue" ("Id"),
@@ -65,11 +67,7 @@ const expiryLogDDL = `CREATE TABLE expiry_log (kind text, node text, instance te
 
 // goldenStatements: each shape of Expire's statement, by the name of
 // its golden file in testdata/expire/, with its parameters (the limit,
-// numbered by hand, and goldenRecord's). The template is rendered by
-// internal/infra/sqltext too, which finds a slot the text names that
-// expireSlots lacks, or a field of expireSlots the text never names
-// (claims, which engines import, depends on no package of the daemon: it
-// renders with text/template alone).
+// numbered by hand, and goldenRecord's), checked by sqltest.ByHand.
 func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	t.Helper()
 	record, _ := goldenRecord("expired")
@@ -79,15 +77,7 @@ func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
 		}
-		checked, err := sqltext.Load(files, "sql/expire.sql").Prepare(g.table.expireSlots(record))
-		if err != nil {
-			t.Fatalf("%s: %v", g.name, err)
-		}
-		if checked.SQL != stmt {
-			t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", g.name, stmt, checked.SQL)
-		}
-		checked.Names = []string{"limit", "kind (the Record statement's)"}
-		gs[g.name] = checked
+		gs[g.name] = sqltest.ByHand(t, files, "expire", g.table.expireSlots(record), stmt, "kind (the Record statement's)")
 	}
 	return gs
 }

@@ -106,12 +106,13 @@ var placeholder = regexp.MustCompile(`\$(\d+)`)
 // ByHand is sql/<name>.sql of fsys, a template whose parameters are
 // numbered by hand ($1, $2, …) and listed in its header comment in that
 // order ("  $1  node  the node"), rendered with slots as a Prepared whose
-// Names are the header's, for Golden and Plans. It fails unless sqltext
-// finds the slots right (a slot the text names that slots lacks, or a
-// field of slots it never names), rendered (the package's own rendering,
-// by text/template) is the same text, the header lists $1…$n in order,
-// and the text uses each of them and no other.
-func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string) sqltext.Prepared {
+// Names are the header's, then more (the parameters of SQL the slots
+// hold, numbered on from the header's), for Golden and Plans. It fails
+// unless sqltext finds the slots right (a slot the text names that slots
+// lacks, or a field of slots it never names), rendered (the package's
+// own rendering, by text/template) is the same text, the header lists
+// $1…$n in order, and the text uses each parameter named and no other.
+func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string, more ...string) sqltext.Prepared {
 	t.Helper()
 	file := "sql/" + name + ".sql"
 	p, err := sqltext.Load(fsys, file).Prepare(slots)
@@ -132,18 +133,19 @@ func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string
 		}
 		p.Names = append(p.Names, m[2])
 	}
+	p.Names = append(p.Names, more...)
 	used := map[string]bool{}
 	for _, m := range placeholder.FindAllStringSubmatch(p.SQL, -1) {
 		used[m[1]] = true
 	}
 	for i := range p.Names {
 		if !used[strconv.Itoa(i+1)] {
-			t.Errorf("%s: its header lists $%d (%s), which the text does not use", file, i+1, p.Names[i])
+			t.Errorf("%s: $%d (%s) is not used by the text", file, i+1, p.Names[i])
 		}
 		delete(used, strconv.Itoa(i+1))
 	}
 	for n := range used {
-		t.Errorf("%s: the text uses $%s, which its header does not list", file, n)
+		t.Errorf("%s: the text uses $%s, which is not named", file, n)
 	}
 	return p
 }
