@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -125,9 +126,9 @@ func Str(s string) *string {
 // or many at once through InsertSelect, and read them through List or
 // LatestExpiryNode.
 type Log struct {
-	table  string
-	insert string
-	view   string
+	table string
+	view  string
+	st    statements
 	// log, when set, gets one info line per event written through Write
 	// once its transaction has committed.
 	log *slog.Logger
@@ -142,13 +143,7 @@ func (l *Log) SetLogger(log *slog.Logger) { l.log = log }
 // New returns the event log of the sidecar schema.
 func New(schema string) *Log {
 	t := pq.QuoteIdentifier(schema) + ".events"
-	view := pq.QuoteIdentifier(schema) + ".event_log"
-	return &Log{
-		table: t,
-		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via)
-			VALUES (:kind, nullif(:actor, ''), :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason, nullif(:via, ''))`,
-		view: view,
-	}
+	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t)}
 }
 
 // Count is a number of events of one kind about one workflow task.
@@ -181,9 +176,7 @@ func (c Count) MarshalJSON() ([]byte, error) {
 // index on at finds them.
 func (l *Log) RunCounts(ctx context.Context, q sqlx.QueryerContext, id int64, from, to time.Time) ([]Count, error) {
 	cs := []Count{}
-	if err := sqlx.SelectContext(ctx, q, &cs, `SELECT workflow, coalesce(task, '') AS task, kind, coalesce(to_state, '') AS to_state, count(*) AS count
-		FROM `+l.table+` WHERE run_id = $1 AND at >= $2 AND at <= $3 AND workflow IS NOT NULL
-		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, id, from, to); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &cs, l.st.runCounts, id, from, to); err != nil {
 		return nil, fmt.Errorf("count the events of run %d: %w", id, err)
 	}
 	return cs, nil
@@ -202,7 +195,7 @@ func utc(t *time.Time) any {
 // grows, so it counts the events ever written.
 func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
 	var id int64
-	if err := sqlx.GetContext(ctx, q, &id, `SELECT coalesce(max(id), 0) FROM `+l.table); err != nil {
+	if err := sqlx.GetContext(ctx, q, &id, l.st.lastID); err != nil {
 		return 0, fmt.Errorf("read the last event id: %w", err)
 	}
 	return id, nil
@@ -221,6 +214,12 @@ type Columns struct {
 // clock as their time: the way to write many events in the statement of
 // the change they record.
 func (l *Log) InsertSelect(c Columns, from string) string {
+	return render("insert_select", l.insertSelectSlots(c, from))
+}
+
+// insertSelectSlots: the columns of c that are set, and their
+// expressions, in the events table's order.
+func (l *Log) insertSelectSlots(c Columns, from string) insertSelectSlots {
 	cols := []struct{ name, expr string }{
 		{"kind", c.Kind}, {"actor", c.Actor}, {"term", c.Term}, {"run_id", c.RunID}, {"node", c.Node},
 		{"workflow", c.Workflow}, {"instance", c.Instance}, {"task", c.Task}, {"from_state", c.FromState},
@@ -233,7 +232,7 @@ func (l *Log) InsertSelect(c Columns, from string) string {
 			exprs = append(exprs, col.expr)
 		}
 	}
-	return `INSERT INTO ` + l.table + ` (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + from
+	return insertSelectSlots{Events: l.table, Columns: strings.Join(names, ", "), Values: strings.Join(exprs, ", "), From: from}
 }
 
 // Table is the events table's quoted name, for statements that write
@@ -244,8 +243,7 @@ func (l *Log) Table() string { return l.table }
 // claim_expired event about instance of workflow (SQL expressions), or
 // NULL. The partial index of expired claims serves it.
 func (l *Log) LatestExpiryNode(workflow, instance string) string {
-	return `(SELECT e.node FROM ` + l.table + ` e WHERE e.kind = ` + pq.QuoteLiteral(KindClaimExpired) +
-		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` ORDER BY e.id DESC LIMIT 1)`
+	return render("latest_expiry_node", latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
 }
 
 // ExpiredSince returns an SQL condition, over SQL expressions of a
@@ -254,8 +252,7 @@ func (l *Log) LatestExpiryNode(workflow, instance string) string {
 // claim_expired event says so; the partial index of expired claims finds
 // it).
 func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
-	return `EXISTS (SELECT 1 FROM ` + l.table + ` e WHERE e.kind = ` + pq.QuoteLiteral(KindClaimExpired) +
-		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` AND e.from_state = ` + state + ` AND e.at > ` + since + `)`
+	return render("expired_since", expiredSinceSlots{Events: l.table, Workflow: workflow, Instance: instance, State: state, Since: since})
 }
 
 // Write inserts e with the database clock as its time. Pass the transaction
@@ -264,7 +261,7 @@ func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
 // With a logger (SetLogger), the event is logged once tx commits, when tx
 // can say so (a pgdb.Tx or a fenced leader.Tx); otherwise at once.
 func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
-	if _, err := sqlx.NamedExecContext(ctx, tx, l.insert, e); err != nil {
+	if _, err := sqlx.NamedExecContext(ctx, tx, l.st.write, e); err != nil {
 		return fmt.Errorf("write %s event: %w", e.Kind, err)
 	}
 	if l.log == nil {
@@ -336,6 +333,19 @@ type ListParams struct {
 
 // List returns events in id order.
 func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([]Event, error) {
+	slots, args := l.listArgs(p)
+	q := render("list", slots)
+	var es []Event
+	if err := sqlx.SelectContext(ctx, db, &es, q, args...); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return es, nil
+}
+
+// listArgs returns the slots of List's statement and its parameters'
+// values: after_id, limit, max_bytes, then the value of each filter p
+// sets, numbered in the order of listSlots' fields.
+func (l *Log) listArgs(p ListParams) (listSlots, []any) {
 	if p.Limit <= 0 {
 		p.Limit = DefaultListLimit
 	}
@@ -344,40 +354,24 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 		maxBytes = math.MaxInt64
 	}
 	args := []any{p.AfterID, p.Limit, maxBytes}
-	where := []string{"id > $1"}
+	slots := listSlots{EventLog: l.view}
 	for _, f := range []struct {
-		cond string
+		slot *string
 		v    any
 		set  bool
 	}{
-		{"node = $%d", p.Node, p.Node != ""},
-		{"workflow = $%d", p.Workflow, p.Workflow != ""},
-		{"instance = $%d", p.Instance, p.Instance != ""},
-		{"kind = $%d", p.Kind, p.Kind != ""},
-		{"run_id = $%d", p.RunID, p.RunID != 0},
-		{"at >= $%d", utc(p.Since), p.Since != nil},
-		{"at < $%d", utc(p.Until), p.Until != nil},
+		{&slots.Node, p.Node, p.Node != ""},
+		{&slots.Workflow, p.Workflow, p.Workflow != ""},
+		{&slots.Instance, p.Instance, p.Instance != ""},
+		{&slots.Kind, p.Kind, p.Kind != ""},
+		{&slots.RunID, p.RunID, p.RunID != 0},
+		{&slots.Since, utc(p.Since), p.Since != nil},
+		{&slots.Until, utc(p.Until), p.Until != nil},
 	} {
 		if f.set {
 			args = append(args, f.v)
-			where = append(where, fmt.Sprintf(f.cond, len(args)))
+			*f.slot = "$" + strconv.Itoa(len(args))
 		}
 	}
-	q := `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via
-		FROM (SELECT e.*,
-			row_number() OVER w AS n,
-			sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
-				+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
-				+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0) + coalesce(octet_length(via), 0)) OVER w AS text_bytes
-			FROM ` + l.view + ` e
-			WHERE ` + strings.Join(where, " AND ") + `
-			WINDOW w AS (ORDER BY id)
-			ORDER BY id LIMIT $2) page
-		WHERE n = 1 OR text_bytes <= $3
-		ORDER BY id`
-	var es []Event
-	if err := sqlx.SelectContext(ctx, db, &es, q, args...); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return es, nil
+	return slots, args
 }

@@ -110,7 +110,8 @@ var placeholder = regexp.MustCompile(`\$(\d+)`)
 // hold, numbered on from the header's), for Golden and Plans. It fails
 // unless sqltext finds the slots right (a slot the text names that slots
 // lacks, or a field of slots it never names), rendered (the package's
-// own rendering, by text/template) is the same text, the header lists
+// own rendering, by text/template) is the same text but for a last
+// newline, the header lists
 // $1…$n in order, and the text uses each parameter named and no other.
 func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string, more ...string) sqltext.Prepared {
 	t.Helper()
@@ -119,7 +120,7 @@ func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.SQL != rendered {
+	if strings.TrimRight(p.SQL, "\n") != strings.TrimRight(rendered, "\n") {
 		t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", file, rendered, p.SQL)
 	}
 	text, err := fsys.ReadFile(file)
