@@ -103,10 +103,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", lockKey(schema)),
 		"CREATE SCHEMA IF NOT EXISTS " + q,
 		"SET LOCAL search_path TO " + q,
-		`CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    integer PRIMARY KEY,
-			name       text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`,
+		createMigrations.sql,
 	}
 	for _, s := range steps {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
@@ -114,7 +111,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		}
 	}
 	var done []int
-	if err := tx.SelectContext(ctx, &done, "SELECT version FROM schema_migrations ORDER BY version"); err != nil {
+	if err := tx.SelectContext(ctx, &done, appliedVersions.sql); err != nil {
 		return nil, fmt.Errorf("migrate %s: read applied versions: %w", schema, err)
 	}
 	if n := len(done); n > 0 && done[n-1] > ms[len(ms)-1].Version {
@@ -146,7 +143,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return nil, fmt.Errorf("migrate %s: %s: %w", schema, m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+		if _, err := tx.ExecContext(ctx, recordMigration.sql, m.Version, m.Name); err != nil {
 			return nil, fmt.Errorf("migrate %s: record %s: %w", schema, m.Name, err)
 		}
 		applied = append(applied, m.Version)
