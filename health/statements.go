@@ -2,7 +2,6 @@ package health
 
 import (
 	"embed"
-	"strings"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
@@ -31,7 +30,7 @@ func newStatements(schema string) statements {
 	st.fragments = append(st.fragments, "pause_columns")
 	pause := struct{ Pause, Columns string }{
 		pq.QuoteIdentifier(schema) + ".pause",
-		strings.TrimRight(load("pause_columns").MustPrepare(nil).SQL, "\n"),
+		load("pause_columns").MustPart(nil),
 	}
 	prepare := func(name string) sqltext.Prepared {
 		p := load(name).MustPrepare(pause)

@@ -16,7 +16,10 @@
 //
 // A statement whose text depends only on what is fixed for a process (a
 // schema's name) is prepared once (Prepare) and run with its parameters
-// given by name at each call (Prepared.Bind, Get, Select, Exec).
+// given by name at each call (Prepared.Bind, Get, Select, Exec). A part
+// of other statements (a condition, an expression) is a template too,
+// rendered by Part and handed to them as a slot: its parameters are
+// numbered with theirs.
 package sqltext
 
 import (
@@ -166,6 +169,34 @@ func (t *Template) MustPrepare(slots any) Prepared {
 		panic(err)
 	}
 	return p
+}
+
+// Part executes the text with slots (a struct, or a pointer to one; nil
+// for none), checked as Prepare checks them, as a part of another
+// statement (a condition, an expression, the statement of a WITH) that
+// is handed to it as a slot: its parameters ({{arg}}, and the Arg marks
+// its slots hold) are left for that statement's Render or Prepare to
+// number with its own, and the text's last newline is dropped (the file's,
+// not the part's).
+func (t *Template) Part(slots any) (string, error) {
+	if err := t.check(slots); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := t.t.Execute(&b, slots); err != nil {
+		return "", fmt.Errorf("sqltext: %s: %w", t.name, err)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// MustPart is Part for slots fixed by the code (every test renders each
+// part): it panics on an error.
+func (t *Template) MustPart(slots any) string {
+	s, err := t.Part(slots)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // Name of the statement.

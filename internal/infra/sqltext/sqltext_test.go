@@ -110,3 +110,29 @@ func TestPrepareThenBind(t *testing.T) {
 		t.Error("Prepare accepted slots that lack what the text names")
 	}
 }
+
+// TestPart: a part renders with its slots checked, its parameters left
+// for the statement it is set in, which numbers them with its own; the
+// file's last newline goes.
+func TestPart(t *testing.T) {
+	unclaimed := New("unclaimed", "NOT EXISTS (SELECT 1 FROM {{.Claims}} c WHERE c.instance = {{.Alias}}.id AND c.node = {{arg \"node\"}})\n")
+	part, err := unclaimed.Part(struct{ Claims, Alias string }{`"app"."claims"`, "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `NOT EXISTS (SELECT 1 FROM "app"."claims" c WHERE c.instance = t.id AND c.node = ` + Arg("node") + `)`; part != want {
+		t.Fatalf("part %q, want %q", part, want)
+	}
+	st, err := New("count", "SELECT count(*) FROM t WHERE t.status = {{arg \"from\"}} AND {{.Unclaimed}}").
+		Render(struct{ Unclaimed string }{part}, Args{"from": "a", "node": "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `SELECT count(*) FROM t WHERE t.status = $1 AND NOT EXISTS (SELECT 1 FROM "app"."claims" c WHERE c.instance = t.id AND c.node = $2)`; st.SQL != want ||
+		!slices.Equal(st.Names, []string{"from", "node"}) {
+		t.Fatalf("rendered %s with %v", st.SQL, st.Names)
+	}
+	if _, err := unclaimed.Part(struct{ Claims string }{"c"}); err == nil || !strings.Contains(err.Error(), "names slot Alias") {
+		t.Errorf("Part with slots that lack Alias: %v", err)
+	}
+}
