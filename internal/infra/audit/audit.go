@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -176,7 +176,7 @@ func (c Count) MarshalJSON() ([]byte, error) {
 // index on at finds them.
 func (l *Log) RunCounts(ctx context.Context, q sqlx.QueryerContext, id int64, from, to time.Time) ([]Count, error) {
 	cs := []Count{}
-	if err := sqlx.SelectContext(ctx, q, &cs, l.st.runCounts, id, from, to); err != nil {
+	if err := l.st.runCounts.Select(ctx, q, &cs, sqltext.Args{"run": id, "from": from, "to": to}); err != nil {
 		return nil, fmt.Errorf("count the events of run %d: %w", id, err)
 	}
 	return cs, nil
@@ -195,7 +195,7 @@ func utc(t *time.Time) any {
 // grows, so it counts the events ever written.
 func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
 	var id int64
-	if err := sqlx.GetContext(ctx, q, &id, l.st.lastID); err != nil {
+	if err := l.st.lastID.Get(ctx, q, &id, nil); err != nil {
 		return 0, fmt.Errorf("read the last event id: %w", err)
 	}
 	return id, nil
@@ -214,7 +214,7 @@ type Columns struct {
 // clock as their time: the way to write many events in the statement of
 // the change they record.
 func (l *Log) InsertSelect(c Columns, from string) string {
-	return render("insert_select", l.insertSelectSlots(c, from))
+	return insertSelectSQL.MustPart(l.insertSelectSlots(c, from))
 }
 
 // insertSelectSlots: the columns of c that are set, and their
@@ -243,7 +243,7 @@ func (l *Log) Table() string { return l.table }
 // claim_expired event about instance of workflow (SQL expressions), or
 // NULL. The partial index of expired claims serves it.
 func (l *Log) LatestExpiryNode(workflow, instance string) string {
-	return render("latest_expiry_node", latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
+	return latestExpirySQL.MustPart(latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
 }
 
 // ExpiredSince returns an SQL condition, over SQL expressions of a
@@ -252,7 +252,7 @@ func (l *Log) LatestExpiryNode(workflow, instance string) string {
 // claim_expired event says so; the partial index of expired claims finds
 // it).
 func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
-	return render("expired_since", expiredSinceSlots{Events: l.table, Workflow: workflow, Instance: instance, State: state, Since: since})
+	return expiredSinceSQL.MustPart(expiredSinceSlots{Events: l.table, Workflow: workflow, Instance: instance, State: state, Since: since})
 }
 
 // Write inserts e with the database clock as its time. Pass the transaction
@@ -261,7 +261,7 @@ func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
 // With a logger (SetLogger), the event is logged once tx commits, when tx
 // can say so (a pgdb.Tx or a fenced leader.Tx); otherwise at once.
 func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
-	if _, err := sqlx.NamedExecContext(ctx, tx, l.st.write, e); err != nil {
+	if _, err := l.st.write.Exec(ctx, tx, e.args()); err != nil {
 		return fmt.Errorf("write %s event: %w", e.Kind, err)
 	}
 	if l.log == nil {
@@ -276,6 +276,13 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 		logIt()
 	}
 	return nil
+}
+
+// args: e's columns as write's parameters, named as its db tags name them.
+func (e Event) args() sqltext.Args {
+	return sqltext.Args{"kind": e.Kind, "actor": e.Actor, "term": e.Term, "run_id": e.RunID, "node": e.Node,
+		"workflow": e.Workflow, "instance": e.Instance, "task": e.Task, "from_state": e.FromState,
+		"to_state": e.ToState, "attempt": e.Attempt, "reason": e.Reason, "via": e.Via}
 }
 
 // LogAttrs are the event's fields as log attributes, named as in its JSON
@@ -333,19 +340,20 @@ type ListParams struct {
 
 // List returns events in id order.
 func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([]Event, error) {
-	slots, args := l.listArgs(p)
-	q := render("list", slots)
+	st, err := listSQL.Render(l.listArgs(p))
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
 	var es []Event
-	if err := sqlx.SelectContext(ctx, db, &es, q, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &es, st.SQL, st.Args...); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return es, nil
 }
 
-// listArgs returns the slots of List's statement and its parameters'
-// values: after_id, limit, max_bytes, then the value of each filter p
-// sets, numbered in the order of listSlots' fields.
-func (l *Log) listArgs(p ListParams) (listSlots, []any) {
+// listArgs returns the slots of List's statement (the filters p sets
+// switched on) and its parameters.
+func (l *Log) listArgs(p ListParams) (listSlots, sqltext.Args) {
 	if p.Limit <= 0 {
 		p.Limit = DefaultListLimit
 	}
@@ -353,25 +361,19 @@ func (l *Log) listArgs(p ListParams) (listSlots, []any) {
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
-	args := []any{p.AfterID, p.Limit, maxBytes}
+	args := sqltext.Args{"after_id": p.AfterID, "limit": p.Limit, "max_bytes": maxBytes}
 	slots := listSlots{EventLog: l.view}
-	for _, f := range []struct {
-		slot *string
-		v    any
-		set  bool
-	}{
-		{&slots.Node, p.Node, p.Node != ""},
-		{&slots.Workflow, p.Workflow, p.Workflow != ""},
-		{&slots.Instance, p.Instance, p.Instance != ""},
-		{&slots.Kind, p.Kind, p.Kind != ""},
-		{&slots.RunID, p.RunID, p.RunID != 0},
-		{&slots.Since, utc(p.Since), p.Since != nil},
-		{&slots.Until, utc(p.Until), p.Until != nil},
-	} {
-		if f.set {
-			args = append(args, f.v)
-			*f.slot = "$" + strconv.Itoa(len(args))
+	filter := func(on *bool, set bool, name string, v any) {
+		if *on = set; set {
+			args[name] = v
 		}
 	}
+	filter(&slots.Node, p.Node != "", "node", p.Node)
+	filter(&slots.Workflow, p.Workflow != "", "workflow", p.Workflow)
+	filter(&slots.Instance, p.Instance != "", "instance", p.Instance)
+	filter(&slots.Kind, p.Kind != "", "kind", p.Kind)
+	filter(&slots.RunID, p.RunID != 0, "run_id", p.RunID)
+	filter(&slots.Since, p.Since != nil, "since", utc(p.Since))
+	filter(&slots.Until, p.Until != nil, "until", utc(p.Until))
 	return slots, args
 }

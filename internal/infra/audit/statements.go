@@ -2,50 +2,53 @@ package audit
 
 import (
 	"embed"
-	"fmt"
-	"strings"
-	"text/template"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // The events table's SQL is in sql/, one statement (or part of one) a
-// file, rendered in testdata/ by the golden test. The package renders
-// it with text/template alone: it may not import internal/infra/sqltext,
-// another package of its layer, so its statements number their
-// parameters by hand.
+// file (internal/infra/sqltext templates), rendered in testdata/ by the
+// golden test.
 //
 //go:embed sql/*.sql
 var files embed.FS
 
-// templates: the files of sql/, each named by its file's name.
-var templates = template.Must(template.New("").Option("missingkey=error").ParseFS(files, "sql/*.sql"))
+// load parses sql/<name>.sql.
+func load(name string) *sqltext.Template { return sqltext.Load(files, "sql/"+name+".sql") }
 
-// render executes sql/<name>.sql with slots, without the file's last
-// newline (a part of a statement is set in the caller's). The slots are
-// the code's, and the tests render every file: an error is a bug, and
-// panics.
-func render(name string, slots any) string {
-	var b strings.Builder
-	if err := templates.ExecuteTemplate(&b, name+".sql", slots); err != nil {
-		panic(fmt.Sprintf("audit: %v", err))
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
+// The statements rendered at each call: List's (its shape is the filters
+// set) and the parts of the callers' statements. The rest are prepared by
+// New.
+var (
+	listSQL         = load("list")
+	insertSelectSQL = load("insert_select")
+	latestExpirySQL = load("latest_expiry_node")
+	expiredSinceSQL = load("expired_since")
+)
 
-// statements: those whose text depends only on the schema, rendered once
-// by New.
+// statements: those whose text depends only on the schema, prepared once
+// by New; each call gives the parameters by name.
 type statements struct {
-	write, runCounts, lastID string
+	write, runCounts, lastID sqltext.Prepared
+
+	// all: every statement, for the tests.
+	all []sqltext.Prepared
 }
 
 // events: the slots of a statement over the events table (quoted).
 type events struct{ Events string }
 
 func newStatements(table string) statements {
-	return statements{
-		write:     render("write", events{table}),
-		runCounts: render("run_counts", events{table}),
-		lastID:    render("last_id", events{table}),
+	var st statements
+	prepare := func(name string) sqltext.Prepared {
+		p := load(name).MustPrepare(events{table})
+		st.all = append(st.all, p)
+		return p
 	}
+	st.write = prepare("write")
+	st.runCounts = prepare("run_counts")
+	st.lastID = prepare("last_id")
+	return st
 }
 
 // The slots of the statements rendered at each call: the events table
@@ -54,7 +57,9 @@ type (
 	insertSelectSlots struct{ Events, Columns, Values, From string }
 	latestExpirySlots struct{ Events, Workflow, Instance string }
 	expiredSinceSlots struct{ Events, Workflow, Instance, State, Since string }
-	// listSlots: the event_log view and, for each filter set, the
-	// placeholder of its parameter ("" when not set).
-	listSlots struct{ EventLog, Node, Workflow, Instance, Kind, RunID, Since, Until string }
+	// listSlots: the event_log view, and the filters switched on.
+	listSlots struct {
+		EventLog                                            string
+		Node, Workflow, Instance, Kind, RunID, Since, Until bool
+	}
 )

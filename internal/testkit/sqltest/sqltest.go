@@ -38,6 +38,19 @@ func ByName(ps ...sqltext.Prepared) map[string]sqltext.Prepared {
 	return m
 }
 
+// Part is a part of a statement (sqltext's Template.Part, whose slots
+// held sqltext.Arg marks for the caller's parameters) as the statement it
+// is set in would number it, named as its file (sql/<name>.sql), for
+// Golden and Plans.
+func Part(t *testing.T, name, part string) sqltext.Prepared {
+	t.Helper()
+	p, err := sqltext.New("sql/"+name+".sql", "{{.Part}}").Prepare(struct{ Part string }{part})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // Golden compares each statement, by name, as it runs (its parameters
 // in a header, then its SQL) with dir/<name>.sql; update rewrites them. A
 // golden file of no statement fails.

@@ -1,6 +1,7 @@
 {{/*
-last_id: the id of the newest event, 0 when none (Log.LastID): ids only
-grow, so it counts the events ever written.
+last_id: the id of the newest event, 0 when none (Log.LastID), prepared
+once per schema (New): ids only grow, so it counts the events ever
+written.
 
 No parameters.
 */ -}}
