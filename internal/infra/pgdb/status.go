@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -96,14 +97,14 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
 	q := pq.QuoteIdentifier(schema)
-	sts := newStatusStatements(q)
+	sts := statusStatementsOf(schema)
 	var tables struct {
 		Migrations bool `db:"migrations"`
 		Nodes      bool `db:"nodes"`
 		Identity   bool `db:"identity"`
 		NodeSchema bool `db:"node_schema"`
 	}
-	if err := tx.GetContext(ctx, &tables, sts.tables.sql, q); err != nil {
+	if err := sts.tables.Get(ctx, tx, &tables, sqltext.Args{"schema": q}); err != nil {
 		return st, fmt.Errorf("migration status of %s: %w", schema, err)
 	}
 	var applied []struct {
@@ -112,7 +113,7 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 		AppliedAt time.Time `db:"applied_at"`
 	}
 	if tables.Migrations {
-		if err := tx.SelectContext(ctx, &applied, sts.applied.sql); err != nil {
+		if err := sts.applied.Select(ctx, tx, &applied, nil); err != nil {
 			return st, fmt.Errorf("migration status of %s: %w", schema, err)
 		}
 	}
@@ -140,7 +141,7 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 		return st, fmt.Errorf("migration status: read the cluster's system_identifier: %w", err)
 	}
 	if tables.Identity {
-		if err := tx.GetContext(ctx, &st.Cluster.RecordedSystemIdentifier, sts.recorded.sql); err != nil && err != sql.ErrNoRows {
+		if err := sts.recorded.Get(ctx, tx, &st.Cluster.RecordedSystemIdentifier, nil); err != nil && err != sql.ErrNoRows {
 			return st, fmt.Errorf("migration status of %s: %w", schema, err)
 		}
 	}
@@ -149,7 +150,7 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 		if tables.NodeSchema {
 			nodes = sts.nodesWithVersion
 		}
-		if err := tx.SelectContext(ctx, &st.Nodes, nodes.sql); err != nil {
+		if err := nodes.Select(ctx, tx, &st.Nodes, nil); err != nil {
 			return st, fmt.Errorf("migration status of %s: %w", schema, err)
 		}
 	}
