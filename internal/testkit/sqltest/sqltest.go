@@ -1,10 +1,10 @@
 // Package sqltest checks statements held as text (internal/infra/sqltext)
 // and prepared once (a package's sql/<name>.sql, rendered for a schema):
 // their golden renderings, that every file is used, and that each plans
-// on PostgreSQL. A package that may not import sqltext (claims, and the
-// packages of internal/infra) renders its files with text/template alone
-// and numbers their parameters by hand: ByHand makes them statements
-// these checks take.
+// on PostgreSQL. claims, which may not import sqltext (it depends on
+// nothing of the daemon), renders its files with text/template alone and
+// numbers their parameters by hand: ByHand makes them statements these
+// checks take.
 package sqltest
 
 import (
