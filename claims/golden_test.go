@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"flag"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,15 +17,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
 
-// goldenExpiry is one shape of Expire's statement.
-type goldenExpiry struct {
+// goldenTable is a claimable workflow's tables: Expire's statement for
+// them is one of its shapes, and every statement over them plans.
+type goldenTable struct {
 	name  string
 	table Table
-	// ddl: the tables, with the indexes the plan must use (by name),
-	// and rows: many instances, few claims, as the planner should
+	// ddl: the tables, with the indexes Expire's plan must use (by
+	// name), and rows: many instances, few claims, as the planner should
 	// expect.
 	ddl, rows string
 	indexes   []string
+	// id: an instance's id, of its column's type.
+	id string
 }
 
 // quoted: a claimable workflow whose names all need quoting.
@@ -33,14 +38,14 @@ var quoted = Table{
 	TokenColumn: "Token", ClaimedAtColumn: "Claimed At", ExpiresAtColumn: "Expires At",
 }
 
-func goldenExpiries() []goldenExpiry {
-	return []goldenExpiry{
+func goldenTables() []goldenTable {
+	return []goldenTable{
 		// The tables of docs/claim-protocol.md.
 		{name: "claim_protocol", table: table, ddl: DDL,
 			rows: `INSERT INTO app.invoice (status) SELECT 'Sent' FROM generate_series(1, 10000);
 				INSERT INTO app.invoice_claim (instance_id, node, token, expires_at) SELECT id, 'n1', 't', now() FROM app.invoice LIMIT 10;
 				ANALYZE app.invoice, app.invoice_claim`,
-			indexes: []string{"invoice_claim_expires_at_idx", "invoice_pkey"}},
+			indexes: []string{"invoice_claim_expires_at_idx", "invoice_pkey"}, id: "1"},
 		// A schema, tables and columns whose names need quoting.
 		{name: "quoted_names", table: quoted,
 			ddl: `CREATE SCHEMA "Billing";
@@ -51,7 +56,7 @@ func goldenExpiries() []goldenExpiry {
 			rows: `INSERT INTO "Billing"."Invoice Queue" SELECT gen_random_uuid(), 'Sent' FROM generate_series(1, 10000);
 				INSERT INTO "Billing"."Claims" SELECT "Id", 'n1', 't', now(), now() FROM "Billing"."Invoice Queue" LIMIT 10;
 				ANALYZE "Billing"."Invoice Queue", "Billing"."Claims"`,
-			indexes: []string{"claims_expiry_idx", "queue_pkey"}},
+			indexes: []string{"claims_expiry_idx", "queue_pkey"}, id: "00000000-0000-4000-8000-000000000001"},
 	}
 }
 
@@ -72,7 +77,7 @@ func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	t.Helper()
 	record, _ := goldenRecord("expired")
 	gs := map[string]sqltext.Prepared{}
-	for _, g := range goldenExpiries() {
+	for _, g := range goldenTables() {
 		stmt, err := g.table.expireStatement(record)
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
@@ -82,27 +87,45 @@ func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	return gs
 }
 
+// byHand: statements by the name of their files, checked by
+// sqltest.ByHand.
+func byHand(t *testing.T, sts ...statement) map[string]sqltext.Prepared {
+	t.Helper()
+	gs := map[string]sqltext.Prepared{}
+	for _, s := range sts {
+		gs[s.name] = sqltest.ByHand(t, files, s.name, s.slots, s.sql)
+	}
+	return gs
+}
+
 // goldenGrades: the statements of Grade and Grades for the schema
-// enginehealth, by the name of their files, checked by sqltest.ByHand.
+// enginehealth.
 func goldenGrades(t *testing.T) map[string]sqltext.Prepared {
 	t.Helper()
-	st, slots := gradeStatementsOf(""), newGradeSlots("")
-	return map[string]sqltext.Prepared{
-		"grade":  sqltest.ByHand(t, files, "grade", slots, st.grade),
-		"grades": sqltest.ByHand(t, files, "grades", slots, st.grades),
-	}
+	st := gradeStatementsOf("")
+	return byHand(t, st.grade, st.grades)
+}
+
+// goldenProtocol: the claim protocol's statements over tbl, and
+// HolderSQL's expression over its instance row i.
+func goldenProtocol(t *testing.T, tbl Table) map[string]sqltext.Prepared {
+	t.Helper()
+	return byHand(t, append(tbl.protocol().all(), tbl.holder("i"))...)
 }
 
 // TestGoldenStatements: each shape of Expire's statement, as it runs, is
-// committed in testdata/expire/, and Grade's and Grades' for the schema
-// enginehealth in testdata/ (go test ./claims -run TestGoldenStatements
-// -update rewrites them): a change to a statement shows in the diff as
-// the SQL that will run. Every file of sql/ is one of them.
+// committed in testdata/expire/; Grade's and Grades' for the schema
+// enginehealth, and the claim protocol's for the tables of
+// docs/claim-protocol.md, in testdata/ (go test ./claims -run
+// TestGoldenStatements -update rewrites them): a change to a statement
+// shows in the diff as the SQL that will run. Every file of sql/ is one
+// of them.
 func TestGoldenStatements(t *testing.T) {
 	sqltest.Golden(t, filepath.Join("testdata", "expire"), goldenStatements(t), *update)
-	grades := goldenGrades(t)
-	sqltest.Golden(t, "testdata", grades, *update)
-	sqltest.FilesUsed(t, files, []string{"expire", "grade", "grades"})
+	grades, golden := goldenGrades(t), goldenProtocol(t, table)
+	maps.Copy(golden, grades)
+	sqltest.Golden(t, "testdata", golden, *update)
+	sqltest.FilesUsed(t, files, append(slices.Collect(maps.Keys(golden)), "expire"))
 	for name, p := range grades {
 		for _, m := range literal.FindAllStringSubmatch(p.SQL, -1) {
 			if m[1] != GradeNormal {
@@ -122,10 +145,12 @@ func TestGradeStatementsPlan(t *testing.T) {
 	sqltest.Plans(t, pg.MigratedDB(t), goldenGrades(t), map[string]sqltext.Args{"grade": {"node": "a"}, "grades": nil})
 }
 
-// TestStatementsPlan: Expire's statement plans on real PostgreSQL, and
-// with sequential scans off it scans no table: it picks the expired
-// claims through the index on the expiry column and reads their
-// instances by primary key.
+// TestStatementsPlan: Expire's statement, the claim protocol's and
+// HolderSQL's (in the operator's statement over one instance row) plan
+// on real PostgreSQL over each golden table, and with sequential scans
+// off they scan no table: Expire picks the expired claims through the
+// index on the expiry column and reads their instances by primary key;
+// the others find their rows through an index.
 func TestStatementsPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -134,7 +159,7 @@ func TestStatementsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	for _, g := range goldenExpiries() {
+	for _, g := range goldenTables() {
 		if _, err := db.Exec(g.ddl + ";" + g.rows); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +167,7 @@ func TestStatementsPlan(t *testing.T) {
 	if _, err := db.Exec(expiryLogDDL); err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range goldenExpiries() {
+	for _, g := range goldenTables() {
 		record, args := goldenRecord("expired")
 		stmt, err := g.table.expireStatement(record)
 		if err != nil {
@@ -158,6 +183,39 @@ func TestStatementsPlan(t *testing.T) {
 		for _, index := range g.indexes {
 			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
 				t.Errorf("%s does not use the index %s:\n%s", g.name, index, plan)
+			}
+		}
+
+		id := g.id
+		params := map[string]sqltext.Args{
+			"lock_instance": {"id": id, "begin": "Created"},
+			"lock_next":     {"begin": "Created"},
+			"insert_claim":  {"instance": id, "node": "n1", "token": "t", "timeout": seconds(DefaultTimeout)},
+			"enter_interim": {"instance": id, "interim": "Sending"},
+			"renew":         {"instance": id, "token": "t", "timeout": seconds(DefaultTimeout)},
+			"delete_claim":  {"instance": id, "token": "t"},
+			"leave_interim": {"instance": id, "interim": "Sending", "to": "Sent"},
+			"count_expired": nil,
+			"lookup":        {"instance": id},
+		}
+		protocol := goldenProtocol(t, g.table)
+		// HolderSQL as the operator's retry reads it: over the instance
+		// row it locks.
+		holder := protocol["holder"]
+		holder.SQL = "SELECT " + holder.SQL + " FROM " + Ident(g.table.Instances) + " AS i WHERE i." + Ident(g.table.IDColumn) + " = $1"
+		holder.Names = []string{"id"}
+		protocol["holder"], params["holder"] = holder, sqltext.Args{"id": id}
+		for name, p := range protocol {
+			values, err := p.Bind(params[name])
+			if err != nil {
+				t.Errorf("%s, %s: %v", g.name, name, err)
+				continue
+			}
+			plan, err := explain(ctx, db, p.SQL, values)
+			if err != nil {
+				t.Errorf("%s, %s does not plan: %v", g.name, name, err)
+			} else if strings.Contains(plan, "Seq Scan on ") {
+				t.Errorf("%s, %s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.name, name, plan)
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"text/template"
 
 	"github.com/lib/pq"
 )
@@ -36,7 +35,7 @@ const DefaultSchema = "enginehealth"
 // which comes back with it; a name with neither is ErrUnknownNode.
 func Grade(ctx context.Context, db Querier, schema, node string) (string, error) {
 	var g sql.NullString
-	err := db.QueryRowContext(ctx, gradeStatementsOf(schema).grade, node).Scan(&g)
+	err := db.QueryRowContext(ctx, gradeStatementsOf(schema).grade.sql, node).Scan(&g)
 	if err != nil {
 		return "", fmt.Errorf("read the failover grade of %s: %w", node, err)
 	}
@@ -55,7 +54,7 @@ type Lister interface {
 // every node without a record that is WARNING or ERROR (a clean shutdown
 // keeps the grade), from the sidecar schema ("" for DefaultSchema).
 func Grades(ctx context.Context, db Lister, schema string) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, gradeStatementsOf(schema).grades)
+	rows, err := db.QueryContext(ctx, gradeStatementsOf(schema).grades.sql)
 	if err != nil {
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}
@@ -74,21 +73,12 @@ func Grades(ctx context.Context, db Lister, schema string) (map[string]string, e
 	return out, nil
 }
 
-// gradeSQL and gradesSQL: the statements of Grade and Grades
-// (sql/grade.sql, sql/grades.sql).
-var gradeSQL, gradesSQL = parse("grade"), parse("grades")
-
-// gradeSlots fill gradeSQL and gradesSQL: the sidecar schema's tables,
-// quoted.
+// gradeSlots fill sql/grade.sql and sql/grades.sql, the statements of
+// Grade and Grades: the sidecar schema's tables, quoted.
 type gradeSlots struct{ Nodes, Grades string }
 
-func newGradeSlots(schema string) gradeSlots {
-	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
-	return gradeSlots{Nodes: s + ".nodes", Grades: s + ".node_grades"}
-}
-
 // gradeStatements: Grade's and Grades' statements for one schema.
-type gradeStatements struct{ grade, grades string }
+type gradeStatements struct{ grade, grades statement }
 
 // gradeRendered: the gradeStatements of each schema asked for ("" and
 // DefaultSchema apart), rendered once.
@@ -100,20 +90,11 @@ func gradeStatementsOf(schema string) gradeStatements {
 	if st, ok := gradeRendered.Load(schema); ok {
 		return st.(gradeStatements)
 	}
-	slots := newGradeSlots(schema)
-	st := gradeStatements{grade: mustRender(gradeSQL, slots), grades: mustRender(gradesSQL, slots)}
+	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
+	slots := gradeSlots{Nodes: s + ".nodes", Grades: s + ".node_grades"}
+	st := gradeStatements{grade: prepare("grade", slots), grades: prepare("grades", slots)}
 	gradeRendered.Store(schema, st)
 	return st
-}
-
-// mustRender is render for slots fixed by the code (every test renders
-// each statement): it panics on an error.
-func mustRender(t *template.Template, slots any) string {
-	s, err := render(t, slots)
-	if err != nil {
-		panic(err)
-	}
-	return s
 }
 
 // Preferred orders candidate nodes for new work by their grades: NORMAL
