@@ -30,25 +30,17 @@ var (
 // by New; each call gives the parameters by name.
 type statements struct {
 	write, runCounts, lastID sqltext.Prepared
-
-	// all: every statement, for the tests.
-	all []sqltext.Prepared
 }
 
 // events: the slots of a statement over the events table (quoted).
 type events struct{ Events string }
 
 func newStatements(table string) statements {
-	var st statements
-	prepare := func(name string) sqltext.Prepared {
-		p := load(name).MustPrepare(events{table})
-		st.all = append(st.all, p)
-		return p
+	return statements{
+		write:     load("write").MustPrepare(events{table}),
+		runCounts: load("run_counts").MustPrepare(events{table}),
+		lastID:    load("last_id").MustPrepare(events{table}),
 	}
-	st.write = prepare("write")
-	st.runCounts = prepare("run_counts")
-	st.lastID = prepare("last_id")
-	return st
 }
 
 // The slots of the statements rendered at each call: the events table
