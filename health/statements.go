@@ -18,30 +18,17 @@ var files embed.FS
 type statements struct {
 	readPause, lockPause, setPause sqltext.Prepared
 
-	// For the tests: every statement, and the files that are a part of
-	// some (fragments).
-	all       []sqltext.Prepared
-	fragments []string
+	// rendered: every statement, and the files that are a part of some
+	// (fragments), for the tests.
+	rendered *sqltext.Files
 }
 
 // newStatements renders the statements for the sidecar schema.
 func newStatements(schema string) statements {
-	var st statements
-	st.fragments = append(st.fragments, "pause_columns")
-	pause := struct{ Pause, Columns string }{
-		pq.QuoteIdentifier(schema) + ".pause",
-		load("pause_columns").MustPart(nil),
-	}
-	prepare := func(name string) sqltext.Prepared {
-		p := load(name).MustPrepare(pause)
-		st.all = append(st.all, p)
-		return p
-	}
-	st.readPause = prepare("read_pause")
-	st.lockPause = prepare("lock_pause")
-	st.setPause = prepare("set_pause")
+	st := statements{rendered: sqltext.NewFiles(files)}
+	pause := struct{ Pause, Columns string }{pq.QuoteIdentifier(schema) + ".pause", st.rendered.MustFragment("pause_columns", nil)}
+	st.readPause = st.rendered.MustPrepare("read_pause", pause)
+	st.lockPause = st.rendered.MustPrepare("lock_pause", pause)
+	st.setPause = st.rendered.MustPrepare("set_pause", pause)
 	return st
 }
-
-// load parses sql/<name>.sql.
-func load(name string) *sqltext.Template { return sqltext.Load(files, "sql/"+name+".sql") }

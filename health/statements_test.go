@@ -22,9 +22,9 @@ var update = flag.Bool("update", false, "rewrite the golden statements in testda
 func TestStatements(t *testing.T) {
 	t.Parallel()
 	st := newStatements("enginehealth")
-	gs := sqltest.ByName(st.all...)
+	gs := sqltest.ByName(st.rendered.All...)
 	sqltest.Golden(t, "testdata", gs, *update)
-	sqltest.FilesUsed(t, files, append(slices.Collect(maps.Keys(gs)), st.fragments...))
+	sqltest.FilesUsed(t, files, append(slices.Collect(maps.Keys(gs)), st.rendered.Fragments...))
 	sqltest.Plans(t, pg.MigratedDB(t), gs, map[string]sqltext.Args{
 		"read_pause": nil,
 		"lock_pause": nil,

@@ -214,7 +214,7 @@ type Columns struct {
 // clock as their time: the way to write many events in the statement of
 // the change they record.
 func (l *Log) InsertSelect(c Columns, from string) string {
-	return insertSelectSQL.MustPart(l.insertSelectSlots(c, from))
+	return fragment(insertSelectSQL, l.insertSelectSlots(c, from))
 }
 
 // insertSelectSlots: the columns of c that are set, and their
@@ -243,7 +243,7 @@ func (l *Log) Table() string { return l.table }
 // claim_expired event about instance of workflow (SQL expressions), or
 // NULL. The partial index of expired claims serves it.
 func (l *Log) LatestExpiryNode(workflow, instance string) string {
-	return latestExpirySQL.MustPart(latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
+	return fragment(latestExpirySQL, latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
 }
 
 // ExpiredSince returns an SQL condition, over SQL expressions of a
@@ -252,7 +252,7 @@ func (l *Log) LatestExpiryNode(workflow, instance string) string {
 // claim_expired event says so; the partial index of expired claims finds
 // it).
 func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
-	return expiredSinceSQL.MustPart(expiredSinceSlots{Events: l.table, Workflow: workflow, Instance: instance, State: state, Since: since})
+	return fragment(expiredSinceSQL, expiredSinceSlots{Events: l.table, Workflow: workflow, Instance: instance, State: state, Since: since})
 }
 
 // Write inserts e with the database clock as its time. Pass the transaction

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"embed"
+	"strings"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
@@ -17,14 +18,27 @@ var files embed.FS
 func load(name string) *sqltext.Template { return sqltext.Load(files, "sql/"+name+".sql") }
 
 // The statements rendered at each call: List's (its shape is the filters
-// set) and the parts of the callers' statements. The rest are prepared by
-// New.
+// set) and the fragments of the callers' statements (fragment). The rest
+// are prepared by New.
 var (
 	listSQL         = load("list")
 	insertSelectSQL = load("insert_select")
 	latestExpirySQL = load("latest_expiry_node")
 	expiredSinceSQL = load("expired_since")
 )
+
+// fragment renders t as a fragment of the caller's statement (its
+// parameters, in the caller's SQL that slots hold, left for that
+// statement to number), without its file's last newline. The slots are
+// the code's, and the tests render each fragment: an error is a bug, and
+// panics.
+func fragment(t *sqltext.Template, slots any) string {
+	s, err := t.Fragment(slots)
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(s, "\n")
+}
 
 // statements: those whose text depends only on the schema, prepared once
 // by New; each call gives the parameters by name.

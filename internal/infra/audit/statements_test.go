@@ -28,9 +28,9 @@ func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	expiry := Columns{Kind: arg("kind"), RunID: arg("run_id"), Node: "x.node", Workflow: arg("workflow"), Instance: "x.instance",
 		FromState: "x.state", Reason: "x.reason"}
 	expired := "(VALUES (" + arg("node") + ", " + arg("instance") + ", " + arg("state") + ", " + arg("reason") + ")) AS x (node, instance, state, reason)"
-	gs["insert_select"] = sqltest.Part(t, "insert_select", l.InsertSelect(expiry, expired))
-	gs["latest_expiry_node"] = sqltest.Part(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance")))
-	gs["expired_since"] = sqltest.Part(t, "expired_since", l.ExpiredSince(arg("workflow"), arg("instance"), arg("state"), arg("since")))
+	gs["insert_select"] = sqltest.Fragment(t, "insert_select", l.InsertSelect(expiry, expired))
+	gs["latest_expiry_node"] = sqltest.Fragment(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance")))
+	gs["expired_since"] = sqltest.Fragment(t, "expired_since", l.ExpiredSince(arg("workflow"), arg("instance"), arg("state"), arg("since")))
 	for name, p := range listShapes() {
 		slots, _ := l.listArgs(p)
 		gs[name] = listSQL.MustPrepare(slots)

@@ -16,10 +16,7 @@
 //
 // A statement whose text depends only on what is fixed for a process (a
 // schema's name) is prepared once (Prepare) and run with its parameters
-// given by name at each call (Prepared.Bind, Get, Select, Exec). A part
-// of other statements (a condition, an expression) is a template too,
-// rendered by Part and handed to them as a slot: its parameters are
-// numbered with theirs.
+// given by name at each call (Prepared.Bind, Get, Select, Exec).
 package sqltext
 
 import (
@@ -28,6 +25,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"regexp"
 	"slices"
@@ -94,6 +92,53 @@ func Load(fsys embed.FS, name string) *Template {
 
 // Name of the statement.
 func (t *Template) Name() string { return t.name }
+
+// Files are a package's statements, sql/<name>.sql of its embedded
+// files, rendered once (their text depends only on what is fixed for a
+// process): it keeps every statement it prepared and every fragment it
+// rendered, for the tests (their golden files, no file left unused).
+type Files struct {
+	fsys fs.FS
+	// All: the statements prepared; Fragments: the names of the files
+	// rendered as fragments.
+	All       []Prepared
+	Fragments []string
+}
+
+// NewFiles returns the statements of fsys (a package's embed.FS), none
+// rendered yet.
+func NewFiles(fsys fs.FS) *Files { return &Files{fsys: fsys} }
+
+// Load parses sql/<name>.sql as a statement named after it; it panics
+// when there is no such file.
+func (f *Files) Load(name string) *Template {
+	path := "sql/" + name + ".sql"
+	b, err := fs.ReadFile(f.fsys, path)
+	if err != nil {
+		panic(fmt.Sprintf("sqltext: %v", err))
+	}
+	return New(path, string(b))
+}
+
+// MustPrepare prepares the statement sql/<name>.sql with slots fixed by
+// the code (MustPrepare) and keeps it.
+func (f *Files) MustPrepare(name string, slots any) Prepared {
+	p := f.Load(name).MustPrepare(slots)
+	f.All = append(f.All, p)
+	return p
+}
+
+// MustFragment renders sql/<name>.sql as a fragment (Fragment), without
+// its last line break, with slots fixed by the code, and keeps its name;
+// it panics on an error.
+func (f *Files) MustFragment(name string, slots any) string {
+	s, err := f.Load(name).Fragment(slots)
+	if err != nil {
+		panic(err)
+	}
+	f.Fragments = append(f.Fragments, name)
+	return strings.TrimRight(s, "\n")
+}
 
 // Statement is a rendered statement: its SQL, its parameters' values in
 // $n order, and their names.
@@ -171,14 +216,11 @@ func (t *Template) MustPrepare(slots any) Prepared {
 	return p
 }
 
-// Part executes the text with slots (a struct, or a pointer to one; nil
-// for none), checked as Prepare checks them, as a part of another
-// statement (a condition, an expression, the statement of a WITH) that
-// is handed to it as a slot: its parameters ({{arg}}, and the Arg marks
-// its slots hold) are left for that statement's Render or Prepare to
-// number with its own, and the text's last newline is dropped (the file's,
-// not the part's).
-func (t *Template) Part(slots any) (string, error) {
+// Fragment executes the text as a part of other statements, handed to
+// them as a slot (a join several statements share): its parameters stay
+// named, numbered by the Render or Prepare of the statement that holds
+// it, with its own.
+func (t *Template) Fragment(slots any) (string, error) {
 	if err := t.check(slots); err != nil {
 		return "", err
 	}
@@ -186,17 +228,7 @@ func (t *Template) Part(slots any) (string, error) {
 	if err := t.t.Execute(&b, slots); err != nil {
 		return "", fmt.Errorf("sqltext: %s: %w", t.name, err)
 	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
-}
-
-// MustPart is Part for slots fixed by the code (every test renders each
-// part): it panics on an error.
-func (t *Template) MustPart(slots any) string {
-	s, err := t.Part(slots)
-	if err != nil {
-		panic(err)
-	}
-	return s
+	return b.String(), nil
 }
 
 // Name of the statement.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 type moveSlots struct {
@@ -111,28 +112,44 @@ func TestPrepareThenBind(t *testing.T) {
 	}
 }
 
-// TestPart: a part renders with its slots checked, its parameters left
-// for the statement it is set in, which numbers them with its own; the
-// file's last newline goes.
-func TestPart(t *testing.T) {
-	unclaimed := New("unclaimed", "NOT EXISTS (SELECT 1 FROM {{.Claims}} c WHERE c.instance = {{.Alias}}.id AND c.node = {{arg \"node\"}})\n")
-	part, err := unclaimed.Part(struct{ Claims, Alias string }{`"app"."claims"`, "t"})
+// TestFragmentKeepsParametersNamed: a fragment's parameters are numbered
+// by the statement it is a slot of, with the statement's own, in the
+// order they first appear there; its slots are checked as a statement's.
+func TestFragmentKeepsParametersNamed(t *testing.T) {
+	join := New("join", `JOIN {{.Table}} AS c ON c.id = t.id AND c.node = {{arg "node"}}`)
+	f, err := join.Fragment(struct{ Table string }{`"app"."claims"`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `NOT EXISTS (SELECT 1 FROM "app"."claims" c WHERE c.instance = t.id AND c.node = ` + Arg("node") + `)`; part != want {
-		t.Fatalf("part %q, want %q", part, want)
-	}
-	st, err := New("count", "SELECT count(*) FROM t WHERE t.status = {{arg \"from\"}} AND {{.Unclaimed}}").
-		Render(struct{ Unclaimed string }{part}, Args{"from": "a", "node": "n1"})
+	outer := New("outer", `SELECT 1 FROM t {{.Join}} WHERE t.state = {{arg "from"}} AND c.node <> {{arg "node"}}`)
+	st, err := outer.Render(struct{ Join string }{f}, Args{"from": "a", "node": "n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `SELECT count(*) FROM t WHERE t.status = $1 AND NOT EXISTS (SELECT 1 FROM "app"."claims" c WHERE c.instance = t.id AND c.node = $2)`; st.SQL != want ||
-		!slices.Equal(st.Names, []string{"from", "node"}) {
-		t.Fatalf("rendered %s with %v", st.SQL, st.Names)
+	if want := `SELECT 1 FROM t JOIN "app"."claims" AS c ON c.id = t.id AND c.node = $1 WHERE t.state = $2 AND c.node <> $1`; st.SQL != want {
+		t.Fatalf("rendered\n%s\nwant\n%s", st.SQL, want)
 	}
-	if _, err := unclaimed.Part(struct{ Claims string }{"c"}); err == nil || !strings.Contains(err.Error(), "names slot Alias") {
-		t.Errorf("Part with slots that lack Alias: %v", err)
+	if !slices.Equal(st.Names, []string{"node", "from"}) {
+		t.Fatalf("names %v", st.Names)
+	}
+	if _, err := join.Fragment(struct{ Table, Extra string }{"t", "x"}); err == nil || !strings.Contains(err.Error(), "Extra is never named") {
+		t.Errorf("a slot the fragment never names: %v", err)
+	}
+}
+
+// TestFilesKeepWhatTheyRender: a package's statements prepared once are
+// kept, and so are the names of the fragments rendered, for its tests.
+func TestFilesKeepWhatTheyRender(t *testing.T) {
+	f := NewFiles(fstest.MapFS{
+		"sql/columns.sql": {Data: []byte("{{/* the columns */ -}}\nid, {{.Extra}}\n")},
+		"sql/get.sql":     {Data: []byte(`SELECT {{.Columns}} FROM {{.Table}} WHERE id = {{arg "id"}}`)},
+	})
+	cols := f.MustFragment("columns", struct{ Extra string }{"state"})
+	p := f.MustPrepare("get", struct{ Columns, Table string }{cols, "t"})
+	if p.SQL != "SELECT id, state FROM t WHERE id = $1" || p.Name() != "sql/get.sql" {
+		t.Fatalf("prepared %q, named %q", p.SQL, p.Name())
+	}
+	if len(f.All) != 1 || f.All[0].SQL != p.SQL || !slices.Equal(f.Fragments, []string{"columns"}) {
+		t.Fatalf("kept %v and fragments %v", f.All, f.Fragments)
 	}
 }

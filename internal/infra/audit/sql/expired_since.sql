@@ -2,7 +2,7 @@
 expired_since: an SQL condition, true when a claim on an instance of a
 workflow expired after a time while the instance was in a state: a
 claim_expired event says so (Log.ExpiredSince, rendered at each call as
-a part of the caller's statement; Workflow, Instance, State and Since
+a fragment of the caller's statement; Workflow, Instance, State and Since
 are the caller's SQL expressions). The partial index of expired claims
 finds it.
 
