@@ -1,18 +1,16 @@
 package claims
 
 import (
-	"context"
-	"database/sql"
 	"flag"
 	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
+	"github.com/jmoiron/sqlx"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
@@ -153,38 +151,24 @@ func TestGradeStatementsPlan(t *testing.T) {
 // the others find their rows through an index.
 func TestStatementsPlan(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db, err := sql.Open("postgres", pg.NewDatabase(t))
+	db, err := sqlx.Open("postgres", pg.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	for _, g := range goldenTables() {
-		if _, err := db.Exec(g.ddl + ";" + g.rows); err != nil {
-			t.Fatal(err)
-		}
+		db.MustExec(g.ddl + ";" + g.rows)
 	}
-	if _, err := db.Exec(expiryLogDDL); err != nil {
-		t.Fatal(err)
-	}
+	db.MustExec(expiryLogDDL)
+	var shapes []sqltest.Shape
 	for _, g := range goldenTables() {
 		record, args := goldenRecord("expired")
 		stmt, err := g.table.expireStatement(record)
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := explain(ctx, db, stmt, append([]any{500}, args...))
-		if err != nil {
-			t.Fatalf("%s does not plan: %v", g.name, err)
-		}
-		if strings.Contains(plan, "Seq Scan on ") {
-			t.Errorf("%s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.name, plan)
-		}
-		for _, index := range g.indexes {
-			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
-				t.Errorf("%s does not use the index %s:\n%s", g.name, index, plan)
-			}
-		}
+		shapes = append(shapes, sqltest.Shape{Statement: "expire", Name: g.name,
+			Rendered: sqltext.Statement{SQL: stmt, Args: append([]any{500}, args...)}, Indexes: g.indexes})
 
 		id := g.id
 		params := map[string]sqltext.Args{
@@ -197,6 +181,7 @@ func TestStatementsPlan(t *testing.T) {
 			"leave_interim": {"instance": id, "interim": "Sending", "to": "Sent"},
 			"count_expired": nil,
 			"lookup":        {"instance": id},
+			"holder":        {"id": id},
 		}
 		protocol := goldenProtocol(t, g.table)
 		// HolderSQL as the operator's retry reads it: over the instance
@@ -204,45 +189,14 @@ func TestStatementsPlan(t *testing.T) {
 		holder := protocol["holder"]
 		holder.SQL = "SELECT " + holder.SQL + " FROM " + Ident(g.table.Instances) + " AS i WHERE i." + Ident(g.table.IDColumn) + " = $1"
 		holder.Names = []string{"id"}
-		protocol["holder"], params["holder"] = holder, sqltext.Args{"id": id}
+		protocol["holder"] = holder
 		for name, p := range protocol {
-			values, err := p.Bind(params[name])
+			st, err := p.Statement(params[name])
 			if err != nil {
-				t.Errorf("%s, %s: %v", g.name, name, err)
-				continue
+				t.Fatalf("%s, %s: %v", g.name, name, err)
 			}
-			plan, err := explain(ctx, db, p.SQL, values)
-			if err != nil {
-				t.Errorf("%s, %s does not plan: %v", g.name, name, err)
-			} else if strings.Contains(plan, "Seq Scan on ") {
-				t.Errorf("%s, %s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.name, name, plan)
-			}
+			shapes = append(shapes, sqltest.Shape{Statement: name, Name: g.name, Rendered: st})
 		}
 	}
-}
-
-// explain returns the plan of stmt, with sequential scans off.
-func explain(ctx context.Context, db *sql.DB, stmt string, args []any) (string, error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return "", err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-		return "", err
-	}
-	rows, err := tx.QueryContext(ctx, "EXPLAIN "+stmt, args...)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var l string
-		if err := rows.Scan(&l); err != nil {
-			return "", err
-		}
-		lines = append(lines, l)
-	}
-	return strings.Join(lines, "\n"), rows.Err()
+	sqltest.PlanShapes(t, db, shapes)
 }
