@@ -7,24 +7,24 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
-// The events table's SQL is in sql/, one statement (or part of one) a
-// file (internal/infra/sqltext templates), rendered in testdata/ by the
-// golden test.
+// The events table's SQL is in sql/, one statement (or fragment of one)
+// a file (internal/infra/sqltext templates), rendered in testdata/ by
+// the golden test.
 //
 //go:embed sql/*.sql
 var files embed.FS
 
-// load parses sql/<name>.sql.
-func load(name string) *sqltext.Template { return sqltext.Load(files, "sql/"+name+".sql") }
+// sqlFiles loads them (sql/<name>.sql).
+var sqlFiles = sqltext.NewFiles(files)
 
 // The statements rendered at each call: List's (its shape is the filters
 // set) and the fragments of the callers' statements (fragment). The rest
 // are prepared by New.
 var (
-	listSQL         = load("list")
-	insertSelectSQL = load("insert_select")
-	latestExpirySQL = load("latest_expiry_node")
-	expiredSinceSQL = load("expired_since")
+	listSQL         = sqlFiles.Load("list")
+	insertSelectSQL = sqlFiles.Load("insert_select")
+	latestExpirySQL = sqlFiles.Load("latest_expiry_node")
+	expiredSinceSQL = sqlFiles.Load("expired_since")
 )
 
 // fragment renders t as a fragment of the caller's statement (its
@@ -51,9 +51,9 @@ type events struct{ Events string }
 
 func newStatements(table string) statements {
 	return statements{
-		write:     load("write").MustPrepare(events{table}),
-		runCounts: load("run_counts").MustPrepare(events{table}),
-		lastID:    load("last_id").MustPrepare(events{table}),
+		write:     sqlFiles.Load("write").MustPrepare(events{table}),
+		runCounts: sqlFiles.Load("run_counts").MustPrepare(events{table}),
+		lastID:    sqlFiles.Load("last_id").MustPrepare(events{table}),
 	}
 }
 

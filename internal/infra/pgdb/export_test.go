@@ -15,7 +15,7 @@ func SetResolver(r *net.Resolver) (restore func()) {
 }
 
 // SQLFiles: the files of sql/, for the golden test.
-var SQLFiles = sqlFiles
+var SQLFiles = files
 
 // Statements returns every statement of the package for schema, by the
 // name of its golden file: Status's (node_schemas in both its shapes)

@@ -14,17 +14,17 @@ import (
 // migrations/).
 //
 //go:embed sql/*.sql
-var sqlFiles embed.FS
+var files embed.FS
 
-// load parses sql/<name>.sql.
-func load(name string) *sqltext.Template { return sqltext.Load(sqlFiles, "sql/"+name+".sql") }
+// sqlFiles loads them (sql/<name>.sql).
+var sqlFiles = sqltext.NewFiles(files)
 
 // Migrate's statements: their text is fixed (Migrate sets the search_path
 // to the sidecar schema).
 var (
-	createMigrations = load("create_migrations").MustPrepare(nil)
-	appliedVersions  = load("applied_versions").MustPrepare(nil)
-	recordMigration  = load("record_migration").MustPrepare(nil)
+	createMigrations = sqlFiles.Load("create_migrations").MustPrepare(nil)
+	appliedVersions  = sqlFiles.Load("applied_versions").MustPrepare(nil)
+	recordMigration  = sqlFiles.Load("record_migration").MustPrepare(nil)
 )
 
 // statusStatements: Status's statements for one schema.
@@ -56,11 +56,11 @@ func statusStatementsOf(schema string) statusStatements {
 		return st.(statusStatements)
 	}
 	q := pq.QuoteIdentifier(schema)
-	nodes := load("node_schemas")
+	nodes := sqlFiles.Load("node_schemas")
 	st := statusStatements{
-		tables:           load("status_tables").MustPrepare(nil),
-		applied:          load("applied_migrations").MustPrepare(migrationsTable{q + ".schema_migrations"}),
-		recorded:         load("recorded_cluster").MustPrepare(identityTable{q + ".cluster_identity"}),
+		tables:           sqlFiles.Load("status_tables").MustPrepare(nil),
+		applied:          sqlFiles.Load("applied_migrations").MustPrepare(migrationsTable{q + ".schema_migrations"}),
+		recorded:         sqlFiles.Load("recorded_cluster").MustPrepare(identityTable{q + ".cluster_identity"}),
 		nodes:            nodes.MustPrepare(nodesTable{Nodes: q + ".nodes"}),
 		nodesWithVersion: nodes.MustPrepare(nodesTable{Nodes: q + ".nodes", SchemaVersion: true}),
 	}
