@@ -78,19 +78,6 @@ func Ident(name string) string {
 	return strings.Join(parts, ".")
 }
 
-// q holds the quoted names.
-type q struct {
-	inst, id, st, cl, ci, cn, ct, cc, ce string
-}
-
-func (t Table) q() q {
-	return q{
-		inst: Ident(t.Instances), id: Ident(t.IDColumn), st: Ident(t.StatusColumn),
-		cl: Ident(t.Claims), ci: Ident(t.InstanceColumn), cn: Ident(t.NodeColumn),
-		ct: Ident(t.TokenColumn), cc: Ident(t.ClaimedAtColumn), ce: Ident(t.ExpiresAtColumn),
-	}
-}
-
 // Task is the part of a state task the protocol needs.
 type Task struct {
 	Name    string
@@ -136,7 +123,7 @@ func (t Table) ClaimNext(ctx context.Context, db *sql.DB, node string, task Task
 }
 
 func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, task Task) (Claim, error) {
-	n := t.q()
+	st := t.protocol()
 	c := Claim{Node: node, Token: newToken(), Task: task}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -145,11 +132,9 @@ func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, t
 	defer tx.Rollback()
 	var row *sql.Row
 	if id != nil {
-		row = tx.QueryRowContext(ctx, fmt.Sprintf(
-			`SELECT %[2]s::text FROM %[1]s WHERE %[2]s = $1 AND %[3]s = $2 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), *id, task.Begin)
+		row = tx.QueryRowContext(ctx, st.lockInstance.sql, *id, task.Begin)
 	} else {
-		row = tx.QueryRowContext(ctx, fmt.Sprintf(
-			`SELECT i.%[2]s::text FROM %[1]s AS i WHERE i.%[3]s = $1 ORDER BY i.%[2]s LIMIT 1 FOR UPDATE SKIP LOCKED`, n.inst, n.id, n.st), task.Begin)
+		row = tx.QueryRowContext(ctx, st.lockNext.sql, task.Begin)
 	}
 	if err := row.Scan(&c.Instance); errors.Is(err, sql.ErrNoRows) {
 		if id == nil {
@@ -159,16 +144,13 @@ func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, t
 	} else if err != nil {
 		return Claim{}, fmt.Errorf("claim: lock instance: %w", err)
 	}
-	err = tx.QueryRowContext(ctx, fmt.Sprintf(
-		`INSERT INTO %s (%s, %s, %s, %s, %s) VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4))
-		 ON CONFLICT DO NOTHING RETURNING %s`, n.cl, n.ci, n.cn, n.ct, n.cc, n.ce, n.ce),
-		c.Instance, node, c.Token, seconds(task.Timeout)).Scan(&c.ExpiresAt)
+	err = tx.QueryRowContext(ctx, st.insertClaim.sql, c.Instance, node, c.Token, seconds(task.Timeout)).Scan(&c.ExpiresAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Claim{}, fmt.Errorf("claim %s: %w", c.Instance, ErrAlreadyClaimed)
 	} else if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: insert claim: %w", c.Instance, err)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET %s = $2 WHERE %s = $1`, n.inst, n.st, n.id), c.Instance, task.Interim); err != nil {
+	if _, err := tx.ExecContext(ctx, st.enterInterim.sql, c.Instance, task.Interim); err != nil {
 		return Claim{}, fmt.Errorf("claim %s: enter %s: %w", c.Instance, task.Interim, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -179,11 +161,7 @@ func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, t
 
 // Renew slides the claim's expiry to now() + timeout and returns it.
 func (t Table) Renew(ctx context.Context, db *sql.DB, c *Claim) error {
-	n := t.q()
-	err := db.QueryRowContext(ctx, fmt.Sprintf(
-		`UPDATE %s SET %s = now() + make_interval(secs => $3)
-		 WHERE %s = $1 AND %s = $2 AND %s > now() RETURNING %s`, n.cl, n.ce, n.ci, n.ct, n.ce, n.ce),
-		c.Instance, c.Token, seconds(c.Task.Timeout)).Scan(&c.ExpiresAt)
+	err := db.QueryRowContext(ctx, t.protocol().renew.sql, c.Instance, c.Token, seconds(c.Task.Timeout)).Scan(&c.ExpiresAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("renew %s: %w", c.Instance, ErrClaimLost)
 	}
@@ -214,22 +192,20 @@ func (t Table) Release(ctx context.Context, db *sql.DB, c Claim) error {
 var ErrStateChanged = errors.New("claims: instance left the interim state under a live claim")
 
 func (t Table) end(ctx context.Context, db *sql.DB, c Claim, to, op string) error {
-	n := t.q()
+	st := t.protocol()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s %s: begin: %w", op, c.Instance, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(
-		`DELETE FROM %s WHERE %s = $1 AND %s = $2 AND %s > now()`, n.cl, n.ci, n.ct, n.ce), c.Instance, c.Token)
+	res, err := tx.ExecContext(ctx, st.deleteClaim.sql, c.Instance, c.Token)
 	if err != nil {
 		return fmt.Errorf("%s %s: delete claim: %w", op, c.Instance, err)
 	}
 	if k, _ := res.RowsAffected(); k == 0 {
 		return fmt.Errorf("%s %s: %w", op, c.Instance, ErrClaimLost)
 	}
-	res, err = tx.ExecContext(ctx, fmt.Sprintf(
-		`UPDATE %s SET %s = $3 WHERE %s = $1 AND %s = $2`, n.inst, n.st, n.id, n.st), c.Instance, c.Task.Interim, to)
+	res, err = tx.ExecContext(ctx, st.leaveInterim.sql, c.Instance, c.Task.Interim, to)
 	if err != nil {
 		return fmt.Errorf("%s %s: move to %s: %w", op, c.Instance, to, err)
 	}

@@ -3,11 +3,8 @@ package claims
 import (
 	"context"
 	"database/sql"
-	_ "embed" // the statements in sql/
 	"errors"
 	"fmt"
-	"strings"
-	"text/template"
 	"time"
 
 	"github.com/lib/pq"
@@ -49,44 +46,29 @@ func (t Table) Expire(ctx context.Context, tx Querier, p ExpireParams) ([]string
 	return ids, nil
 }
 
-// expireText: the statement of Expire, a text/template (sql/expire.sql).
-//
-//go:embed sql/expire.sql
-var expireText string
-
-var expireSQL = template.Must(template.New("sql/expire.sql").Option("missingkey=error").Parse(expireText))
-
-// expireSlots fill expireSQL (every field named by the text, and none
-// it names missing: TestGoldenStatements checks).
+// expireSlots fill sql/expire.sql, Expire's statement (every field
+// named by the text, and none it names missing: TestGoldenStatements
+// checks): the claims table, the instance table, and Record, the
+// statement that records the expired claims.
 type expireSlots struct {
-	// The claims table and its columns, quoted.
-	Claims, Instance, Node, Token, ClaimedAt, ExpiresAt string
-	// The instance table and its id and status columns, quoted.
-	Instances, ID, Status string
-	// Record: the statement that records the expired claims.
+	claimSlots
+	instanceSlots
 	Record string
 }
 
 func (t Table) expireSlots(record string) expireSlots {
-	n := t.q()
-	return expireSlots{Claims: n.cl, Instance: n.ci, Node: n.cn, Token: n.ct, ClaimedAt: n.cc, ExpiresAt: n.ce,
-		Instances: n.inst, ID: n.id, Status: n.st, Record: record}
+	return expireSlots{claimSlots: t.claimSlots(), instanceSlots: t.instanceSlots(), Record: record}
 }
 
 // expireStatement renders Expire's statement with the statement record.
 func (t Table) expireStatement(record string) (string, error) {
-	var b strings.Builder
-	if err := expireSQL.Execute(&b, t.expireSlots(record)); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return render("expire", t.expireSlots(record))
 }
 
 // CountExpired returns how many claims have expired (for plans).
 func (t Table) CountExpired(ctx context.Context, db Querier) (int64, error) {
-	n := t.q()
 	var k int64
-	if err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s < now()`, n.cl, n.ce)).Scan(&k); err != nil {
+	if err := db.QueryRowContext(ctx, t.protocol().countExpired.sql).Scan(&k); err != nil {
 		return 0, fmt.Errorf("count expired claims: %w", err)
 	}
 	return k, nil
@@ -100,24 +82,19 @@ func (t Table) Unclaimed(alias string) string { return "NOT " + t.Claimed(alias)
 // Claimed returns the SQL condition that the instance row aliased alias
 // has a claim row, expired or not: Unclaimed's opposite.
 func (t Table) Claimed(alias string) string {
-	n := t.q()
-	return fmt.Sprintf(`EXISTS (SELECT 1 FROM %s c WHERE c.%s = %s.%s)`, n.cl, n.ci, alias, n.id)
+	return `EXISTS (SELECT 1 FROM ` + Ident(t.Claims) + ` c WHERE c.` + Ident(t.InstanceColumn) + ` = ` + alias + `.` + Ident(t.IDColumn) + `)`
 }
 
 // HolderSQL returns an SQL expression over the instance row aliased
 // alias: who claims it ("node n2 until 2026-11-23T10:04:05Z", the claim
 // expired or not), or NULL when no claim row exists.
-func (t Table) HolderSQL(alias string) string {
-	n := t.q()
-	return fmt.Sprintf(`(SELECT 'node ' || c.%s || ' until ' || to_char(c.%s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-		FROM %s c WHERE c.%s = %s.%s LIMIT 1)`, n.cn, n.ce, n.cl, n.ci, alias, n.id)
-}
+func (t Table) HolderSQL(alias string) string { return t.holder(alias).sql }
 
 // UnclaimedAfterExpiry is Unclaimed as it will be once expired claims are
 // deleted: no claim row, or only an expired one (for plans).
 func (t Table) UnclaimedAfterExpiry(alias string) string {
-	n := t.q()
-	return fmt.Sprintf(`NOT EXISTS (SELECT 1 FROM %s c WHERE c.%s = %s.%s AND c.%s >= now())`, n.cl, n.ci, alias, n.id, n.ce)
+	return `NOT EXISTS (SELECT 1 FROM ` + Ident(t.Claims) + ` c WHERE c.` + Ident(t.InstanceColumn) + ` = ` + alias + `.` + Ident(t.IDColumn) +
+		` AND c.` + Ident(t.ExpiresAtColumn) + ` >= now())`
 }
 
 // ClaimRow is a claim as the claims table holds it.
@@ -133,10 +110,8 @@ type ClaimRow struct {
 
 // Lookup returns the claim on instance id, or nil when there is none.
 func (t Table) Lookup(ctx context.Context, db Querier, id string) (*ClaimRow, error) {
-	n := t.q()
 	var c ClaimRow
-	err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s::text, %s::text, %s, %s, %[4]s < now() FROM %s WHERE %s = $1`,
-		n.cn, n.ct, n.cc, n.ce, n.cl, n.ci), id).Scan(&c.Node, &c.Token, &c.ClaimedAt, &c.ExpiresAt, &c.Expired)
+	err := db.QueryRowContext(ctx, t.protocol().lookup.sql, id).Scan(&c.Node, &c.Token, &c.ClaimedAt, &c.ExpiresAt, &c.Expired)
 	var pe *pq.Error
 	if errors.Is(err, sql.ErrNoRows) || errors.As(err, &pe) && pe.Code.Class() == "22" {
 		return nil, nil // none, or an id its column cannot hold

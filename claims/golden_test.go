@@ -1,28 +1,32 @@
 package claims
 
 import (
-	"context"
-	"database/sql"
 	"flag"
+	"maps"
 	"path/filepath"
-	"strings"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
+	"github.com/jmoiron/sqlx"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
 
-// goldenExpiry is one shape of Expire's statement.
-type goldenExpiry struct {
-	name, about string
-	table       Table
-	// ddl: the tables, with the indexes the plan must use (by name),
-	// and rows: many instances, few claims, as the planner should
+// goldenTable is a claimable workflow's tables: Expire's statement for
+// them is one of its shapes, and every statement over them plans.
+type goldenTable struct {
+	name  string
+	table Table
+	// ddl: the tables, with the indexes Expire's plan must use (by
+	// name), and rows: many instances, few claims, as the planner should
 	// expect.
 	ddl, rows string
 	indexes   []string
+	// id: an instance's id, of its column's type.
+	id string
 }
 
 // quoted: a claimable workflow whose names all need quoting.
@@ -32,14 +36,16 @@ var quoted = Table{
 	TokenColumn: "Token", ClaimedAtColumn: "Claimed At", ExpiresAtColumn: "Expires At",
 }
 
-func goldenExpiries() []goldenExpiry {
-	return []goldenExpiry{
-		{name: "claim_protocol", about: "the tables of docs/claim-protocol.md", table: table, ddl: DDL,
+func goldenTables() []goldenTable {
+	return []goldenTable{
+		// The tables of docs/claim-protocol.md.
+		{name: "claim_protocol", table: table, ddl: DDL,
 			rows: `INSERT INTO app.invoice (status) SELECT 'Sent' FROM generate_series(1, 10000);
 				INSERT INTO app.invoice_claim (instance_id, node, token, expires_at) SELECT id, 'n1', 't', now() FROM app.invoice LIMIT 10;
 				ANALYZE app.invoice, app.invoice_claim`,
-			indexes: []string{"invoice_claim_expires_at_idx", "invoice_pkey"}},
-		{name: "quoted_names", about: "schema, tables and columns whose names need quoting", table: quoted,
+			indexes: []string{"invoice_claim_expires_at_idx", "invoice_pkey"}, id: "1"},
+		// A schema, tables and columns whose names need quoting.
+		{name: "quoted_names", table: quoted,
 			ddl: `CREATE SCHEMA "Billing";
 				CREATE TABLE "Billing"."Invoice Queue" ("Id" uuid CONSTRAINT queue_pkey PRIMARY KEY, "State" text NOT NULL);
 				CREATE TABLE "Billing"."Claims" ("Invoice Id" uuid PRIMARY KEY REFERENCES "Billing"."Invoice Queue" ("Id"),
@@ -48,7 +54,7 @@ func goldenExpiries() []goldenExpiry {
 			rows: `INSERT INTO "Billing"."Invoice Queue" SELECT gen_random_uuid(), 'Sent' FROM generate_series(1, 10000);
 				INSERT INTO "Billing"."Claims" SELECT "Id", 'n1', 't', now(), now() FROM "Billing"."Invoice Queue" LIMIT 10;
 				ANALYZE "Billing"."Invoice Queue", "Billing"."Claims"`,
-			indexes: []string{"claims_expiry_idx", "queue_pkey"}},
+			indexes: []string{"claims_expiry_idx", "queue_pkey"}, id: "00000000-0000-4000-8000-000000000001"},
 	}
 }
 
@@ -62,95 +68,135 @@ func goldenRecord(expired string) (string, []any) {
 
 const expiryLogDDL = `CREATE TABLE expiry_log (kind text, node text, instance text, from_state text, reason text)`
 
-// TestGoldenStatements: each shape of Expire's statement, as it runs, is
-// committed in testdata/expire/ (go test ./claims -run
-// TestGoldenStatements -update rewrites them). The template is also
-// rendered by internal/infra/sqltext, which finds a slot the text names
-// that expireSlots lacks, or a field of expireSlots the text never
-// names (claims, which engines import, depends on no package of the
-// daemon: it renders with text/template alone).
-func TestGoldenStatements(t *testing.T) {
+// goldenStatements: each shape of Expire's statement, by the name of
+// its golden file in testdata/expire/, with its parameters (the limit,
+// numbered by hand, and goldenRecord's), checked by sqltest.ByHand.
+func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
+	t.Helper()
 	record, _ := goldenRecord("expired")
-	for _, g := range goldenExpiries() {
+	gs := map[string]sqltext.Prepared{}
+	for _, g := range goldenTables() {
 		stmt, err := g.table.expireStatement(record)
 		if err != nil {
 			t.Fatalf("%s: %v", g.name, err)
 		}
-		checked, err := sqltext.New("sql/expire.sql", expireText).Render(g.table.expireSlots(record), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", g.name, err)
-		}
-		if checked.SQL != stmt {
-			t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", g.name, stmt, checked.SQL)
-		}
-		got := "-- expire: " + g.about + "\n-- $1 limit\n-- $2 kind (the Record statement's)\n" + stmt + "\n"
-		testkit.Golden(t, filepath.Join("testdata", "expire", g.name+".sql"), got, *update)
+		gs[g.name] = sqltest.ByHand(t, files, "expire", g.table.expireSlots(record), stmt, "kind (the Record statement's)")
 	}
+	return gs
 }
 
-// TestStatementsPlan: Expire's statement plans on real PostgreSQL, and
-// with sequential scans off it scans no table: it picks the expired
-// claims through the index on the expiry column and reads their
-// instances by primary key.
-func TestStatementsPlan(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db, err := sql.Open("postgres", pg.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
+// byHand: statements by the name of their files, checked by
+// sqltest.ByHand.
+func byHand(t *testing.T, sts ...statement) map[string]sqltext.Prepared {
+	t.Helper()
+	gs := map[string]sqltext.Prepared{}
+	for _, s := range sts {
+		gs[s.name] = sqltest.ByHand(t, files, s.name, s.slots, s.sql)
 	}
-	t.Cleanup(func() { db.Close() })
-	for _, g := range goldenExpiries() {
-		if _, err := db.Exec(g.ddl + ";" + g.rows); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(expiryLogDDL); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range goldenExpiries() {
-		record, args := goldenRecord("expired")
-		stmt, err := g.table.expireStatement(record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := explain(ctx, db, stmt, append([]any{500}, args...))
-		if err != nil {
-			t.Fatalf("%s does not plan: %v", g.name, err)
-		}
-		if strings.Contains(plan, "Seq Scan on ") {
-			t.Errorf("%s scans a table sequentially although sequential scans are off (no index serves it):\n%s", g.name, plan)
-		}
-		for _, index := range g.indexes {
-			if !strings.Contains(plan, "using "+index) && !strings.Contains(plan, "Index Scan on "+index) {
-				t.Errorf("%s does not use the index %s:\n%s", g.name, index, plan)
+	return gs
+}
+
+// goldenGrades: the statements of Grade and Grades for the schema
+// enginehealth.
+func goldenGrades(t *testing.T) map[string]sqltext.Prepared {
+	t.Helper()
+	st := gradeStatementsOf("")
+	return byHand(t, st.grade, st.grades)
+}
+
+// goldenProtocol: the claim protocol's statements over tbl, and
+// HolderSQL's expression over its instance row i.
+func goldenProtocol(t *testing.T, tbl Table) map[string]sqltext.Prepared {
+	t.Helper()
+	return byHand(t, append(tbl.protocol().all(), tbl.holder("i"))...)
+}
+
+// TestGoldenStatements: each shape of Expire's statement, as it runs, is
+// committed in testdata/expire/; Grade's and Grades' for the schema
+// enginehealth, and the claim protocol's for the tables of
+// docs/claim-protocol.md, in testdata/ (go test ./claims -run
+// TestGoldenStatements -update rewrites them): a change to a statement
+// shows in the diff as the SQL that will run. Every file of sql/ is one
+// of them.
+func TestGoldenStatements(t *testing.T) {
+	sqltest.Golden(t, filepath.Join("testdata", "expire"), goldenStatements(t), *update)
+	grades, golden := goldenGrades(t), goldenProtocol(t, table)
+	maps.Copy(golden, grades)
+	sqltest.Golden(t, "testdata", golden, *update)
+	sqltest.FilesUsed(t, files, append(slices.Collect(maps.Keys(golden)), "expire"))
+	for name, p := range grades {
+		for _, m := range literal.FindAllStringSubmatch(p.SQL, -1) {
+			if m[1] != GradeNormal {
+				t.Errorf("%s: the literal '%s' is not GradeNormal", name, m[1])
 			}
 		}
 	}
 }
 
-// explain returns the plan of stmt, with sequential scans off.
-func explain(ctx context.Context, db *sql.DB, stmt string, args []any) (string, error) {
-	tx, err := db.BeginTx(ctx, nil)
+// literal: a string literal of SQL.
+var literal = regexp.MustCompile(`'((?:[^']|'')*)'`)
+
+// TestGradeStatementsPlan: Grade's and Grades' statements plan on real
+// PostgreSQL, over the migrated sidecar schema.
+func TestGradeStatementsPlan(t *testing.T) {
+	t.Parallel()
+	sqltest.Plans(t, pg.MigratedDB(t), goldenGrades(t), map[string]sqltext.Args{"grade": {"node": "a"}, "grades": nil})
+}
+
+// TestStatementsPlan: Expire's statement, the claim protocol's and
+// HolderSQL's (in the operator's statement over one instance row) plan
+// on real PostgreSQL over each golden table, and with sequential scans
+// off they scan no table: Expire picks the expired claims through the
+// index on the expiry column and reads their instances by primary key;
+// the others find their rows through an index.
+func TestStatementsPlan(t *testing.T) {
+	t.Parallel()
+	db, err := sqlx.Open("postgres", pg.NewDatabase(t))
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-		return "", err
+	t.Cleanup(func() { db.Close() })
+	for _, g := range goldenTables() {
+		db.MustExec(g.ddl + ";" + g.rows)
 	}
-	rows, err := tx.QueryContext(ctx, "EXPLAIN "+stmt, args...)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var l string
-		if err := rows.Scan(&l); err != nil {
-			return "", err
+	db.MustExec(expiryLogDDL)
+	var shapes []sqltest.Shape
+	for _, g := range goldenTables() {
+		record, args := goldenRecord("expired")
+		stmt, err := g.table.expireStatement(record)
+		if err != nil {
+			t.Fatal(err)
 		}
-		lines = append(lines, l)
+		shapes = append(shapes, sqltest.Shape{Statement: "expire", Name: g.name,
+			Rendered: sqltext.Statement{SQL: stmt, Args: append([]any{500}, args...)}, Indexes: g.indexes})
+
+		id := g.id
+		params := map[string]sqltext.Args{
+			"lock_instance": {"id": id, "begin": "Created"},
+			"lock_next":     {"begin": "Created"},
+			"insert_claim":  {"instance": id, "node": "n1", "token": "t", "timeout": seconds(DefaultTimeout)},
+			"enter_interim": {"instance": id, "interim": "Sending"},
+			"renew":         {"instance": id, "token": "t", "timeout": seconds(DefaultTimeout)},
+			"delete_claim":  {"instance": id, "token": "t"},
+			"leave_interim": {"instance": id, "interim": "Sending", "to": "Sent"},
+			"count_expired": nil,
+			"lookup":        {"instance": id},
+			"holder":        {"id": id},
+		}
+		protocol := goldenProtocol(t, g.table)
+		// HolderSQL as the operator's retry reads it: over the instance
+		// row it locks.
+		holder := protocol["holder"]
+		holder.SQL = "SELECT " + holder.SQL + " FROM " + Ident(g.table.Instances) + " AS i WHERE i." + Ident(g.table.IDColumn) + " = $1"
+		holder.Names = []string{"id"}
+		protocol["holder"] = holder
+		for name, p := range protocol {
+			st, err := p.Statement(params[name])
+			if err != nil {
+				t.Fatalf("%s, %s: %v", g.name, name, err)
+			}
+			shapes = append(shapes, sqltest.Shape{Statement: name, Name: g.name, Rendered: st})
+		}
 	}
-	return strings.Join(lines, "\n"), rows.Err()
+	sqltest.PlanShapes(t, db, shapes)
 }

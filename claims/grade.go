@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/lib/pq"
 )
@@ -33,11 +34,8 @@ const DefaultSchema = "enginehealth"
 // node with a grade but no record (it shut down cleanly) has its grade,
 // which comes back with it; a name with neither is ErrUnknownNode.
 func Grade(ctx context.Context, db Querier, schema, node string) (string, error) {
-	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
 	var g sql.NullString
-	err := db.QueryRowContext(ctx, `SELECT coalesce(
-			(SELECT grade FROM `+s+`.node_grades WHERE node = $1),
-			(SELECT '`+GradeNormal+`' FROM `+s+`.nodes WHERE name = $1))`, node).Scan(&g)
+	err := db.QueryRowContext(ctx, gradeStatementsOf(schema).grade.sql, node).Scan(&g)
 	if err != nil {
 		return "", fmt.Errorf("read the failover grade of %s: %w", node, err)
 	}
@@ -56,11 +54,7 @@ type Lister interface {
 // every node without a record that is WARNING or ERROR (a clean shutdown
 // keeps the grade), from the sidecar schema ("" for DefaultSchema).
 func Grades(ctx context.Context, db Lister, schema string) (map[string]string, error) {
-	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
-	rows, err := db.QueryContext(ctx, `SELECT n.name, coalesce(g.grade, '`+GradeNormal+`')
-		FROM `+s+`.nodes n LEFT JOIN `+s+`.node_grades g ON g.node = n.name
-		UNION
-		SELECT g.node, g.grade FROM `+s+`.node_grades g WHERE g.grade <> '`+GradeNormal+`'`)
+	rows, err := db.QueryContext(ctx, gradeStatementsOf(schema).grades.sql)
 	if err != nil {
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}
@@ -77,6 +71,30 @@ func Grades(ctx context.Context, db Lister, schema string) (map[string]string, e
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}
 	return out, nil
+}
+
+// gradeSlots fill sql/grade.sql and sql/grades.sql, the statements of
+// Grade and Grades: the sidecar schema's tables, quoted.
+type gradeSlots struct{ Nodes, Grades string }
+
+// gradeStatements: Grade's and Grades' statements for one schema.
+type gradeStatements struct{ grade, grades statement }
+
+// gradeRendered: the gradeStatements of each schema asked for ("" and
+// DefaultSchema apart), rendered once.
+var gradeRendered sync.Map // schema → gradeStatements
+
+// gradeStatementsOf returns the statements of Grade and Grades for
+// schema ("" for DefaultSchema).
+func gradeStatementsOf(schema string) gradeStatements {
+	if st, ok := gradeRendered.Load(schema); ok {
+		return st.(gradeStatements)
+	}
+	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
+	slots := gradeSlots{Nodes: s + ".nodes", Grades: s + ".node_grades"}
+	st := gradeStatements{grade: prepare("grade", slots), grades: prepare("grades", slots)}
+	gradeRendered.Store(schema, st)
+	return st
 }
 
 // Preferred orders candidate nodes for new work by their grades: NORMAL

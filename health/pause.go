@@ -8,9 +8,9 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Pause is the cluster's pause switch (one row of the pause table).
@@ -50,7 +50,7 @@ var (
 // Pauses reads and writes the pause switch of one sidecar schema.
 type Pauses struct {
 	db     *sqlx.DB
-	table  string
+	st     statements
 	events *audit.Log
 }
 
@@ -60,7 +60,7 @@ func NewPauses(db *sqlx.DB, schema string, events *audit.Log) *Pauses {
 	if schema == "" {
 		schema = "enginehealth"
 	}
-	return &Pauses{db: db, table: pq.QuoteIdentifier(schema) + ".pause", events: events}
+	return &Pauses{db: db, st: newStatements(schema), events: events}
 }
 
 // Current returns the pause switch as the database has it now.
@@ -71,7 +71,7 @@ func (p *Pauses) Current(ctx context.Context) (Pause, error) {
 // Read returns the pause switch, read through q.
 func (p *Pauses) Read(ctx context.Context, q sqlx.QueryerContext) (Pause, error) {
 	var s Pause
-	if err := sqlx.GetContext(ctx, q, &s, `SELECT paused, changed_at, actor, reason, term FROM `+p.table); err != nil {
+	if err := p.st.readPause.Get(ctx, q, &s, nil); err != nil {
 		return Pause{}, fmt.Errorf("read pause: %w", err)
 	}
 	return s, nil
@@ -82,7 +82,7 @@ func (p *Pauses) Read(ctx context.Context, q sqlx.QueryerContext) (Pause, error)
 // already.
 func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, by audit.By, reason string) (Pause, error) {
 	var cur Pause
-	if err := tx.GetContext(ctx, &cur, `SELECT paused, changed_at, actor, reason, term FROM `+p.table+` FOR UPDATE`); err != nil {
+	if err := p.st.lockPause.Get(ctx, tx, &cur, nil); err != nil {
 		return Pause{}, fmt.Errorf("read pause: %w", err)
 	}
 	switch {
@@ -92,8 +92,8 @@ func (p *Pauses) set(ctx context.Context, tx *leader.Tx, paused bool, by audit.B
 		return cur, ErrNotPaused
 	}
 	var s Pause
-	if err := tx.GetContext(ctx, &s, `UPDATE `+p.table+` SET paused = $1, changed_at = now(), actor = $2, reason = $3, term = $4
-		RETURNING paused, changed_at, actor, reason, term`, paused, by.Actor, reason, tx.Term); err != nil {
+	args := sqltext.Args{"paused": paused, "actor": by.Actor, "reason": reason, "term": tx.Term}
+	if err := p.st.setPause.Get(ctx, tx, &s, args); err != nil {
 		return Pause{}, fmt.Errorf("write pause: %w", err)
 	}
 	kind := audit.KindResumed

@@ -8,6 +8,6 @@ Parameters (numbered $1, $2, … in the order they first appear):
   actor   the operator
   reason  why
 */ -}}
-UPDATE {{.Nodes}} SET status = 'Recovering', status_changed_at = now(),
+UPDATE {{.Nodes}} AS n SET status = 'Recovering', status_changed_at = now(),
 	status_changed_by = {{arg "actor"}}, status_reason = {{arg "reason"}}
 WHERE name = {{arg "name"}} RETURNING {{.Columns}}

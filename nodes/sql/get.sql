@@ -6,4 +6,4 @@ Parameters (numbered $1, $2, … in the order they first appear):
   name  the node
 */ -}}
 SELECT {{.Columns}}
-FROM {{.Nodes}} WHERE name = {{arg "name"}}
+FROM {{.Nodes}} AS n WHERE name = {{arg "name"}}

@@ -8,5 +8,5 @@ Parameters (numbered $1, $2, … in the order they first appear):
   name         the node
   incarnation  this process's incarnation
 */ -}}
-UPDATE {{.Nodes}} SET last_active = now() WHERE name = {{arg "name"}} AND incarnation = {{arg "incarnation"}}
-RETURNING last_active, status, coalesce((SELECT g.grade FROM {{.Grades}} g WHERE g.node = name), 'NORMAL') AS grade
+UPDATE {{.Nodes}} AS n SET last_active = now() WHERE name = {{arg "name"}} AND incarnation = {{arg "incarnation"}}
+RETURNING last_active, status, coalesce((SELECT g.grade FROM {{.Grades}} g WHERE g.node = n.name), 'NORMAL') AS grade

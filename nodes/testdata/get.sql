@@ -2,10 +2,10 @@
 -- $1 name
 SELECT name, incarnation, previous_incarnation, hostname, status, is_master,
 	last_active, active_since, version, api_address,
-	coalesce((SELECT g.grade FROM "enginehealth".node_grades g WHERE g.node = name), 'NORMAL') AS failover_grade,
-	(SELECT CASE WHEN g.rule <> '' THEN g.changed_at END FROM "enginehealth".node_grades g WHERE g.node = name) AS grade_changed_at,
-	coalesce((SELECT g.workflow || '/' || g.task || '/' || g.instance FROM "enginehealth".node_grades g WHERE g.node = name), '') AS grade_signature,
-	coalesce((SELECT g.reason FROM "enginehealth".node_grades g WHERE g.node = name), '') AS grade_reason,
+	coalesce((SELECT g.grade FROM "enginehealth".node_grades g WHERE g.node = n.name), 'NORMAL') AS failover_grade,
+	(SELECT CASE WHEN g.rule <> '' THEN g.changed_at END FROM "enginehealth".node_grades g WHERE g.node = n.name) AS grade_changed_at,
+	coalesce((SELECT g.workflow || '/' || g.task || '/' || g.instance FROM "enginehealth".node_grades g WHERE g.node = n.name), '') AS grade_signature,
+	coalesce((SELECT g.reason FROM "enginehealth".node_grades g WHERE g.node = n.name), '') AS grade_reason,
 	status_changed_at, status_changed_by, status_reason,
 	extract(epoch FROM now() - last_active)::float8 AS seconds_since_active
-FROM "enginehealth".nodes WHERE name = $1
+FROM "enginehealth".nodes AS n WHERE name = $1

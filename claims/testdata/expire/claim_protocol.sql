@@ -1,4 +1,4 @@
--- expire: the tables of docs/claim-protocol.md
+-- claim_protocol
 -- $1 limit
 -- $2 kind (the Record statement's)
 WITH gone AS (
@@ -18,4 +18,3 @@ WITH gone AS (
 		FROM expired x
 )
 SELECT coalesce(array_agg(inst::text), '{}') FROM gone
-

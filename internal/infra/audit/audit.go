@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -125,9 +126,9 @@ func Str(s string) *string {
 // or many at once through InsertSelect, and read them through List or
 // LatestExpiryNode.
 type Log struct {
-	table  string
-	insert string
-	view   string
+	table string
+	view  string
+	st    statements
 	// log, when set, gets one info line per event written through Write
 	// once its transaction has committed.
 	log *slog.Logger
@@ -142,13 +143,7 @@ func (l *Log) SetLogger(log *slog.Logger) { l.log = log }
 // New returns the event log of the sidecar schema.
 func New(schema string) *Log {
 	t := pq.QuoteIdentifier(schema) + ".events"
-	view := pq.QuoteIdentifier(schema) + ".event_log"
-	return &Log{
-		table: t,
-		insert: `INSERT INTO ` + t + ` (kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via)
-			VALUES (:kind, nullif(:actor, ''), :term, :run_id, :node, :workflow, :instance, :task, :from_state, :to_state, :attempt, :reason, nullif(:via, ''))`,
-		view: view,
-	}
+	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t)}
 }
 
 // Count is a number of events of one kind about one workflow task.
@@ -181,9 +176,7 @@ func (c Count) MarshalJSON() ([]byte, error) {
 // index on at finds them.
 func (l *Log) RunCounts(ctx context.Context, q sqlx.QueryerContext, id int64, from, to time.Time) ([]Count, error) {
 	cs := []Count{}
-	if err := sqlx.SelectContext(ctx, q, &cs, `SELECT workflow, coalesce(task, '') AS task, kind, coalesce(to_state, '') AS to_state, count(*) AS count
-		FROM `+l.table+` WHERE run_id = $1 AND at >= $2 AND at <= $3 AND workflow IS NOT NULL
-		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, id, from, to); err != nil {
+	if err := l.st.runCounts.Select(ctx, q, &cs, sqltext.Args{"run": id, "from": from, "to": to}); err != nil {
 		return nil, fmt.Errorf("count the events of run %d: %w", id, err)
 	}
 	return cs, nil
@@ -202,7 +195,7 @@ func utc(t *time.Time) any {
 // grows, so it counts the events ever written.
 func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
 	var id int64
-	if err := sqlx.GetContext(ctx, q, &id, `SELECT coalesce(max(id), 0) FROM `+l.table); err != nil {
+	if err := l.st.lastID.Get(ctx, q, &id, nil); err != nil {
 		return 0, fmt.Errorf("read the last event id: %w", err)
 	}
 	return id, nil
@@ -221,6 +214,12 @@ type Columns struct {
 // clock as their time: the way to write many events in the statement of
 // the change they record.
 func (l *Log) InsertSelect(c Columns, from string) string {
+	return fragment(insertSelectSQL, l.insertSelectSlots(c, from))
+}
+
+// insertSelectSlots: the columns of c that are set, and their
+// expressions, in the events table's order.
+func (l *Log) insertSelectSlots(c Columns, from string) insertSelectSlots {
 	cols := []struct{ name, expr string }{
 		{"kind", c.Kind}, {"actor", c.Actor}, {"term", c.Term}, {"run_id", c.RunID}, {"node", c.Node},
 		{"workflow", c.Workflow}, {"instance", c.Instance}, {"task", c.Task}, {"from_state", c.FromState},
@@ -233,7 +232,7 @@ func (l *Log) InsertSelect(c Columns, from string) string {
 			exprs = append(exprs, col.expr)
 		}
 	}
-	return `INSERT INTO ` + l.table + ` (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + from
+	return insertSelectSlots{Events: l.table, Columns: strings.Join(names, ", "), Values: strings.Join(exprs, ", "), From: from}
 }
 
 // Table is the events table's quoted name, for statements that write
@@ -244,8 +243,7 @@ func (l *Log) Table() string { return l.table }
 // claim_expired event about instance of workflow (SQL expressions), or
 // NULL. The partial index of expired claims serves it.
 func (l *Log) LatestExpiryNode(workflow, instance string) string {
-	return `(SELECT e.node FROM ` + l.table + ` e WHERE e.kind = ` + pq.QuoteLiteral(KindClaimExpired) +
-		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` ORDER BY e.id DESC LIMIT 1)`
+	return fragment(latestExpirySQL, latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
 }
 
 // ExpiredSince returns an SQL condition, over SQL expressions of a
@@ -254,8 +252,7 @@ func (l *Log) LatestExpiryNode(workflow, instance string) string {
 // claim_expired event says so; the partial index of expired claims finds
 // it).
 func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
-	return `EXISTS (SELECT 1 FROM ` + l.table + ` e WHERE e.kind = ` + pq.QuoteLiteral(KindClaimExpired) +
-		` AND e.workflow = ` + workflow + ` AND e.instance = ` + instance + ` AND e.from_state = ` + state + ` AND e.at > ` + since + `)`
+	return fragment(expiredSinceSQL, expiredSinceSlots{Events: l.table, Workflow: workflow, Instance: instance, State: state, Since: since})
 }
 
 // Write inserts e with the database clock as its time. Pass the transaction
@@ -264,7 +261,7 @@ func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
 // With a logger (SetLogger), the event is logged once tx commits, when tx
 // can say so (a pgdb.Tx or a fenced leader.Tx); otherwise at once.
 func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
-	if _, err := sqlx.NamedExecContext(ctx, tx, l.insert, e); err != nil {
+	if _, err := l.st.write.Exec(ctx, tx, e.args()); err != nil {
 		return fmt.Errorf("write %s event: %w", e.Kind, err)
 	}
 	if l.log == nil {
@@ -279,6 +276,13 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 		logIt()
 	}
 	return nil
+}
+
+// args: e's columns as write's parameters, named as its db tags name them.
+func (e Event) args() sqltext.Args {
+	return sqltext.Args{"kind": e.Kind, "actor": e.Actor, "term": e.Term, "run_id": e.RunID, "node": e.Node,
+		"workflow": e.Workflow, "instance": e.Instance, "task": e.Task, "from_state": e.FromState,
+		"to_state": e.ToState, "attempt": e.Attempt, "reason": e.Reason, "via": e.Via}
 }
 
 // LogAttrs are the event's fields as log attributes, named as in its JSON
@@ -336,6 +340,20 @@ type ListParams struct {
 
 // List returns events in id order.
 func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([]Event, error) {
+	st, err := listSQL.Render(l.listArgs(p))
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	var es []Event
+	if err := sqlx.SelectContext(ctx, db, &es, st.SQL, st.Args...); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return es, nil
+}
+
+// listArgs returns the slots of List's statement (the filters p sets
+// switched on) and its parameters.
+func (l *Log) listArgs(p ListParams) (listSlots, sqltext.Args) {
 	if p.Limit <= 0 {
 		p.Limit = DefaultListLimit
 	}
@@ -343,41 +361,19 @@ func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
-	args := []any{p.AfterID, p.Limit, maxBytes}
-	where := []string{"id > $1"}
-	for _, f := range []struct {
-		cond string
-		v    any
-		set  bool
-	}{
-		{"node = $%d", p.Node, p.Node != ""},
-		{"workflow = $%d", p.Workflow, p.Workflow != ""},
-		{"instance = $%d", p.Instance, p.Instance != ""},
-		{"kind = $%d", p.Kind, p.Kind != ""},
-		{"run_id = $%d", p.RunID, p.RunID != 0},
-		{"at >= $%d", utc(p.Since), p.Since != nil},
-		{"at < $%d", utc(p.Until), p.Until != nil},
-	} {
-		if f.set {
-			args = append(args, f.v)
-			where = append(where, fmt.Sprintf(f.cond, len(args)))
+	args := sqltext.Args{"after_id": p.AfterID, "limit": p.Limit, "max_bytes": maxBytes}
+	slots := listSlots{EventLog: l.view}
+	filter := func(on *bool, set bool, name string, v any) {
+		if *on = set; set {
+			args[name] = v
 		}
 	}
-	q := `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via
-		FROM (SELECT e.*,
-			row_number() OVER w AS n,
-			sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
-				+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
-				+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0) + coalesce(octet_length(via), 0)) OVER w AS text_bytes
-			FROM ` + l.view + ` e
-			WHERE ` + strings.Join(where, " AND ") + `
-			WINDOW w AS (ORDER BY id)
-			ORDER BY id LIMIT $2) page
-		WHERE n = 1 OR text_bytes <= $3
-		ORDER BY id`
-	var es []Event
-	if err := sqlx.SelectContext(ctx, db, &es, q, args...); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return es, nil
+	filter(&slots.Node, p.Node != "", "node", p.Node)
+	filter(&slots.Workflow, p.Workflow != "", "workflow", p.Workflow)
+	filter(&slots.Instance, p.Instance != "", "instance", p.Instance)
+	filter(&slots.Kind, p.Kind != "", "kind", p.Kind)
+	filter(&slots.RunID, p.RunID != 0, "run_id", p.RunID)
+	filter(&slots.Since, p.Since != nil, "since", utc(p.Since))
+	filter(&slots.Until, p.Until != nil, "until", utc(p.Until))
+	return slots, args
 }

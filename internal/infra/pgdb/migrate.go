@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -103,10 +104,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", lockKey(schema)),
 		"CREATE SCHEMA IF NOT EXISTS " + q,
 		"SET LOCAL search_path TO " + q,
-		`CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    integer PRIMARY KEY,
-			name       text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`,
+		createMigrations.SQL,
 	}
 	for _, s := range steps {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
@@ -114,7 +112,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		}
 	}
 	var done []int
-	if err := tx.SelectContext(ctx, &done, "SELECT version FROM schema_migrations ORDER BY version"); err != nil {
+	if err := appliedVersions.Select(ctx, tx, &done, nil); err != nil {
 		return nil, fmt.Errorf("migrate %s: read applied versions: %w", schema, err)
 	}
 	if n := len(done); n > 0 && done[n-1] > ms[len(ms)-1].Version {
@@ -146,7 +144,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return nil, fmt.Errorf("migrate %s: %s: %w", schema, m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+		if _, err := recordMigration.Exec(ctx, tx, sqltext.Args{"version": m.Version, "name": m.Name}); err != nil {
 			return nil, fmt.Errorf("migrate %s: record %s: %w", schema, m.Name, err)
 		}
 		applied = append(applied, m.Version)

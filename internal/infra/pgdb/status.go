@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
@@ -96,18 +97,14 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
 	q := pq.QuoteIdentifier(schema)
+	sts := statusStatementsOf(schema)
 	var tables struct {
 		Migrations bool `db:"migrations"`
 		Nodes      bool `db:"nodes"`
 		Identity   bool `db:"identity"`
 		NodeSchema bool `db:"node_schema"`
 	}
-	if err := tx.GetContext(ctx, &tables, `SELECT
-		to_regclass($1 || '.schema_migrations') IS NOT NULL AS migrations,
-		to_regclass($1 || '.nodes') IS NOT NULL AS nodes,
-		to_regclass($1 || '.cluster_identity') IS NOT NULL AS identity,
-		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1 || '.nodes')
-			AND attname = 'schema_version' AND NOT attisdropped) AS node_schema`, q); err != nil {
+	if err := sts.tables.Get(ctx, tx, &tables, sqltext.Args{"schema": q}); err != nil {
 		return st, fmt.Errorf("migration status of %s: %w", schema, err)
 	}
 	var applied []struct {
@@ -116,7 +113,7 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 		AppliedAt time.Time `db:"applied_at"`
 	}
 	if tables.Migrations {
-		if err := tx.SelectContext(ctx, &applied, "SELECT version, name, applied_at FROM "+q+".schema_migrations ORDER BY version"); err != nil {
+		if err := sts.applied.Select(ctx, tx, &applied, nil); err != nil {
 			return st, fmt.Errorf("migration status of %s: %w", schema, err)
 		}
 	}
@@ -144,17 +141,16 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 		return st, fmt.Errorf("migration status: read the cluster's system_identifier: %w", err)
 	}
 	if tables.Identity {
-		if err := tx.GetContext(ctx, &st.Cluster.RecordedSystemIdentifier, "SELECT system_identifier FROM "+q+".cluster_identity"); err != nil && err != sql.ErrNoRows {
+		if err := sts.recorded.Get(ctx, tx, &st.Cluster.RecordedSystemIdentifier, nil); err != nil && err != sql.ErrNoRows {
 			return st, fmt.Errorf("migration status of %s: %w", schema, err)
 		}
 	}
 	if tables.Nodes {
-		sv := "NULL::integer"
+		nodes := sts.nodes
 		if tables.NodeSchema {
-			sv = "schema_version"
+			nodes = sts.nodesWithVersion
 		}
-		if err := tx.SelectContext(ctx, &st.Nodes, "SELECT name, hostname, status, version, last_active, "+sv+
-			" AS schema_version FROM "+q+".nodes ORDER BY name"); err != nil {
+		if err := nodes.Select(ctx, tx, &st.Nodes, nil); err != nil {
 			return st, fmt.Errorf("migration status of %s: %w", schema, err)
 		}
 	}

@@ -8,9 +8,12 @@ package sqltest
 
 import (
 	"context"
+	"embed"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -188,4 +191,83 @@ func Plans(t *testing.T, db sqlx.QueryerContext, statements map[string]sqltext.P
 			t.Errorf("%s does not plan: %v", name, err)
 		}
 	}
+}
+
+// ByName maps statements loaded from sql/<name>.sql by their names
+// (Name), as Golden and Plans take them.
+func ByName(ps ...sqltext.Prepared) map[string]sqltext.Prepared {
+	m := make(map[string]sqltext.Prepared, len(ps))
+	for _, p := range ps {
+		m[Name(p)] = p
+	}
+	return m
+}
+
+// Fragment is a fragment of a statement (sqltext's Template.Fragment,
+// whose slots held sqltext.Arg marks for the parameters of the statement
+// that holds it) numbered as that statement would number it, named as
+// its file (sql/<name>.sql), for Golden and Plans.
+func Fragment(t *testing.T, name, fragment string) sqltext.Prepared {
+	t.Helper()
+	p, err := sqltext.New("sql/"+name+".sql", "{{.Fragment}}").Prepare(struct{ Fragment string }{fragment})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// headerParam: a parameter numbered by hand in a file's header comment
+// ("  $1  node  the node").
+var headerParam = regexp.MustCompile(`(?m)^\s*\$(\d+)\s+(\w+)`)
+
+// placeholder: a parameter in SQL text.
+var placeholder = regexp.MustCompile(`\$(\d+)`)
+
+// ByHand is sql/<name>.sql of fsys, a template whose parameters are
+// numbered by hand ($1, $2, …) and listed in its header comment in that
+// order ("  $1  node  the node"), rendered with slots as a Prepared whose
+// Names are the header's, then more (the parameters of SQL the slots
+// hold, numbered on from the header's), for Golden and Plans. It fails
+// unless sqltext finds the slots right (a slot the text names that slots
+// lacks, or a field of slots it never names), rendered (the package's
+// own rendering, by text/template) is the same text but for a last
+// newline, the header lists $1…$n in order, and the text uses each
+// parameter named and no other. claims renders its files so: it may not
+// import sqltext (it depends on nothing of the daemon).
+func ByHand(t *testing.T, fsys embed.FS, name string, slots any, rendered string, more ...string) sqltext.Prepared {
+	t.Helper()
+	file := "sql/" + name + ".sql"
+	p, err := sqltext.Load(fsys, file).Prepare(slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimRight(p.SQL, "\n") != strings.TrimRight(rendered, "\n") {
+		t.Fatalf("%s: text/template and sqltext render differently:\n%s\n\n%s", file, rendered, p.SQL)
+	}
+	text, err := fsys.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(string(text), "*/")
+	for i, m := range headerParam.FindAllStringSubmatch(header, -1) {
+		if m[1] != strconv.Itoa(i+1) {
+			t.Fatalf("%s: its header lists $%s where $%d is due", file, m[1], i+1)
+		}
+		p.Names = append(p.Names, m[2])
+	}
+	p.Names = append(p.Names, more...)
+	used := map[string]bool{}
+	for _, m := range placeholder.FindAllStringSubmatch(p.SQL, -1) {
+		used[m[1]] = true
+	}
+	for i := range p.Names {
+		if !used[strconv.Itoa(i+1)] {
+			t.Errorf("%s: $%d (%s) is not used by the text", file, i+1, p.Names[i])
+		}
+		delete(used, strconv.Itoa(i+1))
+	}
+	for n := range used {
+		t.Errorf("%s: the text uses $%s, which is not named", file, n)
+	}
+	return p
 }

@@ -1,0 +1,116 @@
+package audit
+
+import (
+	"flag"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")
+
+// goldenStatements: every statement (and part of one) of the schema
+// enginehealth, by the name of its golden file: those prepared by New;
+// InsertSelect as the master's claim expiry calls it; LatestExpiryNode
+// and ExpiredSince over parameters; List without a filter (list) and
+// with every one (list_filtered).
+func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
+	t.Helper()
+	l := New("enginehealth")
+	gs := sqltest.ByName(l.st.write, l.st.runCounts, l.st.lastID)
+	arg := sqltext.Arg
+	expiry := Columns{Kind: arg("kind"), RunID: arg("run_id"), Node: "x.node", Workflow: arg("workflow"), Instance: "x.instance",
+		FromState: "x.state", Reason: "x.reason"}
+	expired := "(VALUES (" + arg("node") + ", " + arg("instance") + ", " + arg("state") + ", " + arg("reason") + ")) AS x (node, instance, state, reason)"
+	gs["insert_select"] = sqltest.Fragment(t, "insert_select", l.InsertSelect(expiry, expired))
+	gs["latest_expiry_node"] = sqltest.Fragment(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance")))
+	gs["expired_since"] = sqltest.Fragment(t, "expired_since", l.ExpiredSince(arg("workflow"), arg("instance"), arg("state"), arg("since")))
+	for name, p := range listShapes() {
+		slots, _ := l.listArgs(p)
+		gs[name] = listSQL.MustPrepare(slots)
+	}
+	return gs
+}
+
+// listShapes: List's parameters, by the name of the golden file of the
+// shape they give its statement: no filter, and every one.
+func listShapes() map[string]ListParams {
+	at := time.Now()
+	return map[string]ListParams{
+		"list":          {},
+		"list_filtered": {Node: "a", Workflow: "w", Instance: "1", Kind: KindRepair, RunID: 7, Since: &at, Until: &at},
+	}
+}
+
+// literal: a string literal of SQL.
+var literal = regexp.MustCompile(`'((?:[^']|'')*)'`)
+
+// TestStatements: each statement, as it runs for the schema
+// enginehealth, is committed in testdata/<statement>.sql (go test
+// ./internal/infra/audit -run TestStatements -update rewrites them: a
+// change to a statement shows in the diff as the SQL that will run);
+// every file of sql/ is rendered; the kinds the statements spell are the
+// package's; and each plans on real PostgreSQL, over the migrated schema,
+// with parameters of the types the package gives them (the parts of
+// statements inside a SELECT).
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	gs := goldenStatements(t)
+	sqltest.Golden(t, "testdata", gs, *update)
+	sqltest.FilesUsed(t, files, slices.Collect(maps.Keys(gs)))
+	for name, p := range gs {
+		for _, m := range literal.FindAllStringSubmatch(p.SQL, -1) {
+			if m[1] != "" && !slices.Contains(Kinds, m[1]) {
+				t.Errorf("%s: the literal '%s' is none of the package's kinds", name, m[1])
+			}
+		}
+	}
+
+	db := pg.MigratedDB(t)
+	for _, part := range []string{"latest_expiry_node", "expired_since"} {
+		p := gs[part]
+		p.SQL = "SELECT " + p.SQL
+		gs[part] = p
+	}
+	at, run := time.Now(), int64(7)
+	args := map[string]sqltext.Args{
+		"write":      Event{Kind: KindRepair, RunID: &run, Workflow: Str("w"), Instance: Str("1"), Reason: "repaired"}.args(),
+		"run_counts": {"run": int64(7), "from": at, "to": at},
+		"last_id":    nil,
+		"insert_select": {"kind": KindClaimExpired, "run_id": int64(7), "workflow": "w", "node": "a", "instance": "1",
+			"state": "Sending", "reason": "expired"},
+		"latest_expiry_node": {"workflow": "w", "instance": "1"},
+		"expired_since":      {"workflow": "w", "instance": "1", "state": "Sending", "since": at},
+	}
+	for name, p := range listShapes() {
+		_, args[name] = New("enginehealth").listArgs(p)
+	}
+	sqltest.Plans(t, db, gs, args)
+}
+
+// TestWriteNamesEveryColumn: write's parameters are the db tags of an
+// Event, but id and at (the database's), each given by Event.args.
+func TestWriteNamesEveryColumn(t *testing.T) {
+	var tags []string
+	typ := reflect.TypeFor[Event]()
+	for i := range typ.NumField() {
+		if tag := typ.Field(i).Tag.Get("db"); tag != "-" && tag != "id" && tag != "at" {
+			tags = append(tags, tag)
+		}
+	}
+	names := slices.Clone(New("enginehealth").st.write.Names)
+	slices.Sort(tags)
+	slices.Sort(names)
+	if !slices.Equal(tags, names) {
+		t.Fatalf("write names %v, an Event's columns are %v", names, tags)
+	}
+	if _, err := New("enginehealth").st.write.Bind(Event{}.args()); err != nil {
+		t.Fatal(err)
+	}
+}

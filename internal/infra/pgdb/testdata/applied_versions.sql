@@ -1,0 +1,2 @@
+-- applied_versions
+SELECT version FROM schema_migrations ORDER BY version

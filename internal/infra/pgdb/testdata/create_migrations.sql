@@ -1,0 +1,5 @@
+-- create_migrations
+CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    integer PRIMARY KEY,
+	name       text NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now())

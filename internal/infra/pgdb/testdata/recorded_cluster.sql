@@ -1,0 +1,2 @@
+-- recorded_cluster
+SELECT system_identifier FROM "enginehealth".cluster_identity
