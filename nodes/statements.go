@@ -20,7 +20,7 @@ var files embed.FS
 type statements struct {
 	lockRecord, register, restore, get, list, heartbeat, activeReady, promoteRecovering,
 	ackLock, ack, deregisterLock, deregisterKeep, deregister, setMaster, clearMaster,
-	stale, countNodes, markNotResponding, revive, forget sqltext.Prepared
+	stale, countNodes, markNotResponding, revive, forget, fleetKnows sqltext.Prepared
 	// The grader's and ResetGrade's (grade.go).
 	ensureGrade, lockGrade, updateGrade, countErrors, ungraded, markGraded, interruptedOn, noteInterruption,
 	ownInterruptions, setRule, watched, away, endWatch, seeClaimant, quiet, forgive,
@@ -80,6 +80,7 @@ func newStatements(schema string, ackOff bool) statements {
 	st.clearMaster = prepare("clear_master", table{nodes})
 	st.stale = prepare("stale", table{nodes})
 	st.countNodes = prepare("count_nodes", table{nodes})
+	st.fleetKnows = prepare("fleet_knows", table{nodes})
 	st.markNotResponding = prepare("mark_not_responding", table{nodes})
 	st.revive = prepare("revive", table{nodes})
 	st.forget = prepare("forget", table{nodes})

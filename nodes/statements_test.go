@@ -101,6 +101,7 @@ func planArgs() map[string]sqltext.Args {
 		"clear_master":               {"name": "a", "incarnation": inc},
 		"stale":                      {"threshold": 30.0},
 		"count_nodes":                nil,
+		"fleet_knows":                {"version": 17},
 		"mark_not_responding":        {"names": pq.Array([]string{"a", "b"}), "threshold": 30.0, "actor": "m", "reason": "silent"},
 		"revive":                     {"threshold": 30.0, "actor": "m", "reason": "heartbeats resumed"},
 		"forget":                     {"after": 600.0},

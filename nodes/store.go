@@ -464,6 +464,16 @@ func (s *Store) AddressOf(ctx context.Context, name, incarnation string) (string
 	return n.APIAddress, n.Incarnation == incarnation, nil
 }
 
+// FleetKnows reports whether every node record names a binary that knows
+// schema version v or a later one (a record from before migration 15
+// names none): what the master asks before it writes what only such
+// binaries read (expand/contract, docs/operations.md).
+func (s *Store) FleetKnows(ctx context.Context, v int) (bool, error) {
+	var ok bool
+	err := s.sql.fleetKnows.Get(ctx, s.db, &ok, sqltext.Args{"version": v})
+	return ok, err
+}
+
 // List returns every node record by name.
 func (s *Store) List(ctx context.Context) ([]Node, error) {
 	ns := []Node{}

@@ -84,6 +84,13 @@ type cursor struct {
 	at string
 }
 
+// batchMode: how a repair batch runs. skipLocked: it picks with SKIP
+// LOCKED (beside running engines); rowless: an interruption retried at
+// once writes only its event, no attempts row (the whole fleet counts
+// retries from their events: Config.EventRetries); debug: it returns
+// each instance's decision for the debug log.
+type batchMode struct{ skipLocked, rowless, debug bool }
+
 // batchCounts is what one batch did.
 type batchCounts struct {
 	picked                         int
@@ -100,16 +107,20 @@ func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.fa
 // it picks up to BatchSize of them after cursor (unclaimed, in the
 // interim, or failed, state, not waiting for a retry or held; a failed one
 // only if no decision was made on it since the engine last changed it)
-// with their attempts rows, decides each by the task's decision table (steps:
+// with their history (historyJoin: the attempts row, else the retries at
+// once in the events), decides each by the task's decision table (steps:
 // Decide's outcomes; a scheduled retry's delay drawn as Delay draws it),
 // moves the instances (re-asserting the predicate: a row changed since the
-// pick is left alone), writes their attempts rows (a new row, or the one
-// read if its count is unchanged: anything else fails the whole batch),
-// one event each, and counts them in the run.
-func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked bool) (batchCounts, error) {
+// pick is left alone), writes their attempts rows where one is kept (a new
+// row, or the one read if its count is unchanged: anything else fails the
+// whole batch; with m.rowless, an interruption retried at once of an
+// instance without a row writes none), one event each, which carries the
+// attempt, and counts them in the run.
+func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, m batchMode) (batchCounts, error) {
 	var bc batchCounts
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
-	q, err := r.renderBatch(w, t, c, tbl, attr, cur, skipLocked, debug, run)
+	m.debug = debug
+	q, err := r.renderBatch(w, t, c, tbl, attr, cur, m, run)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
@@ -153,8 +164,10 @@ type batchSlots struct {
 	// interruption (the id order).
 	Failure bool
 	// Cursor: a batch after the first; IDs: only the instances whose
-	// claims the run expired; SkipLocked: a pass beside running engines.
-	Cursor, IDs, SkipLocked bool
+	// claims the run expired; SkipLocked: a pass beside running engines;
+	// Rowless: an interruption retried at once gets no attempts row
+	// (batchMode).
+	Cursor, IDs, SkipLocked, Rowless bool
 	// Patterns: non-retryable patterns are matched against the error.
 	Patterns bool
 	// ExpiryNode: the SQL expression of the node whose claim on b
@@ -170,7 +183,7 @@ type batchSlots struct {
 	Sample, WaitSuffix, NodesSuffix, Cause string
 	MaxErrorText                           int
 	// The sidecar's tables, quoted, and the event kinds, as literals.
-	Attempts, Events, Runs                  string
+	Attempts, Events, Runs, Cursors         string
 	KindWait, KindHold, KindRetry, KindFail string
 	NoEvents, Debug, Guard, RaceWindow      bool
 	claims                                  *claims.Table
@@ -187,7 +200,7 @@ func (s batchSlots) Unclaimed(alias string) string {
 
 // renderBatch renders the statement of one repair batch and its
 // parameters.
-func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, skipLocked, debug bool, run int64) (sqltext.Statement, error) {
+func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, m batchMode, run int64) (sqltext.Statement, error) {
 	p := t.Policy(c)
 	patterns := p.NonRetryable
 	if w.ErrorColumn == "" {
@@ -195,19 +208,19 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	}
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
-		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: skipLocked,
+		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		Sample: fmt.Sprintf(sampleSQL, "s"), WaitSuffix: fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause: pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
-		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs,
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs, Cursors: r.cursors,
 		KindWait: pq.QuoteLiteral(audit.KindRetryScheduled), KindHold: pq.QuoteLiteral(audit.KindHeld),
 		KindRetry: pq.QuoteLiteral(audit.KindRepair), KindFail: pq.QuoteLiteral(audit.KindRepair),
-		NoEvents: r.noEvents, Debug: debug,
+		NoEvents: r.noEvents, Debug: m.debug,
 		Guard: !faultinject.Off(faultinject.AttemptGuard), RaceWindow: faultinject.Off(faultinject.RaceWindow),
 		claims: tbl,
 	}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w); err != nil {
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w)); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
@@ -252,14 +265,23 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 // (sql/history_join.sql), a fragment of the statements that read both.
 var historyJoinSQL = load("history_join")
 
-// historyJoin joins to the instance row b (of the statement's workflow
-// and task parameters) its attempts row as a: tid, attempt, nodes, state,
-// since, stamp, and again, whether a parked row's instance ran again
-// since (the SQL condition again, from againSQL).
-func (r *Repairer) historyJoin(again string, w Workflow) (string, error) {
-	f, err := historyJoinSQL.Fragment(struct{ Again, Attempts, ID string }{again, r.attempts, claims.Ident(w.IDColumn)})
+// historyJoin joins to the instance whose id as text is the SQL
+// expression instance (of the statement's workflow and task parameters)
+// its history as a: its attempts row (tid, attempt, nodes, state, since,
+// stamp, and again, whether a parked row's instance ran again since: the
+// SQL condition again, from againSQL), or, without one, what the events
+// of its retries at once in the current case say (tid NULL, state
+// retried).
+func (r *Repairer) historyJoin(again, instance string) (string, error) {
+	f, err := historyJoinSQL.Fragment(struct{ Again, Attempts, Events, Instance, KindRepair, KindSucceeded string }{
+		again, r.attempts, r.cfg.Events.Table(), instance,
+		pq.QuoteLiteral(audit.KindRepair), pq.QuoteLiteral(audit.KindRetrySucceeded)})
 	return strings.TrimRight(f, "\n"), err
 }
+
+// instanceOf is the id of the workflow's instance row b as text, as the
+// attempts rows and events hold it.
+func instanceOf(w Workflow) string { return "b." + claims.Ident(w.IDColumn) + "::text" }
 
 const (
 	// retriesCountedSQL: the retries an instance's attempts row a

@@ -86,8 +86,10 @@ func benchRepair(b *testing.B, batch int) {
 	cfg := Config{DB: db, Fence: leader.NewFence(db, "enginehealth", events), Events: events, Schema: "enginehealth",
 		Workflows: []Workflow{wf}, BatchSize: batch, Log: leadertest.Quiet}
 	// rep: the atomic task's default policy (retry at once, up to 10
-	// times), so every instance gets an attempts row; none: the same task
-	// under strategy none (no attempts row; what the policies cost).
+	// times): each repair writes its event, which holds the attempt, and
+	// no attempts row; none: the same task under strategy none (an event
+	// without an attempt); park: a policy that parks every instance (an
+	// attempts row and an event each).
 	rep, silent := New(cfg), New(cfg)
 	silent.noEvents = true
 	noneCfg := cfg
@@ -110,7 +112,9 @@ func benchRepair(b *testing.B, batch int) {
 	reset := func() {
 		b.Helper()
 		db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
-		db.MustExec(`TRUNCATE enginehealth.attempts`)
+		// Every repair a first interruption: no attempts row, no event
+		// of an earlier retry at once.
+		db.MustExec(`TRUNCATE enginehealth.attempts, enginehealth.events`)
 		db.MustExec(`VACUUM ANALYZE app.orders`)
 		db.MustExec(`CHECKPOINT`)
 	}
@@ -142,7 +146,6 @@ func benchRepair(b *testing.B, batch int) {
 	floorProbing = func(probe string, history string, writes ...string) time.Duration {
 		b.Helper()
 		reset()
-		db.MustExec(`TRUNCATE enginehealth.events`)
 		if history != "" {
 			// Before the clock starts, a history of 100k events: a retry
 			// of an earlier case of every instance (history "own"), or
@@ -285,7 +288,7 @@ func batchSplit(b *testing.B, db *sqlx.DB, r *Repairer, wf Workflow, run int64) 
 	db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
 	db.MustExec(`TRUNCATE enginehealth.attempts`)
 	db.MustExec(`VACUUM ANALYZE app.orders`)
-	st, err := r.renderBatch(wf, r.cfg.Workflows[0].Tasks[0], CauseInterrupt, wf.Claims, attribution{}, cursor{}, false, false, run)
+	st, err := r.renderBatch(wf, r.cfg.Workflows[0].Tasks[0], CauseInterrupt, wf.Claims, attribution{}, cursor{}, batchMode{rowless: true}, run)
 	if err != nil {
 		b.Fatal(err)
 	}

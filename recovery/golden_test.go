@@ -25,8 +25,7 @@ type goldenBatch struct {
 	c           Cause
 	attr        attribution
 	cur         cursor
-	skipLocked  bool
-	debug       bool
+	mode        batchMode
 }
 
 // goldenWorkflows: invoices, claimable, with error and updated columns
@@ -50,16 +49,16 @@ func goldenWorkflows() (invoices, reports Workflow) {
 func goldenBatches() []goldenBatch {
 	invoices, reports := goldenWorkflows()
 	return []goldenBatch{
-		{name: "interrupt_first", about: "the first batch of a claimable task's interruptions, with non-retryable patterns",
-			w: invoices, c: CauseInterrupt},
+		{name: "interrupt_first", about: "the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events",
+			w: invoices, c: CauseInterrupt, mode: batchMode{rowless: true}},
 		{name: "interrupt_attributed", about: "a later batch of the instances whose claims the run expired, attributed to their nodes, beside running engines, with the debug log on",
-			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{id: "2", ids: []string{"1", "2", "3"}}, skipLocked: true, debug: true},
+			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{id: "2", ids: []string{"1", "2", "3"}}, mode: batchMode{skipLocked: true, debug: true}},
 		{name: "failure_first", about: "the first batch of a task's failed instances, from the watermark",
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00"}},
 		{name: "failure_cursor", about: "a later batch of failed instances, after the last (updated, id) picked",
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00", id: "17"}},
-		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column",
-			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}},
+		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events",
+			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true}},
 	}
 }
 
@@ -126,7 +125,7 @@ func goldens(t *testing.T) []sqltest.Shape {
 			// The pick, through the index on the status column.
 			[]string{table + "_" + g.w.StatusColumn + "_"},
 			func() (sqltext.Statement, error) {
-				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.skipLocked, g.debug, 42)
+				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.mode, 42)
 			})
 	}
 	invoices, reports := goldenWorkflows()
@@ -143,6 +142,22 @@ func goldens(t *testing.T) []sqltest.Shape {
 			[]string{"attempts_retried_idx", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
 			func() (sqltext.Statement, error) {
 				return r.renderSettleBatch(g.w, g.w.Tasks[0], "bigint", g.after, 42)
+			})
+	}
+	for _, g := range []struct {
+		name, about string
+		w           Workflow
+		after       int64
+	}{
+		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, 0},
+		{"reports", "a later batch of a task without claims or an on_failure policy", reports, 17},
+	} {
+		gs.add("settle_events", g.name, g.about,
+			// The events in id order, the instances through the
+			// primary key.
+			[]string{"events_pkey", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
+			func() (sqltext.Statement, error) {
+				return r.renderSettleEvents(g.w, g.w.Tasks[0], "bigint", g.after, 1000, 42)
 			})
 	}
 	for _, g := range []struct {
@@ -255,7 +270,9 @@ func ownStatements(gs *shapes, st statements) {
 	gs.prepared(st.lockAttempt, key, sqltest.Shape{Indexes: []string{"attempts_pkey"}})
 	retry := sqltext.Args{"cause": CauseInterrupt, "left_in": "Sending", "reason": "manual retry 1 by an operator (not counted against max_attempts)"}
 	maps.Copy(retry, key)
-	gs.prepared(st.insertRetry, retry, sqltest.Shape{})
+	insert := maps.Clone(retry)
+	insert["attempt"], insert["nodes"] = 2, pq.StringArray{"node-a"}
+	gs.prepared(st.insertRetry, insert, sqltest.Shape{})
 	retry = maps.Clone(retry)
 	retry["attempt"], retry["manual"], retry["state"] = 2, 0, AttemptHeld
 	// Through an index (the planner picks the state's partial index for a
@@ -266,6 +283,13 @@ func ownStatements(gs *shapes, st statements) {
 	gs.prepared(st.retriedExist, task, sqltest.Shape{Indexes: []string{"attempts_retried_idx"}})
 	gs.prepared(st.heldExist, task, sqltest.Shape{Name: "held", About: "whether a task has holds", Indexes: []string{"attempts_held_idx"}})
 	gs.prepared(st.waitingExist, task, sqltest.Shape{Name: "waiting", About: "whether a task has waiting retries"})
+	// A row per task, read whole; the newest event, through the primary
+	// key.
+	gs.prepared(st.settleCursor, sqltext.Args{"workflows": pq.Array([]string{"invoices"}), "tasks": pq.Array([]string{"send"})},
+		sqltest.Shape{Scans: []string{"settle_cursors"}, Indexes: []string{"events_pkey"}})
+	gs.prepared(st.moveSettleCursor, sqltext.Args{"after": 17, "workflow": "invoices", "task": "send"},
+		sqltest.Shape{Indexes: []string{"settle_cursors_pkey"}})
+	gs.prepared(st.instanceCases, sqltext.Args{"workflow": "invoices", "instance": "17"}, sqltest.Shape{Indexes: []string{"events_instance_", "attempts_pkey"}})
 
 	// Failure marks.
 	gs.prepared(st.insertMark, task, sqltest.Shape{})
@@ -312,8 +336,10 @@ func engineStatements(gs *shapes, r *Repairer) {
 		// Through the index on (status, updated).
 		sqltest.Shape{Indexes: []string{"invoices_status_updated_at_"}})
 	gs.rendered(retryStatsSQL, r.statsSlots(invoices, "bigint"),
-		sqltext.Args{"workflow": "invoices", "task": "send", "ends": pq.Array([]string{"Sent"})},
-		sqltest.Shape{Indexes: []string{"attempts_pkey", "invoices_pkey"}})
+		sqltext.Args{"workflow": "invoices", "task": "send", "ends": pq.Array([]string{"Sent"}), "after": 17},
+		// The events after the cursor through their primary key, each
+		// instance's later ones through the index on instance.
+		sqltest.Shape{Indexes: []string{"attempts_pkey", "invoices_pkey", "events_pkey", "events_instance_"}})
 }
 
 // TestGoldenStatements: each shape of each statement, as it runs, is

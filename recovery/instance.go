@@ -89,6 +89,14 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 	if err := r.st.instanceAttempts.Select(ctx, r.cfg.DB, &v.Attempts, sqltext.Args{"workflow": ref.Workflow, "instance": ref.Instance}); err != nil {
 		return v, fmt.Errorf("read attempts of %s: %w", ref, err)
 	}
+	cases, err := eventCases(ctx, r.cfg.DB, r.st, ref.Workflow, ref.Instance)
+	if err != nil {
+		return v, fmt.Errorf("read attempts of %s: %w", ref, err)
+	}
+	if len(cases) > 0 {
+		v.Attempts = append(v.Attempts, cases...)
+		slices.SortFunc(v.Attempts, func(a, b AttemptView) int { return cmp.Compare(a.Task, b.Task) })
+	}
 	limit = cmp.Or(limit, DefaultInstanceEvents)
 	v.Events, err = r.cfg.Events.List(ctx, r.cfg.DB, audit.ListParams{Workflow: ref.Workflow, Instance: ref.Instance, Limit: limit + 1})
 	if err != nil {
@@ -104,6 +112,60 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 		return v, fmt.Errorf("%w: workflow %s has no instance %q and nothing was recorded about one", ErrNoInstance, w.Name, ref.Instance)
 	}
 	return v, nil
+}
+
+// caseEvent is one event of an instance's retries at once
+// (sql/instance_cases.sql).
+type caseEvent struct {
+	Task      string    `db:"task"`
+	Kind      string    `db:"kind"`
+	Attempt   int       `db:"attempt"`
+	Node      *string   `db:"node"`
+	At        time.Time `db:"at"`
+	Reason    string    `db:"reason"`
+	FromState string    `db:"from_state"`
+}
+
+// eventCases returns, for each task where instance has no attempts row
+// but retries at once (which write none), what a row would say of its
+// case: the retries made (the case's last), the nodes it was interrupted
+// on, in order, each once, and its state: retried while its outcome is
+// open, else as settled (succeeded, failed, cancelled). A retry after a
+// success starts a new case.
+func eventCases(ctx context.Context, q sqlx.QueryerContext, st statements, workflow, instance string) ([]AttemptView, error) {
+	var evs []caseEvent
+	if err := st.instanceCases.Select(ctx, q, &evs, sqltext.Args{"workflow": workflow, "instance": instance}); err != nil {
+		return nil, err
+	}
+	var out []AttemptView
+	at := map[string]int{} // task → index in out
+	for _, e := range evs {
+		i, ok := at[e.Task]
+		if !ok {
+			i = len(out)
+			at[e.Task] = i
+			out = append(out, AttemptView{Task: e.Task, Cause: CauseInterrupt, Nodes: pq.StringArray{}})
+		}
+		v := &out[i]
+		if e.Kind != audit.KindRepair { // a settle event: the case's outcome
+			v.State = map[string]string{audit.KindRetrySucceeded: AttemptSucceeded, audit.KindRetryFailed: AttemptFailed,
+				audit.KindRetryCancelled: AttemptCancelled}[e.Kind]
+			v.Since, v.LastReason = e.At, e.Reason
+			continue
+		}
+		if v.State == AttemptSucceeded { // a new case
+			*v = AttemptView{Task: e.Task, Cause: CauseInterrupt, Nodes: pq.StringArray{}}
+		}
+		at := e.At
+		v.AttemptCount, v.State, v.LeftIn, v.Since, v.LastAttemptTime, v.LastReason = e.Attempt, AttemptRetried, e.FromState, e.At, &at, e.Reason
+		if e.Node != nil {
+			v.LastNode = e.Node
+			if !slices.Contains(v.Nodes, *e.Node) {
+				v.Nodes = append(v.Nodes, *e.Node)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Whereabouts is where an instance is now, for the master's watch of the

@@ -480,6 +480,20 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		if cur.State == t.Interim {
 			cause = CauseInterrupt
 		}
+		// Without a row, the retries at once of its case (their events)
+		// are its count, which the row takes on.
+		nodes := pq.StringArray{}
+		if a == nil {
+			cases, err := eventCases(ctx, tx, r.st, w.Name, m.Instance)
+			if err != nil {
+				return fmt.Errorf("read attempts: %w", err)
+			}
+			for _, c := range cases {
+				if c.Task == t.Name && c.State != AttemptSucceeded {
+					attempt, nodes = c.AttemptCount, c.Nodes
+				}
+			}
+		}
 		if a != nil {
 			attempt, manual = a.Attempt, a.Manual+1
 			switch a.State {
@@ -511,6 +525,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		var wrote sql.Result
 		write := sqltext.Args{"workflow": w.Name, "instance": m.Instance, "task": t.Name, "cause": cause, "left_in": cur.State, "reason": reason}
 		if a == nil {
+			write["attempt"], write["nodes"] = attempt, nodes
 			wrote, err = r.st.insertRetry.Exec(ctx, tx, write)
 		} else {
 			write["attempt"], write["manual"], write["state"] = a.Attempt, a.Manual, a.State

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
@@ -27,14 +28,31 @@ type attemptRow struct {
 	LastNode *string `db:"last_node"`
 }
 
+// attemptOf returns the attempts row of instance id in task, or, when it
+// has none, what the events of its retries at once say (eventCases).
 func attemptOf(t *testing.T, db *sqlx.DB, wf, id, task string) attemptRow {
 	t.Helper()
 	var a attemptRow
-	if err := db.Get(&a, `SELECT attempt, manual, state, left_in, array_to_string(nodes, ',') AS nodes, last_reason, last_node,
+	err := db.Get(&a, `SELECT attempt, manual, state, left_in, array_to_string(nodes, ',') AS nodes, last_reason, last_node,
 			(extract(epoch FROM next_attempt_at - since) * 1000)::bigint AS delay_ms
-		FROM enginehealth.attempts WHERE workflow = $1 AND instance = $2 AND task = $3`, wf, id, task); err != nil {
-		t.Fatalf("attempts row of %s/%s %s: %v", wf, id, task, err)
+		FROM enginehealth.attempts WHERE workflow = $1 AND instance = $2 AND task = $3`, wf, id, task)
+	if !errors.Is(err, sql.ErrNoRows) {
+		if err != nil {
+			t.Fatalf("attempts row of %s/%s %s: %v", wf, id, task, err)
+		}
+		return a
 	}
+	cases, err := eventCases(context.Background(), db, newStatements("enginehealth"), wf, id)
+	if err != nil {
+		t.Fatalf("retries at once of %s/%s %s: %v", wf, id, task, err)
+	}
+	for _, c := range cases {
+		if c.Task == task {
+			return attemptRow{Attempt: c.AttemptCount, Manual: c.Manual, State: c.State, LeftIn: c.LeftIn,
+				Nodes: strings.Join(c.Nodes, ","), Reason: c.LastReason, LastNode: c.LastNode}
+		}
+	}
+	t.Fatalf("%s/%s %s: no attempts row, no retry at once", wf, id, task)
 	return a
 }
 

@@ -74,7 +74,16 @@ type Config struct {
 	Workflows []Workflow
 	BatchSize int
 	Log       *slog.Logger
+	// EventRetries reports whether every node of the fleet runs a
+	// release that counts an instance's retries at once from their
+	// events (schema version 17 and later): only then does a retry at
+	// once of an interruption go without its attempts row. Nil: it does.
+	EventRetries func(ctx context.Context) (bool, error)
 }
+
+// EventRetriesSchema: the first schema version whose releases count
+// retries at once from their events (Config.EventRetries).
+const EventRetriesSchema = 17
 
 // Repairer runs repair passes.
 type Repairer struct {
@@ -83,13 +92,16 @@ type Repairer struct {
 	st statements
 	// runs, attempts, intr (interruptions, nodes' failover grades): the
 	// sidecar's tables, quoted, for the statements rendered at each use.
-	runs, attempts, intr string
-	log                  *slog.Logger
+	runs, attempts, intr, cursors string
+	log                           *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
 	// lockWait, when set, replaces the constant (tests).
 	lockWait time.Duration
+	// caseHorizon: how long settleEvents follows a case of retries at
+	// once in the events (eventCaseHorizon; tests shorten it).
+	caseHorizon time.Duration
 	// unended: runs of this process whose end could not be written (the
 	// database failed then), ended again before the next run begins, as
 	// long as their term holds office; a later master closes them
@@ -99,6 +111,12 @@ type Repairer struct {
 	// parkedAt: where each task's next look at its parked rows starts
 	// (settleParked), by workflow, task and state.
 	parkedAt map[string]parkedCursor
+	// eventsMu: repair batches hold it shared while their transaction
+	// runs, the settle pass of retries at once (settleEvents) holds it
+	// whole, so that no repair's events are uncommitted below an id the
+	// pass goes past (a master's runs are its process's; an earlier
+	// master's transactions ended before this term was recorded).
+	eventsMu sync.RWMutex
 }
 
 // New returns a repairer.
@@ -112,8 +130,26 @@ func New(cfg Config) *Repairer {
 		runs:     pq.QuoteIdentifier(cfg.Schema) + ".runs",
 		attempts: pq.QuoteIdentifier(cfg.Schema) + ".attempts",
 		intr:     pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
+		cursors:  pq.QuoteIdentifier(cfg.Schema) + ".settle_cursors",
 		log:      cfg.Log.With("component", "recovery"),
+
+		caseHorizon: eventCaseHorizon,
 	}
+}
+
+// eventRetries reports whether retries at once may go without their
+// attempts rows (Config.EventRetries); when the fleet's versions cannot
+// be read, they are written, as every release reads them.
+func (r *Repairer) eventRetries(ctx context.Context) bool {
+	if r.cfg.EventRetries == nil {
+		return true
+	}
+	ok, err := r.cfg.EventRetries(ctx)
+	if err != nil {
+		r.log.WarnContext(ctx, "the fleet's schema versions are unknown: retries at once write their attempts rows", slog.Any("err", err))
+		return false
+	}
+	return ok
 }
 
 // TaskResult counts the repairs of one task.
@@ -395,7 +431,7 @@ func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []stri
 	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
 		Decidable: decidableSQL, Unclaimed: "TRUE"}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), w); err != nil {
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w)); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
@@ -440,8 +476,10 @@ func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWa
 func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, start cursor, tr *TaskResult) (bool, error) {
 	skipLocked := false
 	cur := start
+	rowless := r.eventRetries(ctx)
 	for {
 		var bc batchCounts
+		r.eventsMu.RLock()
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			if !skipLocked {
 				if _, err := r.st.lockTimeout.Exec(ctx, tx, sqltext.Args{"ms": strconv.FormatInt(r.lockWaitOf().Milliseconds(), 10)}); err != nil {
@@ -449,9 +487,10 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, 
 				}
 			}
 			var err error
-			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, skipLocked)
+			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, batchMode{skipLocked: skipLocked, rowless: rowless})
 			return err
 		})
+		r.eventsMu.RUnlock()
 		if !skipLocked && pgdb.IsLockTimeout(err) {
 			r.log.InfoContext(ctx, "a row to repair is locked: picking with SKIP LOCKED", "workflow", w.Name, "task", t.Name, "run", run)
 			skipLocked = true

@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -44,10 +45,15 @@ type SettleCounts struct {
 // an end state or is gone (closeParked).
 func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, sweep bool) ([]SettleCounts, error) {
 	var out []SettleCounts
+	byEvents, err := r.settleEvents(ctx, o, run)
+	if err != nil {
+		return out, err
+	}
 	for _, w := range r.cfg.Workflows {
 		var idType string
 		for _, t := range w.Tasks {
-			sc := SettleCounts{Workflow: w.Name, Task: t.Name}
+			sc := byEvents[[2]string{w.Name, t.Name}]
+			sc.Workflow, sc.Task = w.Name, t.Name
 			var err error
 			if sc.HoldsCancelled, err = r.closeParked(ctx, o, run, w, t, &idType, sweep); err != nil {
 				return out, fmt.Errorf("close parked rows of %s.%s: %w", w.Name, t.Name, err)
@@ -57,7 +63,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 				return out, fmt.Errorf("settle %s.%s: %w", w.Name, t.Name, err)
 			}
 			if !some {
-				if sc.HoldsCancelled > 0 {
+				if sc.Succeeded+sc.Failed+sc.Cancelled+sc.HoldsCancelled > 0 {
 					out = append(out, sc)
 				}
 				continue
@@ -85,6 +91,166 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 		}
 	}
 	return out, nil
+}
+
+// eventCaseHorizon: how long settleEvents follows a case of retries at
+// once in the events; one still running then is followed in an attempts
+// row (settle_batch), so that the pass's cursor goes on past it.
+const eventCaseHorizon = 15 * time.Minute
+
+// settleEvents settles the retries at once that wrote no attempts row
+// (their event holds the attempt), for every configured task with a
+// settle cursor (a repair writes it with the task's first such retry),
+// from the events after it up to the newest now: a case whose outcome is
+// known is closed with one event (retry_succeeded, as a retried row's; a
+// later case of the task counts from 0), retry_failed or retry_cancelled,
+// and gets its attempts row in that state; one still running past the
+// horizon gets its row in state retried. The task's cursor then moves up
+// to the first case left open. It holds eventsMu whole, so that no repair
+// batch of this process has events uncommitted below the newest it reads
+// (an earlier master's ended before this term was recorded). A task not
+// configured keeps its cursor until it is again. It returns the cases
+// closed by task.
+func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64) (map[[2]string]SettleCounts, error) {
+	r.eventsMu.Lock()
+	defer r.eventsMu.Unlock()
+	cursors, err := r.settleCursors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[[2]string]SettleCounts{}
+	for _, w := range r.cfg.Workflows {
+		var idType string
+		for _, t := range w.Tasks {
+			c, ok := cursors[[2]string{w.Name, t.Name}]
+			if !ok || c.Upto <= c.After {
+				continue
+			}
+			var sc SettleCounts
+			stop := c.Upto // where the cursor goes: before the first case left open
+			after := c.After
+			for {
+				b, err := r.settleEventsBatch(ctx, o, run, w, t, &idType, after, c.Upto)
+				if err != nil {
+					return out, fmt.Errorf("settle the retries at once of %s.%s: %w", w.Name, t.Name, err)
+				}
+				sc.Succeeded += b.succeeded
+				sc.Failed += b.failed
+				sc.Cancelled += b.cancelled
+				if b.open != nil {
+					stop = min(stop, *b.open-1)
+				}
+				if b.looked < r.cfg.BatchSize {
+					break
+				}
+				after = b.last
+			}
+			if stop > c.After {
+				err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+					_, err := r.st.moveSettleCursor.Exec(ctx, tx, sqltext.Args{"after": stop, "workflow": w.Name, "task": t.Name})
+					return err
+				})
+				if err != nil {
+					return out, fmt.Errorf("move the settle cursor of %s.%s: %w", w.Name, t.Name, err)
+				}
+			}
+			if sc.Succeeded+sc.Failed+sc.Cancelled > 0 {
+				out[[2]string{w.Name, t.Name}] = sc
+			}
+		}
+	}
+	return out, nil
+}
+
+// settleCursor is a task's settle cursor and the newest event now.
+type settleCursor struct {
+	Workflow string `db:"workflow"`
+	Task     string `db:"task"`
+	After    int64  `db:"after_id"`
+	Upto     int64  `db:"upto"`
+}
+
+// settleCursors reads the settle cursors of the configured tasks that
+// have one, by workflow and task.
+func (r *Repairer) settleCursors(ctx context.Context) (map[[2]string]settleCursor, error) {
+	var wfs, tasks []string
+	for _, w := range r.cfg.Workflows {
+		for _, t := range w.Tasks {
+			wfs, tasks = append(wfs, w.Name), append(tasks, t.Name)
+		}
+	}
+	var rows []settleCursor
+	if err := r.st.settleCursor.Select(ctx, r.cfg.DB, &rows, sqltext.Args{"workflows": pq.Array(wfs), "tasks": pq.Array(tasks)}); err != nil {
+		return nil, fmt.Errorf("read the settle cursors: %w", err)
+	}
+	out := map[[2]string]settleCursor{}
+	for _, c := range rows {
+		out[[2]string{c.Workflow, c.Task}] = c
+	}
+	return out, nil
+}
+
+// eventsBatch is what one settle_events batch did.
+type eventsBatch struct {
+	looked                       int
+	last                         int64
+	open                         *int64
+	succeeded, failed, cancelled int64
+}
+
+// settleEventsBatch runs one batch of settle_events for task t after
+// event after, in a fenced transaction. A row written meanwhile by
+// someone else (an operator's retry) fails it: the next pass sees the
+// row.
+func (r *Repairer) settleEventsBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, after, upto int64) (eventsBatch, error) {
+	var b eventsBatch
+	if *idType == "" {
+		var err error
+		if *idType, err = r.idType(ctx, w); err != nil {
+			return b, err
+		}
+	}
+	q, err := r.renderSettleEvents(w, t, *idType, after, upto, run)
+	if err != nil {
+		return b, err
+	}
+	err = r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+		var want, wrote int64
+		if err := tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&b.looked, &b.last, &b.open, &b.succeeded, &b.failed, &b.cancelled, &want, &wrote); err != nil {
+			return err
+		}
+		if want != wrote {
+			return fmt.Errorf("%w: %d attempts rows written while the batch ran", ErrConflict, want-wrote)
+		}
+		return nil
+	})
+	return b, err
+}
+
+// settleEventsSQL: the statement of a batch of settleEvents
+// (sql/settle_events.sql).
+var settleEventsSQL = load("settle_events")
+
+// eventsSlots fill settleEventsSQL.
+type eventsSlots struct {
+	settleSlots
+	// KindRepair: the repair event's kind, as a literal; HistoryJoin:
+	// the history of the case's instance o.instance (historyJoin), for
+	// its row.
+	KindRepair, HistoryJoin string
+}
+
+// renderSettleEvents renders the statement of one settleEvents batch and
+// its parameters.
+func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, upto, run int64) (sqltext.Statement, error) {
+	hj, err := r.historyJoin("false", "o.instance")
+	if err != nil {
+		return sqltext.Statement{}, err
+	}
+	sl := eventsSlots{settleSlots: r.settleSlots(w, t, idType), KindRepair: pq.QuoteLiteral(audit.KindRepair), HistoryJoin: hj}
+	return settleEventsSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "upto": upto,
+		"batch_size": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
+		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()})
 }
 
 // settleBatch settles up to BatchSize retried rows of task t after the
@@ -129,15 +295,19 @@ type settleSlots struct {
 // renderSettleBatch renders the statement of one settle batch and its
 // parameters.
 func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType, after string, run int64) (sqltext.Statement, error) {
-	sl := settleSlots{
+	return settleBatchSQL.Render(r.settleSlots(w, t, idType), sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "batch_size": r.cfg.BatchSize,
+		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run})
+}
+
+// settleSlots: the slots settle_batch and settle_events share.
+func (r *Repairer) settleSlots(w Workflow, t Task, idType string) settleSlots {
+	return settleSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
 		FailurePolicy: t.FailurePolicy().Strategy != StrategyNone,
 		Attempts:      r.attempts, Events: r.cfg.Events.Table(),
 		KindSucceeded: pq.QuoteLiteral(audit.KindRetrySucceeded), KindFailed: pq.QuoteLiteral(audit.KindRetryFailed),
 		KindCancelled: pq.QuoteLiteral(audit.KindRetryCancelled),
 	}
-	return settleBatchSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "batch_size": r.cfg.BatchSize,
-		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run})
 }
 
 // parkedCursor is where the next look at a task's parked rows of one

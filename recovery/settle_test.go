@@ -2,8 +2,13 @@ package recovery
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // TestSettle: the check closes the attempts rows of retries whose outcome
@@ -71,5 +76,212 @@ func TestSettle(t *testing.T) {
 	}
 	if a := attemptOf(t, f.db, "orders", "2", "ship"); a.State != AttemptRetried {
 		t.Fatalf("instance 2 under on_failure: %+v", a)
+	}
+}
+
+// TestRetriesAtOnceWriteOnlyTheirEvents: an interruption retried at once
+// writes its event and no attempts row; the event holds the attempt, and
+// the next interruption counts from it (retry 2, then exhausted after
+// max_attempts with every node it was interrupted on, which writes the
+// row). While a node of the fleet runs a release that counts retries from
+// the attempts rows only, a retry at once writes its row as before.
+func TestRetriesAtOnceWriteOnlyTheirEvents(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2, Backoff: Backoff{Kind: BackoffFixed}})
+	interrupt := func(node string) {
+		f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+		f.db.MustExec(`DELETE FROM app.orders_claim WHERE instance_id = 1`)
+		f.db.MustExec(`INSERT INTO app.orders_claim VALUES (1, $1, 't', now() - interval '1h', now() - interval '1s')`, node)
+	}
+	rows := func() int {
+		var n int
+		f.db.Get(&n, `SELECT count(*) FROM enginehealth.attempts`)
+		return n
+	}
+	for k, node := range []string{"n1", "n2"} {
+		interrupt(node)
+		if res := f.check(); res.Tasks[0].Retried != 1 {
+			t.Fatalf("interruption %d: %+v, want retried", k+1, res.Tasks[0])
+		}
+		if n := rows(); n != 0 {
+			t.Fatalf("interruption %d: %d attempts rows, want none", k+1, n)
+		}
+		if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != k+1 {
+			t.Fatalf("interruption %d: %+v, want retry %d", k+1, a, k+1)
+		}
+	}
+	interrupt("n1")
+	if res := f.check(); res.Tasks[0].Exhausted != 1 {
+		t.Fatalf("third interruption: %+v, want exhausted", res.Tasks[0])
+	}
+	a := attemptOf(t, f.db, "orders", "1", "ship")
+	if rows() != 1 || a.State != AttemptExhausted || a.Attempt != 2 || a.Nodes != "n1,n2" ||
+		!strings.HasSuffix(a.Reason, "exhausted after 2 retries; interrupted on n1, n2") {
+		t.Fatalf("exhausted: %+v (%d rows), want its row after 2 retries, on n1, n2", a, rows())
+	}
+	var attempts []string
+	if err := f.db.Select(&attempts, `SELECT coalesce(attempt::text, '-') FROM enginehealth.events
+		WHERE kind = 'instance_repaired' AND instance = '1' ORDER BY id`); err != nil || strings.Join(attempts, " ") != "1 2 2" {
+		t.Fatalf("repair events' attempts: %v (%v), want 1 2 2", attempts, err)
+	}
+
+	// A fleet not all on this release: the row is written.
+	f.r.cfg.EventRetries = func(context.Context) (bool, error) { return false, nil }
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 2`)
+	f.check()
+	if a := attemptOf(t, f.db, "orders", "2", "ship"); rows() != 2 || a.State != AttemptRetried || a.Attempt != 1 {
+		t.Fatalf("mixed fleet: %+v (%d rows), want a retried row", a, rows())
+	}
+}
+
+// TestSettleEventsCursor: a task's settle cursor of retries at once is
+// written by its first repair that writes one, just before it; the settle
+// pass moves it up to the first case left open, and past it once it is
+// closed. A closed case gets its attempts row in its final state (the
+// statistics and the next case read it there); a case still running
+// after the horizon gets its row in state retried (since its retry: the
+// failure path decides a failure stamped after it), which the row's
+// settle then closes, and the cursor goes on past it.
+func TestSettleEventsCursor(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	ctx := context.Background()
+	cursor := func() int64 {
+		var c int64
+		if err := f.db.Get(&c, `SELECT after_id FROM enginehealth.settle_cursors WHERE workflow = 'orders' AND task = 'ship'`); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	eventOf := func(id string) int64 {
+		var e int64
+		if err := f.db.Get(&e, `SELECT max(id) FROM enginehealth.events WHERE kind = 'instance_repaired' AND instance = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (1, 2)`)
+	f.check()
+	if c, first := cursor(), min(eventOf("1"), eventOf("2")); c != first-1 {
+		t.Fatalf("cursor %d after the first repair, want %d: just before its first retry at once", c, first-1)
+	}
+	// 1 succeeds; 2 still runs.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`)
+	if sc, err := f.r.Settle(ctx, f.o, 0, false); err != nil || len(sc) != 1 || sc[0].Succeeded != 1 {
+		t.Fatalf("settled %+v, %v; want 1 succeeded", sc, err)
+	}
+	if c, open := cursor(), eventOf("2"); c != open-1 {
+		t.Fatalf("cursor %d, want %d: before the open case of 2", c, open-1)
+	}
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptSucceeded || a.Attempt != 1 {
+		t.Fatalf("instance 1 settled: %+v, want its row succeeded after 1 retry", a)
+	}
+	st, err := f.r.RetryStats(ctx)
+	if err != nil || len(st) != 1 || st[0].Instances != 2 || st[0].Scheduled != 2 || st[0].Succeeded != 1 {
+		t.Fatalf("stats %+v, %v; want 2 instances (one open case), 2 retries, 1 succeeded", st, err)
+	}
+	// Past the horizon, 2's case goes on in a row.
+	f.r.caseHorizon = 0
+	if _, err := f.r.Settle(ctx, f.o, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	a := attemptOf(t, f.db, "orders", "2", "ship")
+	if a.State != AttemptRetried || a.Attempt != 1 || a.Reason != "retry 1 still runs (in Paid): followed in this row" {
+		t.Fatalf("instance 2 after the horizon: %+v, want a retried row", a)
+	}
+	var since, made time.Time
+	if err := f.db.QueryRow(`SELECT a.since, e.at FROM enginehealth.attempts a, enginehealth.events e
+		WHERE a.instance = '2' AND e.id = $1`, eventOf("2")).Scan(&since, &made); err != nil || !since.Equal(made) {
+		t.Fatalf("instance 2's row since %v, want its retry's %v (%v)", since, made, err)
+	}
+	if c := cursor(); c < eventOf("2") {
+		t.Fatalf("cursor %d, want past 2's retry (%d)", c, eventOf("2"))
+	}
+	// The row settles as any retried row; stats count each instance once.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 2`)
+	if sc, err := f.r.Settle(ctx, f.o, 0, false); err != nil || len(sc) != 1 || sc[0].Succeeded != 1 {
+		t.Fatalf("settled %+v, %v; want 2's row succeeded", sc, err)
+	}
+	st, err = f.r.RetryStats(ctx)
+	if err != nil || len(st) != 1 || st[0].Instances != 2 || st[0].Scheduled != 2 || st[0].Succeeded != 2 {
+		t.Fatalf("stats %+v, %v; want 2 instances, 2 retries, 2 succeeded", st, err)
+	}
+}
+
+// TestUpgradeKeepsAttemptsRows: a database of the release before retries
+// at once went rowless (schema 16: waiting, held, retried and exhausted
+// attempts rows, with the repair events that release wrote beside them)
+// migrated to this one keeps the rows' meaning: the due retry runs, the
+// hold waits, the retried row of a shipped instance settles as succeeded,
+// and once only (the old events are behind the settle cursor), an
+// instance with a retried row interrupted again counts on from its row,
+// the exhausted one stays so; the statistics count each instance once.
+func TestUpgradeKeepsAttemptsRows(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	ctx := context.Background()
+	// Back to schema 16.
+	f.db.MustExec(`DROP TABLE enginehealth.settle_cursors`)
+	f.db.MustExec(`DELETE FROM enginehealth.schema_migrations WHERE version = $1`, EventRetriesSchema)
+	// 1 waits for a retry now due, 2 is held, 3 was retried and shipped,
+	// 4 was retried and is interrupted again, 5 is exhausted.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (1, 2, 4, 5); UPDATE app.orders SET status = 'Shipped' WHERE id = 3;
+		INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, next_attempt_at, last_reason) VALUES
+			('orders', '1', 'ship', 0, 'waiting', 'interrupt', 'Shipping', now() - interval '1s', 'interrupted: retry 1 of 3'),
+			('orders', '2', 'ship', 1, 'held', 'interrupt', 'Shipping', NULL, 'interrupted: held for an operator'),
+			('orders', '3', 'ship', 1, 'retried', 'interrupt', 'Shipping', NULL, 'interrupted: retry 1 of 3, at once'),
+			('orders', '4', 'ship', 2, 'retried', 'interrupt', 'Shipping', NULL, 'interrupted: retry 2 of 3, at once'),
+			('orders', '5', 'ship', 3, 'exhausted', 'interrupt', 'Shipping', NULL, 'interrupted: exhausted after 3 retries');
+		INSERT INTO enginehealth.events (kind, actor, workflow, instance, task, from_state, to_state, attempt) VALUES
+			('instance_repaired', 'm', 'orders', '3', 'ship', 'Shipping', 'Paid', 1),
+			('instance_repaired', 'm', 'orders', '4', 'ship', 'Shipping', 'Paid', 1),
+			('instance_repaired', 'm', 'orders', '4', 'ship', 'Shipping', 'Paid', 2)`)
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 5`)
+	applied, err := pgdb.Migrate(ctx, f.db, pgdb.DefaultSchema)
+	if err != nil || !slices.Equal(applied, []int{EventRetriesSchema}) {
+		t.Fatalf("migrated %v, %v; want %d", applied, err, EventRetriesSchema)
+	}
+	res := f.check()
+	if res.Tasks[0].Retried != 1 {
+		t.Fatalf("pass: %+v, want 4 retried", res.Tasks[0])
+	}
+	sc, err := f.r.Settle(ctx, f.o, 0, true)
+	if err != nil || len(sc) != 1 || sc[0].Succeeded != 1 {
+		t.Fatalf("settled %+v, %v; want 3's row succeeded", sc, err)
+	}
+	for id, want := range map[string]struct {
+		state   string
+		attempt int
+	}{"1": {AttemptRetried, 1}, "2": {AttemptHeld, 1}, "3": {AttemptSucceeded, 1}, "4": {AttemptRetried, 3}, "5": {AttemptExhausted, 3}} {
+		if a := attemptOf(t, f.db, "orders", id, "ship"); a.State != want.state || a.Attempt != want.attempt {
+			t.Errorf("instance %s: %+v, want %s after %d", id, a, want.state, want.attempt)
+		}
+	}
+	if s := statusOf(t, f.db, 1); s != "Paid" {
+		t.Errorf("instance 1 in %s, want Paid (its due retry ran)", s)
+	}
+	st, err := f.r.RetryStats(ctx)
+	if err != nil || len(st) != 1 || st[0].Instances != 5 || st[0].Succeeded != 1 || st[0].HoldsOpen != 1 || st[0].Exhausted != 1 {
+		t.Fatalf("stats %+v, %v; want 5 instances, 1 succeeded, 1 held, 1 exhausted", st, err)
+	}
+}
+
+// TestManualRetryKeepsTheCount: an operator's retry of an instance whose
+// retries at once wrote no row writes its row with their count: the next
+// interruption counts on from it (manual retries are not counted).
+func TestManualRetryKeepsTheCount(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 2, Backoff: Backoff{Kind: BackoffFixed}})
+	for range 2 {
+		f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+		f.check()
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 1`)
+	res, err := f.r.Retry(context.Background(), f.o, ManualRetry{Ref: Ref{"orders", "1"}, By: audit.By{Actor: "ops"}})
+	if err != nil || res.Attempts != 2 || res.Manual != 1 {
+		t.Fatalf("manual retry: %+v, %v; want after 2 retries, manual 1", res, err)
+	}
+	if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptRetried || a.Attempt != 2 || a.Manual != 1 {
+		t.Fatalf("row after the manual retry: %+v", a)
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+	if r := f.check(); r.Tasks[0].Exhausted != 1 {
+		t.Fatalf("interrupted after the manual retry: %+v, want exhausted after 2", r.Tasks[0])
 	}
 }

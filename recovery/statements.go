@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -45,6 +46,9 @@ type statements struct {
 	// pass's looks (settle.go).
 	due, listHeld, listWaiting, holdsOpen, lockAllHolds, lockHolds, lockAttempt, insertRetry, updateRetry,
 	instanceAttempts, retriedExist, heldExist, waitingExist sqltext.Prepared
+	// The settle pass's cursor of retries at once (settle.go), and an
+	// instance's retries at once (instance.go).
+	settleCursor, moveSettleCursor, instanceCases sqltext.Prepared
 	// Failure marks (failures.go).
 	insertMark, moveMark, readMarks, dropMarks sqltext.Prepared
 
@@ -114,6 +118,12 @@ func newStatements(schema string) statements {
 	st.retriedExist = prepare("retried_exist", attemptsTable{attempts})
 	st.heldExist = prepare("parked_exist", parkedState{attempts, pq.QuoteLiteral(AttemptHeld)})
 	st.waitingExist = prepare("parked_exist", parkedState{attempts, pq.QuoteLiteral(AttemptWaiting)})
+
+	st.settleCursor = prepare("settle_cursor", struct{ Cursors, Events string }{sc + ".settle_cursors", sc + ".events"})
+	st.moveSettleCursor = prepare("move_settle_cursor", struct{ Cursors string }{sc + ".settle_cursors"})
+	st.instanceCases = prepare("instance_cases", struct{ Events, Attempts, KindRepair, KindSucceeded, KindFailed, KindCancelled string }{
+		sc + ".events", attempts, pq.QuoteLiteral(audit.KindRepair), pq.QuoteLiteral(audit.KindRetrySucceeded),
+		pq.QuoteLiteral(audit.KindRetryFailed), pq.QuoteLiteral(audit.KindRetryCancelled)})
 
 	st.insertMark = prepare("insert_mark", marksTable{marks})
 	st.moveMark = prepare("move_mark", marksTable{marks})

@@ -3,8 +3,10 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
 )
@@ -51,6 +53,10 @@ type RetryStats struct {
 // primary-key probe per retried instance).
 func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 	out := []RetryStats{}
+	cursors, err := r.settleCursors(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, w := range r.cfg.Workflows {
 		idType, err := r.idType(ctx, w)
 		if err != nil {
@@ -67,7 +73,14 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 				// retry (exhausted, failed).
 				Ran int64 `db:"ran"`
 			}
-			err := stats.Get(ctx, r.cfg.DB, &row, sqltext.Args{"workflow": w.Name, "task": t.Name, "ends": pq.Array(t.Ends)})
+			// Without a cursor, no retry at once of the task went
+			// without its row: none after the newest event.
+			c, ok := cursors[[2]string{w.Name, t.Name}]
+			after := c.After
+			if !ok {
+				after = math.MaxInt64
+			}
+			err := stats.Get(ctx, r.cfg.DB, &row, sqltext.Args{"workflow": w.Name, "task": t.Name, "ends": pq.Array(t.Ends), "after": after})
 			if err != nil {
 				return nil, fmt.Errorf("retry stats of %s.%s: %w", w.Name, t.Name, err)
 			}
@@ -92,11 +105,11 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 var retryStatsSQL = load("retry_stats")
 
 // statsSlots fill retryStatsSQL: the instance table and its columns,
-// quoted, the id column's type (the catalog's name), and the attempts
-// table, quoted.
-type statsSlots struct{ Table, ID, IDType, Status, Attempts string }
+// quoted, the id column's type (the catalog's name), the sidecar's
+// tables, quoted, and the event kinds, as literals.
+type statsSlots struct{ Table, ID, IDType, Status, Attempts, Events, KindRepair string }
 
 func (r *Repairer) statsSlots(w Workflow, idType string) statsSlots {
 	return statsSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), IDType: idType, Status: claims.Ident(w.StatusColumn),
-		Attempts: r.attempts}
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(audit.KindRepair)}
 }

@@ -248,6 +248,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	repairer := recovery.New(recovery.Config{
 		DB: db, Fence: fence, Events: events, Schema: cfg.Database.Schema,
 		Workflows: workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
+		EventRetries: func(ctx context.Context) (bool, error) { return store.FleetKnows(ctx, recovery.EventRetriesSchema) },
 	})
 	sched := cfg.Health.ParsedSchedule
 	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)

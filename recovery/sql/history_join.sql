@@ -1,11 +1,22 @@
 {{/*
-history_join: joins to an instance row b its attempts row as a (tid,
-attempt, nodes, state, since, stamp), and again: whether a parked row's
-instance (waiting or held) ran again since it was parked (the SQL
+history_join: joins to an instance (Instance: its id as text, e.g. of
+the instance row b) its history in the task as a
+(tid, attempt, nodes, state, since, stamp, again): its attempts row, if
+it has one; else, if retries at once of the current case are in the
+events (they write no row), what they say. again: whether a parked
+row's instance (waiting or held) ran again since it was parked (the SQL
 condition Again, Repairer.againSQL). Not a statement: rendered by
 Repairer.historyJoin (attempts.go) and given to policy_batch, count_task
 and plan_task as their HistoryJoin slot, its parameters numbered with
 theirs.
+
+The events are read only when the attempts row is missing (the first
+branch's row ends the LIMIT), through their hash index on instance: the
+case is the instance's retries at once in the task (instance_repaired
+with an attempt) since the last one settled as succeeded
+(retry_succeeded); its retries are the highest attempt, its nodes those
+each retry names, in order, each once (tid NULL: no row to update;
+state retried).
 
 Parameters (named; numbered by the statement that holds it):
   workflow, task  the task's workflow and name
@@ -13,7 +24,18 @@ Parameters (named; numbered by the statement that holds it):
 LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
-		SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
 			CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again
 		FROM {{.Attempts}} AS a
-		WHERE a.workflow = {{arg "workflow"}} AND a.instance = b.{{.ID}}::text AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
+		WHERE a.workflow = {{arg "workflow"}} AND a.instance = {{.Instance}} AND a.task = {{arg "task"}} LIMIT 1)
+		UNION ALL
+		(SELECT NULL::tid, max(c.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(c.node ORDER BY c.id) FILTER (WHERE c.node IS NOT NULL))
+					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
+		FROM (SELECT e.id, e.kind, e.attempt, e.node, max(e.id) FILTER (WHERE e.kind = {{.KindSucceeded}}) OVER () AS settled
+			FROM {{.Events}} AS e
+			WHERE e.instance = {{.Instance}} AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}}
+			  AND (e.kind = {{.KindSucceeded}} OR e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL)) AS c
+		WHERE c.kind = {{.KindRepair}} AND c.id > coalesce(c.settled, 0)
+		HAVING count(*) > 0)
+		LIMIT 1) AS a ON true

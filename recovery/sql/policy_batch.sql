@@ -1,6 +1,9 @@
 {{/*
 policy_batch: one batch of a task's interrupted (or failed) instances,
-decided by the task's retry policy and repaired in one statement. The
+decided by the task's retry policy and repaired in one statement: one
+event per instance, which carries its attempt, and its attempts row where
+one is kept (Rowless: an interruption retried at once of an instance
+without one writes none; history_join counts it from the events). The
 repairer renders it (recovery/attempts.go, policyBatch); the golden files
 in recovery/testdata/policy_batch/ show it rendered.
 
@@ -71,7 +74,11 @@ WITH s AS MATERIALIZED (
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
-		        ELSE '; it was run again by someone else while held' END AS full_reason
+		        ELSE '; it was run again by someone else while held' END AS full_reason,
+		-- Whether its attempts row is written: one it has is kept up to
+		-- date; with Rowless, an interruption retried at once gets none
+		-- (its event holds its attempt: history_join reads it there).
+		y.state <> ''{{if .Rowless}} AND (y.att IS NOT NULL OR y.kind <> 'retry'){{end}} AS writes_row
 	FROM (
 		SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
@@ -89,27 +96,29 @@ WITH s AS MATERIALIZED (
 	UPDATE {{.Table}} AS t SET {{.Status}} = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
 	  AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
-	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row
 ), kept AS (
 	-- Those that stay where they are (parked), under the same predicate.
-	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row
 	FROM {{.Table}} AS t JOIN d AS r ON t.ctid = r.tid
 	WHERE r.to_state = '' AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
 	FOR NO KEY UPDATE OF t
 ), done AS MATERIALIZED (
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row FROM moved
 	UNION ALL
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row FROM kept
 ), ins AS (
-	-- A new attempts row, only if none exists (the primary key; a
-	-- conflict fails the batch).
+	-- A new attempts row where one is written and none exists (the
+	-- primary key; a conflict fails the batch).
 	INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT {{arg "workflow"}}, x.sid, {{arg "task"}}, x.made, x.state, {{.Cause}}, {{arg "from"}},
 		CASE WHEN x.kind = 'retry' THEN now() END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		x.node, x.nodes, x.reason, x.err, x.upd
-	FROM done x WHERE x.state <> '' AND x.att IS NULL{{if not .Guard}} ON CONFLICT DO NOTHING{{end}}
+	FROM done x WHERE x.writes_row AND x.att IS NULL{{if not .Guard}} ON CONFLICT DO NOTHING{{end}}
 	RETURNING 1
 ), upd AS (
 	-- The row read by the pick, by tuple id: if it changed since, it
@@ -133,8 +142,20 @@ WITH s AS MATERIALIZED (
 		{{arg "run"}}, x.node, {{arg "workflow"}}, x.sid, {{arg "task"}}, {{arg "from"}}, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
+	RETURNING id
 	{{- end}}
-){{if .Interruptions}}, intr AS (
+){{if and .Rowless (not .NoEvents)}}, started AS (
+	-- The task's settle cursor (settle_events reads its retries at once
+	-- after it), just before this batch's events, when it has none yet
+	-- and the batch wrote a retry at once without a row (of two first
+	-- batches at once, the lower start stays).
+	INSERT INTO {{.Cursors}} AS c (workflow, task, after_id)
+	SELECT {{arg "workflow"}}, {{arg "task"}}, min(ev.id) - 1 FROM ev
+	WHERE NOT EXISTS (SELECT 1 FROM {{.Cursors}} AS k WHERE k.workflow = {{arg "workflow"}} AND k.task = {{arg "task"}})
+	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
+	HAVING count(*) > 0
+	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
+){{end}}{{if .Interruptions}}, intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
 	INSERT INTO {{.Interruptions}} (run_id, node, workflow, task, instance)
@@ -145,7 +166,7 @@ WITH s AS MATERIALIZED (
 SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
 	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
 	count(*) FILTER (WHERE state = 'exhausted'),
-	count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	count(*) FILTER (WHERE writes_row), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	(SELECT count(*) FROM pick),
 	-- The cursor of the next batch.
 	{{- if .Failure}}

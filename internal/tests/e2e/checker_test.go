@@ -316,16 +316,26 @@ func (r *faultRun) invariants() []invariant {
 				WHERE r.status NOT IN ('finished', 'failed', 'interrupted')`, nil,
 		},
 		{
+			// An instance's count: its attempts row's, or, without one,
+			// its last retry at once's (they write none).
 			"retries numbered 1, 2, … with none counted twice or skipped, none beyond max_attempts",
-			`SELECT count(*) FROM enginehealth.attempts`,
+			`SELECT count(*) FROM (SELECT workflow, instance, task FROM enginehealth.attempts
+				UNION SELECT workflow, instance, task FROM enginehealth.events WHERE kind = 'instance_repaired' AND attempt IS NOT NULL) c`,
 			`WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(task, begin_state, max_attempts)),
 			 made AS (
 				SELECT e.instance, e.task, array_agg(e.attempt ORDER BY e.id) AS seq
 				FROM enginehealth.events e JOIN t ON t.task = e.task
 				WHERE e.workflow = 'orders' AND (e.kind = 'instance_retried' OR e.kind = 'instance_repaired' AND e.to_state = t.begin_state)
+				GROUP BY 1, 2),
+			 counted AS (
+				SELECT a.instance, a.task, a.attempt, 'attempts row' AS source FROM enginehealth.attempts a WHERE a.workflow = 'orders'
+				UNION ALL
+				SELECT e.instance, e.task, max(e.attempt), 'last retry at once' FROM enginehealth.events e
+				WHERE e.workflow = 'orders' AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+				  AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.workflow = 'orders' AND a.instance = e.instance AND a.task = e.task)
 				GROUP BY 1, 2)
-			 SELECT format('orders/%s %s: retries numbered %s, attempts row %s (max %s)', a.instance, a.task, coalesce(m.seq::text, '{}'), a.attempt, t.max_attempts)
-				FROM enginehealth.attempts a JOIN t ON t.task = a.task LEFT JOIN made m ON m.instance = a.instance AND m.task = a.task
+			 SELECT format('orders/%s %s: retries numbered %s, %s %s (max %s)', a.instance, a.task, coalesce(m.seq::text, '{}'), a.source, a.attempt, t.max_attempts)
+				FROM counted a JOIN t ON t.task = a.task LEFT JOIN made m ON m.instance = a.instance AND m.task = a.task
 				WHERE coalesce(m.seq, '{}') <> coalesce((SELECT array_agg(g ORDER BY g) FROM generate_series(1, a.attempt) g), '{}')
 				   OR a.attempt > t.max_attempts`,
 			[]any{pq.Array(tasks), pq.Array(begins), pq.Array(maxes)},

@@ -452,8 +452,9 @@ type faultOpts struct {
 	// defaultSidecars), each with its demo engine.
 	sidecars int
 	// previous: bin is a previous release, which may not know this
-	// one's configuration keys.
-	previous bool
+	// one's configuration keys; prevAutoSync: it knows
+	// etcd.auto_sync_interval.
+	previous, prevAutoSync bool
 	// tls: the cluster runs with TLS everywhere (newTLSCluster): etcd
 	// with client certificates and auth, PostgreSQL with verify-full,
 	// the API with client_auth require and named operators.
@@ -512,10 +513,10 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 
 	// The sidecars reach etcd through proxies, which the faults cut: they
 	// keep their endpoints (no auto-sync to the members' own addresses;
-	// a previous release has no auto-sync, nor the key: startSidecar adds
-	// it for this one).
+	// a previous release from before auto-sync has no key for it:
+	// startSidecar adds it for this one).
 	etcdLines := noAutoSync
-	if o.previous {
+	if o.previous && !o.prevAutoSync {
 		etcdLines = ""
 	}
 	base := func(name string, eps []string, listen string) string {
@@ -643,7 +644,7 @@ func (r *faultRun) startSidecar(s *sidecar) {
 	s.mu.Lock()
 	program := cmp.Or(s.bin, r.opts.bin, bin)
 	s.mu.Unlock()
-	if r.opts.previous && program == bin {
+	if r.opts.previous && !r.opts.prevAutoSync && program == bin {
 		cfg = []byte(strings.Replace(string(cfg), "\netcd:\n", "\netcd:\n"+noAutoSync, 1))
 	}
 	d := r.c.startProcess(s.name, string(cfg), []string{"EH_TOKEN=tok", "ENGINEHEALTH_DSN=" + r.sidecarDSN(s), "EH_UNSAFE=" + r.opts.unsafe},

@@ -63,6 +63,10 @@ var plants = map[string][]planted{
 			('orders', '6', 'reserve', 2, 'retried', 'interrupt', 'Reserving');
 			INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task, from_state, to_state, attempt) VALUES
 				('instance_repaired', 'node-a', 1, 'orders', '6', 'reserve', 'Reserving', 'Created', 1)`},
+		// Retries at once (no row) numbered 1 twice.
+		{"test", `INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task, from_state, to_state, attempt) VALUES
+				('instance_repaired', 'node-a', 1, 'orders', '7', 'reserve', 'Reserving', 'Created', 1),
+				('instance_repaired', 'node-a', 1, 'orders', '7', 'reserve', 'Reserving', 'Created', 1)`},
 	},
 	"an instance is parked (retry scheduled, held) once at a time": {
 		{"test", `INSERT INTO enginehealth.events (kind, actor, term, workflow, instance, task, from_state, attempt) VALUES
@@ -120,10 +124,11 @@ type planted struct{ app, sql string }
 // each to be reported.
 var plantedMore = map[string]int{
 	"no repair overwritten by an engine's late write (engines move only under their own claims)": 2,
-	"one master per term":                                         2,
-	"a killed node comes back in Unexpected shutdown":             2,
-	"sidecar moves are fenced by the recorded term":               2,
-	"no instance left interim and unclaimed after the final pass": 3,
+	"one master per term": 2,
+	"retries numbered 1, 2, … with none counted twice or skipped, none beyond max_attempts": 2,
+	"a killed node comes back in Unexpected shutdown":                                       2,
+	"sidecar moves are fenced by the recorded term":                                         2,
+	"no instance left interim and unclaimed after the final pass":                           3,
 }
 
 // TestInvariantsBite: each invariant of the checker holds on a clean

@@ -27,6 +27,9 @@ type release struct {
 	name string
 	// version is what the binary's `enginehealth version` says.
 	version string
+	// autoSync: the release knows etcd.auto_sync_interval (and syncs by
+	// default: a run that cuts its etcd proxies must turn it off).
+	autoSync bool
 }
 
 var (
@@ -141,6 +144,11 @@ func buildPreviousRelease() (path string, rel release, cached bool, err error) {
 	if rel, err = selectPreviousRelease(ctx, top); err != nil {
 		return "", rel, false, err
 	}
+	keys, err := git(ctx, top, "show", rel.commit+":configs/keys.go")
+	if err != nil {
+		return "", rel, false, err
+	}
+	rel.autoSync = strings.Contains(keys, `"Etcd.auto_sync_interval"`)
 	dir := filepath.Join(prevCacheRoot(ctx), rel.commit)
 	path = filepath.Join(dir, "enginehealth")
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {

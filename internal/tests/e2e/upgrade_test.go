@@ -48,7 +48,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	newest := ms[len(ms)-1].Version
 
-	r := startFaultRun(t, 1, faultOpts{bin: prev, previous: true, sidecars: 3})
+	r := startFaultRun(t, 1, faultOpts{bin: prev, previous: true, prevAutoSync: rel.autoSync, sidecars: 3})
 	oldest := r.schemaVersion()
 	t.Logf("previous release %s migrated the schema to version %d; this one knows %d", rel.name, oldest, newest)
 	if oldest > newest {

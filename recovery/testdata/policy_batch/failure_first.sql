@@ -36,10 +36,21 @@ WITH s AS MATERIALIZED (
 	FROM "app"."invoices" AS b LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
-		SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
 			CASE WHEN a.state IN ('waiting', 'held') THEN (a.since < b."updated_at" AND a.stamp IS DISTINCT FROM b."updated_at") ELSE false END AS again
 		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $11 LIMIT 1) AS a ON true
+		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $11 LIMIT 1)
+		UNION ALL
+		(SELECT NULL::tid, max(c.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(c.node ORDER BY c.id) FILTER (WHERE c.node IS NOT NULL))
+					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
+		FROM (SELECT e.id, e.kind, e.attempt, e.node, max(e.id) FILTER (WHERE e.kind = 'retry_succeeded') OVER () AS settled
+			FROM "enginehealth".events AS e
+			WHERE e.instance = b."id"::text AND e.workflow = $10 AND e.task = $11
+			  AND (e.kind = 'retry_succeeded' OR e.kind = 'instance_repaired' AND e.attempt IS NOT NULL)) AS c
+		WHERE c.kind = 'instance_repaired' AND c.id > coalesce(c.settled, 0)
+		HAVING count(*) > 0)
+		LIMIT 1) AS a ON true
 	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 		-- From the watermark, in (updated, id) order; skipped once a
 		-- decision was made on it since the engine last changed it (the
@@ -61,7 +72,11 @@ WITH s AS MATERIALIZED (
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
-		        ELSE '; it was run again by someone else while held' END AS full_reason
+		        ELSE '; it was run again by someone else while held' END AS full_reason,
+		-- Whether its attempts row is written: one it has is kept up to
+		-- date; with Rowless, an interruption retried at once gets none
+		-- (its event holds its attempt: history_join reads it there).
+		y.state <> '' AS writes_row
 	FROM (
 		SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
@@ -79,27 +94,29 @@ WITH s AS MATERIALIZED (
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
 	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
-	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row
 ), kept AS (
 	-- Those that stay where they are (parked), under the same predicate.
-	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason
+	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
 	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS MATERIALIZED (
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason FROM moved
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row FROM moved
 	UNION ALL
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason FROM kept
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row FROM kept
 ), ins AS (
-	-- A new attempts row, only if none exists (the primary key; a
-	-- conflict fails the batch).
+	-- A new attempts row where one is written and none exists (the
+	-- primary key; a conflict fails the batch).
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT $10, x.sid, $11, x.made, x.state, 'failure', $12,
 		CASE WHEN x.kind = 'retry' THEN now() END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		x.node, x.nodes, x.reason, x.err, x.upd
-	FROM done x WHERE x.state <> '' AND x.att IS NULL
+	FROM done x WHERE x.writes_row AND x.att IS NULL
 	RETURNING 1
 ), upd AS (
 	-- The row read by the pick, by tuple id: if it changed since, it
@@ -120,13 +137,14 @@ WITH s AS MATERIALIZED (
 		$18, x.node, $10, x.sid, $11, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
+	RETURNING id
 ), counted AS (
 	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $18
 )
 SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
 	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
 	count(*) FILTER (WHERE state = 'exhausted'),
-	count(*) FILTER (WHERE state <> ''), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	count(*) FILTER (WHERE writes_row), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	(SELECT count(*) FROM pick),
 	-- The cursor of the next batch.
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),

@@ -1,0 +1,92 @@
+{{/*
+settle_events: one batch of a task's retries at once that wrote no
+attempts row (their event holds the attempt: policy_batch), settled from
+the events after the task's cursor: each case still the event's (no
+attempts row took it over, no later retry at once of the instance came
+after it) whose outcome is known now is closed as settle_batch closes a
+retried row, with one event, and gets its attempts row in that final
+state (the retry statistics and a later case read it there: a success
+resets the count); one still running past the horizon gets its row in
+state retried, which settle_batch closes later. Each row takes the
+case's retries and nodes from the events (HistoryJoin over o.instance).
+The settle pass renders it (recovery/settle.go, settleEvents) under the
+repairer's events lock; the golden files in
+recovery/testdata/settle_events/ show it rendered.
+
+Parameters (numbered $1, $2, … in the order they first appear):
+  after           the task's cursor, or the last event looked at before
+  upto            the newest event id of the pass (committed: the lock)
+  workflow, task  the task's workflow and name
+  batch_size      retry events per batch
+  ends            the task's end states
+  begin, interim  the task's own states: a retry there still runs
+  failed          the task's failed state
+  horizon_ms      how long a case is followed in the events
+  run             the run the events belong to
+*/ -}}
+WITH r AS MATERIALIZED (
+	-- Up to batch_size retries at once of the task after the cursor, in
+	-- the order written (the events' primary key).
+	SELECT e.id, e.instance, e.at, e.from_state FROM {{.Events}} AS e
+	WHERE e.id > {{arg "after"}} AND e.id <= {{arg "upto"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
+	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}}
+	ORDER BY e.id LIMIT {{arg "batch_size"}}
+), o AS MATERIALIZED (
+	-- The cases still the event's: no attempts row, no later retry at
+	-- once of the instance (a probe each: the primary key, the index on
+	-- instance), with the instance's state now (NULL: the row is gone).
+	SELECT r.*, (SELECT t.{{.Status}}::text FROM {{.Table}} AS t WHERE t.{{.ID}} = r.instance::{{.IDType}}) AS st
+	FROM r
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM {{.Attempts}} AS a
+		WHERE a.workflow = {{arg "workflow"}} AND a.instance = r.instance AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM {{.Events}} AS l
+		WHERE l.instance = r.instance AND l.workflow = {{arg "workflow"}} AND l.task = {{arg "task"}} AND l.id > r.id
+		  AND l.kind = {{.KindRepair}} AND l.attempt IS NOT NULL LIMIT 1) AS l ON true
+	WHERE a.found IS NULL AND l.found IS NULL
+), x AS MATERIALIZED (
+	-- The outcome: '' while the retry still runs (begin, interim),
+	-- and, under an on_failure policy, when the engine failed it (the
+	-- policy decides it); with the case's retries and nodes.
+	SELECT o.*, a.attempt, a.nodes, CASE
+			WHEN o.st IS NULL THEN 'cancelled'
+			WHEN o.st = ANY ({{arg "ends"}}::text[]) THEN 'succeeded'
+			WHEN o.st = {{arg "begin"}} OR o.st = {{arg "interim"}} THEN ''
+			WHEN o.st = {{arg "failed"}} THEN {{if .FailurePolicy}}''{{else}}'failed'{{end}}
+			ELSE 'succeeded' END AS next
+	FROM o {{.HistoryJoin}}
+), y AS MATERIALIZED (
+	-- Closed now, or still running past the horizon.
+	SELECT x.*, CASE x.next
+			WHEN 'cancelled' THEN 'retry ' || x.attempt || ' cancelled: the instance no longer exists'
+			WHEN 'failed' THEN 'retry ' || x.attempt || ' failed: the engine moved the instance to ' || x.st
+			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ({{arg "ends"}}::text[])
+				THEN 'retry ' || x.attempt || ' succeeded: the instance reached ' || x.st
+				ELSE 'retry ' || x.attempt || ' succeeded: the instance went on to ' || x.st END
+			ELSE 'retry ' || x.attempt || ' still runs (in ' || x.st || '): followed in this row'
+		END AS reason
+	FROM x WHERE x.next <> '' OR x.at < now() - {{arg "horizon_ms"}} * interval '1 millisecond'
+), rows_written AS (
+	-- Its attempts row: the case's outcome, or still retried since the
+	-- retry was made (since: the failure path decides a failure stamped
+	-- after it).
+	INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, nodes, last_reason)
+	SELECT {{arg "workflow"}}, y.instance, {{arg "task"}}, y.attempt, CASE WHEN y.next = '' THEN 'retried' ELSE y.next END, 'interrupt',
+		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.nodes, y.reason
+	FROM y
+	ON CONFLICT DO NOTHING
+	RETURNING 1
+), ev AS (
+	-- One event per case closed.
+	INSERT INTO {{.Events}} (kind, run_id, workflow, instance, task, to_state, attempt, reason)
+	SELECT CASE y.next WHEN 'succeeded' THEN {{.KindSucceeded}} WHEN 'failed' THEN {{.KindFailed}} ELSE {{.KindCancelled}} END,
+		{{arg "run"}}, {{arg "workflow"}}, y.instance, {{arg "task"}}, y.st, y.attempt, y.reason
+	FROM y WHERE y.next <> ''
+)
+-- The events looked at, the last one (the next batch's start), the
+-- first case left open (the cursor stops before it), the outcomes, the
+-- rows to write and those written (an operator's row written meanwhile:
+-- the batch fails, the next pass sees the row).
+SELECT (SELECT count(*) FROM r), coalesce((SELECT max(id) FROM r), {{arg "after"}}),
+	(SELECT min(x.id) FROM x WHERE x.next = '' AND x.at >= now() - {{arg "horizon_ms"}} * interval '1 millisecond'),
+	(SELECT count(*) FROM y WHERE next = 'succeeded'), (SELECT count(*) FROM y WHERE next = 'failed'),
+	(SELECT count(*) FROM y WHERE next = 'cancelled'), (SELECT count(*) FROM y), (SELECT count(*) FROM rows_written)

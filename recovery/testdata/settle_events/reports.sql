@@ -1,0 +1,95 @@
+-- settle_events: a later batch of a task without claims or an on_failure policy
+-- $1 after
+-- $2 upto
+-- $3 workflow
+-- $4 task
+-- $5 batch_size
+-- $6 ends
+-- $7 begin
+-- $8 interim
+-- $9 failed
+-- $10 horizon_ms
+-- $11 run
+WITH r AS MATERIALIZED (
+	-- Up to batch_size retries at once of the task after the cursor, in
+	-- the order written (the events' primary key).
+	SELECT e.id, e.instance, e.at, e.from_state FROM "enginehealth".events AS e
+	WHERE e.id > $1 AND e.id <= $2 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+	  AND e.workflow = $3 AND e.task = $4
+	ORDER BY e.id LIMIT $5
+), o AS MATERIALIZED (
+	-- The cases still the event's: no attempts row, no later retry at
+	-- once of the instance (a probe each: the primary key, the index on
+	-- instance), with the instance's state now (NULL: the row is gone).
+	SELECT r.*, (SELECT t."state"::text FROM "app"."reports" AS t WHERE t."id" = r.instance::bigint) AS st
+	FROM r
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $3 AND a.instance = r.instance AND a.task = $4 LIMIT 1) AS a ON true
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".events AS l
+		WHERE l.instance = r.instance AND l.workflow = $3 AND l.task = $4 AND l.id > r.id
+		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS l ON true
+	WHERE a.found IS NULL AND l.found IS NULL
+), x AS MATERIALIZED (
+	-- The outcome: '' while the retry still runs (begin, interim),
+	-- and, under an on_failure policy, when the engine failed it (the
+	-- policy decides it); with the case's retries and nodes.
+	SELECT o.*, a.attempt, a.nodes, CASE
+			WHEN o.st IS NULL THEN 'cancelled'
+			WHEN o.st = ANY ($6::text[]) THEN 'succeeded'
+			WHEN o.st = $7 OR o.st = $8 THEN ''
+			WHEN o.st = $9 THEN 'failed'
+			ELSE 'succeeded' END AS next
+	FROM o LEFT JOIN LATERAL (
+		-- LIMIT 1 keeps this a probe of the primary key per row,
+		-- whatever the planner thinks of the table's size.
+		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+			CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again
+		FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $3 AND a.instance = o.instance AND a.task = $4 LIMIT 1)
+		UNION ALL
+		(SELECT NULL::tid, max(c.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(c.node ORDER BY c.id) FILTER (WHERE c.node IS NOT NULL))
+					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
+		FROM (SELECT e.id, e.kind, e.attempt, e.node, max(e.id) FILTER (WHERE e.kind = 'retry_succeeded') OVER () AS settled
+			FROM "enginehealth".events AS e
+			WHERE e.instance = o.instance AND e.workflow = $3 AND e.task = $4
+			  AND (e.kind = 'retry_succeeded' OR e.kind = 'instance_repaired' AND e.attempt IS NOT NULL)) AS c
+		WHERE c.kind = 'instance_repaired' AND c.id > coalesce(c.settled, 0)
+		HAVING count(*) > 0)
+		LIMIT 1) AS a ON true
+), y AS MATERIALIZED (
+	-- Closed now, or still running past the horizon.
+	SELECT x.*, CASE x.next
+			WHEN 'cancelled' THEN 'retry ' || x.attempt || ' cancelled: the instance no longer exists'
+			WHEN 'failed' THEN 'retry ' || x.attempt || ' failed: the engine moved the instance to ' || x.st
+			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ($6::text[])
+				THEN 'retry ' || x.attempt || ' succeeded: the instance reached ' || x.st
+				ELSE 'retry ' || x.attempt || ' succeeded: the instance went on to ' || x.st END
+			ELSE 'retry ' || x.attempt || ' still runs (in ' || x.st || '): followed in this row'
+		END AS reason
+	FROM x WHERE x.next <> '' OR x.at < now() - $10 * interval '1 millisecond'
+), rows_written AS (
+	-- Its attempts row: the case's outcome, or still retried since the
+	-- retry was made (since: the failure path decides a failure stamped
+	-- after it).
+	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, nodes, last_reason)
+	SELECT $3, y.instance, $4, y.attempt, CASE WHEN y.next = '' THEN 'retried' ELSE y.next END, 'interrupt',
+		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.nodes, y.reason
+	FROM y
+	ON CONFLICT DO NOTHING
+	RETURNING 1
+), ev AS (
+	-- One event per case closed.
+	INSERT INTO "enginehealth".events (kind, run_id, workflow, instance, task, to_state, attempt, reason)
+	SELECT CASE y.next WHEN 'succeeded' THEN 'retry_succeeded' WHEN 'failed' THEN 'retry_failed' ELSE 'retry_cancelled' END,
+		$11, $3, y.instance, $4, y.st, y.attempt, y.reason
+	FROM y WHERE y.next <> ''
+)
+-- The events looked at, the last one (the next batch's start), the
+-- first case left open (the cursor stops before it), the outcomes, the
+-- rows to write and those written (an operator's row written meanwhile:
+-- the batch fails, the next pass sees the row).
+SELECT (SELECT count(*) FROM r), coalesce((SELECT max(id) FROM r), $1),
+	(SELECT min(x.id) FROM x WHERE x.next = '' AND x.at >= now() - $10 * interval '1 millisecond'),
+	(SELECT count(*) FROM y WHERE next = 'succeeded'), (SELECT count(*) FROM y WHERE next = 'failed'),
+	(SELECT count(*) FROM y WHERE next = 'cancelled'), (SELECT count(*) FROM y), (SELECT count(*) FROM rows_written)

@@ -1,0 +1,240 @@
+package recovery
+
+// Retries at once without their attempts rows behave as with them: each
+// test runs the same scenario with rows (a fleet not all on this
+// release: Config.EventRetries false), which is what the semantics of
+// docs/retry-policies.md describe, and without, where that makes the
+// comparison; and the statements that read the events after a settle
+// cursor plan without reading the whole events table. (From an outside
+// review of the write model.)
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/lib/pq"
+)
+
+// rowModes: the rows model (EventRetries false: the master writes the
+// row of a retry at once) and the rowless one.
+var rowModes = []struct {
+	name    string
+	rowless bool
+}{{"rows", false}, {"rowless", true}}
+
+func rowModeFixture(t *testing.T, p Policy, rowless bool) policyFixture {
+	t.Helper()
+	f := policySetup(t, p)
+	f.r.cfg.EventRetries = func(context.Context) (bool, error) { return rowless, nil }
+	return f
+}
+
+func statsOf(t *testing.T, f policyFixture) RetryStats {
+	t.Helper()
+	st, err := f.r.RetryStats(context.Background())
+	if err != nil || len(st) != 1 {
+		t.Fatalf("stats: %+v, %v", st, err)
+	}
+	s := st[0]
+	s.SuccessRate = nil
+	return s
+}
+
+func settleAll(t *testing.T, f policyFixture) {
+	t.Helper()
+	if _, err := f.r.Settle(context.Background(), f.o, 0, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatsFollowLatestCase: retry statistics count each instance once,
+// by its latest case, as its attempts row does: a case of retries at once
+// closed by the settle pass gets its row, and a later case takes the row
+// on. Three scenarios, each the same as with rows.
+func TestStatsFollowLatestCase(t *testing.T) {
+	ctx := context.Background()
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, f policyFixture)
+	}{
+		{"two cases, each succeeded", func(t *testing.T, f policyFixture) {
+			for range 2 {
+				f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+				f.check()
+				f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`)
+				settleAll(t, f)
+			}
+		}},
+		{"failed case, then a manual retry", func(t *testing.T, f policyFixture) {
+			f.check() // retry 1 at once
+			f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 1`)
+			settleAll(t, f) // retry 1 failed
+			if _, err := f.r.Retry(ctx, f.o, ManualRetry{Ref: Ref{"orders", "1"}, By: audit.By{Actor: "ops"}}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"failed case, then interrupted again", func(t *testing.T, f policyFixture) {
+			f.check() // retry 1 at once
+			f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 1`)
+			settleAll(t, f) // retry 1 failed
+			// Someone moves it back; an engine runs it and dies.
+			f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+			f.check() // retry 2 at once
+		}},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			var got [2]RetryStats
+			for i, m := range rowModes {
+				f := rowModeFixture(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}}, m.rowless)
+				sc.run(t, f)
+				got[i] = statsOf(t, f)
+			}
+			if got[0] != got[1] {
+				t.Errorf("stats differ from the rows model:\n  rows:    %+v\n  rowless: %+v", got[0], got[1])
+			}
+		})
+	}
+}
+
+// TestHandedOverCaseLeavesFailureToPolicy: a case of retries at once still
+// open after the horizon is handed to an attempts row since its retry's
+// time, not the hand-over's: under an on_failure policy, an instance the
+// engine failed after the retry but before the hand-over (a pause longer
+// than the horizon, when only the settle pass runs) is still a new
+// failure for the failure pick (a.since < updated), and is held, as with
+// rows.
+func TestHandedOverCaseLeavesFailureToPolicy(t *testing.T) {
+	for _, m := range rowModes {
+		t.Run(m.name, func(t *testing.T) {
+			f := rowModeFixture(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}}, m.rowless)
+			f.db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();
+				CREATE INDEX ON app.orders (status, updated_at)`)
+			f.r.cfg.Workflows[0].UpdatedColumn = "updated_at"
+			f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{Strategy: StrategyHold}
+			if res := f.check(); res.Tasks[0].Retried != 1 { // also writes the failure mark
+				t.Fatalf("first pass: %+v", res.Tasks[0])
+			}
+			// The engine failed the instance after its retry; the case is
+			// past the horizon (15 minutes: the test's knob).
+			f.r.caseHorizon = 0
+			f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed', updated_at = now() WHERE id = 1`)
+			settleAll(t, f) // a paused pass: settle only
+			f.check()
+			f.check()
+			if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptHeld {
+				t.Fatalf("failed after retry 1: %+v in %s, want held by the on_failure policy", a, statusOf(t, f.db, 1))
+			}
+		})
+	}
+}
+
+// TestRetryStatsReadsNoWholeEvents: retry_stats reads the open cases
+// from the events after the task's settle cursor, given as a parameter,
+// each checked by probes: with sequential scans on (TestStatementsPlan
+// turns them off), 300k events and the cursor 100 events from the end,
+// its plan reads no whole events table.
+func TestRetryStatsReadsNoWholeEvents(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	f.db.MustExec(`INSERT INTO enginehealth.events (kind, actor, workflow, instance, task, from_state, to_state, attempt, reason)
+		SELECT CASE WHEN i % 3 = 0 THEN 'claim_expired' ELSE 'instance_repaired' END, 'm', 'orders', (i % 50000)::text, 'ship', 'Shipping', 'Paid',
+			CASE WHEN i % 3 <> 0 THEN 1 + i % 4 END, 'interrupted: retry at once'
+		FROM generate_series(1, 300000) AS i`)
+	f.db.MustExec(`ANALYZE enginehealth.events`)
+	var after int64
+	if err := f.db.Get(&after, `SELECT max(id) - 100 FROM enginehealth.events`); err != nil {
+		t.Fatal(err)
+	}
+	q, err := retryStatsSQL.Render(f.r.statsSlots(orders, "bigint"), sqltext.Args{"workflow": "orders", "task": "ship",
+		"ends": pq.Array([]string{"Shipped"}), "after": after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	if err := f.db.Select(&lines, "EXPLAIN "+q.SQL, q.Args...); err != nil {
+		t.Fatal(err)
+	}
+	if seq := seqScans(lines, "events"); seq != "" {
+		t.Fatalf("retry_stats scans the events table:\n%s", seq)
+	}
+}
+
+// TestSettleEventsReadsNoWholeEvents: settle_events checks each of up to
+// batch_size (default 10000) retry events for a later retry of its
+// instance by a probe of the index on instance: with sequential scans on,
+// 300k events and a window of 20k, its plan reads no whole events
+// table.
+func TestSettleEventsReadsNoWholeEvents(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	f.db.MustExec(`INSERT INTO enginehealth.events (kind, actor, workflow, instance, task, from_state, to_state, attempt, reason)
+		SELECT CASE WHEN i % 3 = 0 THEN 'claim_expired' ELSE 'instance_repaired' END, 'm', 'orders', (i % 50000)::text, 'ship', 'Shipping', 'Paid',
+			CASE WHEN i % 3 <> 0 THEN 1 + i % 4 END, 'interrupted: retry at once'
+		FROM generate_series(1, 300000) AS i`)
+	f.db.MustExec(`ANALYZE enginehealth.events`)
+	var upto int64
+	if err := f.db.Get(&upto, `SELECT max(id) FROM enginehealth.events`); err != nil {
+		t.Fatal(err)
+	}
+	f.r.cfg.BatchSize = DefaultBatchSize
+	q, err := f.r.renderSettleEvents(f.r.cfg.Workflows[0], f.r.cfg.Workflows[0].Tasks[0], "bigint", upto-20000, upto, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	if err := f.db.Select(&lines, "EXPLAIN "+q.SQL, q.Args...); err != nil {
+		t.Fatal(err)
+	}
+	if seq := seqScans(lines, "events"); seq != "" {
+		t.Fatalf("settle_events scans the events table:\n%s", seq)
+	}
+}
+
+// TestSettleCursorKeepsUnconfiguredTask: a pass by a master whose
+// configuration lacks a task (renamed and renamed back, a rollout whose
+// nodes' files differ) leaves that task's settle cursor where it is: once
+// the task is back, its open case is counted, settled as succeeded, and
+// the next case counts from 0, as with rows.
+func TestSettleCursorKeepsUnconfiguredTask(t *testing.T) {
+	for _, m := range rowModes {
+		t.Run(m.name, func(t *testing.T) {
+			f := rowModeFixture(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}}, m.rowless)
+			f.check() // retry 1 at once; the instance is back in Paid, still running
+			task := &f.r.cfg.Workflows[0].Tasks[0]
+			task.Name = "shipping" // one pass without the task "ship"
+			settleAll(t, f)
+			task.Name = "ship"
+			if st, err := f.r.RetryStats(context.Background()); err != nil || len(st) != 1 || st[0].Instances != 1 {
+				t.Errorf("stats with retry 1 running: %+v, %v; want the instance counted", st, err)
+			}
+			f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 1`)
+			settleAll(t, f)
+			if a := attemptOf(t, f.db, "orders", "1", "ship"); a.State != AttemptSucceeded {
+				t.Errorf("retry 1 of a shipped instance: %+v, want succeeded", a)
+			}
+			// A new case after success.
+			f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+			f.check()
+			if a := attemptOf(t, f.db, "orders", "1", "ship"); a.Attempt != 1 {
+				t.Errorf("a new case after success: %+v, want retry 1", a)
+			}
+		})
+	}
+}
+
+// seqScans returns the plan lines of a sequential scan of table, each
+// with the line above it (the node that reads it) and its filter.
+func seqScans(lines []string, table string) string {
+	var out []string
+	for i, l := range lines {
+		if strings.Contains(l, "Seq Scan on "+table+" ") {
+			out = append(out, lines[max(i-1, 0)], l)
+			if i+1 < len(lines) {
+				out = append(out, lines[i+1])
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
