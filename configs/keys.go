@@ -222,7 +222,7 @@ var Keys = map[string]KeyDoc{
 	"Log.level":  {Doc: "the lowest level logged", Default: DefaultLogLevel, Values: logLevels},
 
 	"Workflow.name":           {Doc: "the workflow's name", DefaultText: required, Rule: "letters, digits, `.`, `_`, `-`; starts with a letter or digit; at most 63 characters; unique"},
-	"Workflow.table":          {Doc: "the instance table, optionally schema-qualified", DefaultText: required, Rule: "one workflow per table and status column"},
+	"Workflow.table":          {Doc: "the instance table, optionally schema-qualified; names are quoted as written, so case matters (`App.Orders` is not `app.orders`)", DefaultText: required, Rule: "one workflow per table and status column"},
 	"Workflow.id_column":      {Doc: "the instances' id column", DefaultText: required},
 	"Workflow.status_column":  {Doc: "the instances' state column", DefaultText: required},
 	"Workflow.error_column":   {Doc: "the instances' error text, matched by `non_retryable` patterns"},

@@ -240,7 +240,7 @@ func TestUpgradeKeepsAttemptsRows(t *testing.T) {
 	}
 	res := f.check()
 	if res.Tasks[0].Retried != 1 {
-		t.Fatalf("pass: %+v, want 4 retried", res.Tasks[0])
+		t.Fatalf("pass: %+v, want 1 retried (instance 4)", res.Tasks[0])
 	}
 	sc, err := f.r.Settle(ctx, f.o, 0, true)
 	if err != nil || len(sc) != 1 || sc[0].Succeeded != 1 {

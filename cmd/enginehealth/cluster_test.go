@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
@@ -169,5 +170,32 @@ func TestDaemonRefusesAnEmptyOtherCluster(t *testing.T) {
 	}
 	if err := start(); !errors.As(err, &usage) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), `"not-a-number"`) {
 		t.Fatalf("with a garbage key: %v, want a usage error naming the key and its value", err)
+	}
+}
+
+// TestWrongTableRefusedBeforeMigrating: a configuration valid on its own
+// that names an engine table the database does not have (here by case:
+// names are quoted, so App.Orders is not app.orders) stops the node with
+// exit 2 naming the table, before the sidecar's schema is migrated: one
+// node with a typo in a rollout does not move the fleet's schema on.
+func TestWrongTableRefusedBeforeMigrating(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	db := sqlx.MustOpen("postgres", dsn)
+	defer db.Close()
+	db.MustExec(`CREATE SCHEMA app; CREATE TABLE app.orders (id bigint PRIMARY KEY, status text NOT NULL)`)
+	cfg := daemonConfig(t, "typo", dsn)
+	cfg.Workflows = []configs.Workflow{{Name: "orders", Table: "App.Orders", IDColumn: "id", StatusColumn: "status",
+		Tasks: []configs.Task{{Name: "ship", Begin: "Paid", Interim: "Shipping", End: "Shipped", Ends: []string{"Shipped"}, Failed: "ShipFailed"}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, done := startDaemon(ctx, t, cfg)
+	err := <-done
+	var usage usageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "App.Orders") {
+		t.Fatalf("runDaemon: %v, want a usage error (exit 2) naming App.Orders", err)
+	}
+	var schemas int
+	if err := db.Get(&schemas, "SELECT count(*) FROM pg_namespace WHERE nspname = 'enginehealth'"); err != nil || schemas != 0 {
+		t.Fatalf("the schema was migrated before the refusal: %d schemas (%v)", schemas, err)
 	}
 }

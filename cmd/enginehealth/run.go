@@ -164,13 +164,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	}
 	defer etcd.Close()
 	witness := func(ctx context.Context, live int64) error { return witnessCluster(ctx, etcd, cfg, live, log) }
-	if err := connectDatabase(ctx, cfg, db, cluster, witness, log); err != nil {
-		return stopped(ctx, log, err)
-	}
-
 	// The configured engine tables must exist as named: a mismatch is a
-	// configuration error, reported before anything else happens.
-	if err := checkCatalog(ctx, cfg, db, log); err != nil {
+	// configuration error, reported before the schema is migrated.
+	if err := connectDatabase(ctx, cfg, db, cluster, witness, log); err != nil {
 		return stopped(ctx, log, err)
 	}
 	etcdState := newEtcdCheck(etcd, cfg, log.With("component", "etcd"))
@@ -529,9 +525,12 @@ func stopped(ctx context.Context, log *slog.Logger, err error) error {
 }
 
 // connectDatabase waits for PostgreSQL, has witness (when set) judge the
-// server's cluster before anything is written, migrates the schema and
+// server's cluster and checks the engine tables the configuration names
+// (checkCatalog) before anything is written, migrates the schema and
 // learns the cluster it is on (cluster then refuses a server of another
-// one).
+// one). A configuration wrong for the database is refused before the
+// schema is migrated: one node with a typo in a rollout does not move
+// the fleet's schema on.
 func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, cluster *pgdb.Cluster, witness func(context.Context, int64) error, log *slog.Logger) error {
 	var refused error
 	if err := retry(ctx, log, "connect to PostgreSQL", cfg.Database.ConnectTimeout, func(ctx context.Context) error {
@@ -566,6 +565,9 @@ func connectDatabase(ctx context.Context, cfg *configs.Config, db *sqlx.DB, clus
 		if wrong != nil {
 			return usageError{wrong}
 		}
+	}
+	if err := checkCatalog(ctx, cfg, db, log); err != nil {
+		return err
 	}
 	var newer *pgdb.NewerSchemaError
 	if err := retry(ctx, log, "migrate", cfg.Database.StatementTimeout, func(ctx context.Context) error {
