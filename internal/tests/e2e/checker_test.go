@@ -395,7 +395,8 @@ func (r *faultRun) invariants() []invariant {
 			// replica that lagged can lose it, and the ack after it,
 			// while keeping the suite's earlier kill row): then the
 			// node restored its record in the status it last saw, and
-			// said so in an event, before its next change.
+			// said so in an event, before its next change or in the
+			// restore's own transaction.
 			"a killed node comes back in Unexpected shutdown",
 			`SELECT count(*) FROM faults.kills`,
 			`SELECT format('node %s was killed; its next change of its own record %s', k.name,
@@ -405,7 +406,7 @@ func (r *faultRun) invariants() []invariant {
 				WHERE m.to_status IS DISTINCT FROM 'Unexpected shutdown'
 				  AND NOT EXISTS (SELECT 1 FROM faults.event_tx x JOIN enginehealth.events e ON e.id = x.event_id
 					WHERE e.node = k.name AND e.actor = k.name AND e.reason LIKE '%registration restored:%'
-					  AND x.seq > k.seq AND (m.seq IS NULL OR x.seq < m.seq))`, nil,
+					  AND x.seq > k.seq AND (m.seq IS NULL OR x.seq < m.seq OR x.tx = m.tx))`, nil,
 		},
 		{
 			// By the node records' own changes: no transaction (a pass)

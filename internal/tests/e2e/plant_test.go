@@ -102,6 +102,13 @@ var plants = map[string][]planted{
 		{"enginehealth/node-b", `INSERT INTO enginehealth.events (kind, actor, node, reason) VALUES
 			('node_status', 'node-b', 'node-b', 'registration restored: the database had lost it')`},
 		{"enginehealth/node-b", `DELETE FROM enginehealth.nodes WHERE name = 'node-b'`},
+		// Nor the restore itself, which moves the record and says so in
+		// one transaction (the move first).
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
+			('node-d', gen_random_uuid(), 'h', 'Not responding', 'node-d'); INSERT INTO faults.kills (name) VALUES ('node-d')`},
+		{"enginehealth/node-d", `UPDATE enginehealth.nodes SET status = 'Ready' WHERE name = 'node-d';
+			INSERT INTO enginehealth.events (kind, actor, node, reason) VALUES
+				('node_status', 'node-d', 'node-d', 'registration restored: the database had lost it')`},
 	},
 	"the disruption guard: no pass marks most nodes": {
 		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by)
