@@ -220,7 +220,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		claims: tbl,
 	}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w)); err != nil {
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), true); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
@@ -271,11 +271,13 @@ var historyJoinSQL = load("history_join")
 // stamp, and again, whether a parked row's instance ran again since: the
 // SQL condition again, from againSQL), or, without one, what the events
 // of its retries at once in the current case say (tid NULL, state
-// retried).
-func (r *Repairer) historyJoin(again, instance string) (string, error) {
-	f, err := historyJoinSQL.Fragment(struct{ Again, Attempts, Events, Instance, KindRepair, KindSucceeded string }{
-		again, r.attempts, r.cfg.Events.Table(), instance,
-		pq.QuoteLiteral(audit.KindRepair), pq.QuoteLiteral(audit.KindRetrySucceeded)})
+// retried) when fromEvents (a statement that only asks whether the
+// instance is parked needs the row alone).
+func (r *Repairer) historyJoin(again, instance string, fromEvents bool) (string, error) {
+	f, err := historyJoinSQL.Fragment(struct {
+		Again, Attempts, Events, Instance, KindRepair, KindSucceeded string
+		FromEvents                                                   bool
+	}{again, r.attempts, r.cfg.Events.Table(), instance, pq.QuoteLiteral(audit.KindRepair), pq.QuoteLiteral(audit.KindRetrySucceeded), fromEvents})
 	return strings.TrimRight(f, "\n"), err
 }
 

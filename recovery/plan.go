@@ -132,7 +132,7 @@ func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error)
 		RetriesCounted: retriesCountedSQL, Decidable: decidableSQL, UnclaimedAfterExpiry: tbl.UnclaimedAfterExpiry("b"),
 	}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(again, instanceOf(w)); err != nil {
+	if sl.HistoryJoin, err = r.historyJoin(again, instanceOf(w), true); err != nil {
 		return sqltext.Statement{}, err
 	}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.Interim}

@@ -431,7 +431,7 @@ func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []stri
 	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
 		Decidable: decidableSQL, Unclaimed: "TRUE"}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w)); err != nil {
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), false); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if tbl != nil && !faultinject.Off(faultinject.Predicate) {

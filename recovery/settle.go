@@ -243,7 +243,7 @@ type eventsSlots struct {
 // renderSettleEvents renders the statement of one settleEvents batch and
 // its parameters.
 func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, upto, run int64) (sqltext.Statement, error) {
-	hj, err := r.historyJoin("false", "o.instance")
+	hj, err := r.historyJoin("false", "o.instance", true)
 	if err != nil {
 		return sqltext.Statement{}, err
 	}

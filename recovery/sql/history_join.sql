@@ -10,7 +10,9 @@ Repairer.historyJoin (attempts.go) and given to policy_batch, count_task
 and plan_task as their HistoryJoin slot, its parameters numbered with
 theirs.
 
-The events are read only when the attempts row is missing (the first
+With FromEvents (a statement that decides, or plans, by the count;
+not one that only asks whether an instance is parked), the events are
+read, only when the attempts row is missing (the first
 branch's row ends the LIMIT), through their hash index on instance: the
 case is the instance's retries at once in the task (instance_repaired
 with an attempt) since the last one settled as succeeded
@@ -28,6 +30,7 @@ LEFT JOIN LATERAL (
 			CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again
 		FROM {{.Attempts}} AS a
 		WHERE a.workflow = {{arg "workflow"}} AND a.instance = {{.Instance}} AND a.task = {{arg "task"}} LIMIT 1)
+		{{- if .FromEvents}}
 		UNION ALL
 		(SELECT NULL::tid, max(c.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
 				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(c.node ORDER BY c.id) FILTER (WHERE c.node IS NOT NULL))
@@ -38,4 +41,5 @@ LEFT JOIN LATERAL (
 			  AND (e.kind = {{.KindSucceeded}} OR e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL)) AS c
 		WHERE c.kind = {{.KindRepair}} AND c.id > coalesce(c.settled, 0)
 		HAVING count(*) > 0)
-		LIMIT 1) AS a ON true
+		LIMIT 1
+		{{- end}}) AS a ON true
