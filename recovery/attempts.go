@@ -275,9 +275,9 @@ var historyJoinSQL = load("history_join")
 // instance is parked needs the row alone).
 func (r *Repairer) historyJoin(again, instance string, fromEvents bool) (string, error) {
 	f, err := historyJoinSQL.Fragment(struct {
-		Again, Attempts, Events, Instance, KindRepair, KindSucceeded string
-		FromEvents                                                   bool
-	}{again, r.attempts, r.cfg.Events.Table(), instance, pq.QuoteLiteral(audit.KindRepair), pq.QuoteLiteral(audit.KindRetrySucceeded), fromEvents})
+		Again, Attempts, Events, Instance, KindRepair string
+		FromEvents                                    bool
+	}{again, r.attempts, r.cfg.Events.Table(), instance, pq.QuoteLiteral(audit.KindRepair), fromEvents})
 	return strings.TrimRight(f, "\n"), err
 }
 

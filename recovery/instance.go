@@ -114,11 +114,10 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 	return v, nil
 }
 
-// caseEvent is one event of an instance's retries at once
+// caseEvent is one retry at once of an instance's open case
 // (sql/instance_cases.sql).
 type caseEvent struct {
 	Task      string    `db:"task"`
-	Kind      string    `db:"kind"`
 	Attempt   int       `db:"attempt"`
 	Node      *string   `db:"node"`
 	At        time.Time `db:"at"`
@@ -127,11 +126,9 @@ type caseEvent struct {
 }
 
 // eventCases returns, for each task where instance has no attempts row
-// but retries at once (which write none), what a row would say of its
-// case: the retries made (the case's last), the nodes it was interrupted
-// on, in order, each once, and its state: retried while its outcome is
-// open, else as settled (succeeded, failed, cancelled). A retry after a
-// success starts a new case.
+// but retries at once (which write none until their case ends), what a
+// row would say of its open case: retried, the retries made (the last's
+// attempt), the nodes it was interrupted on, in order, each once.
 func eventCases(ctx context.Context, q sqlx.QueryerContext, st statements, workflow, instance string) ([]AttemptView, error) {
 	var evs []caseEvent
 	if err := st.instanceCases.Select(ctx, q, &evs, sqltext.Args{"workflow": workflow, "instance": instance}); err != nil {
@@ -147,17 +144,8 @@ func eventCases(ctx context.Context, q sqlx.QueryerContext, st statements, workf
 			out = append(out, AttemptView{Task: e.Task, Cause: CauseInterrupt, Nodes: pq.StringArray{}})
 		}
 		v := &out[i]
-		if e.Kind != audit.KindRepair { // a settle event: the case's outcome
-			v.State = map[string]string{audit.KindRetrySucceeded: AttemptSucceeded, audit.KindRetryFailed: AttemptFailed,
-				audit.KindRetryCancelled: AttemptCancelled}[e.Kind]
-			v.Since, v.LastReason = e.At, e.Reason
-			continue
-		}
-		if v.State == AttemptSucceeded { // a new case
-			*v = AttemptView{Task: e.Task, Cause: CauseInterrupt, Nodes: pq.StringArray{}}
-		}
-		at := e.At
-		v.AttemptCount, v.State, v.LeftIn, v.Since, v.LastAttemptTime, v.LastReason = e.Attempt, AttemptRetried, e.FromState, e.At, &at, e.Reason
+		made := e.At
+		v.AttemptCount, v.State, v.LeftIn, v.Since, v.LastAttemptTime, v.LastReason = e.Attempt, AttemptRetried, e.FromState, e.At, &made, e.Reason
 		if e.Node != nil {
 			v.LastNode = e.Node
 			if !slices.Contains(v.Nodes, *e.Node) {

@@ -489,7 +489,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 				return fmt.Errorf("read attempts: %w", err)
 			}
 			for _, c := range cases {
-				if c.Task == t.Name && c.State != AttemptSucceeded {
+				if c.Task == t.Name {
 					attempt, nodes = c.AttemptCount, c.Nodes
 				}
 			}

@@ -121,9 +121,8 @@ func newStatements(schema string) statements {
 
 	st.settleCursor = prepare("settle_cursor", struct{ Cursors, Events string }{sc + ".settle_cursors", sc + ".events"})
 	st.moveSettleCursor = prepare("move_settle_cursor", struct{ Cursors string }{sc + ".settle_cursors"})
-	st.instanceCases = prepare("instance_cases", struct{ Events, Attempts, KindRepair, KindSucceeded, KindFailed, KindCancelled string }{
-		sc + ".events", attempts, pq.QuoteLiteral(audit.KindRepair), pq.QuoteLiteral(audit.KindRetrySucceeded),
-		pq.QuoteLiteral(audit.KindRetryFailed), pq.QuoteLiteral(audit.KindRetryCancelled)})
+	st.instanceCases = prepare("instance_cases", struct{ Events, Attempts, KindRepair string }{
+		sc + ".events", attempts, pq.QuoteLiteral(audit.KindRepair)})
 
 	st.insertMark = prepare("insert_mark", marksTable{marks})
 	st.moveMark = prepare("move_mark", marksTable{marks})

@@ -42,14 +42,12 @@ WITH s AS MATERIALIZED (
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $11 LIMIT 1)
 		UNION ALL
-		(SELECT NULL::tid, max(c.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(c.node ORDER BY c.id) FILTER (WHERE c.node IS NOT NULL))
+		(SELECT NULL::tid, max(e.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
 					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
-		FROM (SELECT e.id, e.kind, e.attempt, e.node, max(e.id) FILTER (WHERE e.kind = 'retry_succeeded') OVER () AS settled
-			FROM "enginehealth".events AS e
-			WHERE e.instance = b."id"::text AND e.workflow = $10 AND e.task = $11
-			  AND (e.kind = 'retry_succeeded' OR e.kind = 'instance_repaired' AND e.attempt IS NOT NULL)) AS c
-		WHERE c.kind = 'instance_repaired' AND c.id > coalesce(c.settled, 0)
+		FROM "enginehealth".events AS e
+		WHERE e.instance = b."id"::text AND e.workflow = $10 AND e.task = $11
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		HAVING count(*) > 0)
 		LIMIT 1) AS a ON true
 	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)

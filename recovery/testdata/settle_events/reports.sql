@@ -47,14 +47,12 @@ WITH r AS MATERIALIZED (
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $3 AND a.instance = o.instance AND a.task = $4 LIMIT 1)
 		UNION ALL
-		(SELECT NULL::tid, max(c.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(c.node ORDER BY c.id) FILTER (WHERE c.node IS NOT NULL))
+		(SELECT NULL::tid, max(e.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
 					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
-		FROM (SELECT e.id, e.kind, e.attempt, e.node, max(e.id) FILTER (WHERE e.kind = 'retry_succeeded') OVER () AS settled
-			FROM "enginehealth".events AS e
-			WHERE e.instance = o.instance AND e.workflow = $3 AND e.task = $4
-			  AND (e.kind = 'retry_succeeded' OR e.kind = 'instance_repaired' AND e.attempt IS NOT NULL)) AS c
-		WHERE c.kind = 'instance_repaired' AND c.id > coalesce(c.settled, 0)
+		FROM "enginehealth".events AS e
+		WHERE e.instance = o.instance AND e.workflow = $3 AND e.task = $4
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		HAVING count(*) > 0)
 		LIMIT 1) AS a ON true
 ), y AS MATERIALIZED (
