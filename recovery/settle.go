@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -247,7 +248,11 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, 
 	if err != nil {
 		return sqltext.Statement{}, err
 	}
-	sl := eventsSlots{settleSlots: r.settleSlots(w, t, idType), KindRepair: pq.QuoteLiteral(audit.KindRepair), HistoryJoin: hj}
+	ss, err := r.settleSlots(w, t, idType)
+	if err != nil {
+		return sqltext.Statement{}, err
+	}
+	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(audit.KindRepair), HistoryJoin: hj}
 	return settleEventsSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "upto": upto,
 		"batch_size": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
 		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()})
@@ -284,9 +289,10 @@ type settleSlots struct {
 	// Table, ID, Status: the instance table and its columns, quoted;
 	// IDType: the id column's type (the catalog's name).
 	Table, ID, Status, IDType string
-	// FailurePolicy: the task has an on_failure policy, which decides a
-	// retry the engine failed.
-	FailurePolicy bool
+	// Outcome, Reason: a retry's outcome and the reason said of it
+	// (sql/settle_outcome.sql, settle_reason.sql), over the columns
+	// st, next and what.
+	Outcome, Reason string
 	// The sidecar's tables, quoted, and the event kinds, as literals.
 	Attempts, Events                         string
 	KindSucceeded, KindFailed, KindCancelled string
@@ -295,20 +301,36 @@ type settleSlots struct {
 // renderSettleBatch renders the statement of one settle batch and its
 // parameters.
 func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType, after string, run int64) (sqltext.Statement, error) {
-	return settleBatchSQL.Render(r.settleSlots(w, t, idType), sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "batch_size": r.cfg.BatchSize,
+	sl, err := r.settleSlots(w, t, idType)
+	if err != nil {
+		return sqltext.Statement{}, err
+	}
+	return settleBatchSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "batch_size": r.cfg.BatchSize,
 		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run})
 }
 
 // settleSlots: the slots settle_batch and settle_events share.
-func (r *Repairer) settleSlots(w Workflow, t Task, idType string) settleSlots {
+func (r *Repairer) settleSlots(w Workflow, t Task, idType string) (settleSlots, error) {
+	outcome, err := settleOutcomeSQL.Fragment(struct{ FailurePolicy bool }{t.FailurePolicy().Strategy != StrategyNone})
+	if err != nil {
+		return settleSlots{}, err
+	}
+	reason, err := settleReasonSQL.Fragment(nil)
+	if err != nil {
+		return settleSlots{}, err
+	}
 	return settleSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
-		FailurePolicy: t.FailurePolicy().Strategy != StrategyNone,
-		Attempts:      r.attempts, Events: r.cfg.Events.Table(),
+		Outcome: strings.TrimRight(outcome, "\n"), Reason: strings.TrimRight(reason, "\n"),
+		Attempts: r.attempts, Events: r.cfg.Events.Table(),
 		KindSucceeded: pq.QuoteLiteral(audit.KindRetrySucceeded), KindFailed: pq.QuoteLiteral(audit.KindRetryFailed),
 		KindCancelled: pq.QuoteLiteral(audit.KindRetryCancelled),
-	}
+	}, nil
 }
+
+// settleOutcomeSQL, settleReasonSQL: the parts settle_batch and
+// settle_events share (settleSlots).
+var settleOutcomeSQL, settleReasonSQL = load("settle_outcome"), load("settle_reason")
 
 // parkedCursor is where the next look at a task's parked rows of one
 // state starts: after the row (at, instance), in the order of that

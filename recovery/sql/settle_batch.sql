@@ -27,21 +27,12 @@ WITH a AS MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it).
-	SELECT j.*, CASE
-			WHEN j.st IS NULL THEN 'cancelled'
-			WHEN j.st = ANY ({{arg "ends"}}::text[]) THEN 'succeeded'
-			WHEN j.st = {{arg "begin"}} OR j.st = {{arg "interim"}} THEN ''
-			WHEN j.st = {{arg "failed"}} THEN {{if .FailurePolicy}}''{{else}}'failed'{{end}}
-			ELSE 'succeeded' END AS next,
+	SELECT j.*, {{.Outcome}} AS next,
 		CASE WHEN j.manual > 0 AND j.attempt = 0 THEN 'manual retry ' || j.manual ELSE 'retry ' || j.attempt END AS what
 	FROM j
 ), y AS (
-	SELECT x.*, CASE x.next
-			WHEN 'cancelled' THEN x.what || ' cancelled: the instance no longer exists'
-			WHEN 'failed' THEN x.what || ' failed: the engine moved the instance to ' || x.st
-			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ({{arg "ends"}}::text[])
-				THEN x.what || ' succeeded: the instance reached ' || x.st
-				ELSE x.what || ' succeeded: the instance went on to ' || x.st END
+	SELECT x.*, CASE next
+			{{.Reason}}
 		END AS reason
 	FROM x WHERE x.next <> ''
 ), upd AS (

@@ -47,22 +47,13 @@ WITH r AS MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it); with the case's retries and nodes.
-	SELECT o.*, a.attempt, a.nodes, CASE
-			WHEN o.st IS NULL THEN 'cancelled'
-			WHEN o.st = ANY ({{arg "ends"}}::text[]) THEN 'succeeded'
-			WHEN o.st = {{arg "begin"}} OR o.st = {{arg "interim"}} THEN ''
-			WHEN o.st = {{arg "failed"}} THEN {{if .FailurePolicy}}''{{else}}'failed'{{end}}
-			ELSE 'succeeded' END AS next
+	SELECT o.*, a.attempt, a.nodes, {{.Outcome}} AS next, 'retry ' || a.attempt AS what
 	FROM o {{.HistoryJoin}}
 ), y AS MATERIALIZED (
 	-- Closed now, or still running past the horizon.
-	SELECT x.*, CASE x.next
-			WHEN 'cancelled' THEN 'retry ' || x.attempt || ' cancelled: the instance no longer exists'
-			WHEN 'failed' THEN 'retry ' || x.attempt || ' failed: the engine moved the instance to ' || x.st
-			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ({{arg "ends"}}::text[])
-				THEN 'retry ' || x.attempt || ' succeeded: the instance reached ' || x.st
-				ELSE 'retry ' || x.attempt || ' succeeded: the instance went on to ' || x.st END
-			ELSE 'retry ' || x.attempt || ' still runs (in ' || x.st || '): followed in this row'
+	SELECT x.*, CASE next
+			{{.Reason}}
+			ELSE what || ' still runs (in ' || st || '): followed in this row'
 		END AS reason
 	FROM x WHERE x.next <> '' OR x.at < now() - {{arg "horizon_ms"}} * interval '1 millisecond'
 ), rows_written AS (

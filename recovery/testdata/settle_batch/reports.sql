@@ -23,20 +23,20 @@ WITH a AS MATERIALIZED (
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it).
 	SELECT j.*, CASE
-			WHEN j.st IS NULL THEN 'cancelled'
-			WHEN j.st = ANY ($5::text[]) THEN 'succeeded'
-			WHEN j.st = $6 OR j.st = $7 THEN ''
-			WHEN j.st = $8 THEN 'failed'
+			WHEN st IS NULL THEN 'cancelled'
+			WHEN st = ANY ($5::text[]) THEN 'succeeded'
+			WHEN st = $6 OR st = $7 THEN ''
+			WHEN st = $8 THEN 'failed'
 			ELSE 'succeeded' END AS next,
 		CASE WHEN j.manual > 0 AND j.attempt = 0 THEN 'manual retry ' || j.manual ELSE 'retry ' || j.attempt END AS what
 	FROM j
 ), y AS (
-	SELECT x.*, CASE x.next
-			WHEN 'cancelled' THEN x.what || ' cancelled: the instance no longer exists'
-			WHEN 'failed' THEN x.what || ' failed: the engine moved the instance to ' || x.st
-			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ($5::text[])
-				THEN x.what || ' succeeded: the instance reached ' || x.st
-				ELSE x.what || ' succeeded: the instance went on to ' || x.st END
+	SELECT x.*, CASE next
+			WHEN 'cancelled' THEN what || ' cancelled: the instance no longer exists'
+			WHEN 'failed' THEN what || ' failed: the engine moved the instance to ' || st
+			WHEN 'succeeded' THEN CASE WHEN st = ANY ($5::text[])
+				THEN what || ' succeeded: the instance reached ' || st
+				ELSE what || ' succeeded: the instance went on to ' || st END
 		END AS reason
 	FROM x WHERE x.next <> ''
 ), upd AS (

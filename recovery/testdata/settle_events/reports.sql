@@ -34,11 +34,11 @@ WITH r AS MATERIALIZED (
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it); with the case's retries and nodes.
 	SELECT o.*, a.attempt, a.nodes, CASE
-			WHEN o.st IS NULL THEN 'cancelled'
-			WHEN o.st = ANY ($6::text[]) THEN 'succeeded'
-			WHEN o.st = $7 OR o.st = $8 THEN ''
-			WHEN o.st = $9 THEN 'failed'
-			ELSE 'succeeded' END AS next
+			WHEN st IS NULL THEN 'cancelled'
+			WHEN st = ANY ($6::text[]) THEN 'succeeded'
+			WHEN st = $7 OR st = $8 THEN ''
+			WHEN st = $9 THEN 'failed'
+			ELSE 'succeeded' END AS next, 'retry ' || a.attempt AS what
 	FROM o LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
@@ -57,13 +57,13 @@ WITH r AS MATERIALIZED (
 		LIMIT 1) AS a ON true
 ), y AS MATERIALIZED (
 	-- Closed now, or still running past the horizon.
-	SELECT x.*, CASE x.next
-			WHEN 'cancelled' THEN 'retry ' || x.attempt || ' cancelled: the instance no longer exists'
-			WHEN 'failed' THEN 'retry ' || x.attempt || ' failed: the engine moved the instance to ' || x.st
-			WHEN 'succeeded' THEN CASE WHEN x.st = ANY ($6::text[])
-				THEN 'retry ' || x.attempt || ' succeeded: the instance reached ' || x.st
-				ELSE 'retry ' || x.attempt || ' succeeded: the instance went on to ' || x.st END
-			ELSE 'retry ' || x.attempt || ' still runs (in ' || x.st || '): followed in this row'
+	SELECT x.*, CASE next
+			WHEN 'cancelled' THEN what || ' cancelled: the instance no longer exists'
+			WHEN 'failed' THEN what || ' failed: the engine moved the instance to ' || st
+			WHEN 'succeeded' THEN CASE WHEN st = ANY ($6::text[])
+				THEN what || ' succeeded: the instance reached ' || st
+				ELSE what || ' succeeded: the instance went on to ' || st END
+			ELSE what || ' still runs (in ' || st || '): followed in this row'
 		END AS reason
 	FROM x WHERE x.next <> '' OR x.at < now() - $10 * interval '1 millisecond'
 ), rows_written AS (
