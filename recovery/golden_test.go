@@ -335,7 +335,11 @@ func engineStatements(gs *shapes, r *Repairer) {
 	gs.rendered(failuresExistSQL, failureSlotsOf(invoices), sqltext.Args{"failed": "SendFailed", "mark": "2026-11-26 09:00:00+00"},
 		// Through the index on (status, updated).
 		sqltest.Shape{Indexes: []string{"invoices_status_updated_at_"}})
-	gs.rendered(retryStatsSQL, r.statsSlots(invoices, "bigint"),
+	stats, err := r.statsSlots(invoices, "bigint")
+	if err != nil {
+		gs.t.Fatal(err)
+	}
+	gs.rendered(retryStatsSQL, stats,
 		sqltext.Args{"workflow": "invoices", "task": "send", "ends": pq.Array([]string{"Sent"}), "after": 17},
 		// The events after the cursor through their primary key, each
 		// instance's later ones through the index on instance.
@@ -369,7 +373,7 @@ func TestStatementsPlan(t *testing.T) {
 func TestEveryFileIsUsed(t *testing.T) {
 	st := newStatements("enginehealth")
 	gs := goldens(t)
-	used := append(slices.Clone(st.set.Fragments), sqltest.Name(historyJoinSQL), sqltest.Name(settleOutcomeSQL), sqltest.Name(settleReasonSQL))
+	used := append(slices.Clone(st.set.Fragments), sqltest.Name(historyJoinSQL), sqltest.Name(settleOutcomeSQL), sqltest.Name(settleReasonSQL), sqltest.Name(openCaseSQL))
 	for _, g := range gs {
 		used = append(used, g.Statement)
 	}

@@ -237,8 +237,21 @@ type eventsSlots struct {
 	settleSlots
 	// KindRepair: the repair event's kind, as a literal; HistoryJoin:
 	// the history of the case's instance o.instance (historyJoin), for
-	// its row.
-	KindRepair, HistoryJoin string
+	// its row; OpenCase: whether the event r's case is still open
+	// (openCase).
+	KindRepair, HistoryJoin, OpenCase string
+}
+
+// openCaseSQL: whether a retry at once's case is still its event's
+// (sql/open_case.sql), a fragment of settle_events and retry_stats.
+var openCaseSQL = load("open_case")
+
+// openCase joins to the retry at once's event row alias whether its case
+// is still open (open_case.sql: kept.found, later.found).
+func (r *Repairer) openCase(alias string) (string, error) {
+	f, err := openCaseSQL.Fragment(struct{ Event, Attempts, Events, KindRepair string }{
+		alias, r.attempts, r.cfg.Events.Table(), pq.QuoteLiteral(audit.KindRepair)})
+	return strings.TrimRight(f, "\n"), err
 }
 
 // renderSettleEvents renders the statement of one settleEvents batch and
@@ -252,7 +265,11 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, 
 	if err != nil {
 		return sqltext.Statement{}, err
 	}
-	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(audit.KindRepair), HistoryJoin: hj}
+	open, err := r.openCase("r")
+	if err != nil {
+		return sqltext.Statement{}, err
+	}
+	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(audit.KindRepair), HistoryJoin: hj, OpenCase: open}
 	return settleEventsSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "upto": upto,
 		"batch_size": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
 		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()})

@@ -62,7 +62,11 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 		if err != nil {
 			return nil, err
 		}
-		stats, err := retryStatsSQL.Prepare(r.statsSlots(w, idType))
+		sl, err := r.statsSlots(w, idType)
+		if err != nil {
+			return nil, err
+		}
+		stats, err := retryStatsSQL.Prepare(sl)
 		if err != nil {
 			return nil, err
 		}
@@ -107,9 +111,10 @@ var retryStatsSQL = load("retry_stats")
 // statsSlots fill retryStatsSQL: the instance table and its columns,
 // quoted, the id column's type (the catalog's name), the sidecar's
 // tables, quoted, and the event kinds, as literals.
-type statsSlots struct{ Table, ID, IDType, Status, Attempts, Events, KindRepair string }
+type statsSlots struct{ Table, ID, IDType, Status, Attempts, Events, KindRepair, OpenCase string }
 
-func (r *Repairer) statsSlots(w Workflow, idType string) statsSlots {
+func (r *Repairer) statsSlots(w Workflow, idType string) (statsSlots, error) {
+	open, err := r.openCase("e")
 	return statsSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), IDType: idType, Status: claims.Ident(w.StatusColumn),
-		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(audit.KindRepair)}
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(audit.KindRepair), OpenCase: open}, err
 }

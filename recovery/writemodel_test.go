@@ -148,7 +148,11 @@ func TestRetryStatsReadsNoWholeEvents(t *testing.T) {
 	if err := f.db.Get(&after, `SELECT max(id) - 100 FROM enginehealth.events`); err != nil {
 		t.Fatal(err)
 	}
-	q, err := retryStatsSQL.Render(f.r.statsSlots(orders, "bigint"), sqltext.Args{"workflow": "orders", "task": "ship",
+	sl, err := f.r.statsSlots(orders, "bigint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := retryStatsSQL.Render(sl, sqltext.Args{"workflow": "orders", "task": "ship",
 		"ends": pq.Array([]string{"Shipped"}), "after": after})
 	if err != nil {
 		t.Fatal(err)

@@ -34,13 +34,9 @@ WITH a AS (
 		count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {{.Table}} AS t
 			WHERE t.{{.ID}} = e.instance::{{.IDType}} AND t.{{.Status}}::text = ANY ({{arg "ends"}}::text[]))) AS succeeded
 	FROM {{.Events}} AS e
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM {{.Attempts}} AS a
-		WHERE a.workflow = {{arg "workflow"}} AND a.instance = e.instance AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM {{.Events}} AS l
-		WHERE l.instance = e.instance AND l.workflow = {{arg "workflow"}} AND l.task = {{arg "task"}} AND l.id > e.id
-		  AND l.kind = {{.KindRepair}} AND l.attempt IS NOT NULL LIMIT 1) AS l ON true
+	{{.OpenCase}}
 	WHERE e.id > {{arg "after"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
-	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND a.found IS NULL AND l.found IS NULL
+	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND kept.found IS NULL AND later.found IS NULL
 )
 SELECT {{arg "workflow"}}::text AS workflow, {{arg "task"}}::text AS task,
 	a.instances + o.cases AS instances, a.retried + o.cases AS retried,

@@ -37,12 +37,8 @@ WITH r AS MATERIALIZED (
 	-- instance), with the instance's state now (NULL: the row is gone).
 	SELECT r.*, (SELECT t.{{.Status}}::text FROM {{.Table}} AS t WHERE t.{{.ID}} = r.instance::{{.IDType}}) AS st
 	FROM r
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM {{.Attempts}} AS a
-		WHERE a.workflow = {{arg "workflow"}} AND a.instance = r.instance AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM {{.Events}} AS l
-		WHERE l.instance = r.instance AND l.workflow = {{arg "workflow"}} AND l.task = {{arg "task"}} AND l.id > r.id
-		  AND l.kind = {{.KindRepair}} AND l.attempt IS NOT NULL LIMIT 1) AS l ON true
-	WHERE a.found IS NULL AND l.found IS NULL
+	{{.OpenCase}}
+	WHERE kept.found IS NULL AND later.found IS NULL
 ), x AS MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the

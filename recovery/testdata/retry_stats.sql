@@ -23,12 +23,12 @@ WITH a AS (
 			WHERE t."id" = e.instance::bigint AND t."status"::text = ANY ($1::text[]))) AS succeeded
 	FROM "enginehealth".events AS e
 	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $2 AND a.instance = e.instance AND a.task = $3 LIMIT 1) AS a ON true
+		WHERE a.workflow = $2 AND a.instance = e.instance AND a.task = $3 LIMIT 1) AS kept ON true
 	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".events AS l
 		WHERE l.instance = e.instance AND l.workflow = $2 AND l.task = $3 AND l.id > e.id
-		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS l ON true
+		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS later ON true
 	WHERE e.id > $4 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-	  AND e.workflow = $2 AND e.task = $3 AND a.found IS NULL AND l.found IS NULL
+	  AND e.workflow = $2 AND e.task = $3 AND kept.found IS NULL AND later.found IS NULL
 )
 SELECT $2::text AS workflow, $3::text AS task,
 	a.instances + o.cases AS instances, a.retried + o.cases AS retried,

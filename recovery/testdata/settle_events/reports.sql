@@ -24,11 +24,11 @@ WITH r AS MATERIALIZED (
 	SELECT r.*, (SELECT t."state"::text FROM "app"."reports" AS t WHERE t."id" = r.instance::bigint) AS st
 	FROM r
 	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $3 AND a.instance = r.instance AND a.task = $4 LIMIT 1) AS a ON true
+		WHERE a.workflow = $3 AND a.instance = r.instance AND a.task = $4 LIMIT 1) AS kept ON true
 	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".events AS l
 		WHERE l.instance = r.instance AND l.workflow = $3 AND l.task = $4 AND l.id > r.id
-		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS l ON true
-	WHERE a.found IS NULL AND l.found IS NULL
+		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS later ON true
+	WHERE kept.found IS NULL AND later.found IS NULL
 ), x AS MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
