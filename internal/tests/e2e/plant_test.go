@@ -109,6 +109,19 @@ var plants = map[string][]planted{
 		{"enginehealth/node-d", `UPDATE enginehealth.nodes SET status = 'Ready' WHERE name = 'node-d';
 			INSERT INTO enginehealth.events (kind, actor, node, reason) VALUES
 				('node_status', 'node-d', 'node-d', 'registration restored: the database had lost it')`},
+		// Nor a kill while the record awaited an ack: the restart keeps
+		// it in Unexpected shutdown (no move), an ack takes it out, and
+		// the node's next change is its own.
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
+			('node-e', gen_random_uuid(), 'h', 'Unexpected shutdown', 'node-e'); INSERT INTO faults.kills (name) VALUES ('node-e')`},
+		{"enginehealth/node-a/api", `UPDATE enginehealth.nodes SET status = 'Recovering' WHERE name = 'node-e'`},
+		{"enginehealth/node-e", `DELETE FROM enginehealth.nodes WHERE name = 'node-e'`},
+		// But a kill after the ack, whose restart is not recorded in
+		// Unexpected shutdown, is still one.
+		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by) VALUES
+			('node-f', gen_random_uuid(), 'h', 'Unexpected shutdown', 'node-f')`},
+		{"enginehealth/node-a/api", `UPDATE enginehealth.nodes SET status = 'Ready' WHERE name = 'node-f'; INSERT INTO faults.kills (name) VALUES ('node-f')`},
+		{"enginehealth/node-f", `UPDATE enginehealth.nodes SET status = 'Recovering' WHERE name = 'node-f'`},
 	},
 	"the disruption guard: no pass marks most nodes": {
 		{"test", `INSERT INTO enginehealth.nodes (name, incarnation, hostname, status, status_changed_by)
@@ -133,7 +146,7 @@ var plantedMore = map[string]int{
 	"no repair overwritten by an engine's late write (engines move only under their own claims)": 2,
 	"one master per term": 2,
 	"retries numbered 1, 2, … with none counted twice or skipped, none beyond max_attempts": 2,
-	"a killed node comes back in Unexpected shutdown":                                       2,
+	"a killed node comes back in Unexpected shutdown":                                       3,
 	"sidecar moves are fenced by the recorded term":                                         2,
 	"no instance left interim and unclaimed after the final pass":                           3,
 }
