@@ -176,8 +176,10 @@ type batchSlots struct {
 	// expired no claim).
 	ExpiryNode, Interruptions string
 	// HistoryJoin joins b's attempts row as a; RetriesCounted and
-	// Decidable read it (retriesCountedSQL, decidableSQL).
-	HistoryJoin, RetriesCounted, Decidable string
+	// Decidable read it (retriesCountedSQL, decidableSQL); CaseRetries:
+	// the retries at once of the picked instances without one
+	// (caseRetries).
+	HistoryJoin, RetriesCounted, Decidable, CaseRetries string
 	// Sample: a scheduled retry's delay (sampleSQL); WaitSuffix,
 	// NodesSuffix: the reason's endings; Cause: the cause, quoted.
 	Sample, WaitSuffix, NodesSuffix, Cause string
@@ -220,7 +222,12 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		claims: tbl,
 	}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), true); err != nil {
+	// The pick probes each instance's attempts row; the retries at once
+	// of those without one are read for the whole pick at once (hist).
+	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), false); err != nil {
+		return sqltext.Statement{}, err
+	}
+	if sl.CaseRetries, err = r.caseRetries("= ANY (ARRAY(SELECT p.id::text FROM pick p WHERE p.att IS NULL))"); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
@@ -274,10 +281,31 @@ var historyJoinSQL = load("history_join")
 // retried) when fromEvents (a statement that only asks whether the
 // instance is parked needs the row alone).
 func (r *Repairer) historyJoin(again, instance string, fromEvents bool) (string, error) {
+	var cr string
+	if fromEvents {
+		var err error
+		if cr, err = r.caseRetries("= " + instance); err != nil {
+			return "", err
+		}
+	}
 	f, err := historyJoinSQL.Fragment(struct {
-		Again, Attempts, Events, Instance, KindRepair string
-		FromEvents                                    bool
-	}{again, r.attempts, r.cfg.Events.Table(), instance, pq.QuoteLiteral(audit.KindRepair), fromEvents})
+		Again, Attempts, Instance, CaseRetries string
+		FromEvents                             bool
+	}{again, r.attempts, instance, cr, fromEvents})
+	return strings.TrimRight(f, "\n"), err
+}
+
+// caseRetriesSQL: the retries at once of instances without an attempts
+// row, from their events (sql/case_retries.sql), a fragment of
+// history_join and policy_batch.
+var caseRetriesSQL = load("case_retries")
+
+// caseRetries selects (instance, attempt, nodes) of the retries at once
+// of the instances whose id as text the SQL condition match completes
+// (case_retries.sql).
+func (r *Repairer) caseRetries(match string) (string, error) {
+	f, err := caseRetriesSQL.Fragment(struct{ Events, Match, KindRepair string }{
+		r.cfg.Events.Table(), match, pq.QuoteLiteral(audit.KindRepair)})
 	return strings.TrimRight(f, "\n"), err
 }
 

@@ -113,8 +113,8 @@ func benchRepair(b *testing.B, batch int) {
 		b.Helper()
 		db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
 		// Every repair a first interruption: no attempts row, no event
-		// of an earlier retry at once.
-		db.MustExec(`TRUNCATE enginehealth.attempts, enginehealth.events`)
+		// of an earlier retry at once (nor its task's settle cursor).
+		db.MustExec(`TRUNCATE enginehealth.attempts, enginehealth.events, enginehealth.settle_cursors`)
 		db.MustExec(`VACUUM ANALYZE app.orders`)
 		db.MustExec(`CHECKPOINT`)
 	}

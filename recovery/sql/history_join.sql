@@ -11,14 +11,12 @@ and plan_task as their HistoryJoin slot, its parameters numbered with
 theirs.
 
 With FromEvents (a statement that decides, or plans, by the count;
-not one that only asks whether an instance is parked), the events are
-read, only when the attempts row is missing (the first
-branch's row ends the LIMIT), through their hash index on instance. A
-case of retries at once that ends gets its attempts row (settle_events),
-so without a row the instance's retries at once in the task
-(instance_repaired with an attempt) are all of one open case: its
-retries are the highest attempt, its nodes those each retry names, in
-order, each once (tid NULL: no row to update; state retried).
+not one that only asks whether an instance is parked), the retries at
+once of an instance without a row are read from the events
+(case_retries: tid NULL, no row to update; state retried), only when the
+attempts row is missing (the first branch's row ends the LIMIT). A
+repair batch reads them for its whole pick at once instead
+(policy_batch's hist).
 
 Parameters (named; numbered by the statement that holds it):
   workflow, task  the task's workflow and name
@@ -32,12 +30,7 @@ LEFT JOIN LATERAL (
 		WHERE a.workflow = {{arg "workflow"}} AND a.instance = {{.Instance}} AND a.task = {{arg "task"}} LIMIT 1)
 		{{- if .FromEvents}}
 		UNION ALL
-		(SELECT NULL::tid, max(e.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
-		FROM {{.Events}} AS e
-		WHERE e.instance = {{.Instance}} AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}}
-		  AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
-		HAVING count(*) > 0)
+		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false FROM (
+		{{.CaseRetries}}) AS h)
 		LIMIT 1
 		{{- end}}) AS a ON true

@@ -3,7 +3,7 @@ policy_batch: one batch of a task's interrupted (or failed) instances,
 decided by the task's retry policy and repaired in one statement: one
 event per instance, which carries its attempt, and its attempts row where
 one is kept (Rowless: an interruption retried at once of an instance
-without one writes none; history_join counts it from the events). The
+without one writes none; hist counts it from the events). The
 repairer renders it (recovery/attempts.go, policyBatch); the golden files
 in recovery/testdata/policy_batch/ show it rendered.
 
@@ -61,6 +61,22 @@ WITH s AS MATERIALIZED (
 	{{- end}}
 	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
 	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
+), hist AS MATERIALIZED (
+	-- The retries at once of the picked instances without an attempts
+	-- row (their events hold them), read for the batch at once; not
+	-- read at all while the task has no settle cursor (no retry at once
+	-- without a row was ever written for it: started, below).
+	SELECT h.* FROM (
+	{{.CaseRetries}}) AS h
+	WHERE EXISTS (SELECT 1 FROM {{.Cursors}} AS k WHERE k.workflow = {{arg "workflow"}} AND k.task = {{arg "task"}})
+), known AS MATERIALIZED (
+	-- Each picked instance with its history: its attempts row's, else
+	-- its retries at once's (state retried). Materialized, so that the
+	-- decision table is joined on all three of its keys.
+	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
+		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
+		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes
+	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -77,17 +93,17 @@ WITH s AS MATERIALIZED (
 		        ELSE '; it was run again by someone else while held' END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
-		-- (its event holds its attempt: history_join reads it there).
+		-- (its event holds its attempt: hist reads it there).
 		y.state <> ''{{if .Rowless}} AND (y.att IS NOT NULL OR y.kind <> 'retry'){{end}} AS writes_row
 	FROM (
-		SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
 			CASE WHEN s.kind = 'wait' THEN {{.Sample}} END AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM pick p JOIN (SELECT s.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter FROM s) AS s
+		FROM known p JOIN (SELECT s.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter FROM s) AS s
 			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), {{arg "max_attempts"}}) AND s.match = p.match
 	) AS y
 ), moved AS (

@@ -15,13 +15,14 @@ SELECT x.prev, x.match, count(*) AS n FROM (
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $2 AND a.instance = b."id"::text AND a.task = $4 LIMIT 1)
 		UNION ALL
-		(SELECT NULL::tid, max(e.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
+		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false FROM (
+		SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes
 		FROM "enginehealth".events AS e
 		WHERE e.instance = b."id"::text AND e.workflow = $2 AND e.task = $4
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		HAVING count(*) > 0)
+		GROUP BY e.instance) AS h)
 		LIMIT 1) AS a ON true
 	WHERE b."status" = $3 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id" AND c."expires_at" >= now()) AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ) AS x GROUP BY 1, 2 ORDER BY 1, 2

@@ -40,18 +40,31 @@ WITH s AS MATERIALIZED (
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
 			CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = b."id"::text AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
 		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $11 AND a.instance = b."id"::text AND a.task = $13 LIMIT 1)
-		UNION ALL
-		(SELECT NULL::tid, max(e.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
-		FROM "enginehealth".events AS e
-		WHERE e.instance = b."id"::text AND e.workflow = $11 AND e.task = $13
-		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		HAVING count(*) > 0)
-		LIMIT 1) AS a ON true
+		WHERE a.workflow = $11 AND a.instance = b."id"::text AND a.task = $13 LIMIT 1)) AS a ON true
 	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 	ORDER BY b."id" LIMIT $14
+), hist AS MATERIALIZED (
+	-- The retries at once of the picked instances without an attempts
+	-- row (their events hold them), read for the batch at once; not
+	-- read at all while the task has no settle cursor (no retry at once
+	-- without a row was ever written for it: started, below).
+	SELECT h.* FROM (
+	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes
+		FROM "enginehealth".events AS e
+		WHERE e.instance = ANY (ARRAY(SELECT p.id::text FROM pick p WHERE p.att IS NULL)) AND e.workflow = $11 AND e.task = $13
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+		GROUP BY e.instance) AS h
+	WHERE EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $11 AND k.task = $13)
+), known AS MATERIALIZED (
+	-- Each picked instance with its history: its attempts row's, else
+	-- its retries at once's (state retried). Materialized, so that the
+	-- decision table is joined on all three of its keys.
+	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
+		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
+		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes
+	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -68,17 +81,17 @@ WITH s AS MATERIALIZED (
 		        ELSE '; it was run again by someone else while held' END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
-		-- (its event holds its attempt: history_join reads it there).
+		-- (its event holds its attempt: hist reads it there).
 		y.state <> '' AND (y.att IS NOT NULL OR y.kind <> 'retry') AS writes_row
 	FROM (
-		SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
 			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM pick p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
+		FROM known p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
 			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $15) AND s.match = p.match
 	) AS y
 ), moved AS (

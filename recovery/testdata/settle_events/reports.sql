@@ -47,13 +47,14 @@ WITH r AS MATERIALIZED (
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $3 AND a.instance = o.instance AND a.task = $4 LIMIT 1)
 		UNION ALL
-		(SELECT NULL::tid, max(e.attempt), coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-				SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-					WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}'), 'retried', NULL::timestamptz, NULL::timestamptz, false
+		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false FROM (
+		SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes
 		FROM "enginehealth".events AS e
 		WHERE e.instance = o.instance AND e.workflow = $3 AND e.task = $4
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		HAVING count(*) > 0)
+		GROUP BY e.instance) AS h)
 		LIMIT 1) AS a ON true
 ), y AS MATERIALIZED (
 	-- Closed now, or still running past the horizon.
