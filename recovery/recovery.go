@@ -310,6 +310,9 @@ func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, wo
 // then each task's interrupted instances.
 func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable, resumed, sweep bool) (Result, error) {
 	res := Result{Sweep: sweep}
+	// Whether retries at once go without their rows: asked once a run,
+	// when a first task has instances to repair.
+	var rowless, asked bool
 	for _, w := range wfs {
 		var tbl *claims.Table
 		// attr.on: a repair event names the node whose claim on the
@@ -347,8 +350,11 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 				if err := r.addPlanned(ctx, o, run, planned); err != nil {
 					return res, err
 				}
+				if !asked {
+					rowless, asked = r.eventRetries(ctx), true
+				}
 				var skipped bool
-				skipped, err = r.repairTask(ctx, o, run, w, t, CauseInterrupt, tbl, attr, cursor{ids: expired}, &tr)
+				skipped, err = r.repairTask(ctx, o, run, w, t, CauseInterrupt, tbl, attr, cursor{ids: expired}, rowless, &tr)
 				res.SkippedLocked = res.SkippedLocked || skipped
 			}
 			res.Tasks = append(res.Tasks, tr)
@@ -458,7 +464,8 @@ func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWa
 // repairTask handles the task's unclaimed instances in its interim state
 // (CauseInterrupt) or its failed state from start (CauseFailure), batch by
 // batch (policyBatch), counts them in tr and reports whether a locked row
-// was skipped.
+// was skipped. rowless: an interruption retried at once writes no
+// attempts row (eventRetries).
 //
 // Keyset batches in id order: each batch starts after the last id of the
 // one before, so it does not re-walk the index entries of rows already
@@ -473,10 +480,9 @@ func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWa
 // SKIP LOCKED (the lock the UPDATE takes; foreign-key checks' KEY SHARE
 // locks do not stop it), and so are the batches after. A row changed
 // while the batch ran is left for the next pass, as a locked one is.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, start cursor, tr *TaskResult) (bool, error) {
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, start cursor, rowless bool, tr *TaskResult) (bool, error) {
 	skipLocked := false
 	cur := start
-	rowless := r.eventRetries(ctx)
 	for {
 		var bc batchCounts
 		r.eventsMu.RLock()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
@@ -124,12 +125,22 @@ func TestRetriesAtOnceWriteOnlyTheirEvents(t *testing.T) {
 		t.Fatalf("repair events' attempts: %v (%v), want 1 2 2", attempts, err)
 	}
 
-	// A fleet not all on this release: the row is written.
-	f.r.cfg.EventRetries = func(context.Context) (bool, error) { return false, nil }
-	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 2`)
+	// A fleet not all on this release: the row is written. The fleet is
+	// asked once a run, however many tasks it repairs (here two).
+	asked := 0
+	f.r.cfg.EventRetries = func(context.Context) (bool, error) { asked++; return false, nil }
+	f.r.cfg.Workflows[0].Tasks = append(f.r.cfg.Workflows[0].Tasks, Task{Task: claims.Task{Name: "pack", Begin: "Paid",
+		Interim: "Packing", Ends: []string{"Packed"}, Failed: "PackFailed"}, OnInterrupt: f.r.cfg.Workflows[0].Tasks[0].OnInterrupt})
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 2; UPDATE app.orders SET status = 'Packing' WHERE id = 3`)
 	f.check()
-	if a := attemptOf(t, f.db, "orders", "2", "ship"); rows() != 2 || a.State != AttemptRetried || a.Attempt != 1 {
+	if a := attemptOf(t, f.db, "orders", "2", "ship"); rows() != 3 || a.State != AttemptRetried || a.Attempt != 1 {
 		t.Fatalf("mixed fleet: %+v (%d rows), want a retried row", a, rows())
+	}
+	if a := attemptOf(t, f.db, "orders", "3", "pack"); a.State != AttemptRetried || a.Attempt != 1 {
+		t.Fatalf("mixed fleet, second task: %+v, want a retried row", a)
+	}
+	if asked != 1 {
+		t.Fatalf("the fleet's versions were read %d times in one run, want once", asked)
 	}
 }
 
