@@ -51,6 +51,8 @@ func goldenBatches() []goldenBatch {
 	return []goldenBatch{
 		{name: "interrupt_first", about: "the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events",
 			w: invoices, c: CauseInterrupt, mode: batchMode{rowless: true}},
+		{name: "interrupt_expired", about: "what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events",
+			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{ids: []string{"1", "2", "3"}}, mode: batchMode{rowless: true}},
 		{name: "interrupt_attributed", about: "a later batch of the instances whose claims the run expired, attributed to their nodes, beside running engines, with the debug log on",
 			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{id: "2", ids: []string{"1", "2", "3"}}, mode: batchMode{skipLocked: true, debug: true}},
 		{name: "failure_first", about: "the first batch of a task's failed instances, from the watermark",
@@ -271,7 +273,7 @@ func ownStatements(gs *shapes, st statements) {
 	retry := sqltext.Args{"cause": CauseInterrupt, "left_in": "Sending", "reason": "manual retry 1 by an operator (not counted against max_attempts)"}
 	maps.Copy(retry, key)
 	insert := maps.Clone(retry)
-	insert["attempt"], insert["nodes"] = 2, pq.StringArray{"node-a"}
+	insert["attempt"], insert["nodes"], insert["last_node"] = 2, pq.StringArray{"node-a"}, "node-a"
 	gs.prepared(st.insertRetry, insert, sqltest.Shape{})
 	retry = maps.Clone(retry)
 	retry["attempt"], retry["manual"], retry["state"] = 2, 0, AttemptHeld

@@ -483,6 +483,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		// Without a row, the retries at once of its case (their events)
 		// are its count, which the row takes on.
 		nodes := pq.StringArray{}
+		var lastNode *string
 		if a == nil {
 			cases, err := eventCases(ctx, tx, r.st, w.Name, m.Instance)
 			if err != nil {
@@ -490,7 +491,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 			}
 			for _, c := range cases {
 				if c.Task == t.Name {
-					attempt, nodes = c.AttemptCount, c.Nodes
+					attempt, nodes, lastNode = c.AttemptCount, c.Nodes, c.LastNode
 				}
 			}
 		}
@@ -525,7 +526,7 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 		var wrote sql.Result
 		write := sqltext.Args{"workflow": w.Name, "instance": m.Instance, "task": t.Name, "cause": cause, "left_in": cur.State, "reason": reason}
 		if a == nil {
-			write["attempt"], write["nodes"] = attempt, nodes
+			write["attempt"], write["nodes"], write["last_node"] = attempt, nodes, lastNode
 			wrote, err = r.st.insertRetry.Exec(ctx, tx, write)
 		} else {
 			write["attempt"], write["manual"], write["state"] = a.Attempt, a.Manual, a.State

@@ -10,8 +10,10 @@ package recovery
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
@@ -241,4 +243,128 @@ func seqScans(lines []string, table string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestRowlessRowsSayWhatRowsSay: a row written after retries at once that
+// wrote none (exhausted, failed, held, waiting, settled, a manual retry)
+// says what the row kept since would say: the attempt, the nodes, and the
+// last attempt's time and node (the latest retry's event: its time, the
+// latest node it named), which the holds list and the instance view
+// show. Each story runs in both write models; their rows must match,
+// and the last attempt's time must be the latest retry's.
+func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
+	ctx := context.Background()
+	retry3 := Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}}
+	expire := func(f policyFixture, node string) {
+		f.db.MustExec(`INSERT INTO app.orders_claim VALUES (1, $1, 't', now() - interval '1h', now() - interval '1s')`, node)
+	}
+	interrupt := func(f policyFixture, node string) {
+		f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
+		if node != "" {
+			expire(f, node)
+		}
+	}
+	stories := []struct {
+		name string
+		p    Policy
+		run  func(t *testing.T, f policyFixture)
+	}{
+		{"on n1 then n2, then failed by the engine and held by on_failure", retry3, func(t *testing.T, f policyFixture) {
+			f.db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now(); CREATE INDEX ON app.orders (status, updated_at)`)
+			f.r.cfg.Workflows[0].UpdatedColumn = "updated_at"
+			f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{Strategy: StrategyHold}
+			f.check() // the failure mark
+			expire(f, "n1")
+			f.check()
+			interrupt(f, "n2")
+			f.check()
+			f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed', last_error = 'disk full', updated_at = now() + interval '1s' WHERE id = 1`)
+			f.check()
+			f.check()
+		}},
+		{"on n1, then unattributed (a sweep), exhausted", Policy{Strategy: StrategyRetry, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffFixed}},
+			func(t *testing.T, f policyFixture) {
+				expire(f, "n1")
+				f.check()
+				interrupt(f, "")
+				f.check()
+			}},
+		{"on n1, then on n2 under a policy now hold", retry3, func(t *testing.T, f policyFixture) {
+			expire(f, "n1")
+			f.check()
+			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyHold}
+			interrupt(f, "n2")
+			f.check()
+		}},
+		{"on n1, then unattributed under a policy now none", retry3, func(t *testing.T, f policyFixture) {
+			expire(f, "n1")
+			f.check()
+			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone}
+			interrupt(f, "")
+			f.check()
+		}},
+		{"on n2 then n1, settled failed, then a manual retry", retry3, func(t *testing.T, f policyFixture) {
+			expire(f, "n2")
+			f.check()
+			interrupt(f, "n1")
+			f.check()
+			f.db.MustExec(`UPDATE app.orders SET status = 'ShipFailed' WHERE id = 1`)
+			if _, err := f.r.Retry(ctx, f.o, ManualRetry{Ref: Ref{"orders", "1"}, By: audit.By{Actor: "ops"}}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"on n1, then a retry that waits (the policy now delays)", retry3, func(t *testing.T, f policyFixture) {
+			expire(f, "n1")
+			f.check()
+			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 3,
+				Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}
+			interrupt(f, "")
+			f.pass()
+		}},
+	}
+	for _, st := range stories {
+		t.Run(st.name, func(t *testing.T) {
+			var said [2]string
+			for i, m := range rowModes {
+				f := rowModeFixture(t, st.p, m.rowless)
+				st.run(t, f)
+				settleAll(t, f)
+				// The row, its last attempt's time checked against the
+				// latest retry's (a retry at once's event, or a manual
+				// retry's).
+				var rows []string
+				if err := f.db.Select(&rows, `SELECT format('%s %s attempt=%s manual=%s nodes=%s last_node=%s last_attempt=%s: %s', a.state, a.cause,
+						a.attempt, a.manual, a.nodes, coalesce(a.last_node, '-'),
+						CASE WHEN a.last_attempt_at IS NULL THEN 'none'
+						     WHEN a.last_attempt_at = (SELECT max(e.at) FROM enginehealth.events e WHERE e.instance = a.instance
+								AND e.task = a.task AND ((e.kind = 'instance_repaired' AND e.attempt IS NOT NULL AND e.to_state = 'Paid')
+									OR e.kind = 'manual_retry')) THEN 'the latest retry'
+						     ELSE a.last_attempt_at::text END, a.last_reason)
+					FROM enginehealth.attempts a ORDER BY a.instance`); err != nil {
+					t.Fatal(err)
+				}
+				hs, err := f.r.Holds(ctx, "", 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, h := range hs {
+					rows = append(rows, fmt.Sprintf("hold %s/%s last_node=%v nodes=%v", h.Workflow, h.Instance, deref(h.LastNode), []string(h.Nodes)))
+				}
+				said[i] = strings.Join(rows, "\n  ")
+				if strings.Contains(said[i], "last_attempt=none") || strings.Contains(said[i], "last_attempt=2") {
+					t.Errorf("%s: a row without the latest retry's time:\n  %s", m.name, said[i])
+				}
+			}
+			if said[0] != said[1] {
+				t.Errorf("rows differ:\n rows:\n  %s\n rowless:\n  %s", said[0], said[1])
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
 }

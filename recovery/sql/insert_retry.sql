@@ -10,7 +10,8 @@ Parameters (numbered $1, $2, … in the order they first appear):
   left_in                   the state the instance was moved from
   reason                    the row's last reason
   attempt, nodes            the retries made, the nodes interrupted on
+  last_node                 the last of them (NULL: none)
 */ -}}
-INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, manual, state, cause, left_in, last_attempt_at, last_reason, nodes)
+INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, manual, state, cause, left_in, last_attempt_at, last_reason, nodes, last_node)
 VALUES ({{arg "workflow"}}, {{arg "instance"}}, {{arg "task"}}, {{arg "attempt"}}, 1, 'retried', {{arg "cause"}}, {{arg "left_in"}}, now(), {{arg "reason"}},
-	{{arg "nodes"}})
+	{{arg "nodes"}}, {{arg "last_node"}})

@@ -7,21 +7,24 @@ without one writes none; hist counts it from the events). The
 repairer renders it (recovery/attempts.go, policyBatch); the golden files
 in recovery/testdata/policy_batch/ show it rendered.
 
-Parameters (numbered $1, $2, … in the order they first appear):
+Parameters (named: Render numbers them $1, $2, … in the order they first
+appear in the rendered text, which the slots change; each golden file
+lists its variant's numbering at its top):
   known, prev, match, kind, to_state, state, reason, lo, hi
                  the decision table (steps), one array per column
-  cap_ms, jitter the backoff's cap (ms) and jitter
-  workflow, task the task's workflow and name
+  workflow       the task's workflow
+  patterns       the non-retryable patterns, as PostgreSQL regexps
   from           the state it repairs: the interim (or failed) state
+  task           the task's name
   cursor         interrupted: the last id picked; failed: the watermark,
                  the last updated_column picked (absent on a first
                  interrupted batch)
   cursor_id      failed: the last id picked at that updated_column
   ids            the instances to look at (those whose claims the run
                  expired), when not all
-  patterns       the non-retryable patterns, as PostgreSQL regexps
   batch_size     instances per batch
   max_attempts   where the decision table ends
+  cap_ms, jitter the backoff's cap (ms) and jitter
   run            the run the batch belongs to
   expired        the instances whose claims this run expired: their
                  repairs are interruptions of those nodes
@@ -75,7 +78,7 @@ WITH s AS MATERIALIZED (
 	-- decision table is joined on all three of its keys.
 	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
 		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
-		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes
+		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes, h.last_at, h.last_node
 	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
@@ -96,7 +99,7 @@ WITH s AS MATERIALIZED (
 		-- (its event holds its attempt: hist reads it there).
 		y.state <> ''{{if .Rowless}} AND (y.att IS NOT NULL OR y.kind <> 'retry'){{end}} AS writes_row
 	FROM (
-		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
@@ -113,27 +116,31 @@ WITH s AS MATERIALIZED (
 	WHERE t.ctid = r.tid AND r.to_state <> ''
 	  AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
-		r.writes_row
+		r.writes_row, r.last_at, r.last_node
 ), kept AS (
 	-- Those that stay where they are (parked), under the same predicate.
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
-		r.writes_row
+		r.writes_row, r.last_at, r.last_node
 	FROM {{.Table}} AS t JOIN d AS r ON t.ctid = r.tid
 	WHERE r.to_state = '' AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
 	FOR NO KEY UPDATE OF t
 ), done AS MATERIALIZED (
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row FROM moved
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row,
+		last_at, last_node FROM moved
 	UNION ALL
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row FROM kept
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
+		last_at, last_node FROM kept
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
-	-- primary key; a conflict fails the batch).
+	-- primary key; a conflict fails the batch); after retries at once
+	-- without one, their last time and node, as a row kept since would
+	-- say.
 	INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT {{arg "workflow"}}, x.sid, {{arg "task"}}, x.made, x.state, {{.Cause}}, {{arg "from"}},
-		CASE WHEN x.kind = 'retry' THEN now() END,
+		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-		x.node, x.nodes, x.reason, x.err, x.upd
+		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
 	FROM done x WHERE x.writes_row AND x.att IS NULL{{if not .Guard}} ON CONFLICT DO NOTHING{{end}}
 	RETURNING 1
 ), upd AS (

@@ -43,7 +43,7 @@ WITH r AS MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it); with the case's retries and nodes.
-	SELECT o.*, a.attempt, a.nodes, {{.Outcome}} AS next, 'retry ' || a.attempt AS what
+	SELECT o.*, a.attempt, a.nodes, a.last_node, {{.Outcome}} AS next, 'retry ' || a.attempt AS what
 	FROM o {{.HistoryJoin}}
 ), y AS MATERIALIZED (
 	-- Closed now, or still running past the horizon.
@@ -56,9 +56,9 @@ WITH r AS MATERIALIZED (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped
 	-- after it).
-	INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, nodes, last_reason)
+	INSERT INTO {{.Attempts}} (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, last_node, nodes, last_reason)
 	SELECT {{arg "workflow"}}, y.instance, {{arg "task"}}, y.attempt, CASE WHEN y.next = '' THEN 'retried' ELSE y.next END, 'interrupt',
-		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.nodes, y.reason
+		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.last_node, y.nodes, y.reason
 	FROM y
 	ON CONFLICT DO NOTHING
 	RETURNING 1

@@ -38,7 +38,7 @@ WITH s AS MATERIALIZED (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = b."id"::text AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+			CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = b."id"::text AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $11 AND a.instance = b."id"::text AND a.task = $13 LIMIT 1)) AS a ON true
 	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
@@ -51,7 +51,8 @@ WITH s AS MATERIALIZED (
 	SELECT h.* FROM (
 	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
 			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
+		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
 		FROM "enginehealth".events AS e
 		WHERE e.instance = ANY (ARRAY(SELECT p.id::text FROM pick p WHERE p.att IS NULL)) AND e.workflow = $11 AND e.task = $13
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
@@ -63,7 +64,7 @@ WITH s AS MATERIALIZED (
 	-- decision table is joined on all three of its keys.
 	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
 		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
-		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes
+		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes, h.last_at, h.last_node
 	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
@@ -84,7 +85,7 @@ WITH s AS MATERIALIZED (
 		-- (its event holds its attempt: hist reads it there).
 		y.state <> '' AND (y.att IS NOT NULL OR y.kind <> 'retry') AS writes_row
 	FROM (
-		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, s.kind, s.to_state,
+		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
@@ -101,27 +102,31 @@ WITH s AS MATERIALIZED (
 	WHERE t.ctid = r.tid AND r.to_state <> ''
 	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
-		r.writes_row
+		r.writes_row, r.last_at, r.last_node
 ), kept AS (
 	-- Those that stay where they are (parked), under the same predicate.
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
-		r.writes_row
+		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
 	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS MATERIALIZED (
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row FROM moved
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row,
+		last_at, last_node FROM moved
 	UNION ALL
-	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row FROM kept
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
+		last_at, last_node FROM kept
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
-	-- primary key; a conflict fails the batch).
+	-- primary key; a conflict fails the batch); after retries at once
+	-- without one, their last time and node, as a row kept since would
+	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT $11, x.sid, $13, x.made, x.state, 'interrupt', $12,
-		CASE WHEN x.kind = 'retry' THEN now() END,
+		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
-		x.node, x.nodes, x.reason, x.err, x.upd
+		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
 	FROM done x WHERE x.writes_row AND x.att IS NULL
 	RETURNING 1
 ), upd AS (

@@ -33,7 +33,7 @@ WITH r AS MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it); with the case's retries and nodes.
-	SELECT o.*, a.attempt, a.nodes, CASE
+	SELECT o.*, a.attempt, a.nodes, a.last_node, CASE
 			WHEN st IS NULL THEN 'cancelled'
 			WHEN st = ANY ($6::text[]) THEN 'succeeded'
 			WHEN st = $7 OR st = $8 THEN ''
@@ -43,14 +43,15 @@ WITH r AS MATERIALIZED (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again
+			CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
 		FROM "enginehealth".attempts AS a
 		WHERE a.workflow = $3 AND a.instance = o.instance AND a.task = $4 LIMIT 1)
 		UNION ALL
-		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false FROM (
+		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false, h.last_at, h.last_node FROM (
 		SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
 			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
+		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
 		FROM "enginehealth".events AS e
 		WHERE e.instance = o.instance AND e.workflow = $3 AND e.task = $4
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
@@ -71,9 +72,9 @@ WITH r AS MATERIALIZED (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped
 	-- after it).
-	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, nodes, last_reason)
+	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, last_node, nodes, last_reason)
 	SELECT $3, y.instance, $4, y.attempt, CASE WHEN y.next = '' THEN 'retried' ELSE y.next END, 'interrupt',
-		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.nodes, y.reason
+		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.last_node, y.nodes, y.reason
 	FROM y
 	ON CONFLICT DO NOTHING
 	RETURNING 1

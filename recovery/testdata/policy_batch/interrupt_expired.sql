@@ -1,0 +1,182 @@
+-- policy_batch: what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events
+-- $1 known
+-- $2 prev
+-- $3 match
+-- $4 kind
+-- $5 to_state
+-- $6 state
+-- $7 reason
+-- $8 lo
+-- $9 hi
+-- $10 workflow
+-- $11 patterns
+-- $12 from
+-- $13 task
+-- $14 ids
+-- $15 batch_size
+-- $16 max_attempts
+-- $17 cap_ms
+-- $18 jitter
+-- $19 run
+-- $20 expired
+WITH s AS MATERIALIZED (
+	-- The decision table: one row per (attempts row known, retries
+	-- made, pattern matched).
+	SELECT s.* FROM unnest($1::bool[], $2::int[], $3::int[], $4::text[], $5::text[],
+		$6::text[], $7::text[], $8::float8[], $9::float8[])
+		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+), pick AS MATERIALIZED (
+	-- Up to batch_size instances in the state, unclaimed, not parked
+	-- (or run again since), after the cursor, with their attempts rows.
+	SELECT b.ctid AS tid, b."id" AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
+		CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+		(SELECT e.node FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $10 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
+		coalesce((SELECT u.i FROM unnest($11::text[]) WITH ORDINALITY AS u(p, i)
+			WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
+		left(b."last_error"::text, 2000) AS err,
+		NULL::timestamptz AS upd
+	FROM "app"."invoices" AS b LEFT JOIN LATERAL (
+		-- LIMIT 1 keeps this a probe of the primary key per row,
+		-- whatever the planner thinks of the table's size.
+		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
+			CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $10 AND e.instance = b."id"::text AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
+		FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $13 LIMIT 1)) AS a ON true
+	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+		AND b."id" = ANY ($14)
+	ORDER BY b."id" LIMIT $15
+), hist AS MATERIALIZED (
+	-- The retries at once of the picked instances without an attempts
+	-- row (their events hold them), read for the batch at once; not
+	-- read at all while the task has no settle cursor (no retry at once
+	-- without a row was ever written for it: started, below).
+	SELECT h.* FROM (
+	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
+		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
+		FROM "enginehealth".events AS e
+		WHERE e.instance = ANY (ARRAY(SELECT p.id::text FROM pick p WHERE p.att IS NULL)) AND e.workflow = $10 AND e.task = $13
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+		GROUP BY e.instance) AS h
+	WHERE EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $10 AND k.task = $13)
+), known AS MATERIALIZED (
+	-- Each picked instance with its history: its attempts row's, else
+	-- its retries at once's (state retried). Materialized, so that the
+	-- decision table is joined on all three of its keys.
+	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
+		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
+		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes, h.last_at, h.last_node
+	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
+), d AS MATERIALIZED (
+	-- Each instance decided: its row of the decision table, the attempt
+	-- it makes, the delay of a scheduled retry, the reason said.
+	SELECT y.*,
+		-- The decision table stops at max_attempts: more retries
+		-- made (max_attempts lowered since) are said as they are.
+		CASE WHEN y.state = 'exhausted' AND y.prev > $16 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's'
+		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
+		        ELSE '' END
+		|| CASE WHEN NOT y.again THEN ''
+		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
+		        ELSE '; it was run again by someone else while held' END AS full_reason,
+		-- Whether its attempts row is written: one it has is kept up to
+		-- date; with Rowless, an interruption retried at once gets none
+		-- (its event holds its attempt: hist reads it there).
+		y.state <> '' AND (y.att IS NOT NULL OR y.kind <> 'retry') AS writes_row
+	FROM (
+		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
+			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
+			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
+			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
+			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
+			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
+			s.reason
+		FROM known p JOIN (SELECT s.*, $17::float8 AS cap, $18::float8 AS jitter FROM s) AS s
+			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $16) AND s.match = p.match
+	) AS y
+), moved AS (
+	-- The instances that move, re-asserting the pick's predicate: a
+	-- row changed since is left alone.
+	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
+	WHERE t.ctid = r.tid AND r.to_state <> ''
+	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row, r.last_at, r.last_node
+), kept AS (
+	-- Those that stay where they are (parked), under the same predicate.
+	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row, r.last_at, r.last_node
+	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
+	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	FOR NO KEY UPDATE OF t
+), done AS MATERIALIZED (
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row,
+		last_at, last_node FROM moved
+	UNION ALL
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
+		last_at, last_node FROM kept
+), ins AS (
+	-- A new attempts row where one is written and none exists (the
+	-- primary key; a conflict fails the batch); after retries at once
+	-- without one, their last time and node, as a row kept since would
+	-- say.
+	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+		last_node, nodes, last_reason, last_error, stamp)
+	SELECT $10, x.sid, $13, x.made, x.state, 'interrupt', $12,
+		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
+		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
+	FROM done x WHERE x.writes_row AND x.att IS NULL
+	RETURNING 1
+), upd AS (
+	-- The row read by the pick, by tuple id: if it changed since, it
+	-- is not found, and the counts below differ (the attempt-number
+	-- guard).
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
+		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
+		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
+		stamp = coalesce(x.upd, a.stamp)
+	FROM done x
+	WHERE x.att IS NOT NULL AND a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state
+	RETURNING 1
+), ev AS (
+	-- One event per instance.
+	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
+		$19, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
+		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
+	FROM done x
+	RETURNING id
+), started AS (
+	-- The task's settle cursor (settle_events reads its retries at once
+	-- after it), just before this batch's events, when it has none yet
+	-- and the batch wrote a retry at once without a row (of two first
+	-- batches at once, the lower start stays).
+	INSERT INTO "enginehealth".settle_cursors AS c (workflow, task, after_id)
+	SELECT $10, $13, min(ev.id) - 1 FROM ev
+	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $10 AND k.task = $13)
+	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
+	HAVING count(*) > 0
+	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
+), intr AS (
+	-- Interruptions of the nodes whose claims this run expired, for
+	-- their failover grades.
+	INSERT INTO "enginehealth".interruptions (run_id, node, workflow, task, instance)
+	SELECT $19, x.node, $10, $13, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($20::text[])
+), counted AS (
+	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $19
+)
+SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
+	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
+	count(*) FILTER (WHERE state = 'exhausted'),
+	count(*) FILTER (WHERE writes_row), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	(SELECT count(*) FROM pick),
+	-- The cursor of the next batch.
+	coalesce((SELECT max(p.id)::text FROM pick p), ''), '',
+	NULL::json
+FROM done
