@@ -832,9 +832,9 @@ func TestExhaustedSaysTheRetriesMade(t *testing.T) {
 }
 
 // TestPlanEqualsRunAtScale: on 10k interrupted instances with mixed
-// histories (none, retries made 0 to beyond max_attempts, a success since,
-// parked and run again since or not, a non-retryable error, a live claim
-// or an expired one), the dry-run plan and the run after it agree: as many
+// histories (none, retries at once in the events only, retries made 0 to
+// beyond max_attempts, a success since, parked and run again since or
+// not, a non-retryable error, a live claim or an expired one), the dry-run plan and the run after it agree: as many
 // handled as planned, each destination (begin, failed, staying) with the
 // count planned, and as many exhausted. They share their decision.
 func TestPlanEqualsRunAtScale(t *testing.T) {
@@ -848,7 +848,8 @@ func TestPlanEqualsRunAtScale(t *testing.T) {
 	db.MustExec(`DELETE FROM app.orders`)
 	db.MustExec(`INSERT INTO app.orders (id, status, last_error)
 		SELECT i, 'Shipping', CASE WHEN i % 13 = 0 THEN 'fatal: card gone' WHEN i % 17 = 0 THEN 'timeout' END FROM generate_series(1, $1) i`, n)
-	// Histories, by id modulo 10: none (0, 1), retried k times (2–5: k =
+	// Histories, by id modulo 10: none (0), in the events only (1, below),
+	// retried k times (2–5: k =
 	// 0..3, 3 is max_attempts), 5 beyond it (6), succeeded after 2 (7),
 	// waiting (8; every other one run again since: a claim expired on it
 	// after it was parked), held (9, likewise).
@@ -860,12 +861,20 @@ func TestPlanEqualsRunAtScale(t *testing.T) {
 		FROM generate_series(1, $1) i WHERE i % 10 >= 2`, n)
 	db.MustExec(`INSERT INTO enginehealth.events (kind, actor, node, workflow, instance, from_state)
 		SELECT 'claim_expired', 'm', 'n' || (i % 3), 'orders', i::text, 'Shipping' FROM generate_series(1, $1) i WHERE i % 10 IN (8, 9) AND i % 20 < 10`, n)
+	// Retries at once kept only in their events (a fleet that counts
+	// them there), after the task's settle cursor: 2 made (ids ending in
+	// 1, every other one: the third waits), 3 (the others: exhausted).
+	db.MustExec(`INSERT INTO enginehealth.settle_cursors (workflow, task, after_id) VALUES ('orders', 'ship', 0)`)
+	db.MustExec(`INSERT INTO enginehealth.events (kind, actor, node, workflow, instance, task, from_state, to_state, attempt, reason)
+		SELECT 'instance_repaired', 'm', 'n' || ((i + k) % 3), 'orders', i::text, 'ship', 'Shipping', 'Paid', k, 'retry ' || k
+		FROM generate_series(1, $1) i CROSS JOIN LATERAL generate_series(1, CASE WHEN i % 20 = 1 THEN 2 ELSE 3 END) k
+		WHERE i % 10 = 1`, n)
 	// Claims: live on some (not planned, not run), expired on others
 	// (planned: the run expires them first).
 	db.MustExec(`INSERT INTO app.orders_claim (instance_id, node, token, claimed_at, expires_at)
 		SELECT i, 'n1', 't', now() - interval '1h', CASE WHEN i % 7 = 0 THEN now() + interval '1h' ELSE now() - interval '1m' END
 		FROM generate_series(1, $1) i WHERE i % 7 = 0 OR i % 11 = 0`, n)
-	db.MustExec(`ANALYZE app.orders, enginehealth.attempts`)
+	db.MustExec(`ANALYZE app.orders, enginehealth.attempts, enginehealth.events`)
 	ctx := context.Background()
 	task := r.cfg.Workflows[0].Tasks[0]
 	plans, err := r.Plan(ctx, Scope{})
