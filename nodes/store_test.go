@@ -690,3 +690,47 @@ func TestRestoreKeepsTheCrashAwaitingAck(t *testing.T) {
 		t.Fatalf("restored %+v, want Unexpected shutdown after %s with the crash's reason", got, old.Incarnation)
 	}
 }
+
+// TestFleetKnows: the fleet knows a schema version when every node record
+// names a binary that knows it or a later one; a record from a binary
+// that recorded none (older than migration 15) or an older one does not,
+// until it is replaced by a newer run or deleted by a clean stop. The
+// master asks it before retries at once go without their rows
+// (recovery.EventRetriesSchema).
+func TestFleetKnows(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	knows := func(v int) bool {
+		t.Helper()
+		ok, err := s.FleetKnows(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !knows(17) {
+		t.Fatal("an empty fleet does not know version 17")
+	}
+	newer, older, none := reg("a"), reg("b"), reg("c")
+	newer.SchemaVersion, older.SchemaVersion = 18, 16
+	for _, r := range []Registration{newer, older, none} {
+		if _, err := s.Register(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if knows(17) || !knows(0) {
+		t.Fatalf("with records at 18, 16 and none: knows 17 %v, knows 0 %v; want false, true", knows(17), knows(0))
+	}
+	// The old binaries are upgraded: their next runs replace the records.
+	older.Incarnation, older.SchemaVersion = uuid.NewString(), 17
+	none.Incarnation, none.SchemaVersion = uuid.NewString(), 17
+	for _, r := range []Registration{older, none} {
+		if _, err := s.Register(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !knows(17) || knows(18) {
+		t.Fatalf("with records at 18, 17, 17: knows 17 %v, knows 18 %v; want true, false", knows(17), knows(18))
+	}
+}

@@ -74,6 +74,16 @@ BEGIN
 	RETURN NULL;
 END $$;
 CREATE TRIGGER faults_event AFTER INSERT ON enginehealth.events FOR EACH ROW EXECUTE FUNCTION faults.on_event();
+-- The attempts rows inserted, by transaction (whether a repair wrote one).
+CREATE TABLE faults.attempt_rows (seq bigint NOT NULL DEFAULT nextval('faults.seq'), tx bigint NOT NULL,
+	instance text NOT NULL, task text NOT NULL, state text NOT NULL);
+CREATE INDEX ON faults.attempt_rows (tx);
+CREATE FUNCTION faults.on_attempt_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO faults.attempt_rows (tx, instance, task, state) VALUES (txid_current(), NEW.instance, NEW.task, NEW.state);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER faults_attempt_row AFTER INSERT ON enginehealth.attempts FOR EACH ROW EXECUTE FUNCTION faults.on_attempt_row();
 -- The sidecars the suite SIGKILLed, when (written by the suite).
 CREATE TABLE faults.kills (seq bigint NOT NULL DEFAULT nextval('faults.seq'), name text NOT NULL);
 -- Node records: each one created (from_status NULL), each status change

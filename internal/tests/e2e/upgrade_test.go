@@ -35,10 +35,18 @@ import (
 //  3. the old master SIGKILLed: the new node takes office, the old
 //     standby runs beside it and its heartbeats land; the new master
 //     holds, retries and decides, forwarded by the old node;
-//  4. the previous release started on the new schema is refused, saying
+//  4. and back: the new master SIGKILLed, the old standby takes office on
+//     the new schema and holds, retries and decides, forwarded by the new
+//     node, restarted;
+//  5. the previous release started on the new schema is refused, saying
 //     why, before it touches anything;
-//  5. the rollout finished: every node new and Ready, one master, and no
-//     violation of the fault suite's invariants over the whole record.
+//  6. the rollout finished: the old master upgraded hands over to a new
+//     node; every node new and Ready, one master, and no violation of the
+//     fault suite's invariants over the whole record.
+//
+// While a node of the previous release runs, a retry at once writes its
+// attempts row (that release counts retries from the rows); once every
+// node runs this one, it writes only its event.
 func TestRollingUpgrade(t *testing.T) {
 	start := time.Now()
 	prev, rel := previousRelease(t)
@@ -80,6 +88,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("the old master lost office while a standby upgraded: term %d (%s), was %d (%s)", cur.Term, cur.Node, first.Term, first.Node)
 	}
 	r.repairsUnder(m.name, first.Term, u, bin, false)
+	r.retriedAtOnce(m.name, first.Term, true)
 
 	// 3. The new node takes office: the old master is killed while the
 	// other old standby, whose election key is older than the upgraded
@@ -112,15 +121,42 @@ func TestRollingUpgrade(t *testing.T) {
 		return err == nil && l.Name == u.name && l.Term == second.Term, err
 	})
 	r.repairsUnder(u.name, second.Term, s2, prev, true)
+	r.retriedAtOnce(u.name, second.Term, true)
 
-	// 4. The previous release on the new schema: refused.
+	// 4. And back: the new master killed, the old standby (the only
+	// other node running) takes office on the new schema; the new node,
+	// restarted, forwards to it.
+	oldU := r.incarnation(u)
+	r.note("SIGKILL %s, the new master", u.name)
+	r.signal(u, syscall.SIGKILL)
+	recovered = r.recoveryFrom(time.Now())
+	<-u.d.done
+	if _, err := r.c.db.Exec(`INSERT INTO faults.kills (name) VALUES ($1)`, u.name); err != nil {
+		t.Fatal(err)
+	}
+	r.count("kill-master")
+	third := r.c.waitTerm(t, second.Term, 60*time.Second)
+	if third.Node != s2.name {
+		t.Fatalf("term %d taken by %s, want %s of the previous release", third.Term, third.Node, s2.name)
+	}
+	r.measure("kill-master", recovered)
+	r.note("%s, on the previous release, took office in term %d", s2.name, third.Term)
+	r.note("restart %s on the new release", u.name)
+	r.startSidecar(u)
+	r.ack(u, oldU)
+	r.heartbeatsLand(u)
+	r.repairsUnder(s2.name, third.Term, u, bin, false)
+	r.retriedAtOnce(s2.name, third.Term, true)
+
+	// 5. The previous release on the new schema: refused.
 	if oldest < newest {
 		r.previousRefused(m, prev, oldM, oldest, newest)
 	} else {
 		t.Logf("the previous release knows every migration of this one: no refusal to see")
 	}
 
-	// 5. The rollout finished.
+	// 6. The rollout finished: the old master upgraded (SIGTERM: it
+	// resigns) hands over to a node of the new release.
 	m.mu.Lock()
 	m.bin = bin
 	m.mu.Unlock()
@@ -128,17 +164,22 @@ func TestRollingUpgrade(t *testing.T) {
 	r.startSidecar(m)
 	r.ack(m, oldM)
 	r.upgrade(s2)
+	last := r.c.waitTerm(t, third.Term, 60*time.Second)
+	if last.Node == s2.name {
+		t.Fatalf("term %d taken by %s, which resigned to upgrade", last.Term, last.Node)
+	}
+	r.retriedAtOnce(last.Node, last.Term, false)
 	r.healAll()
 	r.finalPass()
-	if cur := r.c.term(t); cur.Term != second.Term {
-		t.Fatalf("the master changed as the rollout finished: term %d (%s), was %d (%s)", cur.Term, cur.Node, second.Term, second.Node)
+	if cur := r.c.term(t); cur.Term != last.Term {
+		t.Fatalf("the master changed after the rollout finished: term %d (%s), was %d (%s)", cur.Term, cur.Node, last.Term, last.Node)
 	}
 	var masters []string
 	if err := r.c.db.Select(&masters, `SELECT name FROM enginehealth.nodes WHERE is_master ORDER BY name`); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(masters, []string{u.name}) {
-		t.Fatalf("nodes flagged master at the end: %v, want [%s]", masters, u.name)
+	if !slices.Equal(masters, []string{last.Node}) {
+		t.Fatalf("nodes flagged master at the end: %v, want [%s]", masters, last.Node)
 	}
 	close(r.stop)
 	<-r.stopped
@@ -246,6 +287,49 @@ func (r *faultRun) repairsUnder(master string, term int64, via *sidecar, program
 	r.note("under %s (term %d): orders/%s held and decided through %s, orders/%s retried", master, term, held, via.name, retried)
 }
 
+// retriedAtOnce interrupts an instance of the atomic task (reserve: its
+// default policy retries it at once) and checks that master repaired it
+// in term, and whether that repair's transaction wrote the instance's
+// attempts row (the recorder's attempt_rows): it must while a node of the
+// previous release runs, and must not once every node runs this release.
+func (r *faultRun) retriedAtOnce(master string, term int64, wantRow bool) {
+	r.t.Helper()
+	after := r.lastEvent()
+	// One without an attempts row in the task (a row it has is kept up
+	// to date by every release).
+	id := r.interruptWhere("Reserving", `NOT EXISTS (SELECT 1 FROM enginehealth.attempts a
+		WHERE a.workflow = 'orders' AND a.instance = o.id::text AND a.task = 'reserve')`)
+	var ev struct {
+		Actor string `db:"actor"`
+		Term  int64  `db:"term"`
+		Row   bool   `db:"row"`
+	}
+	eventually(r.t, 60*time.Second, "the retry at once of orders/"+id, func() (bool, error) {
+		var es []struct {
+			Actor string `db:"actor"`
+			Term  int64  `db:"term"`
+			Row   bool   `db:"row"`
+		}
+		err := r.c.db.Select(&es, `SELECT l.actor, l.term, EXISTS (SELECT 1 FROM faults.event_tx x JOIN faults.attempt_rows a ON a.tx = x.tx
+				WHERE x.event_id = l.id AND a.instance = l.instance AND a.task = 'reserve') AS row
+			FROM enginehealth.event_log l
+			WHERE l.id > $1 AND l.kind = 'instance_repaired' AND l.workflow = 'orders' AND l.instance = $2 AND l.to_state = 'Created'
+			ORDER BY l.id LIMIT 1`, after, id)
+		if err != nil || len(es) == 0 {
+			return false, err
+		}
+		ev = es[0]
+		return true, nil
+	})
+	if ev.Actor != master || ev.Term != term {
+		r.t.Fatalf("the retry at once of orders/%s by %s in term %d, want %s in term %d", id, ev.Actor, ev.Term, master, term)
+	}
+	if ev.Row != wantRow {
+		r.t.Fatalf("the retry at once of orders/%s by %s wrote its attempts row: %v, want %v", id, master, ev.Row, wantRow)
+	}
+	r.note("under %s (term %d): orders/%s retried at once, its attempts row written: %v", master, term, id, ev.Row)
+}
+
 // lastEvent is the id of the newest event.
 func (r *faultRun) lastEvent() int64 {
 	r.t.Helper()
@@ -262,6 +346,13 @@ func (r *faultRun) lastEvent() int64 {
 // started again at once.
 func (r *faultRun) interrupt(state string) string {
 	r.t.Helper()
+	return r.interruptWhere(state, "true")
+}
+
+// interruptWhere is interrupt, of an instance o (demo.orders) for which
+// the SQL condition cond holds.
+func (r *faultRun) interruptWhere(state, cond string) string {
+	r.t.Helper()
 	var id string
 	eventually(r.t, 60*time.Second, "an engine killed holding an instance in "+state, func() (bool, error) {
 		var claims []struct {
@@ -270,7 +361,7 @@ func (r *faultRun) interrupt(state string) string {
 		}
 		// The newest claim: the most of its task left to run.
 		if err := r.c.db.Select(&claims, `SELECT c.node, c.instance_id::text AS id FROM demo.orders_claim c
-			JOIN demo.orders o ON o.id = c.instance_id WHERE o.status = $1 AND c.expires_at > now()
+			JOIN demo.orders o ON o.id = c.instance_id WHERE o.status = $1 AND c.expires_at > now() AND `+cond+`
 			ORDER BY c.claimed_at DESC LIMIT 1`, state); err != nil || len(claims) == 0 {
 			return false, err
 		}
