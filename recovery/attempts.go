@@ -180,10 +180,10 @@ type batchSlots struct {
 	// the retries at once of the picked instances without one
 	// (caseRetries).
 	HistoryJoin, RetriesCounted, Decidable, CaseRetries string
-	// Sample: a scheduled retry's delay (sampleSQL); WaitSuffix,
+	// Sample: a scheduled retry's delay (sampleDelay);
 	// NodesSuffix: the reason's endings; Cause: the cause, quoted.
-	Sample, WaitSuffix, NodesSuffix, Cause string
-	MaxErrorText                           int
+	Sample, NodesSuffix, Cause string
+	MaxErrorText               int
 	// The sidecar's tables, quoted, and the event kinds, as literals.
 	Attempts, Events, Runs, Cursors         string
 	KindWait, KindHold, KindRetry, KindFail string
@@ -212,8 +212,8 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
-		Sample: fmt.Sprintf(sampleSQL, "s"), WaitSuffix: fmt.Sprintf(waitSuffixSQL, "y.delay_ms"), NodesSuffix: pq.QuoteLiteral(nodesSuffix),
-		Cause: pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
+		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
+		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
 		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs, Cursors: r.cursors,
 		KindWait: pq.QuoteLiteral(audit.KindRetryScheduled), KindHold: pq.QuoteLiteral(audit.KindHeld),
 		KindRetry: pq.QuoteLiteral(audit.KindRepair), KindFail: pq.QuoteLiteral(audit.KindRepair),
@@ -222,6 +222,9 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		claims: tbl,
 	}
 	var err error
+	if sl.Sample, err = sampleDelay("s"); err != nil {
+		return sqltext.Statement{}, err
+	}
 	// The pick probes each instance's attempts row; the retries at once
 	// of those without one are read for the whole pick at once (hist).
 	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), false); err != nil {

@@ -159,11 +159,9 @@ func Decide(t Task, c Cause, h History, errText string, rnd func() float64) Acti
 // was interrupted on.
 const nodesSuffix = "; interrupted on "
 
-// waitSuffix ends the reason of a scheduled retry (waitSuffixSQL is the
-// same in SQL).
+// waitSuffix ends the reason of a scheduled retry (policy_batch.sql says
+// the same in SQL).
 func waitSuffix(d time.Duration) string { return fmt.Sprintf(" in %.3fs", d.Seconds()) }
-
-const waitSuffixSQL = `' in ' || to_char(%s / 1000.0, 'FM999999999990.000') || 's'`
 
 // decide is Decide without the draw of a scheduled retry's delay (Delay
 // zero, whose kind says only that it is not zero) and without the nodes

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -45,11 +46,16 @@ func (b Backoff) Delay(k int, rnd func() float64) (time.Duration, bool) {
 	return time.Duration(d), true
 }
 
-// sampleSQL is Delay's sampling as an SQL expression over columns lo, hi
-// (the interval, in ms), cap (the limit, in ms) and jitter, with the
-// database's random(): a repair batch draws its delays in the statement
-// that applies them. TestSampleSQL holds it to Delay's bounds.
-const sampleSQL = `least(%[1]s.cap, greatest(0, least(%[1]s.cap, %[1]s.lo + random() * (%[1]s.hi - %[1]s.lo)) * (1 + %[1]s.jitter * (2 * random() - 1))))`
+// sampleDelaySQL: Delay's draw as an SQL expression over a decision
+// table's row (sql/sample_delay.sql), a fragment of policy_batch.
+var sampleDelaySQL = load("sample_delay")
+
+// sampleDelay is Delay's draw over the decision table's row alias step,
+// in SQL (sample_delay.sql).
+func sampleDelay(step string) (string, error) {
+	f, err := sampleDelaySQL.Fragment(struct{ Step string }{step})
+	return strings.TrimRight(f, "\n"), err
+}
 
 // interval returns the delay of the kind before retry k, in nanoseconds,
 // before cap and jitter: uniform in [lo, hi] (lo = hi but for

@@ -375,7 +375,7 @@ func TestStatementsPlan(t *testing.T) {
 func TestEveryFileIsUsed(t *testing.T) {
 	st := newStatements("enginehealth")
 	gs := goldens(t)
-	used := append(slices.Clone(st.set.Fragments), sqltest.Name(historyJoinSQL), sqltest.Name(settleOutcomeSQL), sqltest.Name(settleReasonSQL), sqltest.Name(openCaseSQL), sqltest.Name(caseRetriesSQL))
+	used := append(slices.Clone(st.set.Fragments), sqltest.Name(historyJoinSQL), sqltest.Name(settleOutcomeSQL), sqltest.Name(settleReasonSQL), sqltest.Name(openCaseSQL), sqltest.Name(caseRetriesSQL), sqltest.Name(sampleDelaySQL))
 	for _, g := range gs {
 		used = append(used, g.Statement)
 	}

@@ -308,7 +308,7 @@ func TestMovedRetryIsCancelled(t *testing.T) {
 	}
 }
 
-// TestSampleSQL: the delays a repair batch draws in SQL (sampleSQL) lie
+// TestSampleSQL: the delays a repair batch draws in SQL (sampleDelay) lie
 // within the bounds of Delay for the same retry, and spread over them.
 func TestSampleSQL(t *testing.T) {
 	db := pg.MigratedDB(t)
@@ -327,7 +327,11 @@ func TestSampleSQL(t *testing.T) {
 				Min float64 `db:"min"`
 				Max float64 `db:"max"`
 			}
-			q := `SELECT min(d), max(d) FROM (SELECT ` + fmt.Sprintf(sampleSQL, "s") + ` AS d
+			sample, err := sampleDelay("s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := `SELECT min(d), max(d) FROM (SELECT ` + sample + ` AS d
 				FROM (SELECT $1::float8 AS lo, $2::float8 AS hi, $3::float8 AS cap, $4::float8 AS jitter) s, generate_series(1, 2000)) x`
 			if err := db.Get(&got, q, lo/1e6, hi/1e6, b.limit()/1e6, b.Jitter); err != nil {
 				t.Fatal(err)

@@ -74,7 +74,7 @@ WITH s AS MATERIALIZED (
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > $15 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's'
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
