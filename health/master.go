@@ -33,7 +33,6 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/lmittmann/tint"
 	"github.com/robfig/cron/v3"
 )
 
@@ -213,9 +212,9 @@ func (m *Master) trusted(ctx context.Context, o *leader.Office, log *slog.Logger
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, leader.ErrNotYet):
-			log.InfoContext(ctx, "in office, not acting yet: an earlier master may still trust its window", tint.Err(err))
+			log.InfoContext(ctx, "in office, not acting yet: an earlier master may still trust its window", slog.Any("err", err))
 		default:
-			log.WarnContext(ctx, "master office suspended: not acting until trust returns", tint.Err(err))
+			log.WarnContext(ctx, "master office suspended: not acting until trust returns", slog.Any("err", err))
 		}
 	case err == nil && *suspended:
 		*suspended = false
@@ -260,7 +259,7 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 		if errors.Is(err, leader.ErrDeposed) || bo.Attempts() >= 5 {
 			return err
 		}
-		log.WarnContext(ctx, "take office failed, retrying", tint.Err(err))
+		log.WarnContext(ctx, "take office failed, retrying", slog.Any("err", err))
 		if backoff.Sleep(ctx, bo.Next()) != nil {
 			return nil
 		}
@@ -280,7 +279,7 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 			return m.cfg.Nodes.ClearMaster(sctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 		}
 		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clear); err != nil {
-			log.DebugContext(ctx, "clear master flag", tint.Err(err))
+			log.DebugContext(ctx, "clear master flag", slog.Any("err", err))
 		}
 	}()
 	if m.cfg.Checker != nil {
@@ -355,7 +354,7 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger) bool {
 	runs, err := m.cfg.Recovery.Unfinished(ctx, o)
 	if err != nil {
-		log.WarnContext(ctx, "list unfinished runs", tint.Err(err))
+		log.WarnContext(ctx, "list unfinished runs", slog.Any("err", err))
 		return false
 	}
 	for _, old := range runs {
@@ -386,7 +385,7 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 				note = fmt.Sprintf("resumed by run %d", run)
 			case run == 0 || ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted):
 				// Not even begun, or the office cannot act: try again.
-				log.WarnContext(ctx, "resume interrupted run", "run", old.ID, tint.Err(err))
+				log.WarnContext(ctx, "resume interrupted run", "run", old.ID, slog.Any("err", err))
 				return false
 			default:
 				// The resuming run began and failed (its row says why). Its
@@ -395,12 +394,12 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 				// failed resumption must not hold them up, nor be retried
 				// every tick.
 				log.WarnContext(ctx, "resuming an interrupted run failed; the periodic check covers its work",
-					"run", old.ID, "resumed_by", run, tint.Err(err))
+					"run", old.ID, "resumed_by", run, slog.Any("err", err))
 				note = fmt.Sprintf("resumption by run %d failed (%s); the periodic check covers its work", run, pgdb.Summary(err))
 			}
 		}
 		if err := m.cfg.Recovery.Interrupt(ctx, o, old, note); err != nil {
-			log.WarnContext(ctx, "close interrupted run", "run", old.ID, tint.Err(err))
+			log.WarnContext(ctx, "close interrupted run", "run", old.ID, slog.Any("err", err))
 			return false
 		}
 		log.InfoContext(ctx, "closed a run cut short by a previous master", "run", old.ID, "run_term", old.Term, "note", note)
@@ -424,9 +423,9 @@ func (m *Master) schedule(ctx context.Context, o *leader.Office, log *slog.Logge
 		switch {
 		case err == nil, ctx.Err() != nil:
 		case errors.Is(err, leader.ErrNotTrusted):
-			log.DebugContext(ctx, "check pass stopped: office not trusted", tint.Err(err))
+			log.DebugContext(ctx, "check pass stopped: office not trusted", slog.Any("err", err))
 		default:
-			log.WarnContext(ctx, "check pass failed", "consecutive_failures", m.cfg.Checker.Stats().ConsecutiveFailures, tint.Err(err))
+			log.WarnContext(ctx, "check pass failed", "consecutive_failures", m.cfg.Checker.Stats().ConsecutiveFailures, slog.Any("err", err))
 		}
 	}))
 	c.Start()
@@ -439,7 +438,7 @@ type cronLogger struct{ log *slog.Logger }
 func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
 
 func (l cronLogger) Error(err error, msg string, kv ...any) {
-	l.log.Error("cron: "+msg, append(kv, tint.Err(err))...)
+	l.log.Error("cron: "+msg, append(kv, slog.Any("err", err))...)
 }
 
 // startup runs start-up recovery if the cluster is cold and reports whether
@@ -448,7 +447,7 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger, pauseLogged *bool) (done, paused bool) {
 	live, err := m.cfg.Nodes.ActiveReady(ctx, m.notRespondingAfter())
 	if err != nil {
-		log.WarnContext(ctx, "start-up recovery: cannot tell whether the cluster is cold", tint.Err(err))
+		log.WarnContext(ctx, "start-up recovery: cannot tell whether the cluster is cold", slog.Any("err", err))
 		return false, false
 	}
 	if len(live) > 0 {
@@ -465,7 +464,7 @@ func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger
 		})
 		if err != nil {
 			if ctx.Err() == nil {
-				log.WarnContext(ctx, "start-up recovery: cannot read the pause switch", tint.Err(err))
+				log.WarnContext(ctx, "start-up recovery: cannot read the pause switch", slog.Any("err", err))
 			}
 			return false, false
 		}
@@ -484,9 +483,9 @@ func (m *Master) startup(ctx context.Context, o *leader.Office, log *slog.Logger
 		case ctx.Err() != nil:
 		case pgdb.Unavailable(err):
 			// A database failing over or restarting: its state, not a fault.
-			log.WarnContext(ctx, "start-up recovery failed: database unavailable; retrying next tick", tint.Err(err))
+			log.WarnContext(ctx, "start-up recovery failed: database unavailable; retrying next tick", slog.Any("err", err))
 		default:
-			log.ErrorContext(ctx, "start-up recovery failed; retrying next tick", tint.Err(err))
+			log.ErrorContext(ctx, "start-up recovery failed; retrying next tick", slog.Any("err", err))
 		}
 		return false, false
 	}
@@ -503,7 +502,7 @@ func (m *Master) promote(ctx context.Context, o *leader.Office, log *slog.Logger
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			log.WarnContext(ctx, "promote recovering nodes", tint.Err(err))
+			log.WarnContext(ctx, "promote recovering nodes", slog.Any("err", err))
 		}
 		return
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
-	"github.com/lmittmann/tint"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -267,7 +266,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, o *Off
 		}
 		if err != nil {
 			d := bo.Next()
-			e.log.WarnContext(ctx, "election round ended", "retry_in", d.Round(time.Millisecond), tint.Err(err))
+			e.log.WarnContext(ctx, "election round ended", "retry_in", d.Round(time.Millisecond), slog.Any("err", err))
 			if backoff.Sleep(ctx, d) != nil {
 				return nil
 			}
@@ -312,12 +311,12 @@ func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *O
 			return nil
 		case errors.Is(err, ErrKeyDeleted):
 			// Our place in line is gone with the key: stand again.
-			e.log.WarnContext(ctx, "lost master office", "term", c.rev, "cause", err.Error())
+			e.log.WarnContext(ctx, "lost master office", "term", c.rev, slog.Any("err", err))
 			continue
 		case err != nil:
 			// Deposed, the lease lost: the round ends (and the caller
 			// says so); the office ended here, said in the same words.
-			e.log.WarnContext(ctx, "lost master office", "term", c.rev, "cause", err.Error())
+			e.log.WarnContext(ctx, "lost master office", "term", c.rev, slog.Any("err", err))
 			return err
 		}
 	}
@@ -422,16 +421,16 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 		default:
 			switch {
 			case !failingSince.IsZero():
-				e.log.DebugContext(ctx, "etcd keep-alive failed again", tint.Err(err))
+				e.log.DebugContext(ctx, "etcd keep-alive failed again", slog.Any("err", err))
 			case errors.Is(err, errUnconfirmed):
 				// An etcd leader change: usually confirmed on the next try.
 				failingSince = sent
 				e.log.InfoContext(ctx, "etcd keep-alive answered in an older raft term; sending it again", "lease", fmt.Sprintf("%x", int64(l.id)),
-					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), tint.Err(err))
+					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), slog.Any("err", err))
 			default:
 				failingSince = sent
 				e.log.WarnContext(ctx, "etcd keep-alive failed; retrying", "lease", fmt.Sprintf("%x", int64(l.id)),
-					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), tint.Err(err))
+					"trusted_until", l.trustedUntil().Format(time.RFC3339Nano), slog.Any("err", err))
 			}
 			// Retry soon; a timed-out attempt already waited.
 			wait = jitter(50 * time.Millisecond)
@@ -539,7 +538,7 @@ func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
 	mcancel()
 	e.log.DebugContext(ctx, "revoking the etcd lease", "lease", fmt.Sprintf("%x", int64(l.id)))
 	if _, err := e.cfg.Client.Revoke(rctx, l.id); err != nil && l.err() == nil {
-		e.log.WarnContext(ctx, "could not revoke the etcd lease; it expires after its TTL", "lease", fmt.Sprintf("%x", int64(l.id)), tint.Err(err))
+		e.log.WarnContext(ctx, "could not revoke the etcd lease; it expires after its TTL", "lease", fmt.Sprintf("%x", int64(l.id)), slog.Any("err", err))
 	}
 }
 
@@ -555,7 +554,7 @@ func (e *Elector) markResigned(ctx context.Context, l *lease) {
 		_, err = e.cfg.Client.Put(ctx, fmt.Sprintf("%s%x", ResignedPrefix(e.cfg.Prefix), int64(l.id)), "", clientv3.WithLease(g.ID))
 	}
 	if err != nil {
-		e.log.DebugContext(ctx, "could not mark the lease resigned; the next master waits out our trust window", tint.Err(err))
+		e.log.DebugContext(ctx, "could not mark the lease resigned; the next master waits out our trust window", slog.Any("err", err))
 	}
 }
 
@@ -691,7 +690,7 @@ func (e *Elector) campaign(ctx context.Context, l *lease, value string) (candida
 					clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))).Commit()
 		})
 		if err != nil {
-			e.log.DebugContext(ctx, "read election failed", tint.Err(err))
+			e.log.DebugContext(ctx, "read election failed", slog.Any("err", err))
 			if werr := e.retryPause(ctx, l, sent); werr != nil {
 				return c, werr
 			}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/lmittmann/tint"
 )
 
 // Heartbeat defaults and windows. A node judges its own heartbeat on its
@@ -173,7 +172,7 @@ func (h *Heartbeater) Beat(ctx context.Context) error {
 		}
 		h.failures++
 		h.lastErr = err
-		h.log.WarnContext(ctx, "heartbeat failed", "consecutive_failures", h.failures, tint.Err(err))
+		h.log.WarnContext(ctx, "heartbeat failed", "consecutive_failures", h.failures, slog.Any("err", err))
 		return err
 	}
 	if h.failures > 0 {
@@ -218,7 +217,7 @@ func (h *Heartbeater) restore(ctx context.Context) error {
 		return err
 	case err != nil:
 		if ctx.Err() == nil {
-			h.log.WarnContext(ctx, "could not restore the registration the database lost; trying again at the next beat", tint.Err(err))
+			h.log.WarnContext(ctx, "could not restore the registration the database lost; trying again at the next beat", slog.Any("err", err))
 		}
 		return nil
 	}

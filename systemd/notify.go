@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/lmittmann/tint"
 )
 
 // Notifier sends state changes to systemd.
@@ -26,7 +25,7 @@ func NewNotifier(log *slog.Logger) *Notifier {
 func (n *Notifier) send(state string) {
 	sent, err := daemon.SdNotify(false, state)
 	if err != nil {
-		n.log.Warn("systemd notify failed", "state", state, tint.Err(err))
+		n.log.Warn("systemd notify failed", "state", state, slog.Any("err", err))
 		return
 	}
 	if sent {
@@ -56,7 +55,7 @@ func (n *Notifier) Watchdog(ctx context.Context, healthy func() error) error {
 	defer t.Stop()
 	for {
 		if err := healthy(); err != nil {
-			n.log.WarnContext(ctx, "not pinging the systemd watchdog", tint.Err(err))
+			n.log.WarnContext(ctx, "not pinging the systemd watchdog", slog.Any("err", err))
 		} else {
 			n.send(daemon.SdNotifyWatchdog)
 		}

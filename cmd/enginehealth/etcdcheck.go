@@ -9,7 +9,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	"github.com/lmittmann/tint"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -76,7 +75,7 @@ func (c *etcdCheck) TryMaterial(ctx context.Context) {
 	// The endpoints the client uses now: the configured ones may be
 	// members since replaced (etcdSync).
 	if err := probeEtcd(c.cfg.Etcd, endpointsNow(c.cli, c.cfg.Etcd)); err != nil && ctx.Err() == nil {
-		c.log.WarnContext(ctx, "the reloaded etcd TLS files do not work with a member: the open connections go on, the next connection to it will fail", tint.Err(err))
+		c.log.WarnContext(ctx, "the reloaded etcd TLS files do not work with a member: the open connections go on, the next connection to it will fail", slog.Any("err", err))
 		return
 	}
 	c.log.InfoContext(ctx, "the reloaded etcd TLS files work with every member")
@@ -137,6 +136,6 @@ func (c *etcdCheck) record(ctx context.Context, err error, now time.Time) {
 		c.log.InfoContext(ctx, "this node uses etcd again", "after", now.Sub(prev.Since).Round(time.Millisecond))
 	case err != nil && (prev.Reachable || next.Error != prev.Error):
 		c.log.ErrorContext(ctx, "this node cannot use etcd: it cannot become or stay master until it can",
-			"since", next.Since.Format(time.RFC3339), tint.Err(err))
+			"since", next.Since.Format(time.RFC3339), slog.Any("err", err))
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/configs"
-	"github.com/lmittmann/tint"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -96,7 +95,7 @@ func (s *etcdSync) Sync(ctx context.Context) bool {
 		// Unreachable etcd is said by the etcd check (etcdCheck); this
 		// says only that the endpoints stay as they are, once.
 		if !s.failed {
-			s.log.InfoContext(ctx, "cannot list the etcd cluster's members; the etcd endpoints stay as they are", tint.Err(err))
+			s.log.InfoContext(ctx, "cannot list the etcd cluster's members; the etcd endpoints stay as they are", slog.Any("err", err))
 		}
 		s.failed = true
 		return false
@@ -123,7 +122,7 @@ func (s *etcdSync) Sync(ctx context.Context) bool {
 		if key := strings.Join(addrs(eps), ","); s.refused != key {
 			s.refused = key
 			s.log.WarnContext(ctx, "the etcd members' client URLs do not answer from this node; the etcd endpoints stay as they are (set etcd.auto_sync_interval: 0 when the members advertise addresses this node does not reach)",
-				"members", addrs(eps), "endpoints", addrs(have), tint.Err(err))
+				"members", addrs(eps), "endpoints", addrs(have), slog.Any("err", err))
 		}
 		return false
 	}

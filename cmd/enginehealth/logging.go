@@ -25,9 +25,18 @@ func newLogger(format, level string, w io.Writer) (*slog.Logger, *slog.LevelVar,
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	if format == "text" || (format == "auto" && tty) {
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty})), lv, nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lv, TimeFormat: time.TimeOnly + ".000", NoColor: !tty, ReplaceAttr: redErrors})), lv, nil
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText})), lv, nil
+}
+
+// redErrors writes every error in red on the console: the packages log
+// an error as slog.Any("err", err), not knowing the handler.
+func redErrors(_ []string, a slog.Attr) slog.Attr {
+	if _, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny {
+		return tint.Attr(9, a) // 9: the red of tint.Err
+	}
+	return a
 }
 
 // durationText writes a duration as Go writes it ("216ms", "1m30s"), as

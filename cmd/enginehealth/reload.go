@@ -19,7 +19,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/safefile"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
-	"github.com/lmittmann/tint"
 )
 
 // DefaultReloadPoll is how often the daemon looks at its configuration
@@ -201,7 +200,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	if err != nil {
 		// Tried again when something changes again, or on SIGHUP.
 		r.seen = seen
-		r.log.ErrorContext(ctx, "reload failed: the running configuration is kept", "trigger", why, tint.Err(err))
+		r.log.ErrorContext(ctx, "reload failed: the running configuration is kept", "trigger", why, slog.Any("err", err))
 		return
 	}
 	// Files next names that r.last did not are compared at the next poll
@@ -215,7 +214,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		changed, err := p.apply(next)
 		if err != nil {
 			failed++
-			r.log.ErrorContext(ctx, "reload of "+strings.Join(p.keys, ", ")+" failed: the running values are kept", "trigger", why, tint.Err(err))
+			r.log.ErrorContext(ctx, "reload of "+strings.Join(p.keys, ", ")+" failed: the running values are kept", "trigger", why, slog.Any("err", err))
 			continue
 		}
 		for _, c := range changed {

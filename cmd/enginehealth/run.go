@@ -29,7 +29,6 @@ import (
 	"github.com/enginehealth/enginehealth/systemd"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lmittmann/tint"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -79,7 +78,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, timeout time.Dura
 			return op(ctx)
 		},
 		func(attempt int, err error, next time.Duration) {
-			log.WarnContext(ctx, what+" failed, retrying", "attempt", attempt, "retry_in", next.Round(time.Millisecond), tint.Err(err))
+			log.WarnContext(ctx, what+" failed, retrying", "attempt", attempt, "retry_in", next.Round(time.Millisecond), slog.Any("err", err))
 		})
 }
 
@@ -426,7 +425,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			// Requests still running (a long forwarded run) are cut.
-			log.WarnContext(ctx, "API requests still running at shutdown were closed", tint.Err(err))
+			log.WarnContext(ctx, "API requests still running at shutdown were closed", slog.Any("err", err))
 			_ = srv.Close()
 		}
 		return nil
@@ -434,7 +433,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	runErr := g.Wait()
 
 	if runErr != nil {
-		log.ErrorContext(ctx, "stopping on error", tint.Err(runErr))
+		log.ErrorContext(ctx, "stopping on error", slog.Any("err", runErr))
 	} else {
 		log.InfoContext(ctx, "shutting down")
 	}
@@ -445,7 +444,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		case errors.Is(err, nodes.ErrAwaitingAck):
 			log.WarnContext(ctx, "node record kept: it awaits an operator ack", "status", nodes.StatusUnexpectedShutdown, "hint", "enginehealth node ack "+name)
 		case err != nil:
-			log.ErrorContext(ctx, "could not delete the node record; the next start will report an unexpected shutdown", tint.Err(err))
+			log.ErrorContext(ctx, "could not delete the node record; the next start will report an unexpected shutdown", slog.Any("err", err))
 			runErr = errors.Join(runErr, err)
 		}
 	}

@@ -46,7 +46,6 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/lmittmann/tint"
 )
 
 // NodeReader is what the API reads node records from.
@@ -797,11 +796,11 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away: nobody reads the answer.
-		log.DebugContext(r.Context(), "request cancelled by the client", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+		log.DebugContext(r.Context(), "request cancelled by the client", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
 	case errors.Is(err, leader.ErrNotTrusted), errors.Is(err, leader.ErrSessionLost), errors.Is(err, leader.ErrKeyDeleted), errors.Is(err, leader.ErrDeposed):
 		// This node's office cannot act now (its etcd lease unconfirmed,
 		// lost, or a newer term): a refusal, to try again, not a fault.
-		log.InfoContext(r.Context(), "request refused: the master's office cannot act", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+		log.InfoContext(r.Context(), "request refused: the master's office cannot act", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
 		w.Header().Set(RefusedHeader, "no-master")
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, http.StatusServiceUnavailable, "this node's master office cannot act now: try again",
@@ -813,13 +812,13 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 		msg = pgdb.Summary(err)
 		detail = "try again once PostgreSQL is back; " + detail
 		w.Header().Set("Retry-After", "1")
-		log.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+		log.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
 	case errors.Is(err, context.DeadlineExceeded):
 		msg = "timed out"
 		detail = "the database or etcd did not answer in time; " + detail
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
 	default:
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, tint.Err(err))
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
 	}
 	writeProblem(w, http.StatusServiceUnavailable, msg, detail)
 }

@@ -171,6 +171,8 @@ func rule(p, imp string) error {
 		return fmt.Errorf("claims, the library engines import, uses only the database driver")
 	case p == "claims" && !isExt:
 		return fmt.Errorf("claims, the library engines import, imports nothing of the daemon")
+	case isExt && ext == "github.com/lmittmann/tint" && !strings.HasPrefix(p, "cmd/"):
+		return fmt.Errorf("tint is the console's log handler, which cmd sets up: log an error as slog.Any(\"err\", err)")
 	case isExt:
 		return nil
 	case imp == "configs" && !strings.HasPrefix(p, "cmd/") && p != configDoc:
@@ -325,6 +327,8 @@ func TestRuleCatchesViolations(t *testing.T) {
 		{"nodes", "recovery"},
 		{"recovery", "health"},
 		{"systemd", "nodes"},
+		{"health", "ext:github.com/lmittmann/tint"},
+		{"internal/app/api", "ext:github.com/lmittmann/tint"},
 	} {
 		if rule(c[0], c[1]) == nil {
 			t.Errorf("%s → %s is allowed", c[0], c[1])
@@ -341,6 +345,7 @@ func TestRuleCatchesViolations(t *testing.T) {
 		{"internal/infra/audit", "internal/infra/sqltext"},
 		{"internal/infra/pgdb", "internal/infra/safefile"},
 		{"internal/infra/sqltext", "ext:github.com/jmoiron/sqlx"},
+		{"cmd/enginehealth", "ext:github.com/lmittmann/tint"},
 	} {
 		if err := rule(c[0], c[1]); err != nil {
 			t.Errorf("%s → %s refused: %v", c[0], c[1], err)
