@@ -60,6 +60,12 @@ func (t Table) expireSlots(record string) expireSlots {
 	return expireSlots{claimSlots: t.claimSlots(), instanceSlots: t.instanceSlots(), Record: record}
 }
 
+// ExpireStatement returns the text of Expire's statement with the
+// statement record (ExpireParams.Record's, over the relation expired),
+// for a caller's golden file and plan: its $1 is the limit; record's
+// parameters follow.
+func (t Table) ExpireStatement(record string) (string, error) { return t.expireStatement(record) }
+
 // expireStatement renders Expire's statement with the statement record.
 func (t Table) expireStatement(record string) (string, error) {
 	return render("expire", t.expireSlots(record))

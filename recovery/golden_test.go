@@ -328,6 +328,19 @@ func engineStatements(gs *shapes, r *Repairer) {
 		gs.rendered(lockInstanceSQL, lockSlotsOf(w), instance, sqltest.Shape{Name: w.Name, About: about, Indexes: indexes})
 		gs.rendered(whereaboutsSQL, whereSlotsOf(w), instance, sqltest.Shape{Name: w.Name, About: about, Indexes: indexes})
 	}
+	// The master's expiry of claims: claims' statement with the events
+	// it records (expire_record.sql), numbered by hand.
+	record, err := r.expireRecord("expired")
+	if err != nil {
+		gs.t.Fatal(err)
+	}
+	expire, err := invoices.Claims.ExpireStatement(record)
+	if err != nil {
+		gs.t.Fatal(err)
+	}
+	gs.all = append(gs.all, sqltest.Shape{Statement: "expire_record", About: "claims' expiry of a claimable workflow with the events it records",
+		Rendered: sqltext.Statement{SQL: expire, Args: []any{500, audit.KindClaimExpired, 42, invoices.Name}, Names: []string{"limit", "kind", "run", "workflow"}},
+		Indexes:  []string{"invoice_claim_expires_at"}})
 	pkey := []string{"invoices_pkey"}
 	// Through an index (the primary key, or the one on (status, id)).
 	gs.rendered(retryInstanceSQL, rowOf(invoices), sqltext.Args{"instance": "63", "to": "Created", "from": "SendFailed"},
@@ -396,5 +409,6 @@ const goldenDDL = `CREATE SCHEMA app;
 	CREATE INDEX ON app.invoices (status, updated_at, id);
 	CREATE TABLE app.invoice_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,
 		claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
+	CREATE INDEX ON app.invoice_claim (expires_at);
 	CREATE TABLE app.reports (id bigserial PRIMARY KEY, state text NOT NULL);
 	CREATE INDEX ON app.reports (state, id);`

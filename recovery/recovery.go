@@ -368,23 +368,33 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 
 // expire deletes the workflow's expired claims, batch by batch, and returns
 // their instances.
+// expireRecordSQL: the events of the claims expire deletes, claims'
+// statement's Record (sql/expire_record.sql).
+var expireRecordSQL = load("expire_record")
+
+// expireRecord renders the events of the claims expire deletes over the
+// relation expired (expire_record.sql): its parameters follow claims'
+// statement's $1 (kind, run, workflow).
+func (r *Repairer) expireRecord(expired string) (string, error) {
+	return expireRecordSQL.Fragment(struct{ Events, Expired string }{r.cfg.Events.Table(), expired})
+}
+
 func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Workflow, t claims.Table) ([]string, error) {
 	var all []string
 	for {
 		var ids []string
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-			var err error
+			var err, renderErr error
 			ids, err = t.Expire(ctx, tx, claims.ExpireParams{Limit: r.cfg.BatchSize,
 				Record: func(expired string) (string, []any) {
-					return r.cfg.Events.InsertSelect(audit.Columns{Kind: "$2", RunID: "$3", Node: "x.node", Workflow: "$4",
-						Instance: "x.instance", FromState: "x.state",
-						// How long the attempt held its claim: from the claim
-						// (or its last renewal's slide) to the expiry.
-						Reason: `'claim ' || x.token || ' of node ' || x.node || ' expired at ' || x.expires_at ||
-							' (claimed at ' || x.claimed_at || ', held ' || date_trunc('millisecond', x.expires_at - x.claimed_at) || ')'`,
-					}, expired+" x"), []any{audit.KindClaimExpired, run, w.Name}
+					var record string
+					record, renderErr = r.expireRecord(expired)
+					return record, []any{audit.KindClaimExpired, run, w.Name}
 				},
 			})
+			if err == nil {
+				err = renderErr
+			}
 			if err != nil || len(ids) == 0 {
 				return err
 			}

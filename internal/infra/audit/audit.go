@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
@@ -121,10 +120,10 @@ func Str(s string) *string {
 	return &s
 }
 
-// Log writes events of one schema. It is the one place that knows the
-// columns of the events table: other packages write events through Write,
-// or many at once through InsertSelect, and read them through List or
-// LatestExpiryNode.
+// Log writes events of one schema: other packages write one event
+// through Write, many at once in the statement of the change they record
+// (recovery's statement templates, into Table), and read them through
+// List or LatestExpiryNode.
 type Log struct {
 	table string
 	view  string
@@ -137,7 +136,7 @@ type Log struct {
 // SetLogger makes Write log each event it writes, at info, with the
 // event's fields, once the transaction commits: node status and grade
 // changes, operator actions, master changes. (Instance events written
-// in bulk by InsertSelect are logged by their batch.)
+// in bulk by the repairs' statements are logged by their batch.)
 func (l *Log) SetLogger(log *slog.Logger) { l.log = log }
 
 // New returns the event log of the sidecar schema.
@@ -199,40 +198,6 @@ func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) 
 		return 0, fmt.Errorf("read the last event id: %w", err)
 	}
 	return id, nil
-}
-
-// Columns gives an event column by column as SQL expressions (over the
-// source of an InsertSelect, or bound parameters). An empty expression
-// leaves the column NULL (reason: empty). Events of a run leave Actor and
-// Term empty: readers get them from the run.
-type Columns struct {
-	Kind, Actor, Term, RunID, Node, Workflow, Instance, Task, FromState, ToState, Attempt, Reason, Via string
-}
-
-// InsertSelect returns an INSERT statement writing one event per row of
-// from (an SQL FROM clause, e.g. a CTE and its alias), with the database
-// clock as their time: the way to write many events in the statement of
-// the change they record.
-func (l *Log) InsertSelect(c Columns, from string) string {
-	return fragment(insertSelectSQL, l.insertSelectSlots(c, from))
-}
-
-// insertSelectSlots: the columns of c that are set, and their
-// expressions, in the events table's order.
-func (l *Log) insertSelectSlots(c Columns, from string) insertSelectSlots {
-	cols := []struct{ name, expr string }{
-		{"kind", c.Kind}, {"actor", c.Actor}, {"term", c.Term}, {"run_id", c.RunID}, {"node", c.Node},
-		{"workflow", c.Workflow}, {"instance", c.Instance}, {"task", c.Task}, {"from_state", c.FromState},
-		{"to_state", c.ToState}, {"attempt", c.Attempt}, {"reason", c.Reason}, {"via", c.Via},
-	}
-	var names, exprs []string
-	for _, col := range cols {
-		if col.expr != "" {
-			names = append(names, col.name)
-			exprs = append(exprs, col.expr)
-		}
-	}
-	return insertSelectSlots{Events: l.table, Columns: strings.Join(names, ", "), Values: strings.Join(exprs, ", "), From: from}
 }
 
 // Table is the events table's quoted name, for statements that write

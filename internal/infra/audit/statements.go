@@ -22,7 +22,6 @@ var sqlFiles = sqltext.NewFiles(files)
 // are prepared by New.
 var (
 	listSQL         = sqlFiles.Load("list")
-	insertSelectSQL = sqlFiles.Load("insert_select")
 	latestExpirySQL = sqlFiles.Load("latest_expiry_node")
 	expiredSinceSQL = sqlFiles.Load("expired_since")
 )
@@ -60,7 +59,6 @@ func newStatements(table string) statements {
 // The slots of the statements rendered at each call: the events table
 // (or the event_log view), quoted, and the caller's SQL.
 type (
-	insertSelectSlots struct{ Events, Columns, Values, From string }
 	latestExpirySlots struct{ Events, Workflow, Instance string }
 	expiredSinceSlots struct{ Events, Workflow, Instance, State, Since string }
 	// listSlots: the event_log view, and the filters switched on.

@@ -17,18 +17,13 @@ var update = flag.Bool("update", false, "rewrite the golden statements in testda
 
 // goldenStatements: every statement (and part of one) of the schema
 // enginehealth, by the name of its golden file: those prepared by New;
-// InsertSelect as the master's claim expiry calls it; LatestExpiryNode
-// and ExpiredSince over parameters; List without a filter (list) and
-// with every one (list_filtered).
+// LatestExpiryNode and ExpiredSince over parameters; List without a
+// filter (list) and with every one (list_filtered).
 func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	t.Helper()
 	l := New("enginehealth")
 	gs := sqltest.ByName(l.st.write, l.st.runCounts, l.st.lastID)
 	arg := sqltext.Arg
-	expiry := Columns{Kind: arg("kind"), RunID: arg("run_id"), Node: "x.node", Workflow: arg("workflow"), Instance: "x.instance",
-		FromState: "x.state", Reason: "x.reason"}
-	expired := "(VALUES (" + arg("node") + ", " + arg("instance") + ", " + arg("state") + ", " + arg("reason") + ")) AS x (node, instance, state, reason)"
-	gs["insert_select"] = sqltest.Fragment(t, "insert_select", l.InsertSelect(expiry, expired))
 	gs["latest_expiry_node"] = sqltest.Fragment(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance")))
 	gs["expired_since"] = sqltest.Fragment(t, "expired_since", l.ExpiredSince(arg("workflow"), arg("instance"), arg("state"), arg("since")))
 	for name, p := range listShapes() {
@@ -83,8 +78,6 @@ func TestStatements(t *testing.T) {
 		"write":      Event{Kind: KindRepair, RunID: &run, Workflow: Str("w"), Instance: Str("1"), Reason: "repaired"}.args(),
 		"run_counts": {"run": int64(7), "from": at, "to": at},
 		"last_id":    nil,
-		"insert_select": {"kind": KindClaimExpired, "run_id": int64(7), "workflow": "w", "node": "a", "instance": "1",
-			"state": "Sending", "reason": "expired"},
 		"latest_expiry_node": {"workflow": "w", "instance": "1"},
 		"expired_since":      {"workflow": "w", "instance": "1", "state": "Sending", "since": at},
 	}
