@@ -75,9 +75,9 @@ func TestStatements(t *testing.T) {
 	}
 	at, run := time.Now(), int64(7)
 	args := map[string]sqltext.Args{
-		"write":      Event{Kind: KindRepair, RunID: &run, Workflow: Str("w"), Instance: Str("1"), Reason: "repaired"}.args(),
-		"run_counts": {"run": int64(7), "from": at, "to": at},
-		"last_id":    nil,
+		"write":              Event{Kind: KindRepair, RunID: &run, Workflow: Str("w"), Instance: Str("1"), Reason: "repaired"}.args(),
+		"run_counts":         {"run": int64(7), "from": at, "to": at},
+		"last_id":            nil,
 		"latest_expiry_node": {"workflow": "w", "instance": "1"},
 		"expired_since":      {"workflow": "w", "instance": "1", "state": "Sending", "since": at},
 	}
