@@ -52,8 +52,8 @@ const (
 	DefaultLogLevel                = "info"
 	DefaultClaimTimeout            = claims.DefaultTimeout
 	DefaultMaxAttempts             = recovery.DefaultMaxAttempts
-	DefaultStrategy                = recovery.DefaultStrategy
-	DefaultBackoffKind             = recovery.DefaultBackoffKind
+	DefaultStrategy                = string(recovery.DefaultStrategy)
+	DefaultBackoffKind             = string(recovery.DefaultBackoffKind)
 	DefaultBackoffBase             = recovery.DefaultBackoffBase
 	DefaultBackoffMaxDelay         = recovery.DefaultBackoffMaxDelay
 	DefaultRandomizedMultiplier    = recovery.DefaultRandomizedMultiplier
@@ -72,19 +72,19 @@ const (
 
 // Retry strategies for on_interrupt and on_failure (recovery owns them).
 const (
-	StrategyNone  = recovery.StrategyNone
-	StrategyRetry = recovery.StrategyRetry
-	StrategyHold  = recovery.StrategyHold
+	StrategyNone  = string(recovery.StrategyNone)
+	StrategyRetry = string(recovery.StrategyRetry)
+	StrategyHold  = string(recovery.StrategyHold)
 )
 
 // Backoff kinds (recovery owns them).
 const (
-	BackoffFixed                 = recovery.BackoffFixed
-	BackoffLinear                = recovery.BackoffLinear
-	BackoffExponential           = recovery.BackoffExponential
-	BackoffFibonacci             = recovery.BackoffFibonacci
-	BackoffRandomizedExponential = recovery.BackoffRandomizedExponential
-	BackoffSchedule              = recovery.BackoffSchedule
+	BackoffFixed                 = string(recovery.BackoffFixed)
+	BackoffLinear                = string(recovery.BackoffLinear)
+	BackoffExponential           = string(recovery.BackoffExponential)
+	BackoffFibonacci             = string(recovery.BackoffFibonacci)
+	BackoffRandomizedExponential = string(recovery.BackoffRandomizedExponential)
+	BackoffSchedule              = string(recovery.BackoffSchedule)
 )
 
 // Config is the whole configuration file.

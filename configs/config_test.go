@@ -343,12 +343,12 @@ func TestPolicyDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"atomic on_interrupt", ts[0].OnInterrupt.Strategy, StrategyRetry},
+		{"atomic on_interrupt", string(ts[0].OnInterrupt.Strategy), StrategyRetry},
 		{"atomic max_attempts", ts[0].OnInterrupt.MaxAttempts, 10},
-		{"atomic kind", ts[0].OnInterrupt.Backoff.Kind, BackoffFixed},
+		{"atomic kind", string(ts[0].OnInterrupt.Backoff.Kind), BackoffFixed},
 		{"atomic base", ts[0].OnInterrupt.Backoff.Base, time.Duration(0)},
 		{"atomic jitter", ts[0].OnInterrupt.Backoff.Jitter, 0.0},
-		{"on_failure default", ts[0].OnFailure.Strategy, StrategyNone},
+		{"on_failure default", string(ts[0].OnFailure.Strategy), StrategyNone},
 		{"exponential jitter", ts[1].OnInterrupt.Backoff.Jitter, 0.2},
 		{"exponential multiplier", ts[1].OnInterrupt.Backoff.Multiplier, 2.0},
 		{"zero base kept", ts[1].OnInterrupt.Backoff.Base, time.Duration(0)},
@@ -370,7 +370,7 @@ func TestPolicyDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.RecoveryWorkflows()[0].Tasks[0].OnInterrupt; p.Strategy != StrategyNone || p.Backoff.Jitter != 0.2 {
+	if p := cfg.RecoveryWorkflows()[0].Tasks[0].OnInterrupt; string(p.Strategy) != StrategyNone || p.Backoff.Jitter != 0.2 {
 		t.Errorf("non-atomic default on_interrupt %+v", p)
 	}
 }

@@ -257,7 +257,7 @@ var Keys = map[string]KeyDoc{
 	"Backoff.kind":       {Doc: "how the delay grows with the attempts", Default: DefaultBackoffKind, Values: backoffKinds},
 	"Backoff.base":       {Doc: "the first delay; `0s` is a setting (a retry at once)", Default: DefaultBackoffBase, Min: time.Duration(0), Max: maxBackoffDelay, Rule: "not below " + minBackoffDelay.String() + " but `0s`"},
 	"Backoff.max_delay":  {Doc: "caps every delay", Default: DefaultBackoffMaxDelay, Min: minBackoffDelay, Max: maxBackoffDelay, Rule: "at least `base` and every `schedule` entry"},
-	"Backoff.jitter":     {Doc: "each delay is scaled by 1 ± jitter; `0` is a setting (off)", Default: recovery.DefaultJitterOf(DefaultBackoffKind), DefaultText: "0 for `randomized_exponential` and `schedule`", Min: 0.0, Max: 1.0, MaxOpen: true},
+	"Backoff.jitter":     {Doc: "each delay is scaled by 1 ± jitter; `0` is a setting (off)", Default: recovery.DefaultJitterOf(recovery.DefaultBackoffKind), DefaultText: "0 for `randomized_exponential` and `schedule`", Min: 0.0, Max: 1.0, MaxOpen: true},
 	"Backoff.multiplier": {Doc: "the growth of each delay", Default: DefaultRandomizedMultiplier, Min: 1.0, MinOpen: true, Max: float64(maxMultiplier), Rule: "`exponential` and `randomized_exponential` only"},
 	"Backoff.schedule":   {Doc: "the delays of the retries, one by one", Min: minBackoffDelay, Max: maxBackoffDelay, Rule: "required by, and only with, `kind: schedule`"},
 }

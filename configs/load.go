@@ -340,7 +340,7 @@ func (p *Policy) applyDefaults() *Policy {
 	}
 	b.MaxDelay = cmp.Or(b.MaxDelay, DefaultBackoffMaxDelay)
 	if b.Jitter == nil {
-		b.Jitter = ptr(recovery.DefaultJitterOf(b.Kind))
+		b.Jitter = ptr(recovery.DefaultJitterOf(recovery.BackoffKind(b.Kind)))
 	}
 	if b.Kind == BackoffExponential || b.Kind == BackoffRandomizedExponential {
 		b.Multiplier = cmp.Or(b.Multiplier, DefaultRandomizedMultiplier)
@@ -350,8 +350,8 @@ func (p *Policy) applyDefaults() *Policy {
 
 // policyOf is the file's form of a recovery policy.
 func policyOf(r recovery.Policy) *Policy {
-	return &Policy{Strategy: r.Strategy, MaxAttempts: r.MaxAttempts, NonRetryable: r.NonRetryable,
-		Backoff: Backoff{Kind: r.Backoff.Kind, Base: ptr(r.Backoff.Base), MaxDelay: r.Backoff.MaxDelay,
+	return &Policy{Strategy: string(r.Strategy), MaxAttempts: r.MaxAttempts, NonRetryable: r.NonRetryable,
+		Backoff: Backoff{Kind: string(r.Backoff.Kind), Base: ptr(r.Backoff.Base), MaxDelay: r.Backoff.MaxDelay,
 			Jitter: ptr(r.Backoff.Jitter), Multiplier: r.Backoff.Multiplier, Schedule: r.Backoff.Schedule}}
 }
 

@@ -72,7 +72,7 @@ func TestDelaySequences(t *testing.T) {
 // randomized exponential stays in its interval (before the cap).
 func TestDelayProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	kinds := []string{BackoffFixed, BackoffLinear, BackoffExponential, BackoffFibonacci, BackoffRandomizedExponential, BackoffSchedule}
+	kinds := BackoffKinds
 	for i := range 20000 {
 		b := Backoff{
 			Kind:       kinds[i%len(kinds)],

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"slices"
 	"time"
 
 	"github.com/enginehealth/enginehealth/claims"
@@ -53,12 +54,21 @@ type Task struct {
 	OnFailure   Policy
 }
 
+// Strategy is what a Policy does with an interrupted or failed instance.
+type Strategy string
+
 // Retry strategies of a Policy.
 const (
-	StrategyNone  = "none"
-	StrategyRetry = "retry"
-	StrategyHold  = "hold"
+	StrategyNone  Strategy = "none"
+	StrategyRetry Strategy = "retry"
+	StrategyHold  Strategy = "hold"
 )
+
+// Strategies are the strategies a Policy may have.
+var Strategies = []Strategy{StrategyNone, StrategyRetry, StrategyHold}
+
+// Valid reports whether s is one of Strategies.
+func (s Strategy) Valid() bool { return slices.Contains(Strategies, s) }
 
 // Defaults of a Policy (applied by the configuration, which maps the file
 // onto Policy; issue 11 gives them their semantics).
@@ -80,7 +90,7 @@ const (
 
 // DefaultJitterOf returns the default jitter of a backoff kind: 0 for
 // randomized_exponential and schedule.
-func DefaultJitterOf(kind string) float64 {
+func DefaultJitterOf(kind BackoffKind) float64 {
 	if kind == BackoffRandomizedExponential || kind == BackoffSchedule {
 		return 0
 	}
@@ -98,8 +108,7 @@ func AtomicOnInterrupt() Policy {
 // Policy is what happens to an interrupted or failed instance beyond the
 // default of Decide.
 type Policy struct {
-	// Strategy: StrategyNone, StrategyRetry or StrategyHold.
-	Strategy string
+	Strategy Strategy
 	// MaxAttempts of a retry strategy.
 	MaxAttempts int
 	Backoff     Backoff
@@ -108,20 +117,28 @@ type Policy struct {
 	NonRetryable []string
 }
 
+// BackoffKind is how a Backoff's delays grow from one retry to the next.
+type BackoffKind string
+
 // Backoff kinds.
 const (
-	BackoffFixed                 = "fixed"
-	BackoffLinear                = "linear"
-	BackoffExponential           = "exponential"
-	BackoffFibonacci             = "fibonacci"
-	BackoffRandomizedExponential = "randomized_exponential"
-	BackoffSchedule              = "schedule"
+	BackoffFixed                 BackoffKind = "fixed"
+	BackoffLinear                BackoffKind = "linear"
+	BackoffExponential           BackoffKind = "exponential"
+	BackoffFibonacci             BackoffKind = "fibonacci"
+	BackoffRandomizedExponential BackoffKind = "randomized_exponential"
+	BackoffSchedule              BackoffKind = "schedule"
 )
+
+// BackoffKinds are the kinds a Backoff may have.
+var BackoffKinds = []BackoffKind{BackoffFixed, BackoffLinear, BackoffExponential, BackoffFibonacci, BackoffRandomizedExponential, BackoffSchedule}
+
+// Valid reports whether k is one of BackoffKinds.
+func (k BackoffKind) Valid() bool { return slices.Contains(BackoffKinds, k) }
 
 // Backoff is the delay before a retry.
 type Backoff struct {
-	// Kind: one of the Backoff* kinds.
-	Kind string
+	Kind BackoffKind
 	// Base delay.
 	Base time.Duration
 	// MaxDelay caps every delay.
