@@ -44,11 +44,11 @@ func register(t *testing.T, b bundle, name string, age time.Duration) {
 	b.db.MustExec(`UPDATE enginehealth.nodes SET status = 'Ready', last_active = now() - make_interval(secs => $2) WHERE name = $1`, name, age.Seconds())
 }
 
-func status(t *testing.T, b bundle, name string) string {
+func status(t *testing.T, b bundle, name string) nodes.Status {
 	t.Helper()
 	n, err := b.nodes.Get(context.Background(), name)
 	if err != nil {
-		return "(" + err.Error() + ")"
+		return nodes.Status("(" + err.Error() + ")")
 	}
 	return n.Status
 }
@@ -99,7 +99,7 @@ func TestNodesActionMarksStaleAndForgets(t *testing.T) {
 	ev := kinds(t, b, audit.KindNodeStatus)
 	var marked bool
 	for _, e := range ev {
-		if *e.Node == "stale" && *e.ToState == nodes.StatusNotResponding && *e.RunID == res.RunID && *e.Term == o.Term {
+		if *e.Node == "stale" && *e.ToState == string(nodes.StatusNotResponding) && *e.RunID == res.RunID && *e.Term == o.Term {
 			marked = true
 		}
 	}

@@ -137,7 +137,7 @@ func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func(
 	t.Cleanup(func() { cancel(); <-done; cli.Close() })
 }
 
-func waitStatus(t *testing.T, b bundle, name, status string) {
+func waitStatus(t *testing.T, b bundle, name string, status nodes.Status) {
 	t.Helper()
 	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("node %s in status %q", name, status), func() (bool, error) {
 		n, err := b.nodes.Get(context.Background(), name)

@@ -57,14 +57,14 @@ type Heartbeater struct {
 
 	// onChange, when set, is called after a beat that saw a new status
 	// or failover grade.
-	onChange func(status, grade string)
+	onChange func(status Status, grade string)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when status changes
 	lastTry  time.Time     // local time of the last attempt
 	lastOK   time.Time     // local time of the last success
 	lastDB   time.Time     // last_active as the database set it
-	status   string
+	status   Status
 	grade    string
 	failures int
 	resumed  time.Time // local time of the first success after failures
@@ -74,7 +74,7 @@ type Heartbeater struct {
 // OnChange sets a function called (from the heartbeat loop) each time a
 // beat sees the record in a different status, or the node with a
 // different failover grade, than the beat before.
-func (h *Heartbeater) OnChange(fn func(status, grade string)) { h.onChange = fn }
+func (h *Heartbeater) OnChange(fn func(status Status, grade string)) { h.onChange = fn }
 
 // HeartbeatConfig of a Heartbeater.
 type HeartbeatConfig struct {
@@ -229,7 +229,7 @@ func (h *Heartbeater) restore(ctx context.Context) error {
 
 // WaitFor waits until a successful beat saw a status for which ok returns
 // true, and returns that status, or ctx's error.
-func (h *Heartbeater) WaitFor(ctx context.Context, ok func(status string) bool) (string, error) {
+func (h *Heartbeater) WaitFor(ctx context.Context, ok func(status Status) bool) (Status, error) {
 	for {
 		h.mu.Lock()
 		status, ch := h.status, h.changed
@@ -260,7 +260,7 @@ func (h *Heartbeater) Alive(max time.Duration) error {
 }
 
 // Status returns the record's status as the last successful beat saw it.
-func (h *Heartbeater) Status() string {
+func (h *Heartbeater) Status() Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.status
@@ -329,7 +329,7 @@ func (h *Heartbeater) Healthy(max time.Duration) error {
 // Readiness says whether a node in status, with failover grade grade, may
 // run engines (only Ready; not ERROR when errorNotReady) and, when not,
 // why, for /readyz. An empty status: no heartbeat yet.
-func Readiness(status, grade string, errorNotReady bool) (ready bool, reason string) {
+func Readiness(status Status, grade string, errorNotReady bool) (ready bool, reason string) {
 	switch status {
 	case StatusReady:
 		if errorNotReady && grade == GradeError {
@@ -343,5 +343,5 @@ func Readiness(status, grade string, errorNotReady bool) (ready bool, reason str
 	case StatusUnexpectedShutdown:
 		return false, "the previous run did not shut down cleanly: no recovery runs and this node does not campaign for master until an operator checks it and runs `enginehealth node ack NAME`"
 	}
-	return false, "node status is " + status
+	return false, "node status is " + string(status)
 }

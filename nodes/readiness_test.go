@@ -7,7 +7,7 @@ import (
 
 // TestReadiness: only Ready runs engines; every other status says why.
 func TestReadiness(t *testing.T) {
-	for status, want := range map[string]string{
+	for status, want := range map[Status]string{
 		StatusReady:              "",
 		"":                       "no heartbeat",
 		StatusRecovering:         "start-up recovery",

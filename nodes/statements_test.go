@@ -59,7 +59,7 @@ var comment = regexp.MustCompile(`--[^\n]*`)
 // known ones.
 func TestStatementLiterals(t *testing.T) {
 	known := []string{
-		StatusRecovering, StatusReady, StatusUnexpectedShutdown, StatusNotResponding,
+		string(StatusRecovering), string(StatusReady), string(StatusUnexpectedShutdown), string(StatusNotResponding),
 		GradeNormal, GradeWarning, GradeError, ruleReset,
 		// Not constants of the package: the empty string, the parts of
 		// a signature and of the reason of a registration after a

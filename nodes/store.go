@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/leader"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,13 +41,22 @@ import (
 	"github.com/lib/pq"
 )
 
+// Status is a node record's status.
+type Status string
+
 // Node statuses.
 const (
-	StatusRecovering         = "Recovering"
-	StatusReady              = "Ready"
-	StatusUnexpectedShutdown = "Unexpected shutdown"
-	StatusNotResponding      = "Not responding"
+	StatusRecovering         Status = "Recovering"
+	StatusReady              Status = "Ready"
+	StatusUnexpectedShutdown Status = "Unexpected shutdown"
+	StatusNotResponding      Status = "Not responding"
 )
+
+// Statuses are the statuses a node record may have.
+var Statuses = []Status{StatusRecovering, StatusReady, StatusUnexpectedShutdown, StatusNotResponding}
+
+// Valid reports whether s is one of Statuses.
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 var (
 	// ErrNotFound: no record with that name.
@@ -62,7 +72,7 @@ type Node struct {
 	Incarnation         string    `db:"incarnation" json:"incarnation"`
 	PreviousIncarnation *string   `db:"previous_incarnation" json:"previous_incarnation"`
 	Hostname            string    `db:"hostname" json:"hostname"`
-	Status              string    `db:"status" json:"status"`
+	Status              Status    `db:"status" json:"status"`
 	IsMaster            bool      `db:"is_master" json:"is_master"`
 	LastActive          time.Time `db:"last_active" json:"last_active"`
 	ActiveSince         time.Time `db:"active_since" json:"active_since"`
@@ -166,7 +176,7 @@ type Registration struct {
 // heldRecord: what a registration needs to know of the record it
 // replaces.
 type heldRecord struct {
-	Status      string    `db:"status"`
+	Status      Status    `db:"status"`
 	Incarnation string    `db:"incarnation"`
 	Hostname    string    `db:"hostname"`
 	ActiveSince time.Time `db:"active_since"`
@@ -199,12 +209,12 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 			"version": r.Version, "api_address": r.APIAddress, "schema_version": r.SchemaVersion, "recover_after_crash": r.RecoverAfterCrash}); err != nil {
 			return err
 		}
-		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: n.StatusReason}
+		e := audit.Event{Actor: r.Name, Node: &r.Name, ToState: audit.Str(string(n.Status)), Reason: n.StatusReason}
 		if n.PreviousIncarnation == nil {
 			e.Kind = audit.KindNodeRegistered
 		} else {
 			e.Kind = audit.KindNodeStatus
-			e.FromState = audit.Str(prev.Status)
+			e.FromState = audit.Str(string(prev.Status))
 			if prev.Status == StatusUnexpectedShutdown && n.Status == StatusUnexpectedShutdown {
 				e.Reason = "restarted while awaiting an operator ack (previous incarnation " + prev.Incarnation + ")"
 			}
@@ -229,7 +239,7 @@ func (s *Store) Register(ctx context.Context, r Registration) (Node, error) {
 // awaits an ack for. A record registered after this one is a later
 // process's with the same name: it is left alone and the error, an
 // ErrNotRegistered, names it.
-func (s *Store) Restore(ctx context.Context, r Registration, registered Node, status string) (Node, error) {
+func (s *Store) Restore(ctx context.Context, r Registration, registered Node, status Status) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
 		if err := s.cluster.Verify(ctx, tx); err != nil {
@@ -265,10 +275,10 @@ func (s *Store) Restore(ctx context.Context, r Registration, registered Node, st
 			"previous": previous}); err != nil {
 			return err
 		}
-		e := audit.Event{Kind: audit.KindNodeRegistered, Actor: r.Name, Node: &r.Name, ToState: &n.Status, Reason: reason}
+		e := audit.Event{Kind: audit.KindNodeRegistered, Actor: r.Name, Node: &r.Name, ToState: audit.Str(string(n.Status)), Reason: reason}
 		if found {
 			e.Kind = audit.KindNodeStatus
-			e.FromState = audit.Str(prev.Status)
+			e.FromState = audit.Str(string(prev.Status))
 		}
 		return s.events.Write(ctx, tx, e)
 	})
@@ -283,7 +293,7 @@ type Beat struct {
 	// LastActive as the database set it.
 	LastActive time.Time `db:"last_active"`
 	// Status of the record.
-	Status string `db:"status"`
+	Status Status `db:"status"`
 	// Grade: the node's failover grade.
 	Grade string `db:"grade"`
 }
@@ -334,7 +344,7 @@ func (s *Store) PromoteRecovering(ctx context.Context, tx *leader.Tx, actor stri
 	for _, n := range names {
 		if err := s.events.Write(ctx, tx, audit.Event{
 			Kind: audit.KindNodeStatus, Actor: actor, Term: &term, Node: &n,
-			FromState: &from, ToState: &to, Reason: reason,
+			FromState: audit.Str(string(from)), ToState: audit.Str(string(to)), Reason: reason,
 		}); err != nil {
 			return nil, err
 		}
@@ -343,7 +353,7 @@ func (s *Store) PromoteRecovering(ctx context.Context, tx *leader.Tx, actor stri
 }
 
 // ErrNotAcknowledgeable: the node is not in Unexpected shutdown.
-var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdown)
+var ErrNotAcknowledgeable = errors.New("nodes: not in " + string(StatusUnexpectedShutdown))
 
 // Ack is an operator's acknowledgement of an unexpected shutdown: the node
 // goes to Recovering, with an event naming who acknowledged it, and from
@@ -353,7 +363,7 @@ var ErrNotAcknowledgeable = errors.New("nodes: not in " + StatusUnexpectedShutdo
 func (s *Store) Ack(ctx context.Context, name string, by audit.By, reason string) (Node, error) {
 	var n Node
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
-		var status string
+		var status Status
 		err := s.sql.ackLock.Get(ctx, tx, &status, sqltext.Args{"name": name})
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
@@ -369,7 +379,7 @@ func (s *Store) Ack(ctx context.Context, name string, by audit.By, reason string
 		}
 		from, to := StatusUnexpectedShutdown, StatusRecovering
 		return s.events.Write(ctx, tx, audit.Event{
-			Kind: audit.KindNodeAck, Actor: by.Actor, Via: audit.Str(by.Via), Node: &name, FromState: &from, ToState: &to, Reason: reason,
+			Kind: audit.KindNodeAck, Actor: by.Actor, Via: audit.Str(by.Via), Node: &name, FromState: audit.Str(string(from)), ToState: audit.Str(string(to)), Reason: reason,
 		})
 	})
 	if err != nil {
@@ -390,7 +400,7 @@ var ErrAwaitingAck = errors.New("nodes: record kept, awaiting an operator ack")
 func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string) error {
 	kept := false
 	err := pgdb.InTx(ctx, s.db, func(tx *pgdb.Tx) error {
-		var status string
+		var status Status
 		err := s.sql.deregisterLock.Get(ctx, tx, &status, sqltext.Args{"name": name, "incarnation": incarnation})
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotRegistered
@@ -404,7 +414,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 			}
 			if err := s.events.Write(ctx, tx, audit.Event{
 				Kind: audit.KindNodeStatus, Actor: name, Node: &name,
-				FromState: &status, ToState: &status,
+				FromState: audit.Str(string(status)), ToState: audit.Str(string(status)),
 				Reason: reason + "; record kept until an operator acks it",
 			}); err != nil {
 				return err
@@ -417,7 +427,7 @@ func (s *Store) Deregister(ctx context.Context, name, incarnation, reason string
 		}
 		return s.events.Write(ctx, tx, audit.Event{
 			Kind: audit.KindNodeDeregistered, Actor: name, Node: &name,
-			FromState: &status, Reason: reason,
+			FromState: audit.Str(string(status)), Reason: reason,
 		})
 	})
 	if err != nil {

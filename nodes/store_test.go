@@ -63,7 +63,7 @@ func TestRegisterNewNodeIsRecovering(t *testing.T) {
 		t.Fatalf("got %+v", n)
 	}
 	es := events(t, b, "a")
-	if len(es) != 1 || es[0].Kind != audit.KindNodeRegistered || *es[0].ToState != StatusRecovering {
+	if len(es) != 1 || es[0].Kind != audit.KindNodeRegistered || *es[0].ToState != string(StatusRecovering) {
 		t.Fatalf("events: %+v", es)
 	}
 }
@@ -93,7 +93,7 @@ func TestRegisterAfterCrashIsUnexpectedShutdown(t *testing.T) {
 		t.Fatalf("want 2 events, got %+v", es)
 	}
 	e := es[1]
-	if e.Kind != audit.KindNodeStatus || *e.FromState != StatusRecovering || *e.ToState != StatusUnexpectedShutdown || e.Reason == "" {
+	if e.Kind != audit.KindNodeStatus || *e.FromState != string(StatusRecovering) || *e.ToState != string(StatusUnexpectedShutdown) || e.Reason == "" {
 		t.Fatalf("status change event: %+v", e)
 	}
 	// The old incarnation can no longer heartbeat or deregister.
@@ -213,7 +213,7 @@ func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
 	if _, err := s.Ack(ctx, "a", audit.By{Actor: "op"}, "checked"); err != nil {
 		t.Fatal(err)
 	}
-	seen, err := h.WaitFor(ctx, func(s string) bool { return s != StatusUnexpectedShutdown })
+	seen, err := h.WaitFor(ctx, func(s Status) bool { return s != StatusUnexpectedShutdown })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestDeregisterDeletesWithEvent(t *testing.T) {
 	}
 	es := events(t, b, "a")
 	last := es[len(es)-1]
-	if last.Kind != audit.KindNodeDeregistered || *last.FromState != StatusRecovering || last.Reason != "clean shutdown" {
+	if last.Kind != audit.KindNodeDeregistered || *last.FromState != string(StatusRecovering) || last.Reason != "clean shutdown" {
 		t.Fatalf("event: %+v", last)
 	}
 	// A clean restart is a new node again.
@@ -349,7 +349,7 @@ func TestDeregisterKeepsUnackedRecord(t *testing.T) {
 		t.Fatalf("restart while awaiting ack: %+v %v (reason want %q)", n, err, why)
 	}
 	es = events(t, b, "a")
-	if last := es[len(es)-1]; *last.FromState != StatusUnexpectedShutdown || *last.ToState != StatusUnexpectedShutdown ||
+	if last := es[len(es)-1]; *last.FromState != string(StatusUnexpectedShutdown) || *last.ToState != string(StatusUnexpectedShutdown) ||
 		!strings.Contains(last.Reason, "awaiting an operator ack") {
 		t.Fatalf("event of the restart: %+v", last)
 	}

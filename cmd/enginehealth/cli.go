@@ -280,8 +280,8 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 		line("guard", "HOLDS: %s", safe(st.Disruption))
 	}
 	var counts []string
-	for _, s := range []string{nodes.StatusReady, nodes.StatusRecovering, nodes.StatusNotResponding, nodes.StatusUnexpectedShutdown} {
-		if n := st.Nodes[s]; n > 0 {
+	for _, s := range []nodes.Status{nodes.StatusReady, nodes.StatusRecovering, nodes.StatusNotResponding, nodes.StatusUnexpectedShutdown} {
+		if n := st.Nodes[string(s)]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, s))
 		}
 	}

@@ -66,7 +66,7 @@ func fixtureDaemon(t *testing.T) string {
 		StartedAt: at(-29 * time.Second), FinishedAt: atp(-24 * time.Second), Error: "check: statement timeout (database 10.0.0.9:5432)"}
 	es := []audit.Event{
 		{ID: 1001, At: at(-30 * time.Second), Kind: audit.KindNodeStatus, Actor: "n1", Term: i64(7), Node: str("n2"),
-			FromState: str(nodes.StatusReady), ToState: str(nodes.StatusNotResponding),
+			FromState: str(string(nodes.StatusReady)), ToState: str(string(nodes.StatusNotResponding)),
 			Reason: "no heartbeat for 62s > not_responding_after 30s"},
 		{ID: 1002, At: at(-14 * time.Second), Kind: audit.KindClaimExpired, Actor: "n1", Term: i64(7), RunID: i64(42), Node: str("n2"),
 			Workflow: str("orders"), Instance: str("51"), Task: str("reserve"), Reason: "claim token 8c1e expired at 2026-11-24T09:59:40Z"},
@@ -82,16 +82,16 @@ func fixtureDaemon(t *testing.T) string {
 	passes := health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second), LastSweep: at(-6 * time.Minute)}
 	pause := health.Pause{Paused: true, Since: at(-5 * time.Minute), Actor: "n1 (operator)", Reason: "engine schema migration, back at 14:00", Term: i64(7)}
 	st := api.Status{
-		Node: api.SelfState{Name: "n1", Ready: api.Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal}},
+		Node: api.SelfState{Name: "n1", Ready: api.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}},
 		Master: &api.Leader{Name: "n1", Incarnation: "n1-7f3a", APIAddress: "10.0.0.1:8642", Term: 7, Since: at(-72 * time.Hour),
 			TrustedUntil: at(4 * time.Second), Passes: passes, AnsweredBy: "n1"},
 		Paused: pause,
 		Checks: passes,
-		Nodes:  map[string]int{nodes.StatusReady: 1, nodes.StatusNotResponding: 1, nodes.StatusUnexpectedShutdown: 1},
+		Nodes:  map[string]int{string(nodes.StatusReady): 1, string(nodes.StatusNotResponding): 1, string(nodes.StatusUnexpectedShutdown): 1},
 		NotReady: []api.NodeState{
-			{Name: "n2", Status: nodes.StatusNotResponding, Grade: nodes.GradeError, LastActive: at(-62 * time.Second), SecondsSinceActive: 62.4,
+			{Name: "n2", Status: string(nodes.StatusNotResponding), Grade: nodes.GradeError, LastActive: at(-62 * time.Second), SecondsSinceActive: 62.4,
 				Why: "no heartbeat for 62 s > not_responding_after 30 s, marked by n1 in term 7"},
-			{Name: "n3", Status: nodes.StatusUnexpectedShutdown, Grade: nodes.GradeWarning, LastActive: at(-3 * time.Second), SecondsSinceActive: 3,
+			{Name: "n3", Status: string(nodes.StatusUnexpectedShutdown), Grade: nodes.GradeWarning, LastActive: at(-3 * time.Second), SecondsSinceActive: 3,
 				Why: "restarted without a clean shutdown: enginehealth node ack n3 once looked at"},
 		},
 		LastRun:   &idle,

@@ -69,7 +69,7 @@ as its record says, and a line below says why none acts.`,
 					case l.none != "" && n.IsMaster:
 						master, took = "(*)", true
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", safe(n.Name), safe(n.Status), master,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs ago\t%s\t%s\t%s\t%s\n", safe(n.Name), safe(string(n.Status)), master,
 						n.SecondsSinceActive, safe(n.FailoverGrade), safe(n.Version), safe(n.APIAddress), safe(n.StatusReason))
 				}
 			})
@@ -127,7 +127,7 @@ Unexpected shutdown.`,
 			return cl.Ack(ctx, args[0], reason)
 		},
 		func(w io.Writer, n nodes.Node) error {
-			_, err := fmt.Fprintf(w, "node %s acknowledged: %s\n", safe(n.Name), safe(n.Status))
+			_, err := fmt.Fprintf(w, "node %s acknowledged: %s\n", safe(n.Name), safe(string(n.Status)))
 			return err
 		})
 	ack.Flags().StringVar(&reason, "reason", "", "recorded in the event (default: acknowledged by an operator)")

@@ -205,8 +205,8 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		// A silent server: the API's connections lead there too.
 		Reset:   func() { pgdb.Reset(db); pgdb.Reset(apiDB) },
 		Timeout: time.Duration(pgdb.Hosts(pool.DSN))*cfg.Database.ConnectTimeout + cfg.Node.HeartbeatInterval})
-	lastStatus := ""
-	hb.OnChange(func(status, grade string) {
+	var lastStatus nodes.Status
+	hb.OnChange(func(status nodes.Status, grade string) {
 		if status != lastStatus {
 			log.InfoContext(ctx, "node status", "status", status)
 			lastStatus = status
@@ -217,7 +217,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		if rd.Ready {
 			notify.Ready()
 		}
-		text := "node " + name + ": " + status
+		text := "node " + name + ": " + string(status)
 		if !rd.Ready && status == nodes.StatusReady {
 			text += " (not ready: failover grade " + grade + ")"
 		}
@@ -390,18 +390,18 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		// start, and whenever a beat finds it there again (its ack was
 		// lost with the database in an asynchronous failover), when it
 		// leaves the election, and the office if it holds it.
-		unacked := func(s string) bool { return s == nodes.StatusUnexpectedShutdown }
+		unacked := func(s nodes.Status) bool { return s == nodes.StatusUnexpectedShutdown }
 		for {
 			if unacked(hb.Status()) || hb.Status() == "" && unacked(node.Status) {
 				log.WarnContext(ctx, "not campaigning for master until this node is acknowledged (enginehealth node ack "+name+")")
 			}
-			if _, err := hb.WaitFor(gctx, func(s string) bool { return !unacked(s) }); err != nil {
+			if _, err := hb.WaitFor(gctx, func(s nodes.Status) bool { return !unacked(s) }); err != nil {
 				return nil
 			}
 			cctx, leave := context.WithCancel(gctx)
 			go func() {
 				if _, err := hb.WaitFor(cctx, unacked); err == nil {
-					log.WarnContext(ctx, "this node is in "+nodes.StatusUnexpectedShutdown+" again (its acknowledgment was lost with the database?): leaving the election until an operator acknowledges it")
+					log.WarnContext(ctx, "this node is in "+string(nodes.StatusUnexpectedShutdown)+" again (its acknowledgment was lost with the database?): leaving the election until an operator acknowledges it")
 					leave()
 				}
 			}()
@@ -497,12 +497,12 @@ func metricTasks(wfs []recovery.Workflow) []metrics.Task {
 // one cut from PostgreSQL, is not ready, whatever its record said, since
 // the master marks it Not responding and repairs its work once its record
 // is stale.
-func readiness(status, grade string, errorNotReady bool, live error) api.Ready {
+func readiness(status nodes.Status, grade string, errorNotReady bool, live error) api.Ready {
 	ready, reason := nodes.Readiness(status, grade, errorNotReady)
 	if ready && live != nil {
 		ready, reason = false, "heartbeat failing: "+live.Error()
 	}
-	return api.Ready{Ready: ready, Status: status, Grade: grade, Reason: reason}
+	return api.Ready{Ready: ready, Status: string(status), Grade: grade, Reason: reason}
 }
 
 // actingSelf is this node's answer to GET /v1/leader?local=true.

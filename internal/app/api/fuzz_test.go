@@ -21,7 +21,7 @@ import (
 func fuzzHandler() (http.Handler, *store) {
 	s := &store{}
 	return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: s, Events: s.Events,
-		Ready: func() Ready { return Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal} },
+		Ready: func() Ready { return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal} },
 		Local: func() (Leader, error) {
 			return Leader{Name: "me", Incarnation: "i1", APIAddress: "127.0.0.1:8642", Term: 7, Since: time.Unix(0, 0)}, nil
 		},

@@ -498,7 +498,7 @@ func TestOpenAPI(t *testing.T) {
 		if sick.Load() {
 			return Ready{Status: "Unexpected shutdown", Grade: nodes.GradeNormal, Reason: "heartbeat failing: last successful heartbeat 1.6s ago"}
 		}
-		return Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal}
+		return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "enginehealth_is_master", Help: "1 while this node acts as master."}))

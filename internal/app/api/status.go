@@ -170,7 +170,7 @@ type HoldsSummary struct {
 }
 
 func nodeState(n nodes.Node) NodeState {
-	return NodeState{Name: n.Name, Status: n.Status, Grade: n.FailoverGrade, IsMaster: n.IsMaster, LastActive: n.LastActive,
+	return NodeState{Name: n.Name, Status: string(n.Status), Grade: n.FailoverGrade, IsMaster: n.IsMaster, LastActive: n.LastActive,
 		SecondsSinceActive: n.SecondsSinceActive, Why: nodes.Why(n)}
 }
 
@@ -212,7 +212,7 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 	for _, n := range ns {
 		s := nodeState(n)
 		all = append(all, s)
-		st.Nodes[n.Status]++
+		st.Nodes[string(n.Status)]++
 		if n.Status != nodes.StatusReady || (n.FailoverGrade != "" && n.FailoverGrade != nodes.GradeNormal) {
 			st.NotReady = append(st.NotReady, s)
 		}

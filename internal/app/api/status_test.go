@@ -24,7 +24,7 @@ func TestStatusEtcd(t *testing.T) {
 	handler := func(etcd func() EtcdState) http.Handler {
 		s := &store{}
 		return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Etcd: etcd,
-			Ready: func() Ready { return Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal} },
+			Ready: func() Ready { return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal} },
 			Local: func() (Leader, error) { return Leader{Name: "me", Term: 7}, nil },
 			Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}
@@ -76,7 +76,7 @@ func TestStatusCertificates(t *testing.T) {
 	handler := func(certs func() []certexpiry.Expiry) http.Handler {
 		s := &store{}
 		return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Certificates: certs,
-			Ready: func() Ready { return Ready{Ready: true, Status: nodes.StatusReady, Grade: nodes.GradeNormal} },
+			Ready: func() Ready { return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal} },
 			Local: func() (Leader, error) { return Leader{Name: "me", Term: 7}, nil },
 			Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}

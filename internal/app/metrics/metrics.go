@@ -36,7 +36,8 @@ type Source struct {
 	// it); 0: not exported.
 	Period time.Duration
 	// Status and Grade of this node, as its last heartbeat saw them.
-	Status, Grade func() string
+	Status func() nodes.Status
+	Grade  func() string
 	// Master: whether this node acts as master, and its term.
 	Master func() (acting bool, term int64)
 	// Passes: this node's check-pass statistics; Disrupted: whether its
@@ -192,7 +193,6 @@ func (m *Metrics) ObserveRequest(route string, code int) {
 }
 
 var (
-	statuses = []string{nodes.StatusRecovering, nodes.StatusReady, nodes.StatusUnexpectedShutdown, nodes.StatusNotResponding}
 	grades   = []string{nodes.GradeNormal, nodes.GradeWarning, nodes.GradeError}
 	actions  = []string{"retried", "scheduled", "held", "failed"}
 	outcomes = []string{"scheduled", "succeeded", "failed", "exhausted"}
@@ -344,7 +344,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(s.readAge, stale.Seconds())
 	}
 	if v.nodesOK {
-		count := map[string]int{}
+		count := map[nodes.Status]int{}
 		for _, n := range v.nodes {
 			count[n.Status]++
 			gauge(s.age, n.SecondsSinceActive+stale.Seconds(), n.Name)
@@ -352,8 +352,8 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 				gauge(s.grade, b2f(n.FailoverGrade == g), n.Name, g)
 			}
 		}
-		for _, st := range statuses {
-			gauge(s.nodes, float64(count[st]), st)
+		for _, st := range nodes.Statuses {
+			gauge(s.nodes, float64(count[st]), string(st))
 		}
 	}
 	if v.holdsOK {
@@ -377,8 +377,8 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.src.Status != nil {
 		st := s.src.Status()
-		for _, x := range statuses {
-			gauge(s.self, b2f(st == x), x)
+		for _, x := range nodes.Statuses {
+			gauge(s.self, b2f(st == x), string(x))
 		}
 	}
 	if s.src.Grade != nil {

@@ -37,7 +37,7 @@ func sourceWith(db func() error) Source {
 		},
 		HoldsOpen:     func(context.Context) (int64, time.Duration, error) { return 1, 90 * time.Minute, db() },
 		Period:        15 * time.Second,
-		Status:        func() string { return nodes.StatusReady },
+		Status:        func() nodes.Status { return nodes.StatusReady },
 		Grade:         func() string { return nodes.GradeWarning },
 		Master:        func() (bool, int64) { return true, 7 },
 		Passes:        func() health.PassStats { return health.PassStats{LastSuccess: time.Now(), ConsecutiveFailures: 0} },

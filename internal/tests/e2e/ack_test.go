@@ -141,10 +141,10 @@ func TestUnexpectedShutdownLeftOnlyByAck(t *testing.T) {
 			path = append(path, e.Kind+":"+*e.ToState)
 		}
 	}
-	crash := slices.Index(path, audit.KindNodeStatus+":"+nodes.StatusUnexpectedShutdown)
-	ack := slices.Index(path, audit.KindNodeAck+":"+nodes.StatusRecovering)
-	if crash < 0 || ack < crash || slices.Contains(path, audit.KindNodeStatus+":"+nodes.StatusNotResponding) ||
-		slices.Contains(path[crash:ack], audit.KindNodeStatus+":"+nodes.StatusReady) {
+	crash := slices.Index(path, audit.KindNodeStatus+":"+string(nodes.StatusUnexpectedShutdown))
+	ack := slices.Index(path, audit.KindNodeAck+":"+string(nodes.StatusRecovering))
+	if crash < 0 || ack < crash || slices.Contains(path, audit.KindNodeStatus+":"+string(nodes.StatusNotResponding)) ||
+		slices.Contains(path[crash:ack], audit.KindNodeStatus+":"+string(nodes.StatusReady)) {
 		t.Fatalf("status history of %s: %v", crashed, path)
 	}
 }

@@ -362,7 +362,7 @@ func TestReadyzFollowsTheHeartbeat(t *testing.T) {
 			if err != nil && !isCode(err, http.StatusServiceUnavailable) {
 				return false, err
 			}
-			return r.Ready == want && (want || strings.Contains(r.Reason, "heartbeat failing")) && r.Status == nodes.StatusReady, nil
+			return r.Ready == want && (want || strings.Contains(r.Reason, "heartbeat failing")) && r.Status == string(nodes.StatusReady), nil
 		}
 	}
 	eventually(t, 30*time.Second, "ready", ready(true))

@@ -99,7 +99,7 @@ func TestCrashedEngineGradesItsNode(t *testing.T) {
 	n = c.waitRegistered(d, 30*time.Second)
 	cl = api.NewClient(n.APIAddress, "")
 	notify.expectBefore(t, "not ready: failover grade ERROR", "READY=1")
-	if r, err := cl.Ready(context.Background()); err == nil || r.Grade != nodes.GradeError || r.Status != nodes.StatusReady {
+	if r, err := cl.Ready(context.Background()); err == nil || r.Grade != nodes.GradeError || r.Status != string(nodes.StatusReady) {
 		t.Fatalf("readyz of a restarted ERROR node: %+v, %v", r, err)
 	}
 

@@ -149,9 +149,9 @@ func TestThreeNodesFailover(t *testing.T) {
 	t.Logf("terms %d → %d → %d; graceful failover %s", first.Term, second.Term, third.Term, time.Since(start).Round(time.Millisecond))
 }
 
-func waitNodeStatus(t testing.TB, c *cluster, name, status string) {
+func waitNodeStatus(t testing.TB, c *cluster, name string, status nodes.Status) {
 	t.Helper()
-	eventually(t, 30*time.Second, name+" "+status, func() (bool, error) {
+	eventually(t, 30*time.Second, name+" "+string(status), func() (bool, error) {
 		n, err := c.node(name)
 		return err == nil && n.Status == status, err
 	})
@@ -192,7 +192,7 @@ func TestReadinessAndNodeAck(t *testing.T) {
 	eventually(t, 30*time.Second, "readyz 503 naming the ack", func() (bool, error) {
 		r, err := cl.Ready(context.Background())
 		var se *api.StatusError
-		return errors.As(err, &se) && se.Code == 503 && r.Status == nodes.StatusUnexpectedShutdown &&
+		return errors.As(err, &se) && se.Code == 503 && r.Status == string(nodes.StatusUnexpectedShutdown) &&
 			strings.Contains(r.Reason, "node ack"), nil
 	})
 	// Alone and un-acknowledged, it does not campaign: no master at all.

@@ -65,12 +65,12 @@ func newStatusCluster(t *testing.T) statusCluster {
 			VALUES ($1, gen_random_uuid(), $1, $2, now() - make_interval(secs => $3), $4, $5, '127.0.0.1:1')`,
 			name, status, age.Seconds(), by, reason)
 	}
-	node("ready-1", nodes.StatusReady, 2*time.Minute, "node-a", "recovery done by master") // stale too: the cluster is cold
+	node("ready-1", string(nodes.StatusReady), 2*time.Minute, "node-a", "recovery done by master") // stale too: the cluster is cold
 	for i := 1; i <= 4; i++ {
-		node(fmt.Sprintf("stale-%d", i), nodes.StatusReady, time.Minute, "node-a", "recovery done by master")
+		node(fmt.Sprintf("stale-%d", i), string(nodes.StatusReady), time.Minute, "node-a", "recovery done by master")
 	}
-	node("dead", nodes.StatusNotResponding, 62*time.Second, "node-a", "no heartbeat for more than 30s; marked by node-a in term 1")
-	node("crashed", nodes.StatusUnexpectedShutdown, 10*time.Minute, "crashed", "previous incarnation did not stop cleanly "+hostile+reorder)
+	node("dead", string(nodes.StatusNotResponding), 62*time.Second, "node-a", "no heartbeat for more than 30s; marked by node-a in term 1")
+	node("crashed", string(nodes.StatusUnexpectedShutdown), 10*time.Minute, "crashed", "previous incarnation did not stop cleanly "+hostile+reorder)
 	c.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade, reason) VALUES ('dead', 'ERROR', $1)`, "interrupted twice "+hostile)
 
 	d := c.startEnv("node-a", cfg, "EH_TOKEN=tok")
@@ -111,7 +111,7 @@ func TestStatusEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Node.Name != "node-a" || st.Node.Ready.Ready || st.Node.Status != nodes.StatusRecovering {
+	if st.Node.Name != "node-a" || st.Node.Ready.Ready || st.Node.Status != string(nodes.StatusRecovering) {
 		t.Fatalf("node %+v, want node-a Recovering and not ready", st.Node)
 	}
 	if st.Master == nil || st.Master.Name != "node-a" || !st.Paused.Paused || st.Paused.Reason != hostile {
@@ -120,7 +120,7 @@ func TestStatusEndpoints(t *testing.T) {
 	if !strings.Contains(st.Disruption, "of 7 nodes look unresponsive") {
 		t.Fatalf("disruption %q", st.Disruption)
 	}
-	if st.Nodes[nodes.StatusReady] != 5 || st.Nodes[nodes.StatusNotResponding] != 1 || st.Nodes[nodes.StatusUnexpectedShutdown] != 1 || st.Nodes[nodes.StatusRecovering] != 1 {
+	if st.Nodes[string(nodes.StatusReady)] != 5 || st.Nodes[string(nodes.StatusNotResponding)] != 1 || st.Nodes[string(nodes.StatusUnexpectedShutdown)] != 1 || st.Nodes[string(nodes.StatusRecovering)] != 1 {
 		t.Fatalf("node counts %v", st.Nodes)
 	}
 	why := map[string]api.NodeState{}
@@ -418,9 +418,9 @@ func TestStatusPage(t *testing.T) {
 		got[r["name"]] = r
 	}
 	for name, want := range map[string][2]string{
-		"node-a": {nodes.StatusRecovering, nodes.GradeNormal}, "ready-1": {nodes.StatusReady, nodes.GradeNormal},
-		"stale-3": {nodes.StatusReady, nodes.GradeNormal}, "dead": {nodes.StatusNotResponding, nodes.GradeError},
-		"crashed": {nodes.StatusUnexpectedShutdown, nodes.GradeNormal},
+		"node-a": {string(nodes.StatusRecovering), nodes.GradeNormal}, "ready-1": {string(nodes.StatusReady), nodes.GradeNormal},
+		"stale-3": {string(nodes.StatusReady), nodes.GradeNormal}, "dead": {string(nodes.StatusNotResponding), nodes.GradeError},
+		"crashed": {string(nodes.StatusUnexpectedShutdown), nodes.GradeNormal},
 	} {
 		if r := got[name]; r["status"] != want[0] || r["grade"] != want[1] {
 			t.Errorf("row %s: %v, want %v", name, r, want)
