@@ -342,7 +342,7 @@ type Override struct {
 }
 
 // RunOnce runs one pass under office o as a run with the given trigger.
-func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64) (res CheckResult, err error) {
+func (c *Checker) RunOnce(ctx context.Context, o *leader.Office, trigger recovery.Trigger, resumedFrom *int64) (res CheckResult, err error) {
 	return c.run(ctx, o, trigger, resumedFrom, nil)
 }
 
@@ -353,7 +353,7 @@ func (c *Checker) RunForced(ctx context.Context, o *leader.Office, ov Override) 
 	return c.run(ctx, o, recovery.TriggerManual, nil, &ov)
 }
 
-func (c *Checker) run(ctx context.Context, o *leader.Office, trigger string, resumedFrom *int64, force *Override) (res CheckResult, err error) {
+func (c *Checker) run(ctx context.Context, o *leader.Office, trigger recovery.Trigger, resumedFrom *int64, force *Override) (res CheckResult, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() {

@@ -502,7 +502,7 @@ func TestPassesSweepNowAndThen(t *testing.T) {
 	now := time.Now()
 	c.now = func() time.Time { return now }
 	c.begin()
-	pass := func(trigger string) CheckResult {
+	pass := func(trigger recovery.Trigger) CheckResult {
 		t.Helper()
 		res, err := c.RunOnce(ctx, o, trigger, nil)
 		if err != nil {
@@ -574,7 +574,7 @@ func TestSweepIntervalAndNextSweep(t *testing.T) {
 		}
 		// Each pass starts a little after its firing: 5 ms for the
 		// first, 1 ms for the later ones.
-		pass := func(at time.Time, trigger string) CheckResult {
+		pass := func(at time.Time, trigger recovery.Trigger) CheckResult {
 			t.Helper()
 			now = at
 			res, err := c.RunOnce(ctx, o, trigger, nil)

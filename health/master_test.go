@@ -176,11 +176,11 @@ func TestStartupRecoveryOnColdCluster(t *testing.T) {
 	}
 
 	var run struct {
-		ID      int64  `db:"id"`
-		Trigger string `db:"trigger"`
-		Status  string `db:"status"`
-		Planned int64  `db:"planned"`
-		Done    int64  `db:"done"`
+		ID      int64            `db:"id"`
+		Trigger recovery.Trigger `db:"trigger"`
+		Status  string           `db:"status"`
+		Planned int64            `db:"planned"`
+		Done    int64            `db:"done"`
 	}
 	if err := b.db.Get(&run, `SELECT id, trigger, status, planned, done FROM enginehealth.runs`); err != nil {
 		t.Fatalf("want exactly one run: %v", err)

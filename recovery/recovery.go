@@ -40,11 +40,14 @@ import (
 	"github.com/lib/pq"
 )
 
+// Trigger is what began a run.
+type Trigger string
+
 // Run triggers.
 const (
-	TriggerStartup  = "startup"
-	TriggerPeriodic = "periodic"
-	TriggerManual   = "manual"
+	TriggerStartup  Trigger = "startup"
+	TriggerPeriodic Trigger = "periodic"
+	TriggerManual   Trigger = "manual"
 )
 
 // DefaultBatchSize of a repair transaction, chosen from BenchmarkRepair:
@@ -222,7 +225,7 @@ func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *i
 
 // Recover expires claims and repairs interrupted instances of the
 // claimable workflows in scope (all when empty), in a run of its own.
-func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger string, sc Scope, resumedFrom *int64) (Result, error) {
+func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger Trigger, sc Scope, resumedFrom *int64) (Result, error) {
 	wfs, err := r.Claimable(sc)
 	if err != nil {
 		return Result{}, err

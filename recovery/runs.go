@@ -15,10 +15,14 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 )
 
+// RunKind is what a run is: a recovery (start-up or an operator's), or
+// a pass of the periodic check.
+type RunKind string
+
 // Run kinds.
 const (
-	KindRecovery = "recovery"
-	KindCheck    = "check"
+	KindRecovery RunKind = "recovery"
+	KindCheck    RunKind = "check"
 )
 
 // Scope of a run: the workflows it covers (all applicable when empty).
@@ -28,8 +32,8 @@ type Scope struct {
 
 // RunSpec describes a run to begin.
 type RunSpec struct {
-	Kind    string
-	Trigger string
+	Kind    RunKind
+	Trigger Trigger
 	Scope   Scope
 	// ResumedFrom is the interrupted run this one finishes, if any.
 	ResumedFrom *int64
@@ -37,12 +41,12 @@ type RunSpec struct {
 
 // RunRow is a row of the runs table.
 type RunRow struct {
-	ID      int64  `db:"id" json:"id"`
-	Term    int64  `db:"term" json:"term"`
-	Master  string `db:"master" json:"master"`
-	Kind    string `db:"kind" json:"kind"`
-	Trigger string `db:"trigger" json:"trigger"`
-	Scope   string `db:"scope" json:"scope"`
+	ID      int64   `db:"id" json:"id"`
+	Term    int64   `db:"term" json:"term"`
+	Master  string  `db:"master" json:"master"`
+	Kind    RunKind `db:"kind" json:"kind"`
+	Trigger Trigger `db:"trigger" json:"trigger"`
+	Scope   string  `db:"scope" json:"scope"`
 	// ClaimsExpired: expired claims deleted by the run.
 	ClaimsExpired int64 `db:"claims_expired" json:"claims_expired"`
 	// Planned and Done count instances to repair and repaired.

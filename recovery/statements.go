@@ -102,7 +102,7 @@ func newStatements(schema string) statements {
 	st.getRun = prepare("get_run", runRows{runs, runColumns})
 	st.clock = prepare("clock", nil)
 	st.listRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns})
-	st.actedRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns, Acted: true, Periodic: pq.QuoteLiteral(TriggerPeriodic)})
+	st.actedRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns, Acted: true, Periodic: pq.QuoteLiteral(string(TriggerPeriodic))})
 	st.lockTimeout = prepare("lock_timeout", nil)
 
 	st.due = prepare("due", attemptsTable{attempts})

@@ -369,7 +369,7 @@ func labelled(w io.Writer) func(label, format string, args ...any) {
 
 // runLine says what a run did, on one line.
 func runLine(r recovery.RunRow, now time.Time) string {
-	return fmt.Sprintf("%d %s (%s, term %d) %s %s ago: %d claims expired, %d of %d instances repaired%s", r.ID, safe(r.Kind), safe(r.Trigger), r.Term,
+	return fmt.Sprintf("%d %s (%s, term %d) %s %s ago: %d claims expired, %d of %d instances repaired%s", r.ID, safe(string(r.Kind)), safe(string(r.Trigger)), r.Term,
 		safe(r.Status), now.Sub(r.StartedAt).Round(time.Second), r.ClaimsExpired, r.Done, r.Planned, safe(prefixed("; ", r.Error)))
 }
 

@@ -40,7 +40,7 @@ func fakeDaemon(t *testing.T) string {
 	mux.HandleFunc("GET /v1/events", answer([]audit.Event{{ID: 1, At: time.Now(), Kind: audit.KindNodeAck, Actor: e,
 		Node: &e, FromState: &e, ToState: &e, Reason: e}}))
 	mux.HandleFunc("GET /v1/nodes", answer([]nodes.Node{{Name: e, Status: nodes.Status(e), Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
-	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: e, Trigger: e, Master: e, Status: e, Error: e}}))
+	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: recovery.RunKind(e), Trigger: recovery.Trigger(e), Master: e, Status: e, Error: e}}))
 	one := 1
 	mux.HandleFunc("GET /v1/instances", answer(recovery.InstanceView{Workflow: e, Instance: e, State: &e,
 		Claim:    &claims.ClaimRow{Node: e, Token: e},

@@ -47,7 +47,7 @@ state instances went to), its duration and its error.`,
 			}
 			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tCLAIMS EXPIRED\tINSTANCES PLANNED\tREPAIRED\tSTARTED\tNOTE", func(tw io.Writer) {
 				for _, r := range v.([]recovery.RunRow) {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, safe(r.Kind), safe(r.Trigger), r.Term, safe(r.Master), safe(r.Status),
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, safe(string(r.Kind)), safe(string(r.Trigger)), r.Term, safe(r.Master), safe(r.Status),
 						r.ClaimsExpired, r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), safe(r.Error))
 				}
 			})
@@ -58,7 +58,7 @@ state instances went to), its duration and its error.`,
 
 // runTable prints one run and its counts per workflow task.
 func runTable(w io.Writer, d recovery.RunDetail) error {
-	fmt.Fprintf(w, "run %d: %s (%s) by %s in term %d, %s after %s\n", d.ID, safe(d.Kind), safe(d.Trigger), safe(d.Master), d.Term,
+	fmt.Fprintf(w, "run %d: %s (%s) by %s in term %d, %s after %s\n", d.ID, safe(string(d.Kind)), safe(string(d.Trigger)), safe(d.Master), d.Term,
 		safe(d.Status), d.Took.Round(time.Millisecond))
 	fmt.Fprintf(w, "started %s", d.StartedAt.Format(time.RFC3339))
 	if d.FinishedAt != nil {
@@ -77,7 +77,7 @@ func runTable(w io.Writer, d recovery.RunDetail) error {
 	}
 	return tabs(w, "WORKFLOW\tTASK\tEVENT\tTO\tINSTANCES", func(tw io.Writer) {
 		for _, c := range d.Counts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", safe(c.Workflow), safe(c.Task), safe(c.Kind), safe(c.To), c.Count)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", safe(c.Workflow), safe(c.Task), safe(string(c.Kind)), safe(c.To), c.Count)
 		}
 	})
 }
