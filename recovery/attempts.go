@@ -265,7 +265,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		args["patterns"] = p.pgPatterns()
 	}
 	if c == CauseInterrupt && len(attr.expired) > 0 {
-		sl.Interruptions = r.intr
+		sl.Interruptions = r.interruptions
 		args["expired"] = pq.Array(attr.expired)
 	}
 	return policyBatchSQL.Render(sl, args)

@@ -178,11 +178,11 @@ func (r *Repairer) Whereabouts(ctx context.Context, q sqlx.QueryerContext, workf
 	if err != nil {
 		return Whereabouts{Left: true}, nil // no longer configured
 	}
-	ti := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == task })
-	if ti < 0 {
+	i := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == task })
+	if i < 0 {
 		return Whereabouts{Left: true}, nil
 	}
-	t := w.Tasks[ti]
+	t := w.Tasks[i]
 	var row struct {
 		State sql.NullString `db:"state"`
 		Node  sql.NullString `db:"node"`

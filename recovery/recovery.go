@@ -93,10 +93,10 @@ type Repairer struct {
 	cfg Config
 	// st: the statements over the sidecar's own tables (statements.go).
 	st statements
-	// runs, attempts, intr (interruptions, nodes' failover grades): the
+	// runs, attempts, interruptions (nodes' failover grades): the
 	// sidecar's tables, quoted, for the statements rendered at each use.
-	runs, attempts, intr, cursors string
-	log                           *slog.Logger
+	runs, attempts, interruptions, cursors string
+	log                                    *slog.Logger
 	// noEvents leaves out the repair events: set by BenchmarkRepair only,
 	// to measure what the audit trail costs.
 	noEvents bool
@@ -128,13 +128,13 @@ func New(cfg Config) *Repairer {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	return &Repairer{
-		cfg:      cfg,
-		st:       newStatements(cfg.Schema),
-		runs:     pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		attempts: pq.QuoteIdentifier(cfg.Schema) + ".attempts",
-		intr:     pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
-		cursors:  pq.QuoteIdentifier(cfg.Schema) + ".settle_cursors",
-		log:      cfg.Log.With("component", "recovery"),
+		cfg:           cfg,
+		st:            newStatements(cfg.Schema),
+		runs:          pq.QuoteIdentifier(cfg.Schema) + ".runs",
+		attempts:      pq.QuoteIdentifier(cfg.Schema) + ".attempts",
+		interruptions: pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
+		cursors:       pq.QuoteIdentifier(cfg.Schema) + ".settle_cursors",
+		log:           cfg.Log.With("component", "recovery"),
 
 		caseHorizon: eventCaseHorizon,
 	}
