@@ -13,11 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
-	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -26,65 +23,16 @@ import (
 // package that owns the setting; the daemon's own (shutdown, listener,
 // logging) here.
 const (
-	DefaultHeartbeatInterval       = nodes.DefaultHeartbeatInterval
-	DefaultShutdownTimeout         = 10 * time.Second
-	DefaultOnUnexpectedShutdown    = nodes.DefaultOnUnexpectedShutdown
-	DefaultSchema                  = pgdb.DefaultSchema
-	DefaultStatementTimeout        = pgdb.DefaultStatementTimeout
-	DefaultConnectTimeout          = pgdb.DefaultConnectTimeout
-	DefaultMaxOpenConns            = pgdb.DefaultMaxOpenConns
-	DefaultEtcdPrefix              = leader.DefaultPrefix
-	DefaultLeaseTTL                = leader.DefaultLeaseTTL
-	DefaultTrustMargin             = leader.DefaultTrustMargin
-	DefaultEtcdDialTimeout         = leader.DefaultDialTimeout
-	DefaultAutoSyncInterval        = 30 * time.Second
-	DefaultSchedule                = health.DefaultSchedule
-	DefaultNotRespondingAfter      = health.DefaultNotRespondingAfter
-	DefaultForgetAfter             = health.DefaultForgetAfter
-	DefaultSweepInterval           = health.DefaultSweepInterval
-	DefaultMaxUnresponsiveFraction = health.DefaultMaxUnresponsiveFraction
-	DefaultBatchSize               = recovery.DefaultBatchSize
-	DefaultGradeWindow             = nodes.DefaultGradeWindow
-	DefaultQuietPeriod             = nodes.DefaultQuietPeriod
-	DefaultMaxErrorFraction        = nodes.DefaultMaxErrorFraction
-	DefaultListen                  = "127.0.0.1:8642"
-	DefaultLogFormat               = "auto"
-	DefaultLogLevel                = "info"
-	DefaultClaimTimeout            = claims.DefaultTimeout
-	DefaultMaxAttempts             = recovery.DefaultMaxAttempts
-	DefaultStrategy                = string(recovery.DefaultStrategy)
-	DefaultBackoffKind             = string(recovery.DefaultBackoffKind)
-	DefaultBackoffBase             = recovery.DefaultBackoffBase
-	DefaultBackoffMaxDelay         = recovery.DefaultBackoffMaxDelay
-	DefaultRandomizedMultiplier    = recovery.DefaultRandomizedMultiplier
-	DefaultInstanceColumn          = "instance_id"
-	DefaultNodeColumn              = "node"
-	DefaultTokenColumn             = "token"
-	DefaultClaimedAtColumn         = "claimed_at"
-	DefaultExpiresAtColumn         = "expires_at"
-)
-
-// Values of node.on_unexpected_shutdown (nodes owns them).
-const (
-	UnexpectedShutdownAck     = nodes.UnexpectedShutdownAck
-	UnexpectedShutdownRecover = nodes.UnexpectedShutdownRecover
-)
-
-// Retry strategies for on_interrupt and on_failure (recovery owns them).
-const (
-	StrategyNone  = string(recovery.StrategyNone)
-	StrategyRetry = string(recovery.StrategyRetry)
-	StrategyHold  = string(recovery.StrategyHold)
-)
-
-// Backoff kinds (recovery owns them).
-const (
-	BackoffFixed                 = string(recovery.BackoffFixed)
-	BackoffLinear                = string(recovery.BackoffLinear)
-	BackoffExponential           = string(recovery.BackoffExponential)
-	BackoffFibonacci             = string(recovery.BackoffFibonacci)
-	BackoffRandomizedExponential = string(recovery.BackoffRandomizedExponential)
-	BackoffSchedule              = string(recovery.BackoffSchedule)
+	DefaultShutdownTimeout  = 10 * time.Second
+	DefaultAutoSyncInterval = 30 * time.Second
+	DefaultListen           = "127.0.0.1:8642"
+	DefaultLogFormat        = "auto"
+	DefaultLogLevel         = "info"
+	DefaultInstanceColumn   = "instance_id"
+	DefaultNodeColumn       = "node"
+	DefaultTokenColumn      = "token"
+	DefaultClaimedAtColumn  = "claimed_at"
+	DefaultExpiresAtColumn  = "expires_at"
 )
 
 // Config is the whole configuration file.
@@ -417,7 +365,7 @@ func (t Task) EndStates() []string {
 // Policy is a retry policy.
 type Policy struct {
 	// Strategy: none (default), retry or hold.
-	Strategy string `yaml:"strategy"`
+	Strategy recovery.Strategy `yaml:"strategy"`
 	// MaxAttempts: how many retries (the original execution is attempt
 	// 0); default 2, or the length of a backoff schedule, which it may not
 	// exceed.
@@ -432,7 +380,7 @@ type Policy struct {
 type Backoff struct {
 	// Kind: fixed, linear, exponential (default), fibonacci,
 	// randomized_exponential or schedule.
-	Kind string `yaml:"kind"`
+	Kind recovery.BackoffKind `yaml:"kind"`
 	// Base delay; default 30s (0 is a setting: no delay).
 	Base *time.Duration `yaml:"base"`
 	// MaxDelay caps every delay; default 1h.

@@ -7,6 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -32,7 +38,7 @@ func TestExampleIsValid(t *testing.T) {
 		t.Fatalf("workflows: got %d, want 2", got)
 	}
 	send := cfg.Workflows[0].Tasks[0]
-	if send.OnInterrupt.Strategy != StrategyRetry || send.OnInterrupt.MaxAttempts != 3 || *send.OnInterrupt.Backoff.Jitter != 0.2 {
+	if send.OnInterrupt.Strategy != recovery.StrategyRetry || send.OnInterrupt.MaxAttempts != 3 || *send.OnInterrupt.Backoff.Jitter != 0.2 {
 		t.Errorf("on_interrupt not decoded: %+v", send.OnInterrupt)
 	}
 	if got := cfg.Workflows[1].Tasks[0].EndStates(); strings.Join(got, ",") != "Rendered,Empty" {
@@ -62,7 +68,7 @@ func TestQuickstartIsValid(t *testing.T) {
 	if cfg.Node.Name != "node-a" || cfg.API.Token == "" || len(cfg.Workflows) != 1 || cfg.Workflows[0].Table != "demo.orders" {
 		t.Fatalf("decoded: node %q, token set %v, workflows %+v", cfg.Node.Name, cfg.API.Token != "", cfg.Workflows)
 	}
-	if ship := cfg.Workflows[0].Tasks[1]; ship.OnInterrupt.Strategy != StrategyHold {
+	if ship := cfg.Workflows[0].Tasks[1]; ship.OnInterrupt.Strategy != recovery.StrategyHold {
 		t.Errorf("ship on_interrupt: %+v", ship.OnInterrupt)
 	}
 }
@@ -83,21 +89,21 @@ func TestDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"heartbeat", cfg.Node.HeartbeatInterval, DefaultHeartbeatInterval},
-		{"schema", cfg.Database.Schema, DefaultSchema},
-		{"prefix", cfg.Etcd.Prefix, DefaultEtcdPrefix},
-		{"lease_ttl", cfg.Etcd.LeaseTTL, DefaultLeaseTTL},
+		{"heartbeat", cfg.Node.HeartbeatInterval, nodes.DefaultHeartbeatInterval},
+		{"schema", cfg.Database.Schema, pgdb.DefaultSchema},
+		{"prefix", cfg.Etcd.Prefix, leader.DefaultPrefix},
+		{"lease_ttl", cfg.Etcd.LeaseTTL, leader.DefaultLeaseTTL},
 		{"auto_sync_interval", *cfg.Etcd.AutoSyncInterval, DefaultAutoSyncInterval},
-		{"schedule", cfg.Health.Schedule, DefaultSchedule},
-		{"not_responding_after", cfg.Health.NotRespondingAfter, DefaultNotRespondingAfter},
-		{"forget_after", cfg.Health.ForgetAfter, DefaultForgetAfter},
-		{"fraction", cfg.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction},
-		{"sweep_interval", cfg.Health.SweepInterval, DefaultSweepInterval},
-		{"batch", cfg.Recovery.BatchSize, DefaultBatchSize},
+		{"schedule", cfg.Health.Schedule, health.DefaultSchedule},
+		{"not_responding_after", cfg.Health.NotRespondingAfter, health.DefaultNotRespondingAfter},
+		{"forget_after", cfg.Health.ForgetAfter, health.DefaultForgetAfter},
+		{"fraction", cfg.Health.MaxUnresponsiveFraction, health.DefaultMaxUnresponsiveFraction},
+		{"sweep_interval", cfg.Health.SweepInterval, health.DefaultSweepInterval},
+		{"batch", cfg.Recovery.BatchSize, recovery.DefaultBatchSize},
 		{"listen", cfg.API.Listen, DefaultListen},
-		{"failover.window", cfg.Failover.Window, DefaultGradeWindow},
-		{"failover.quiet_period", cfg.Failover.QuietPeriod, DefaultQuietPeriod},
-		{"failover.max_error_fraction", *cfg.Failover.MaxErrorFraction, DefaultMaxErrorFraction},
+		{"failover.window", cfg.Failover.Window, nodes.DefaultGradeWindow},
+		{"failover.quiet_period", cfg.Failover.QuietPeriod, nodes.DefaultQuietPeriod},
+		{"failover.max_error_fraction", *cfg.Failover.MaxErrorFraction, nodes.DefaultMaxErrorFraction},
 		{"failover.error_not_ready", cfg.Failover.ErrorNotReady, false},
 	}
 	for _, c := range checks {
@@ -343,12 +349,12 @@ func TestPolicyDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"atomic on_interrupt", string(ts[0].OnInterrupt.Strategy), StrategyRetry},
+		{"atomic on_interrupt", ts[0].OnInterrupt.Strategy, recovery.StrategyRetry},
 		{"atomic max_attempts", ts[0].OnInterrupt.MaxAttempts, 10},
-		{"atomic kind", string(ts[0].OnInterrupt.Backoff.Kind), BackoffFixed},
+		{"atomic kind", ts[0].OnInterrupt.Backoff.Kind, recovery.BackoffFixed},
 		{"atomic base", ts[0].OnInterrupt.Backoff.Base, time.Duration(0)},
 		{"atomic jitter", ts[0].OnInterrupt.Backoff.Jitter, 0.0},
-		{"on_failure default", string(ts[0].OnFailure.Strategy), StrategyNone},
+		{"on_failure default", ts[0].OnFailure.Strategy, recovery.StrategyNone},
 		{"exponential jitter", ts[1].OnInterrupt.Backoff.Jitter, 0.2},
 		{"exponential multiplier", ts[1].OnInterrupt.Backoff.Multiplier, 2.0},
 		{"zero base kept", ts[1].OnInterrupt.Backoff.Base, time.Duration(0)},
@@ -370,7 +376,7 @@ func TestPolicyDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.RecoveryWorkflows()[0].Tasks[0].OnInterrupt; string(p.Strategy) != StrategyNone || p.Backoff.Jitter != 0.2 {
+	if p := cfg.RecoveryWorkflows()[0].Tasks[0].OnInterrupt; p.Strategy != recovery.StrategyNone || p.Backoff.Jitter != 0.2 {
 		t.Errorf("non-atomic default on_interrupt %+v", p)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -46,13 +49,23 @@ type KeyDoc struct {
 
 // Values of the enumerations, as the validator accepts them.
 var (
-	unexpectedShutdowns = []string{UnexpectedShutdownAck, UnexpectedShutdownRecover}
+	unexpectedShutdowns = []string{nodes.UnexpectedShutdownAck, nodes.UnexpectedShutdownRecover}
 	logFormats          = []string{"auto", "text", "json"}
 	logLevels           = []string{"debug", "info", "warn", "error"}
 	clientAuths         = []string{ClientAuthNone, ClientAuthRequest, ClientAuthRequire}
-	strategies          = []string{StrategyNone, StrategyRetry, StrategyHold}
-	backoffKinds        = []string{BackoffFixed, BackoffLinear, BackoffExponential, BackoffFibonacci, BackoffRandomizedExponential, BackoffSchedule}
+	strategies          = strs(recovery.Strategies)
+	backoffKinds        = strs(recovery.BackoffKinds)
 )
+
+// strs are the values of an enumeration of the domain, as the file
+// spells them.
+func strs[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // Keys a running daemon applies on reload (SIGHUP, or a change to the
 // configuration file or a file it names), one list per part of the
@@ -164,22 +177,22 @@ var Keys = map[string]KeyDoc{
 	"Config.workflows": {Doc: "the engine's instance tables, their claims tables and state tasks; table and column names are checked against the database at start-up", DefaultText: "none"},
 
 	"Node.name":                   {Doc: "the name of this node's record", DefaultText: "the hostname", Rule: "letters, digits, `.`, `_`, `-`; starts with a letter or digit; at most 63 characters"},
-	"Node.heartbeat_interval":     {Doc: "how often this node sets its `last_active` (on the database's clock)", Default: DefaultHeartbeatInterval, Min: minHeartbeatInterval, Max: maxHeartbeatInterval},
+	"Node.heartbeat_interval":     {Doc: "how often this node sets its `last_active` (on the database's clock)", Default: nodes.DefaultHeartbeatInterval, Min: minHeartbeatInterval, Max: maxHeartbeatInterval},
 	"Node.shutdown_timeout":       {Doc: "the bound of a clean shutdown (resign, delete the record)", Default: DefaultShutdownTimeout, Min: minShutdownTimeout, Max: maxShutdownTimeout},
-	"Node.on_unexpected_shutdown": {Doc: "when a restart finds the record of a run that did not shut down cleanly: `ack` keeps the node in `Unexpected shutdown`, out of service, until `enginehealth node ack`; `recover` logs it and lets the node recover like a new one", Default: DefaultOnUnexpectedShutdown, Values: unexpectedShutdowns},
+	"Node.on_unexpected_shutdown": {Doc: "when a restart finds the record of a run that did not shut down cleanly: `ack` keeps the node in `Unexpected shutdown`, out of service, until `enginehealth node ack`; `recover` logs it and lets the node recover like a new one", Default: nodes.DefaultOnUnexpectedShutdown, Values: unexpectedShutdowns},
 
 	"Database.dsn_file":          {Doc: "a file holding the DSN (a `postgres://` URL or `key=value` pairs), a secret: never logged but with its password replaced"},
 	"Database.dsn_env":           {Doc: "an environment variable holding the DSN"},
-	"Database.schema":            {Doc: "the schema of the sidecar's own tables, created by `enginehealth migrate` and at start-up", Default: DefaultSchema, Rule: "an SQL identifier; not a system schema (`pg_*`, `information_schema`)"},
-	"Database.statement_timeout": {Doc: "`statement_timeout` of every session of the daemon", Default: DefaultStatementTimeout, Min: minStatementTimeout, Max: maxStatementTimeout},
-	"Database.connect_timeout":   {Doc: "the bound of one connection attempt, and of each network read after a query is cancelled", Default: DefaultConnectTimeout, Min: minConnectTimeout, Max: maxConnectTimeout},
-	"Database.max_open_conns":    {Doc: "the size of the connection pool", Default: DefaultMaxOpenConns, Min: minOpenConns, Max: maxOpenConns},
+	"Database.schema":            {Doc: "the schema of the sidecar's own tables, created by `enginehealth migrate` and at start-up", Default: pgdb.DefaultSchema, Rule: "an SQL identifier; not a system schema (`pg_*`, `information_schema`)"},
+	"Database.statement_timeout": {Doc: "`statement_timeout` of every session of the daemon", Default: pgdb.DefaultStatementTimeout, Min: minStatementTimeout, Max: maxStatementTimeout},
+	"Database.connect_timeout":   {Doc: "the bound of one connection attempt, and of each network read after a query is cancelled", Default: pgdb.DefaultConnectTimeout, Min: minConnectTimeout, Max: maxConnectTimeout},
+	"Database.max_open_conns":    {Doc: "the size of the connection pool", Default: pgdb.DefaultMaxOpenConns, Min: minOpenConns, Max: maxOpenConns},
 
 	"Etcd.endpoints":          {Doc: "the seeds: the members of the etcd cluster (`host:port` or a URL) the client starts from; list every member, so that the node starts while one is down. With `auto_sync_interval` the node then learns the cluster's members from them and follows a member replaced (see [Replacing an etcd member](operations.md#replacing-an-etcd-member)); an endpoint that does not answer at start is a warning in the log", DefaultText: required, Rule: "each with a host and a port, listed once; one endpoint is a warning"},
-	"Etcd.prefix":             {Doc: "the prefix of the election keys", Default: DefaultEtcdPrefix, Rule: "starts and ends with `/`"},
-	"Etcd.lease_ttl":          {Doc: "the TTL of the master's lease: a killed master is replaced within about this time", Default: DefaultLeaseTTL, Min: leader.MinLeaseTTL, Max: maxLeaseTTL, Rule: "whole seconds"},
-	"Etcd.trust_margin":       {Doc: "the master acts only while its last keep-alive is younger than `lease_ttl` − `trust_margin`", Default: DefaultTrustMargin, Min: time.Duration(0), MinOpen: true, Rule: "`lease_ttl` − `trust_margin` > `lease_ttl`/3 (a trust window not longer than 1s + `lease_ttl`/3 is a warning)"},
-	"Etcd.dial_timeout":       {Doc: "the bound of one connection attempt", Default: DefaultEtcdDialTimeout, Min: minDialTimeout, Max: maxDialTimeout},
+	"Etcd.prefix":             {Doc: "the prefix of the election keys", Default: leader.DefaultPrefix, Rule: "starts and ends with `/`"},
+	"Etcd.lease_ttl":          {Doc: "the TTL of the master's lease: a killed master is replaced within about this time", Default: leader.DefaultLeaseTTL, Min: leader.MinLeaseTTL, Max: maxLeaseTTL, Rule: "whole seconds"},
+	"Etcd.trust_margin":       {Doc: "the master acts only while its last keep-alive is younger than `lease_ttl` − `trust_margin`", Default: leader.DefaultTrustMargin, Min: time.Duration(0), MinOpen: true, Rule: "`lease_ttl` − `trust_margin` > `lease_ttl`/3 (a trust window not longer than 1s + `lease_ttl`/3 is a warning)"},
+	"Etcd.dial_timeout":       {Doc: "the bound of one connection attempt", Default: leader.DefaultDialTimeout, Min: minDialTimeout, Max: maxDialTimeout},
 	"Etcd.auto_sync_interval": {Doc: "how often the client asks the cluster for its members and uses their client URLs in place of the endpoints it has (learners and members not started yet are skipped; a change is logged once as `etcd endpoints changed`); `0` keeps `endpoints` for good: set it when the members' advertised client URLs are not what this node must dial (a proxy or a load balancer in front of etcd)", Default: DefaultAutoSyncInterval, Min: minAutoSyncInterval, Max: maxAutoSyncInterval, Rule: "or `0`, off"},
 	"Etcd.tls":                {Doc: "TLS to etcd (TLS 1.2 at least): an endpoint without a scheme is then `https`, an `http://` one an error; absent, plain HTTP. Files are checked at load and their expiry watched; see [security.md](security.md)", DefaultText: "no TLS"},
 	"Etcd.username":           {Doc: "the etcd user (etcd auth enabled), with read and write on `prefix`", Rule: "needs one of `password_file` and `password_env`"},
@@ -191,17 +204,17 @@ var Keys = map[string]KeyDoc{
 	"TLS.key_file":    {Doc: "the client certificate's unencrypted key (PEM)", Rule: "with `cert_file`"},
 	"TLS.server_name": {Doc: "the name the members' certificates must be for", DefaultText: "each endpoint's host", Rule: "an IP address or a DNS name"},
 
-	"Health.schedule":                  {Doc: "when the master runs CheckEngineHealth (robfig/cron: five fields, or `@every DURATION`)", Default: DefaultSchedule, Rule: "fires at most once a second"},
-	"Health.not_responding_after":      {Doc: "a node whose `last_active` is older is marked `Not responding`", Default: DefaultNotRespondingAfter, Min: time.Duration(0), MinOpen: true, Max: maxNotRespondingAfter, Rule: atLeastBeats("node.heartbeat_interval")},
-	"Health.forget_after":              {Doc: "records unresponsive for longer are deleted", Default: DefaultForgetAfter, Min: time.Duration(0), MinOpen: true, Max: maxForgetAfter, Rule: "longer than `not_responding_after`"},
-	"Health.max_unresponsive_fraction": {Doc: "the disruption guard: with more than 2 nodes, if at least this fraction would go unresponsive in one pass, the master assumes it is the one cut off and does nothing that pass", Default: DefaultMaxUnresponsiveFraction, Min: 0.0, MinOpen: true, Max: 1.0},
-	"Health.sweep_interval":            {Doc: "how often a pass *sweeps*: looks for every instance left interim, also those without any claim (claims deleted by hand, an engine that broke the protocol); see [CheckEngineHealth](design.md#checkenginehealth)", Default: DefaultSweepInterval, DefaultText: "one period of `schedule` when that is longer", Min: minSweepInterval, Max: maxSweepInterval, Rule: "at least one period of `schedule`; at most that period when it is longer than the maximum"},
+	"Health.schedule":                  {Doc: "when the master runs CheckEngineHealth (robfig/cron: five fields, or `@every DURATION`)", Default: health.DefaultSchedule, Rule: "fires at most once a second"},
+	"Health.not_responding_after":      {Doc: "a node whose `last_active` is older is marked `Not responding`", Default: health.DefaultNotRespondingAfter, Min: time.Duration(0), MinOpen: true, Max: maxNotRespondingAfter, Rule: atLeastBeats("node.heartbeat_interval")},
+	"Health.forget_after":              {Doc: "records unresponsive for longer are deleted", Default: health.DefaultForgetAfter, Min: time.Duration(0), MinOpen: true, Max: maxForgetAfter, Rule: "longer than `not_responding_after`"},
+	"Health.max_unresponsive_fraction": {Doc: "the disruption guard: with more than 2 nodes, if at least this fraction would go unresponsive in one pass, the master assumes it is the one cut off and does nothing that pass", Default: health.DefaultMaxUnresponsiveFraction, Min: 0.0, MinOpen: true, Max: 1.0},
+	"Health.sweep_interval":            {Doc: "how often a pass *sweeps*: looks for every instance left interim, also those without any claim (claims deleted by hand, an engine that broke the protocol); see [CheckEngineHealth](design.md#checkenginehealth)", Default: health.DefaultSweepInterval, DefaultText: "one period of `schedule` when that is longer", Min: minSweepInterval, Max: maxSweepInterval, Rule: "at least one period of `schedule`; at most that period when it is longer than the maximum"},
 
-	"Recovery.batch_size": {Doc: "instances repaired per transaction (chosen from `BenchmarkRepair`: see [benchmarks.md](benchmarks.md#the-repair-ratio))", Default: DefaultBatchSize, Min: minBatchSize, Max: maxBatchSize},
+	"Recovery.batch_size": {Doc: "instances repaired per transaction (chosen from `BenchmarkRepair`: see [benchmarks.md](benchmarks.md#the-repair-ratio))", Default: recovery.DefaultBatchSize, Min: minBatchSize, Max: maxBatchSize},
 
-	"Failover.window":             {Doc: "a second interruption of a `WARNING` node's work, on another instance, within this window makes the node `ERROR`", Default: DefaultGradeWindow, Min: minGradePeriod, Max: maxGradePeriod},
-	"Failover.quiet_period":       {Doc: "a node without interruptions (and grade changes) for this long is `NORMAL` again", Default: DefaultQuietPeriod, Min: minGradePeriod, Max: maxGradePeriod},
-	"Failover.max_error_fraction": {Doc: "at most this fraction of the node records is `ERROR` at once; `0` is a setting (never `ERROR`)", Default: DefaultMaxErrorFraction, Min: 0.0, Max: 1.0},
+	"Failover.window":             {Doc: "a second interruption of a `WARNING` node's work, on another instance, within this window makes the node `ERROR`", Default: nodes.DefaultGradeWindow, Min: minGradePeriod, Max: maxGradePeriod},
+	"Failover.quiet_period":       {Doc: "a node without interruptions (and grade changes) for this long is `NORMAL` again", Default: nodes.DefaultQuietPeriod, Min: minGradePeriod, Max: maxGradePeriod},
+	"Failover.max_error_fraction": {Doc: "at most this fraction of the node records is `ERROR` at once; `0` is a setting (never `ERROR`)", Default: nodes.DefaultMaxErrorFraction, Min: 0.0, Max: 1.0},
 	"Failover.error_not_ready":    {Doc: "`/readyz` answers 503 while this node is `ERROR`, so that an engine unit waiting for it is not started", Default: false},
 
 	"API.listen":      {Doc: "the HTTP listener (`host:port`; port 0 picks a free port)", Default: DefaultListen},
@@ -245,20 +258,20 @@ var Keys = map[string]KeyDoc{
 	"Task.ends":            {Doc: "the states a branching task ends in", Rule: "not with `end`"},
 	"Task.failed":          {Doc: "the state of an instance the task failed", DefaultText: required},
 	"Task.atomic_internal": {Doc: "the task's whole effect is one database transaction: an interrupted run is reverted to `begin`", Default: false},
-	"Task.claim_timeout":   {Doc: "the expiry of a claim on this task (engines renew long tasks); claimable workflows only", Default: DefaultClaimTimeout, Min: minClaimTimeout, Max: maxClaimTimeout},
+	"Task.claim_timeout":   {Doc: "the expiry of a claim on this task (engines renew long tasks); claimable workflows only", Default: claims.DefaultTimeout, Min: minClaimTimeout, Max: maxClaimTimeout},
 	"Task.on_interrupt":    {Doc: "what becomes of an instance found interrupted; see [retry-policies.md](retry-policies.md)", DefaultText: "`atomic_internal`: `retry`, `fixed` 0s, `max_attempts: " + strconv.Itoa(recovery.DefaultAtomicMaxAttempts) + "`; else `none` (→ `failed`)"},
 	"Task.on_failure":      {Doc: "what becomes of an instance the engine failed; see [retry-policies.md](retry-policies.md)", DefaultText: "`none`", Rule: "other than `none`: needs `updated_column`, and a `failed` state no other task of the workflow has"},
 
-	"Policy.strategy":      {Doc: "`none`: the instance fails (→ `failed`); `retry`: back to `begin` after a delay, at most `max_attempts` times; `hold`: parked for an operator", Default: DefaultStrategy, Values: strategies},
-	"Policy.max_attempts":  {Doc: "retries after the original execution (attempt 0)", Default: DefaultMaxAttempts, DefaultText: "with `kind: schedule`, the schedule's length", Min: 1, Max: maxAttempts, Rule: "with `kind: schedule`, at most the schedule's length"},
+	"Policy.strategy":      {Doc: "`none`: the instance fails (→ `failed`); `retry`: back to `begin` after a delay, at most `max_attempts` times; `hold`: parked for an operator", Default: recovery.DefaultStrategy, Values: strategies},
+	"Policy.max_attempts":  {Doc: "retries after the original execution (attempt 0)", Default: recovery.DefaultMaxAttempts, DefaultText: "with `kind: schedule`, the schedule's length", Min: 1, Max: maxAttempts, Rule: "with `kind: schedule`, at most the schedule's length"},
 	"Policy.backoff":       {Doc: "the delay before a retry"},
 	"Policy.non_retryable": {Doc: "regular expressions matched (by PostgreSQL) against the workflow's `error_column`: a match fails the instance at once", Rule: "needs `error_column`; a pattern that matches every text is refused"},
 
-	"Backoff.kind":       {Doc: "how the delay grows with the attempts", Default: DefaultBackoffKind, Values: backoffKinds},
-	"Backoff.base":       {Doc: "the first delay; `0s` is a setting (a retry at once)", Default: DefaultBackoffBase, Min: time.Duration(0), Max: maxBackoffDelay, Rule: "not below " + minBackoffDelay.String() + " but `0s`"},
-	"Backoff.max_delay":  {Doc: "caps every delay", Default: DefaultBackoffMaxDelay, Min: minBackoffDelay, Max: maxBackoffDelay, Rule: "at least `base` and every `schedule` entry"},
+	"Backoff.kind":       {Doc: "how the delay grows with the attempts", Default: recovery.DefaultBackoffKind, Values: backoffKinds},
+	"Backoff.base":       {Doc: "the first delay; `0s` is a setting (a retry at once)", Default: recovery.DefaultBackoffBase, Min: time.Duration(0), Max: maxBackoffDelay, Rule: "not below " + minBackoffDelay.String() + " but `0s`"},
+	"Backoff.max_delay":  {Doc: "caps every delay", Default: recovery.DefaultBackoffMaxDelay, Min: minBackoffDelay, Max: maxBackoffDelay, Rule: "at least `base` and every `schedule` entry"},
 	"Backoff.jitter":     {Doc: "each delay is scaled by 1 ± jitter; `0` is a setting (off)", Default: recovery.DefaultJitterOf(recovery.DefaultBackoffKind), DefaultText: "0 for `randomized_exponential` and `schedule`", Min: 0.0, Max: 1.0, MaxOpen: true},
-	"Backoff.multiplier": {Doc: "the growth of each delay", Default: DefaultRandomizedMultiplier, Min: 1.0, MinOpen: true, Max: float64(maxMultiplier), Rule: "`exponential` and `randomized_exponential` only"},
+	"Backoff.multiplier": {Doc: "the growth of each delay", Default: recovery.DefaultRandomizedMultiplier, Min: 1.0, MinOpen: true, Max: float64(maxMultiplier), Rule: "`exponential` and `randomized_exponential` only"},
 	"Backoff.schedule":   {Doc: "the delays of the retries, one by one", Min: minBackoffDelay, Max: maxBackoffDelay, Rule: "required by, and only with, `kind: schedule`"},
 }
 

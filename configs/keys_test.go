@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // docFixture: a document with every required key and nothing else, one
@@ -219,7 +221,7 @@ func TestDocumentedDefaults(t *testing.T) {
 var rangeFixtures = map[string]map[string]any{
 	"Health.sweep_interval": {"schedule": "@every 1s"},
 	"Backoff.max_delay":     {"base": "0s"},
-	"Backoff.schedule":      {"kind": BackoffSchedule, "max_delay": maxBackoffDelay.String()},
+	"Backoff.schedule":      {"kind": recovery.BackoffSchedule, "max_delay": maxBackoffDelay.String()},
 	"APITLS.client_auth":    {"client_ca_file": "ca.pem"},
 }
 

@@ -14,8 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 
 	"github.com/goccy/go-yaml"
@@ -221,38 +225,38 @@ func lineOf(file *ast.File, path string) int {
 }
 
 func (c *Config) applyDefaults() {
-	c.Node.HeartbeatInterval = cmp.Or(c.Node.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.Node.HeartbeatInterval = cmp.Or(c.Node.HeartbeatInterval, nodes.DefaultHeartbeatInterval)
 	c.Node.ShutdownTimeout = cmp.Or(c.Node.ShutdownTimeout, DefaultShutdownTimeout)
-	c.Node.OnUnexpectedShutdown = cmp.Or(c.Node.OnUnexpectedShutdown, DefaultOnUnexpectedShutdown)
-	c.Database.Schema = cmp.Or(c.Database.Schema, DefaultSchema)
-	c.Database.StatementTimeout = cmp.Or(c.Database.StatementTimeout, DefaultStatementTimeout)
-	c.Database.ConnectTimeout = cmp.Or(c.Database.ConnectTimeout, DefaultConnectTimeout)
-	c.Database.MaxOpenConns = cmp.Or(c.Database.MaxOpenConns, DefaultMaxOpenConns)
-	c.Etcd.Prefix = cmp.Or(c.Etcd.Prefix, DefaultEtcdPrefix)
-	c.Etcd.LeaseTTL = cmp.Or(c.Etcd.LeaseTTL, DefaultLeaseTTL)
-	c.Etcd.TrustMargin = cmp.Or(c.Etcd.TrustMargin, DefaultTrustMargin)
-	c.Etcd.DialTimeout = cmp.Or(c.Etcd.DialTimeout, DefaultEtcdDialTimeout)
+	c.Node.OnUnexpectedShutdown = cmp.Or(c.Node.OnUnexpectedShutdown, nodes.DefaultOnUnexpectedShutdown)
+	c.Database.Schema = cmp.Or(c.Database.Schema, pgdb.DefaultSchema)
+	c.Database.StatementTimeout = cmp.Or(c.Database.StatementTimeout, pgdb.DefaultStatementTimeout)
+	c.Database.ConnectTimeout = cmp.Or(c.Database.ConnectTimeout, pgdb.DefaultConnectTimeout)
+	c.Database.MaxOpenConns = cmp.Or(c.Database.MaxOpenConns, pgdb.DefaultMaxOpenConns)
+	c.Etcd.Prefix = cmp.Or(c.Etcd.Prefix, leader.DefaultPrefix)
+	c.Etcd.LeaseTTL = cmp.Or(c.Etcd.LeaseTTL, leader.DefaultLeaseTTL)
+	c.Etcd.TrustMargin = cmp.Or(c.Etcd.TrustMargin, leader.DefaultTrustMargin)
+	c.Etcd.DialTimeout = cmp.Or(c.Etcd.DialTimeout, leader.DefaultDialTimeout)
 	if c.Etcd.AutoSyncInterval == nil {
 		d := DefaultAutoSyncInterval
 		c.Etcd.AutoSyncInterval = &d
 	}
-	c.Health.Schedule = cmp.Or(c.Health.Schedule, DefaultSchedule)
-	c.Health.NotRespondingAfter = cmp.Or(c.Health.NotRespondingAfter, DefaultNotRespondingAfter)
-	c.Health.ForgetAfter = cmp.Or(c.Health.ForgetAfter, DefaultForgetAfter)
-	c.Health.MaxUnresponsiveFraction = cmp.Or(c.Health.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
+	c.Health.Schedule = cmp.Or(c.Health.Schedule, health.DefaultSchedule)
+	c.Health.NotRespondingAfter = cmp.Or(c.Health.NotRespondingAfter, health.DefaultNotRespondingAfter)
+	c.Health.ForgetAfter = cmp.Or(c.Health.ForgetAfter, health.DefaultForgetAfter)
+	c.Health.MaxUnresponsiveFraction = cmp.Or(c.Health.MaxUnresponsiveFraction, health.DefaultMaxUnresponsiveFraction)
 	if c.Health.SweepInterval == 0 {
 		// 10m, or one period of a longer schedule (a sweep comes with a
 		// pass); a schedule that does not parse is reported by validate.
-		c.Health.SweepInterval = DefaultSweepInterval
+		c.Health.SweepInterval = health.DefaultSweepInterval
 		if sched, err := health.ParseSchedule(c.Health.Schedule); err == nil {
 			c.Health.SweepInterval = max(c.Health.SweepInterval, sched.Period())
 		}
 	}
-	c.Recovery.BatchSize = cmp.Or(c.Recovery.BatchSize, DefaultBatchSize)
-	c.Failover.Window = cmp.Or(c.Failover.Window, DefaultGradeWindow)
-	c.Failover.QuietPeriod = cmp.Or(c.Failover.QuietPeriod, DefaultQuietPeriod)
+	c.Recovery.BatchSize = cmp.Or(c.Recovery.BatchSize, recovery.DefaultBatchSize)
+	c.Failover.Window = cmp.Or(c.Failover.Window, nodes.DefaultGradeWindow)
+	c.Failover.QuietPeriod = cmp.Or(c.Failover.QuietPeriod, nodes.DefaultQuietPeriod)
 	if c.Failover.MaxErrorFraction == nil {
-		f := DefaultMaxErrorFraction
+		f := nodes.DefaultMaxErrorFraction
 		c.Failover.MaxErrorFraction = &f
 	}
 	c.API.Listen = cmp.Or(c.API.Listen, DefaultListen)
@@ -269,7 +273,7 @@ func (c *Config) applyDefaults() {
 		}
 		for j := range w.Tasks {
 			t := &w.Tasks[j]
-			t.ClaimTimeout = cmp.Or(t.ClaimTimeout, DefaultClaimTimeout)
+			t.ClaimTimeout = cmp.Or(t.ClaimTimeout, claims.DefaultTimeout)
 			t.applyPolicyDefaults()
 		}
 	}
@@ -296,8 +300,8 @@ func (c *Config) idlePolicyKeys(v *validator) {
 					v.warn(fmt.Sprintf("workflows[%d].tasks[%d].on_interrupt", i, j),
 						"no strategy: none, an interrupted instance fails at once; leave on_interrupt out for an atomic task's default (retry at once, up to %d times)", recovery.DefaultAtomicMaxAttempts)
 				}
-				strategy := cmp.Or(p.Strategy, DefaultStrategy)
-				if strategy == StrategyRetry {
+				strategy := cmp.Or(p.Strategy, recovery.DefaultStrategy)
+				if strategy == recovery.StrategyRetry {
 					continue
 				}
 				b := p.Backoff
@@ -328,30 +332,30 @@ func (p *Policy) applyDefaults() *Policy {
 		p = &Policy{}
 	}
 	q := p
-	q.Strategy = cmp.Or(q.Strategy, DefaultStrategy)
+	q.Strategy = cmp.Or(q.Strategy, recovery.DefaultStrategy)
 	b := &q.Backoff
-	b.Kind = cmp.Or(b.Kind, DefaultBackoffKind)
-	if b.Kind == BackoffSchedule && q.MaxAttempts == 0 {
+	b.Kind = cmp.Or(b.Kind, recovery.DefaultBackoffKind)
+	if b.Kind == recovery.BackoffSchedule && q.MaxAttempts == 0 {
 		q.MaxAttempts = len(b.Schedule)
 	}
-	q.MaxAttempts = cmp.Or(q.MaxAttempts, DefaultMaxAttempts)
+	q.MaxAttempts = cmp.Or(q.MaxAttempts, recovery.DefaultMaxAttempts)
 	if b.Base == nil {
-		b.Base = ptr(DefaultBackoffBase)
+		b.Base = ptr(recovery.DefaultBackoffBase)
 	}
-	b.MaxDelay = cmp.Or(b.MaxDelay, DefaultBackoffMaxDelay)
+	b.MaxDelay = cmp.Or(b.MaxDelay, recovery.DefaultBackoffMaxDelay)
 	if b.Jitter == nil {
-		b.Jitter = ptr(recovery.DefaultJitterOf(recovery.BackoffKind(b.Kind)))
+		b.Jitter = ptr(recovery.DefaultJitterOf(b.Kind))
 	}
-	if b.Kind == BackoffExponential || b.Kind == BackoffRandomizedExponential {
-		b.Multiplier = cmp.Or(b.Multiplier, DefaultRandomizedMultiplier)
+	if b.Kind == recovery.BackoffExponential || b.Kind == recovery.BackoffRandomizedExponential {
+		b.Multiplier = cmp.Or(b.Multiplier, recovery.DefaultRandomizedMultiplier)
 	}
 	return q
 }
 
 // policyOf is the file's form of a recovery policy.
 func policyOf(r recovery.Policy) *Policy {
-	return &Policy{Strategy: string(r.Strategy), MaxAttempts: r.MaxAttempts, NonRetryable: r.NonRetryable,
-		Backoff: Backoff{Kind: string(r.Backoff.Kind), Base: ptr(r.Backoff.Base), MaxDelay: r.Backoff.MaxDelay,
+	return &Policy{Strategy: r.Strategy, MaxAttempts: r.MaxAttempts, NonRetryable: r.NonRetryable,
+		Backoff: Backoff{Kind: r.Backoff.Kind, Base: ptr(r.Backoff.Base), MaxDelay: r.Backoff.MaxDelay,
 			Jitter: ptr(r.Backoff.Jitter), Multiplier: r.Backoff.Multiplier, Schedule: r.Backoff.Schedule}}
 }
 

@@ -53,9 +53,9 @@ func (w Workflow) ClaimTasks() []claims.Task { return w.model().ClaimTasks() }
 
 func (p Policy) model() recovery.Policy {
 	return recovery.Policy{
-		Strategy: recovery.Strategy(p.Strategy), MaxAttempts: p.MaxAttempts, NonRetryable: p.NonRetryable,
+		Strategy: p.Strategy, MaxAttempts: p.MaxAttempts, NonRetryable: p.NonRetryable,
 		Backoff: recovery.Backoff{
-			Kind: recovery.BackoffKind(p.Backoff.Kind), Base: *p.Backoff.Base, MaxDelay: p.Backoff.MaxDelay,
+			Kind: p.Backoff.Kind, Base: *p.Backoff.Base, MaxDelay: p.Backoff.MaxDelay,
 			Jitter: *p.Backoff.Jitter, Multiplier: p.Backoff.Multiplier, Schedule: p.Backoff.Schedule,
 		},
 	}

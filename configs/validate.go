@@ -415,7 +415,7 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 				v.add(tp+"."+pol.key+".non_retryable", "needs the workflow's error_column (%s.error_column): the patterns are matched against it", p)
 			}
 		}
-		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone && w.UpdatedColumn == "" {
+		if t.OnFailure != nil && t.OnFailure.Strategy != recovery.StrategyNone && w.UpdatedColumn == "" {
 			v.add(tp+".on_failure", "needs the workflow's updated_column (%s.updated_column, a timestamp the engine sets on every state change): new failures are found by it, never by scanning old ones", p)
 		}
 		// A state another task runs in: an instance waiting to begin this
@@ -430,7 +430,7 @@ func (w *Workflow) validate(v *validator, p string, h Health) {
 				v.add(tp+"."+n.key, "%q is the interim state of tasks[%d] (%s): an instance in it would be taken for an interrupted run of that task", n.state, k, w.Tasks[k].Name)
 			}
 		}
-		if t.OnFailure != nil && t.OnFailure.Strategy != StrategyNone {
+		if t.OnFailure != nil && t.OnFailure.Strategy != recovery.StrategyNone {
 			for k := range w.Tasks {
 				if k != j && w.Tasks[k].Failed == t.Failed {
 					v.add(tp+".on_failure", "failed state %q is also the failed state of tasks[%d] (%s): an instance in it cannot be told to belong to this task; give the task a failed state of its own", t.Failed, k, w.Tasks[k].Name)
@@ -482,8 +482,8 @@ func (t *Task) validate(v *validator, tp string) {
 }
 
 func (pol *Policy) validate(v *validator, p string) {
-	if !slices.Contains(strategies, pol.Strategy) {
-		v.add(p+".strategy", "%s: want none, retry or hold", excerpt(pol.Strategy))
+	if !pol.Strategy.Valid() {
+		v.add(p+".strategy", "%s: want none, retry or hold", excerpt(string(pol.Strategy)))
 	}
 	if pol.MaxAttempts < 1 || pol.MaxAttempts > maxAttempts {
 		v.add(p+".max_attempts", "must be between 1 and %d, got %d", maxAttempts, pol.MaxAttempts)
@@ -520,8 +520,8 @@ func (pol *Policy) validate(v *validator, p string) {
 	}
 	b := &pol.Backoff
 	bp := p + ".backoff"
-	if !slices.Contains(backoffKinds, b.Kind) {
-		v.add(bp+".kind", "%s: want one of %s", excerpt(b.Kind), strings.Join(backoffKinds, ", "))
+	if !b.Kind.Valid() {
+		v.add(bp+".kind", "%s: want one of %s", excerpt(string(b.Kind)), strings.Join(backoffKinds, ", "))
 	}
 	// Delays are kept, compared and said to the millisecond: a finer
 	// one would be a retry "in 0s" that still waits for a pass.
@@ -536,20 +536,20 @@ func (pol *Policy) validate(v *validator, p string) {
 	if j := *b.Jitter; !(j >= 0 && j < 1) {
 		v.add(bp+".jitter", "must be in [0, 1), got %v", j)
 	}
-	exp := b.Kind == BackoffExponential || b.Kind == BackoffRandomizedExponential
+	exp := b.Kind == recovery.BackoffExponential || b.Kind == recovery.BackoffRandomizedExponential
 	if exp && !(b.Multiplier > 1 && b.Multiplier <= maxMultiplier) {
 		v.add(bp+".multiplier", "must be greater than 1 and at most %v, got %v", maxMultiplier, b.Multiplier)
 	}
 	if !exp && b.Multiplier != 0 {
 		v.add(bp+".multiplier", "only applies to kinds exponential and randomized_exponential")
 	}
-	if b.Kind == BackoffSchedule && len(b.Schedule) > 0 && pol.MaxAttempts > len(b.Schedule) {
+	if b.Kind == recovery.BackoffSchedule && len(b.Schedule) > 0 && pol.MaxAttempts > len(b.Schedule) {
 		v.add(p+".max_attempts", "%d is more than the %d delays of backoff.schedule: past its end there is no retry", pol.MaxAttempts, len(b.Schedule))
 	}
-	if b.Kind == BackoffSchedule && len(b.Schedule) == 0 {
+	if b.Kind == recovery.BackoffSchedule && len(b.Schedule) == 0 {
 		v.add(bp+".schedule", "required for kind schedule")
 	}
-	if b.Kind != BackoffSchedule && len(b.Schedule) > 0 {
+	if b.Kind != recovery.BackoffSchedule && len(b.Schedule) > 0 {
 		v.add(bp+".schedule", "only applies to kind schedule")
 	}
 	for i, d := range b.Schedule {

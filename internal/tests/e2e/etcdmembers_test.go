@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
@@ -92,7 +92,7 @@ func replaceEveryMember(t *testing.T, c *cluster, cl *etcdtest.Cluster) {
 	configured := cl.Endpoints()
 	var ds []*daemon
 	for _, name := range []string{"node-a", "node-b", "node-c"} {
-		ds = append(ds, c.start(name, c.configWith(name, cfgOpts{Endpoints: configured, LeaseTTL: configs.DefaultLeaseTTL,
+		ds = append(ds, c.start(name, c.configWith(name, cfgOpts{Endpoints: configured, LeaseTTL: leader.DefaultLeaseTTL,
 			Heartbeat: time.Second, Etcd: syncEvery})))
 	}
 	p := c.probeActing(t, ds)

@@ -217,6 +217,9 @@ func value(v any) string {
 	case bool:
 		return "`" + strconv.FormatBool(x) + "`"
 	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String { // an enumeration of the domain (recovery.Strategy)
+		return "`" + rv.String() + "`"
+	}
 	panic(fmt.Sprintf("configdoc: cannot write %T %v", v, v))
 }
 
