@@ -19,9 +19,10 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// Defaults applied by Load when a key is absent. Each is defined by the
-// package that owns the setting; the daemon's own (shutdown, listener,
-// logging) here.
+// Defaults of the daemon's own settings (shutdown, etcd's auto-sync, the
+// listener, logging, the claims table's column names), applied by Load
+// when a key is absent. Every other default is its owner's constant
+// (nodes.DefaultHeartbeatInterval, recovery.DefaultMaxAttempts, …).
 const (
 	DefaultShutdownTimeout  = 10 * time.Second
 	DefaultAutoSyncInterval = 30 * time.Second
