@@ -57,9 +57,6 @@ func readFile(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// excerpt quotes at most excerptLen runes of s, with Go escapes, so a huge
-// or hostile value never reaches a log or terminal whole. Credentials are
-// masked first (see redact), so no cut can show part of a password.
 // pathText is a file path or a variable's name as an error says it: as
 // it is when printable and not over 256 bytes (a path can be long), else
 // an excerpt (a value from a config can be anything).
@@ -70,6 +67,9 @@ func pathText(p string) string {
 	return excerpt(p)
 }
 
+// excerpt quotes at most excerptLen runes of s, with Go escapes, so a huge
+// or hostile value never reaches a log or terminal whole. Credentials are
+// masked first (see redact), so no cut can show part of a password.
 func excerpt(s string) string {
 	return excerptN(s, excerptLen)
 }

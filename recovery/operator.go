@@ -600,8 +600,6 @@ func interimHint(w Workflow, state string) string {
 	return ""
 }
 
-// isBadInput reports a PostgreSQL data exception (class 22): an id that
-// does not fit the id column's type is no instance of it.
 // isLockBusy reports whether err is PostgreSQL's lock_not_available (a
 // NOWAIT lock that another transaction holds).
 func isLockBusy(err error) bool {
@@ -609,6 +607,8 @@ func isLockBusy(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
+// isBadInput reports a PostgreSQL data exception (class 22): an id that
+// does not fit the id column's type is no instance of it.
 func isBadInput(err error) bool {
 	var pe *pq.Error
 	return errors.As(err, &pe) && strings.HasPrefix(string(pe.Code), "22")

@@ -369,8 +369,6 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 	return res, nil
 }
 
-// expire deletes the workflow's expired claims, batch by batch, and returns
-// their instances.
 // expireRecordSQL: the events of the claims expire deletes, claims'
 // statement's Record (sql/expire_record.sql).
 var expireRecordSQL = load("expire_record")
@@ -382,6 +380,8 @@ func (r *Repairer) expireRecord(expired string) (string, error) {
 	return expireRecordSQL.Fragment(struct{ Events, Expired string }{r.cfg.Events.Table(), expired})
 }
 
+// expire deletes the workflow's expired claims, batch by batch, and returns
+// their instances.
 func (r *Repairer) expire(ctx context.Context, o *leader.Office, run int64, w Workflow, t claims.Table) ([]string, error) {
 	var all []string
 	for {
