@@ -39,17 +39,17 @@ import (
 )
 
 var (
-	// ErrNotClaimable: the instance does not exist, is not in the task's
+	// ErrNotClaimable means the instance does not exist, is not in the task's
 	// begin state, or is locked by another claimer.
 	ErrNotClaimable = errors.New("claims: instance not claimable (not in the begin state, or taken)")
-	// ErrAlreadyClaimed: a claim row exists for the instance.
+	// ErrAlreadyClaimed means a claim row exists for the instance.
 	ErrAlreadyClaimed = errors.New("claims: instance already claimed")
-	// ErrNothingToClaim: no instance is in the task's begin state.
+	// ErrNothingToClaim means no instance is in the task's begin state.
 	ErrNothingToClaim = errors.New("claims: no instance to claim")
-	// ErrClaimLost: the claim expired, was removed, or has another token;
+	// ErrClaimLost means the claim expired, was removed, or has another token;
 	// nothing was written.
 	ErrClaimLost = errors.New("claims: claim lost (expired or taken over); nothing written")
-	// ErrBadState: the target state is not an end or the failed state of
+	// ErrBadState means the target state is not an end or the failed state of
 	// the task.
 	ErrBadState = errors.New("claims: not an end or failed state of the task")
 )

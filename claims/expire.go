@@ -109,7 +109,7 @@ type ClaimRow struct {
 	Token     string    `json:"token"`
 	ClaimedAt time.Time `json:"claimed_at"`
 	ExpiresAt time.Time `json:"expires_at"`
-	// Expired: its expiry has passed (database clock); the master
+	// Expired reports whether its expiry has passed (database clock); the master
 	// deletes it on its next pass.
 	Expired bool `json:"expired"`
 }

@@ -23,7 +23,7 @@ const (
 	GradeError   = "ERROR"
 )
 
-// ErrUnknownNode: no node record and no grade under that name.
+// ErrUnknownNode means there is no node record and no grade under that name.
 var ErrUnknownNode = errors.New("claims: no such node")
 
 // DefaultSchema is the sidecar's schema when none is given.
@@ -77,10 +77,10 @@ func Grades(ctx context.Context, db Lister, schema string) (map[string]string, e
 // Grade and Grades: the sidecar schema's tables, quoted.
 type gradeSlots struct{ Nodes, Grades string }
 
-// gradeStatements: Grade's and Grades' statements for one schema.
+// gradeStatements holds Grade's and Grades' statements for one schema.
 type gradeStatements struct{ grade, grades statement }
 
-// gradeRendered: the gradeStatements of each schema asked for ("" and
+// gradeRendered holds the gradeStatements of each schema asked for ("" and
 // DefaultSchema apart), rendered once.
 var gradeRendered sync.Map // schema → gradeStatements
 

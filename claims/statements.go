@@ -8,7 +8,7 @@ import (
 	"text/template"
 )
 
-// files: the package's SQL, as templates, one statement (or part of one)
+// files holds the package's SQL, as templates, one statement (or part of one)
 // a file; the golden files in testdata/ show them rendered. claims, which
 // engines import, depends on no package of the daemon
 // (internal/infra/sqltext): it renders them with text/template alone, so
@@ -18,7 +18,7 @@ import (
 //go:embed sql/*.sql
 var files embed.FS
 
-// templates: the files of sql/, each named by its file's name. It panics
+// templates holds the files of sql/, each named by its file's name. It panics
 // on a malformed template: every test parses them.
 var templates = template.Must(template.New("").Option("missingkey=error").ParseFS(files, "sql/*.sql"))
 
@@ -51,16 +51,16 @@ func prepare(name string, slots any) statement {
 
 // The slots of the statements over a Table: its names, quoted (Ident).
 type (
-	// instanceSlots: the instance table, its id and status columns.
+	// instanceSlots names the instance table, its id and status columns.
 	instanceSlots struct{ Instances, ID, Status string }
-	// claimSlots: the claims table and its columns.
+	// claimSlots names the claims table and its columns.
 	claimSlots struct{ Claims, Instance, Node, Token, ClaimedAt, ExpiresAt string }
-	// heldSlots: the claims table and the columns that say a claim is
+	// heldSlots names the claims table and the columns that say a claim is
 	// held (its instance's, its token, its expiry).
 	heldSlots struct{ Claims, Instance, Token, ExpiresAt string }
-	// expirySlots: the claims table and its expiry column.
+	// expirySlots names the claims table and its expiry column.
 	expirySlots struct{ Claims, ExpiresAt string }
-	// holderSlots: the claims table's columns a holder is told by, and
+	// holderSlots names the claims table's columns a holder is told by, and
 	// the caller's instance row (its alias) and its id column.
 	holderSlots struct{ Claims, Instance, Node, ExpiresAt, Alias, ID string }
 )
@@ -74,7 +74,7 @@ func (t Table) claimSlots() claimSlots {
 		Token: Ident(t.TokenColumn), ClaimedAt: Ident(t.ClaimedAtColumn), ExpiresAt: Ident(t.ExpiresAtColumn)}
 }
 
-// protocol: the statements of the claim protocol over one Table.
+// protocol holds the statements of the claim protocol over one Table.
 type protocol struct {
 	// Claim and ClaimNext: one of the locks, then insertClaim and
 	// enterInterim.
@@ -85,13 +85,13 @@ type protocol struct {
 	countExpired, lookup      statement
 }
 
-// all: every statement of p, for the tests.
+// all returns every statement of p, for the tests.
 func (p protocol) all() []statement {
 	return []statement{p.lockInstance, p.lockNext, p.insertClaim, p.enterInterim, p.renew, p.deleteClaim, p.leaveInterim,
 		p.countExpired, p.lookup}
 }
 
-// rendered: the protocol of each Table used, rendered once.
+// rendered holds the protocol of each Table used, rendered once.
 var rendered sync.Map // Table → protocol
 
 // protocol returns t's statements.
@@ -116,7 +116,7 @@ func (t Table) protocol() protocol {
 	return p
 }
 
-// holder: HolderSQL's expression over the instance row aliased alias,
+// holder returns HolderSQL's expression over the instance row aliased alias,
 // without its file's last newline (a part of the caller's statement).
 func (t Table) holder(alias string) statement {
 	cl := t.claimSlots()

@@ -24,9 +24,9 @@ import (
 var (
 	ErrSessionLost = errors.New("leader: etcd lease lost (expired or revoked)")
 	ErrKeyDeleted  = errors.New("leader: the leader key was deleted")
-	// ErrNotTrusted: the office may not act now.
+	// ErrNotTrusted means the office may not act now.
 	ErrNotTrusted = errors.New("leader: office not trusted")
-	// ErrNotYet: the office may not act yet: an earlier master may still
+	// ErrNotYet means the office may not act yet: an earlier master may still
 	// trust its own window (Office.ActingFrom). Wrapped with ErrNotTrusted.
 	ErrNotYet = errors.New("waiting out earlier masters' trust windows")
 )
@@ -46,7 +46,8 @@ const (
 	DefaultResignTimeout = time.Second
 	// DefaultDialTimeout of the etcd client's connection attempts.
 	DefaultDialTimeout = 5 * time.Second
-	// MinLeaseTTL: a shorter lease leaves no room for a keep-alive round.
+	// MinLeaseTTL is the shortest lease: a shorter one leaves no room for a
+	// keep-alive round.
 	MinLeaseTTL = 3 * time.Second
 )
 
@@ -58,8 +59,8 @@ type Config struct {
 	Prefix string
 	// TTL of the lease (whole seconds).
 	TTL time.Duration
-	// TrustMargin: the office acts only until the send time of the last
-	// answered keep-alive + TTL − TrustMargin.
+	// TrustMargin shortens the trust window: the office acts only until the
+	// send time of the last answered keep-alive + TTL − TrustMargin.
 	TrustMargin time.Duration
 	Candidate   Candidate
 	// Gate, when set, must return nil for the office to be trusted (the
@@ -77,7 +78,7 @@ func ElectionPrefix(prefix string) string { return prefix + "leader/" }
 
 // timings derived from the lease TTL.
 type timings struct {
-	// renew: time between two keep-alives while they are answered: a
+	// renew is the time between two keep-alives while they are answered: a
 	// third of the TTL, or a quarter of the trust window when that is
 	// shorter, so that a renewal may lose an attempt or two to an
 	// unresponsive member (each costs attempt) without the window closing.
@@ -88,7 +89,7 @@ type timings struct {
 	attempt time.Duration
 	// request bounds the other etcd requests (grant, campaign put).
 	request time.Duration
-	// poll: a standby re-reads the election at least this often, in case
+	// poll is how often, at least, a standby re-reads the election, in case
 	// its watch hangs on an unresponsive member.
 	poll time.Duration
 }
@@ -127,7 +128,7 @@ type Office struct {
 	now     func() time.Time
 
 	mu sync.Mutex
-	// actFrom: the office acts only from then on (zero: at once).
+	// actFrom is when the office starts to act, and not before (zero: at once).
 	actFrom time.Time
 }
 
@@ -443,7 +444,7 @@ func (e *Elector) keepAlive(ctx context.Context, l *lease) {
 	}
 }
 
-// errUnconfirmed: a keep-alive was answered in a raft term that a
+// errUnconfirmed means a keep-alive was answered in a raft term that a
 // linearizable read sent after the answer does not see.
 var errUnconfirmed = errors.New("keep-alive not confirmed")
 
@@ -608,13 +609,13 @@ func call[T any](ctx context.Context, attempt time.Duration, op func(context.Con
 type candidacy struct {
 	key string
 	rev int64 // create revision: the term if elected
-	// firstRead: when the first read of the election of this candidacy
+	// firstRead is when the first read of the election of this candidacy
 	// was answered; ahead: every key seen ahead of ours (lower create
 	// revision), by key. A holder that may still believe in its trust
 	// window is one of them, or one whose key was gone before firstRead.
 	firstRead time.Time
 	ahead     map[string]*aheadKey
-	// actFrom: when an office of this candidacy may start to act (see
+	// actFrom is when an office of this candidacy may start to act (see
 	// Office.ActingFrom).
 	actFrom time.Time
 }
@@ -639,7 +640,7 @@ type electionValue struct {
 // its successor need not wait out its trust window. Each lives a minute.
 func ResignedPrefix(prefix string) string { return prefix + "resigned/" }
 
-// resignedTTL: how long a resignation marker lives (seconds).
+// resignedTTL is how long a resignation marker lives (seconds).
 const resignedTTL = 60
 
 // campaign makes sure our key exists under the election prefix and waits
@@ -928,7 +929,7 @@ type Holder struct {
 	Term int64 `json:"term"`
 }
 
-// ErrNoLeader: no node holds the election.
+// ErrNoLeader means no node holds the election.
 var ErrNoLeader = errors.New("leader: no master elected")
 
 // Current returns the current election holder under the cluster prefix.

@@ -16,7 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// ErrDeposed: a newer master's term is recorded; this office may not write.
+// ErrDeposed means a newer master's term is recorded: this office may not write.
 var ErrDeposed = errors.New("leader: deposed: a newer term is recorded")
 
 // Event kinds written by the fence.

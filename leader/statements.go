@@ -7,18 +7,18 @@ import (
 	"github.com/lib/pq"
 )
 
-// files: the fence's SQL, as templates (internal/infra/sqltext), one
+// files holds the fence's SQL, as templates (internal/infra/sqltext), one
 // statement a file; the golden files in testdata/ show them rendered.
 //
 //go:embed sql/*.sql
 var files embed.FS
 
-// statements: the fence's SQL, rendered once for its schema (NewFence);
+// statements is the fence's SQL, rendered once for its schema (NewFence);
 // each call gives the parameters by name (Prepared.Get, Select, Exec).
 type statements struct {
 	currentTerm, lockTerm, previousTerm, raiseTerm, endStaleHolders, checkTerm sqltext.Prepared
 
-	// all: every statement, for the tests.
+	// all holds every statement, for the tests.
 	all []sqltext.Prepared
 }
 

@@ -53,8 +53,8 @@ const gradeBatch = 1000
 
 // GradeConfig configures grading (the failover section of the config).
 type GradeConfig struct {
-	// Window: a second interruption with another signature within it
-	// makes a WARNING node ERROR.
+	// Window is the span within which a second interruption with another
+	// signature makes a WARNING node ERROR.
 	Window time.Duration
 	// QuietPeriod without interruptions brings a node back to NORMAL.
 	QuietPeriod time.Duration
@@ -77,13 +77,14 @@ func (s Signature) String() string { return s.Workflow + "/" + s.Task + "/" + s.
 
 // Whereabouts is what the master sees now of a WARNING's instance.
 type Whereabouts struct {
-	// Claimant: the node claiming the instance now; "" if none.
+	// Claimant is the node claiming the instance now; "" if none.
 	Claimant string
 	// State of the instance now ("" when it is gone).
 	State string
-	// Ended: State is an end state of the signature's task.
+	// Ended reports whether State is an end state of the signature's task.
 	Ended bool
-	// Left: the instance left the task otherwise (failed, moved on, gone).
+	// Left reports whether the instance left the task otherwise (failed,
+	// moved on, gone).
 	Left bool
 }
 
@@ -466,7 +467,7 @@ func (g *grader) calm() error {
 	return nil
 }
 
-// ErrGradeNormal: reset-grade of a node that is NORMAL already.
+// ErrGradeNormal refuses reset-grade of a node that is NORMAL already.
 var ErrGradeNormal = errors.New("nodes: grade is " + GradeNormal + " already")
 
 // ResetGrade is an operator's reset of node name's grade to NORMAL, with

@@ -18,10 +18,10 @@ import (
 const (
 	// DefaultHeartbeatInterval between two beats.
 	DefaultHeartbeatInterval = 5 * time.Second
-	// GateBeats: the master writes only while its own last successful
-	// beat is at most this many intervals old (Gate).
+	// GateBeats bounds the master's writes: it writes only while its own
+	// last successful beat is at most this many intervals old (Gate).
 	GateBeats = 2
-	// LiveBeats: a node is unhealthy (Live, LoopAlive: /healthz, the
+	// LiveBeats bounds liveness: a node is unhealthy (Live, LoopAlive: /healthz, the
 	// systemd watchdog) when its last successful beat, or its loop's last
 	// attempt, is older than this many intervals. The master marks other
 	// nodes Not responding no sooner than that.
@@ -47,7 +47,7 @@ type Heartbeater struct {
 	reg         *Registration
 	registered  Node
 	reset       func() // closes the connections to a silent server
-	// inflight: beats whose statement has not returned yet (one that
+	// inflight counts beats whose statement has not returned yet (one that
 	// gave up waits for its connection to be closed).
 	inflight atomic.Int32
 

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// ErrInvalidName: a name breaks the node naming rule (see ValidName).
+// ErrInvalidName means a name breaks the node naming rule (see ValidName).
 var ErrInvalidName = errors.New("nodes: invalid name")
 
 // maxNameLen is the longest node name, in bytes.

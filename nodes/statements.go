@@ -8,13 +8,13 @@ import (
 	"github.com/lib/pq"
 )
 
-// files: the store's SQL, as templates (internal/infra/sqltext), one
+// files holds the store's SQL, as templates (internal/infra/sqltext), one
 // statement a file; the golden files in testdata/ show them rendered.
 //
 //go:embed sql/*.sql
 var files embed.FS
 
-// statements: the store's SQL, rendered once for its schema (NewStore):
+// statements is the store's SQL, rendered once for its schema (NewStore):
 // their text depends on nothing else; each call gives the parameters by
 // name (Prepared.Get, Select, Exec).
 type statements struct {
@@ -26,7 +26,7 @@ type statements struct {
 	ownInterruptions, setRule, watched, away, endWatch, seeClaimant, quiet, forgive,
 	dropOldInterruptions, dropGoneGrades, known, resetGrade sqltext.Prepared
 
-	// all: every statement, and fragments: the files that are parts of
+	// all holds every statement, and fragments the files that are parts of
 	// statements (a select list, a SET list), for the tests.
 	all       []sqltext.Prepared
 	fragments []string

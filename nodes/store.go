@@ -59,9 +59,9 @@ var Statuses = []Status{StatusRecovering, StatusReady, StatusUnexpectedShutdown,
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 var (
-	// ErrNotFound: no record with that name.
+	// ErrNotFound means there is no record with that name.
 	ErrNotFound = errors.New("nodes: not found")
-	// ErrNotRegistered: this incarnation has no record any more; it was
+	// ErrNotRegistered means this incarnation has no record any more; it was
 	// deleted, or another process registered under the same name.
 	ErrNotRegistered = errors.New("nodes: this incarnation is not registered")
 )
@@ -78,7 +78,7 @@ type Node struct {
 	ActiveSince         time.Time `db:"active_since" json:"active_since"`
 	Version             string    `db:"version" json:"version"`
 	APIAddress          string    `db:"api_address" json:"api_address"`
-	// FailoverGrade: NORMAL, WARNING or ERROR (grade.go); the grade
+	// FailoverGrade is NORMAL, WARNING or ERROR (grade.go); the grade
 	// outlives the record (a clean restart keeps it).
 	FailoverGrade string `db:"failover_grade" json:"failover_grade"`
 	// GradeChangedAt, GradeSignature (workflow/task/instance of the
@@ -164,16 +164,16 @@ type Registration struct {
 	Hostname    string
 	Version     string
 	APIAddress  string
-	// SchemaVersion: the newest migration this binary knows (0: not
+	// SchemaVersion is the newest migration this binary knows (0: not
 	// recorded); `enginehealth migrate --status` reads it.
 	SchemaVersion int
-	// RecoverAfterCrash: a record left by a run that did not shut down
+	// RecoverAfterCrash means a record left by a run that did not shut down
 	// cleanly goes to Recovering (like a new node) instead of Unexpected
 	// shutdown.
 	RecoverAfterCrash bool
 }
 
-// heldRecord: what a registration needs to know of the record it
+// heldRecord is what a registration needs to know of the record it
 // replaces.
 type heldRecord struct {
 	Status      Status    `db:"status"`
@@ -294,7 +294,7 @@ type Beat struct {
 	LastActive time.Time `db:"last_active"`
 	// Status of the record.
 	Status Status `db:"status"`
-	// Grade: the node's failover grade.
+	// Grade is the node's failover grade.
 	Grade string `db:"grade"`
 }
 
@@ -352,7 +352,7 @@ func (s *Store) PromoteRecovering(ctx context.Context, tx *leader.Tx, actor stri
 	return names, nil
 }
 
-// ErrNotAcknowledgeable: the node is not in Unexpected shutdown.
+// ErrNotAcknowledgeable means the node is not in Unexpected shutdown.
 var ErrNotAcknowledgeable = errors.New("nodes: not in " + string(StatusUnexpectedShutdown))
 
 // Ack is an operator's acknowledgement of an unexpected shutdown: the node
@@ -388,7 +388,7 @@ func (s *Store) Ack(ctx context.Context, name string, by audit.By, reason string
 	return n, nil
 }
 
-// ErrAwaitingAck: Deregister kept the record because it is in Unexpected
+// ErrAwaitingAck means Deregister kept the record because it is in Unexpected
 // shutdown; only an operator's ack takes a node out of that status, and a
 // clean stop is not an ack.
 var ErrAwaitingAck = errors.New("nodes: record kept, awaiting an operator ack")
