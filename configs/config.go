@@ -50,7 +50,7 @@ type Config struct {
 
 	// Path is the file the configuration was loaded from.
 	Path string `yaml:"-"`
-	// Warnings: settings that are valid but probably not what an operator
+	// Warnings lists settings that are valid but probably not what an operator
 	// wants (e.g. a trust window shorter than an etcd election).
 	Warnings []Problem `yaml:"-"`
 
@@ -70,7 +70,7 @@ type Node struct {
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds a clean shutdown; default 10s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
-	// OnUnexpectedShutdown: what a restart finds when the last run did not
+	// OnUnexpectedShutdown decides what a restart does when the last run did not
 	// shut down cleanly. "ack" (default): the node stays in Unexpected
 	// shutdown, out of service, until an operator runs `enginehealth node
 	// ack`. "recover": it is logged and the node goes through recovery
@@ -108,12 +108,12 @@ type Etcd struct {
 	Prefix string `yaml:"prefix"`
 	// LeaseTTL of the session lease; default 10s, at least 3s.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
-	// TrustMargin: the master stops acting when its last keep-alive is older
-	// than LeaseTTL − TrustMargin; default 1s.
+	// TrustMargin shortens the trust window: the master stops acting when its
+	// last keep-alive is older than LeaseTTL − TrustMargin; default 1s.
 	TrustMargin time.Duration `yaml:"trust_margin"`
 	// DialTimeout of one connection attempt; default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// AutoSyncInterval: how often the client asks the cluster for its
+	// AutoSyncInterval is how often the client asks the cluster for its
 	// members and uses their client URLs in place of the endpoints it
 	// has; default 30s, 0 turns it off (nil: absent, the default).
 	AutoSyncInterval *time.Duration `yaml:"auto_sync_interval"`
@@ -159,14 +159,15 @@ type TLS struct {
 type Health struct {
 	// Schedule in robfig/cron syntax; default "@every 15s".
 	Schedule string `yaml:"schedule"`
-	// NotRespondingAfter: a node whose last_active is older is marked
+	// NotRespondingAfter is the age of last_active past which a node is marked
 	// Not responding; default 30s, at least 3 × node.heartbeat_interval.
 	NotRespondingAfter time.Duration `yaml:"not_responding_after"`
-	// ForgetAfter: records unresponsive longer are deleted; default 24h.
+	// ForgetAfter is how long a record may stay unresponsive before it is
+	// deleted; default 24h.
 	ForgetAfter time.Duration `yaml:"forget_after"`
-	// MaxUnresponsiveFraction: the disruption guard; default 0.55.
+	// MaxUnresponsiveFraction is the disruption guard; default 0.55.
 	MaxUnresponsiveFraction float64 `yaml:"max_unresponsive_fraction"`
-	// SweepInterval: how often a pass looks for every interrupted
+	// SweepInterval is how often a pass looks for every interrupted
 	// instance, also those without any claim (claims deleted by hand, an
 	// engine that broke the protocol), not only those whose claims it
 	// expired; default 10m (one period of Schedule when that is longer),
@@ -186,8 +187,8 @@ type Recovery struct {
 // Failover configures the failover grades of nodes (NORMAL, WARNING,
 // ERROR; nodes.Store.Grade).
 type Failover struct {
-	// Window: a second interruption with another signature within it
-	// makes a WARNING node ERROR; default 1h.
+	// Window is the span within which a second interruption with another
+	// signature makes a WARNING node ERROR; default 1h.
 	Window time.Duration `yaml:"window"`
 	// QuietPeriod without interruptions brings a node back to NORMAL;
 	// default 1h.
@@ -195,7 +196,7 @@ type Failover struct {
 	// MaxErrorFraction of the nodes may be ERROR at once; default 0.34,
 	// 0 is a setting (no node ever ERROR).
 	MaxErrorFraction *float64 `yaml:"max_error_fraction"`
-	// ErrorNotReady: /readyz answers 503 while this node is ERROR.
+	// ErrorNotReady makes /readyz answer 503 while this node is ERROR.
 	ErrorNotReady bool `yaml:"error_not_ready"`
 }
 
@@ -219,7 +220,7 @@ type API struct {
 	// the three, mutations are off.
 	TokenFile string `yaml:"token_file"`
 	TokenEnv  string `yaml:"token_env"`
-	// AuthReads: every read but /healthz, /readyz, /metrics and the
+	// AuthReads means every read but /healthz, /readyz, /metrics and the
 	// nodes' own /v1/leader?local=true needs a token of either role (or
 	// a client certificate from TLS.ClientCAFile: role read, its CN the
 	// name).
@@ -229,7 +230,8 @@ type API struct {
 
 	// Token is the resolved secret of TokenFile or TokenEnv; never log it.
 	Token string `yaml:"-"`
-	// Operators: from TokensFile, or Token as the operator "operator".
+	// Operators holds the operators, from TokensFile, or Token as the
+	// operator "operator".
 	Operators []Operator `yaml:"-"`
 
 	// ServerTLS serves the API (from TLS; nil without). Its certificate
@@ -263,7 +265,7 @@ type APITLS struct {
 	KeyFile  string `yaml:"key_file"`
 	// ClientCAFile verifies client certificates (optional).
 	ClientCAFile string `yaml:"client_ca_file"`
-	// ClientAuth: none (no client certificate asked), request (verified
+	// ClientAuth is none (no client certificate asked), request (verified
 	// when given) or require (every connection presents one from
 	// ClientCAFile); default require with ClientCAFile, else none.
 	ClientAuth string `yaml:"client_auth"`
@@ -296,9 +298,9 @@ func (a API) AdvertiseURL(bound string) string {
 
 // Log configures logging.
 type Log struct {
-	// Format: auto (tint on a terminal, JSON otherwise), text or json.
+	// Format is auto (tint on a terminal, JSON otherwise), text or json.
 	Format string `yaml:"format"`
-	// Level: debug, info, warn or error.
+	// Level is debug, info, warn or error.
 	Level string `yaml:"level"`
 }
 
@@ -341,16 +343,16 @@ type Task struct {
 	End     string   `yaml:"end"`
 	Ends    []string `yaml:"ends"`
 	Failed  string   `yaml:"failed"`
-	// AtomicInternal: the task's whole effect is one transaction, so an
+	// AtomicInternal means the task's whole effect is one transaction, so an
 	// interrupted run can be reverted to Begin.
 	AtomicInternal bool `yaml:"atomic_internal"`
 	// ClaimTimeout of a claim on this task; default 5m.
 	ClaimTimeout time.Duration `yaml:"claim_timeout"`
-	// OnInterrupt: what happens to an instance found interrupted. Default:
+	// OnInterrupt says what happens to an instance found interrupted. Default:
 	// for an atomic_internal task retry at once, at most 10 times; for
 	// others none (→ failed).
 	OnInterrupt *Policy `yaml:"on_interrupt"`
-	// OnFailure: what happens to an instance the engine failed; default
+	// OnFailure says what happens to an instance the engine failed; default
 	// none.
 	OnFailure *Policy `yaml:"on_failure"`
 }
@@ -365,9 +367,9 @@ func (t Task) EndStates() []string {
 
 // Policy is a retry policy.
 type Policy struct {
-	// Strategy: none (default), retry or hold.
+	// Strategy is none (default), retry or hold.
 	Strategy recovery.Strategy `yaml:"strategy"`
-	// MaxAttempts: how many retries (the original execution is attempt
+	// MaxAttempts is the number of retries (the original execution is attempt
 	// 0); default 2, or the length of a backoff schedule, which it may not
 	// exceed.
 	MaxAttempts int     `yaml:"max_attempts"`
@@ -379,7 +381,7 @@ type Policy struct {
 
 // Backoff is the delay before a retry.
 type Backoff struct {
-	// Kind: fixed, linear, exponential (default), fibonacci,
+	// Kind is fixed, linear, exponential (default), fibonacci,
 	// randomized_exponential or schedule.
 	Kind recovery.BackoffKind `yaml:"kind"`
 	// Base delay; default 30s (0 is a setting: no delay).
@@ -392,6 +394,6 @@ type Backoff struct {
 	Jitter *float64 `yaml:"jitter"`
 	// Multiplier of exponential and randomized_exponential; default 2.
 	Multiplier float64 `yaml:"multiplier"`
-	// Schedule: explicit delays, for kind schedule.
+	// Schedule lists explicit delays, for kind schedule.
 	Schedule []time.Duration `yaml:"schedule"`
 }

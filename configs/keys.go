@@ -28,12 +28,12 @@ import (
 // (a Default* constant, a bound the validator uses), and a test holds
 // each to what Load does (TestDocumentedDefaults, TestDocumentedRanges).
 type KeyDoc struct {
-	// Doc: one line of Markdown, what the key is for.
+	// Doc is one line of Markdown, what the key is for.
 	Doc string
-	// Default: the value Load applies when the key is absent (nil: none
+	// Default is the value Load applies when the key is absent (nil: none
 	// that is one value; see DefaultText).
 	Default any
-	// DefaultText: a default in words, after Default when both are set
+	// DefaultText is a default in words, after Default when both are set
 	// (a condition), else in its place ("the hostname", "required").
 	DefaultText string
 	// Min and Max: the bounds the validator holds the value to (nil:
@@ -41,9 +41,9 @@ type KeyDoc struct {
 	// entries'.
 	Min, Max         any
 	MinOpen, MaxOpen bool
-	// Values: the values of an enumeration, all it accepts.
+	// Values lists the values of an enumeration, all it accepts.
 	Values []string
-	// Rule: further constraints in words (relations to other keys).
+	// Rule states further constraints in words (relations to other keys).
 	Rule string
 }
 
@@ -72,15 +72,15 @@ func strs[T ~string](vs []T) []string {
 // reloader (cmd/enginehealth/reload.go); every other key needs a
 // restart, and the reloader logs it by its key path when it changed.
 var (
-	// ReloadOperatorKeys: the operators, read again (turning mutations
+	// ReloadOperatorKeys name the operators, read again (turning mutations
 	// on or off still needs a restart).
 	ReloadOperatorKeys = []string{"api.tokens_file", "api.token_file", "api.token_env"}
-	// ReloadCertificateKeys: the certificates, keys and CAs of the API
+	// ReloadCertificateKeys name the certificates, keys and CAs of the API
 	// and of the etcd client, swapped for the next handshakes (adding or
 	// removing a file, or TLS itself, still needs a restart).
 	ReloadCertificateKeys = []string{"api.tls.cert_file", "api.tls.key_file", "api.tls.client_ca_file", "api.tls.ca_file",
 		"etcd.tls.cert_file", "etcd.tls.key_file", "etcd.tls.ca_file"}
-	// ReloadLogKeys: the level of the next log record.
+	// ReloadLogKeys name the level of the next log record.
 	ReloadLogKeys = []string{"log.level"}
 )
 

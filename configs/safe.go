@@ -515,7 +515,8 @@ func kindOf(n ast.Node) string {
 	return strings.ToLower(strings.TrimSuffix(n.Type().String(), "Type"))
 }
 
-// errControl: a configuration string never needs control characters.
+// errControl refuses control characters: a configuration string never
+// needs them.
 var errControl = errors.New("contains a control character")
 
 // checkText refuses strings no configuration value needs: invalid UTF-8,

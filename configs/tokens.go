@@ -29,7 +29,7 @@ type Operator struct {
 	// (operator)"); the rule of node names.
 	Name   string
 	SHA256 [sha256.Size]byte
-	// Role: RoleRead or RoleOperate.
+	// Role is RoleRead or RoleOperate.
 	Role string
 }
 

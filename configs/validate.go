@@ -42,12 +42,12 @@ type validator struct {
 	file     *ast.File
 	problems []Problem
 	warnings []Problem
-	// bad: key paths whose value could not be decoded; validation adds
+	// bad holds key paths whose value could not be decoded; validation adds
 	// nothing about them or below them.
 	bad map[string]bool
 	// dropped counts the problems beyond maxProblems, not listed.
 	dropped int
-	// files: every file a key names, resolved (Config.Files).
+	// files lists every file a key names, resolved (Config.Files).
 	files []string
 }
 
@@ -587,7 +587,8 @@ func checkColumn(v *validator, path, col string, required bool) {
 	}
 }
 
-// checkState: a state name is printable text of at most 255 bytes.
+// checkState checks that a state name is printable text of at most 255
+// bytes.
 func checkState(s string) error {
 	switch {
 	case len(s) > maxStateLen:

@@ -40,7 +40,7 @@ type CheckConfig struct {
 	NotRespondingAfter      time.Duration
 	ForgetAfter             time.Duration
 	MaxUnresponsiveFraction float64
-	// SweepInterval: how often a pass looks for every interrupted
+	// SweepInterval is how often a pass looks for every interrupted
 	// instance, not only those whose claims it expired (recovery.Repair);
 	// default DefaultSweepInterval (health.sweep_interval). The scheduled
 	// pass nearest to it sweeps: the first that starts at least
@@ -49,7 +49,7 @@ type CheckConfig struct {
 	// office, a manual pass, the pass after a failed one or one that left
 	// locked rows, and the pass after a resume always sweep.
 	SweepInterval time.Duration
-	// Grades: how node failover grades are judged after each pass that is
+	// Grades says how node failover grades are judged after each pass that is
 	// not in disruption mode; nil: the defaults.
 	Grades *nodes.GradeConfig
 	// Pauses is the pause switch, read at the start of every pass;
@@ -85,13 +85,13 @@ type Checker struct {
 	mu       sync.Mutex // one pass at a time
 	lastPass time.Time  // local time of the last pass that judged the nodes (or of taking office)
 	graced   string     // why the last pass judged no node ("" when it did)
-	// gracedSince: when the passes began to find a reason to judge no
+	// gracedSince is when the passes began to find a reason to judge no
 	// node for the database's sake, in a row (zero: the last one found
 	// none); graceOverridden: they judge all the same since (maxGraceRun).
 	gracedSince     time.Time
 	graceOverridden bool
 	lastSweep       time.Time // local time of the last complete sweep of this office; zero: the next pass sweeps
-	// disrupted: whether the last pass was in disruption mode. Atomic:
+	// disrupted reports whether the last pass was in disruption mode. Atomic:
 	// read (metrics, status) while a pass holds mu, which can be as long
 	// as the database takes to answer.
 	disrupted atomic.Bool
@@ -105,13 +105,13 @@ type Checker struct {
 // pass's own state, readable while a pass holds mu.
 type sweepClock struct {
 	began bool // an office began on this checker
-	// from: the start of this office's last complete sweep; zero: the
+	// from is the start of this office's last complete sweep; zero: the
 	// next pass sweeps.
 	from time.Time
-	// scheduled: the start of the last scheduled pass (or of the office):
+	// scheduled is the start of the last scheduled pass (or of the office):
 	// scheduled passes follow about one Interval apart from it.
 	scheduled time.Time
-	// paused: the last pass found the cluster paused (no sweep until a
+	// paused reports whether the last pass found the cluster paused (no sweep until a
 	// resume).
 	paused bool
 }
@@ -130,11 +130,11 @@ type PassStats struct {
 	// Disruption says why the last pass that succeeded did nothing: the
 	// disruption guard held ("" when it did not).
 	Disruption string `json:"disruption" null:"zero"`
-	// LastSweep: when the last sweep of this office began (a pass that
+	// LastSweep is when the last sweep of this office began (a pass that
 	// looked for every interrupted instance, not only those whose claims
 	// it expired); zero before the first.
 	LastSweep time.Time `json:"last_sweep" null:"zero"`
-	// NextSweep: when the next sweep is expected: the scheduled pass
+	// NextSweep is when the next sweep is expected: the scheduled pass
 	// nearest to LastSweep + SweepInterval (scheduled passes are taken
 	// to follow one period apart from the last one), or the next pass
 	// when that one sweeps anyway (the first of an office, after a
@@ -175,8 +175,8 @@ func (c *Checker) nextSweep(sw sweepClock, now time.Time) time.Time {
 	return pass(later(now, sw.from.Add(c.sweepAfter())))
 }
 
-// sweepAfter: a scheduled pass sweeps once this long has passed since the
-// last sweep began: SweepInterval less half a period, so that the pass
+// sweepAfter returns how long after the last sweep began a scheduled pass
+// sweeps: SweepInterval less half a period, so that the pass
 // nearest to SweepInterval sweeps whatever the few milliseconds between
 // a pass's firing and its start.
 func (c *Checker) sweepAfter() time.Duration {
@@ -190,8 +190,9 @@ func (c *Checker) setSweeps(f func(s *PassStats, sw *sweepClock)) {
 	f(&c.stats, &c.sweeps)
 }
 
-// notAPass: a pass refused because the office may not act (suspended,
-// ended) or cut by shutdown is not a pass, nor a failure of the work.
+// notAPass reports whether err ends no pass and no failure of the work: a
+// pass refused because the office may not act (suspended, ended) or cut
+// by shutdown is neither.
 func notAPass(ctx context.Context, err error) bool {
 	return err != nil && (ctx.Err() != nil || errors.Is(err, leader.ErrNotTrusted))
 }
@@ -244,12 +245,12 @@ func NewChecker(cfg CheckConfig) *Checker {
 // CheckResult is what one pass did.
 type CheckResult struct {
 	RunID int64 `json:"run_id"`
-	// Disruption: too many nodes looked dead at once; nothing was done.
+	// Disruption means too many nodes looked dead at once; nothing was done.
 	Disruption bool `json:"disruption"`
 	// DisruptionReason says why the guard held (or would have held, when
 	// Forced).
 	DisruptionReason string `json:"disruption_reason" null:"zero"`
-	// Forced: an operator's check --force ran this pass through a guard
+	// Forced means an operator's check --force ran this pass through a guard
 	// that would have held.
 	Forced bool `json:"forced"`
 	// Paused, when set: the cluster is paused; the pass marked nodes and
@@ -262,16 +263,16 @@ type CheckResult struct {
 	Revived       []nodes.Change  `json:"revived"`
 	Forgotten     []nodes.Change  `json:"forgotten"`
 	Recovery      recovery.Result `json:"recovery"`
-	// Failures: what the on_failure policies did with instances engines
+	// Failures says what the on_failure policies did with instances engines
 	// failed since the last pass (tasks with any).
 	Failures []recovery.TaskResult `json:"failures"`
-	// Retries: the due retries of the pass.
+	// Retries holds the due retries of the pass.
 	Retries recovery.DueResult `json:"retries"`
-	// Settled: the retries whose outcome the pass found (tasks with any).
+	// Settled holds the retries whose outcome the pass found (tasks with any).
 	Settled []recovery.SettleCounts `json:"settled"`
-	// Grades: the failover grades the pass changed.
+	// Grades holds the failover grades the pass changed.
 	Grades []nodes.GradeChange `json:"grades"`
-	// Stale: the nodes that looked unresponsive (null when none).
+	// Stale lists the nodes that looked unresponsive (null when none).
 	Stale []string      `json:"stale"`
 	Took  time.Duration `json:"took_ns"`
 }
@@ -308,8 +309,9 @@ func (c *Checker) threshold() time.Duration {
 	return t
 }
 
-// maxGraceRun: the passes judge no node for the database's sake (grace)
-// for at most this many not_responding_after in a row.
+// maxGraceRun bounds the grace: the passes judge no node for the
+// database's sake (grace) for at most this many not_responding_after in a
+// row.
 const maxGraceRun = 3
 
 // grace says why the nodes in stale must not be judged now ("" when they

@@ -45,10 +45,10 @@ type MasterConfig struct {
 	// Schedule of CheckEngineHealth (ParseSchedule); the zero Schedule: no
 	// periodic check.
 	Schedule Schedule
-	// Tick: how often the master promotes newly registered nodes.
+	// Tick is how often the master promotes newly registered nodes.
 	Tick time.Duration
-	// StuckAfter: an acting master whose check passes have not succeeded
-	// for this long is stuck (Stuck returns an error, /healthz fails);
+	// StuckAfter is how long an acting master's check passes may go without
+	// success before it is stuck (Stuck returns an error, /healthz fails);
 	// default Schedule.StuckAfter(); off without a periodic check.
 	StuckAfter time.Duration
 	Log        *slog.Logger
@@ -66,7 +66,8 @@ type Master struct {
 	// suspensions of the office (end zero while one lasts): the time
 	// without a successful pass counts only while the master can act.
 	suspensions []interval
-	// acted: the office has acted (it may wait first: ActingFrom).
+	// acted reports whether the office has acted (it may wait first:
+	// ActingFrom).
 	acted bool
 }
 
@@ -82,16 +83,17 @@ func NewMaster(cfg MasterConfig) *Master {
 
 // Status is what the master knows of its own office.
 type Status struct {
-	// InOffice: this node took office (it may be suspended: see Acting).
+	// InOffice reports whether this node took office (it may be suspended:
+	// see Acting).
 	InOffice bool   `json:"in_office"`
 	Term     int64  `json:"term,omitempty"`
 	Acting   bool   `json:"acting"`
 	Reason   string `json:"reason,omitempty"`
-	// Since: when this node took office.
+	// Since is when this node took office.
 	Since time.Time `json:"since,omitzero"`
-	// TrustedUntil: the end of the current trust window.
+	// TrustedUntil is the end of the current trust window.
 	TrustedUntil time.Time `json:"trusted_until,omitzero"`
-	// ActingFrom: when the office may start to act (it waits out earlier
+	// ActingFrom is when the office may start to act (it waits out earlier
 	// masters' windows; zero: at once).
 	ActingFrom time.Time `json:"acting_from,omitzero"`
 	Passes     PassStats `json:"passes"`
@@ -518,8 +520,8 @@ func causeOf(ctx context.Context) string {
 	return "shutdown"
 }
 
-// notRespondingAfter: a node active within it counts as live (the
-// check's setting).
+// notRespondingAfter returns the check's setting: a node active within it
+// counts as live.
 func (m *Master) notRespondingAfter() time.Duration {
 	if m.cfg.Checker == nil {
 		return DefaultNotRespondingAfter

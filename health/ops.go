@@ -10,7 +10,7 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// ErrNotMaster: the operation needs master-ship and this node is not the
+// ErrNotMaster means the operation needs master-ship and this node is not the
 // master (the API forwards it to the master).
 var ErrNotMaster = errors.New("health: this node is not the master")
 

@@ -20,7 +20,7 @@ import (
 // retry and hold decisions still work.
 type Pause struct {
 	Paused bool `db:"paused" json:"paused"`
-	// Since: when it was paused (or resumed, when not paused).
+	// Since is when it was paused (or resumed, when not paused).
 	Since time.Time `db:"changed_at" json:"since"`
 	// Actor and Reason of the last pause or resume (null on the wire
 	// when none: never paused, a resume without a reason).

@@ -18,7 +18,7 @@ var files embed.FS
 type statements struct {
 	readPause, lockPause, setPause sqltext.Prepared
 
-	// rendered: every statement, and the files that are a part of some
+	// rendered holds every statement, and the files that are a part of some
 	// (fragments), for the tests.
 	rendered *sqltext.Files
 }

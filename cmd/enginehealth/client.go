@@ -54,7 +54,7 @@ func clientCmd[T any](c *cobra.Command, f *clientFlags, timeout time.Duration,
 // (printed all the same; the command then exits 4).
 type refuser interface{ refused() error }
 
-// refusedError: the daemon answered but refused the operation (exit 4).
+// refusedError means the daemon answered but refused the operation (exit 4).
 type refusedError struct{ error }
 
 // safe escapes the control characters (and invalid UTF-8) of text that

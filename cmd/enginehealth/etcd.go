@@ -83,17 +83,17 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 	return cli, nil
 }
 
-// clusterKey: under the etcd prefix, the system_identifier of the
+// clusterKey holds, under the etcd prefix, the system_identifier of the
 // PostgreSQL cluster the fleet uses, written by its first node.
 const clusterKey = "postgres_cluster"
 
-// wrongWitnessError: etcd records another PostgreSQL cluster for the fleet
+// wrongWitnessError means etcd records another PostgreSQL cluster for the fleet
 // than the one behind this node's database address.
 type wrongWitnessError struct {
 	key             string
 	recorded, found int64
 	where           string
-	// bad: the key's value when it is not a system_identifier.
+	// bad is the key's value when it is not a system_identifier.
 	bad string
 }
 

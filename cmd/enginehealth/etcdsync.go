@@ -36,11 +36,11 @@ type etcdSync struct {
 	log     *slog.Logger
 
 	mu sync.Mutex
-	// unused: the members not used, by ID, with why (learner, not
+	// unused holds the members not used, by ID, with why (learner, not
 	// started, a scheme the client does not speak), as last logged.
 	unused map[uint64]string
 	failed bool // the last member list failed (logged once)
-	// refused: the members' addresses (joined) that did not answer, as
+	// refused holds the members' addresses (joined) that did not answer, as
 	// last logged.
 	refused string
 	// probe connects to endpoints and fails when none answers.

@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// refusal: the daemon answered but would not do it now (exit 4): a
+// refusal reports whether the daemon answered but would not do it now (exit 4): a
 // conflict, or a mutation that found no master to do it or a busy daemon
 // (a 503 the daemon marks as a refusal). Any other error answer is a
 // failure (exit 1): e.g. the database is down.

@@ -95,8 +95,8 @@ as its record says, and a line below says why none acts.`,
 type nodeList struct {
 	nodes []nodes.Node
 	one   bool
-	// acting: the acting master's name; none, when no node acts, why;
-	// unknown: the daemon did not say (the records' is_master is shown).
+	// acting is the acting master's name; none, when no node acts, why;
+	// unknown, that the daemon did not say (the records' is_master is shown).
 	acting, none string
 	unknown      bool
 }

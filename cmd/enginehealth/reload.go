@@ -278,6 +278,6 @@ func (r *reloader) fingerprint(cfg *configs.Config) []byte {
 	return h.Sum(nil)
 }
 
-// fingerprintLimit: the largest file a configuration names (the
+// fingerprintLimit is the largest file a configuration names (the
 // configuration file itself, a PEM bundle); a larger one is not read.
 const fingerprintLimit = max(configs.MaxConfigBytes, tlsfiles.MaxFileBytes)
