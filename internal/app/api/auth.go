@@ -44,16 +44,17 @@ type Identity struct {
 	// (operator)").
 	Name string
 	Role Role
-	// Cert: named by a client certificate (which grants read only).
+	// Cert means the identity is named by a client certificate (which grants
+	// read only).
 	Cert bool
 }
 
 // Errors of an Authenticator.
 var (
-	// ErrNoCredential: the request carries no credential the
+	// ErrNoCredential means the request carries no credential the
 	// authenticator reads (answered 401; not a failed attempt).
 	ErrNoCredential = errors.New("no credential")
-	// ErrBadCredential: the request carries a credential that is wrong
+	// ErrBadCredential means the request carries a credential that is wrong
 	// (answered 401, and counted against its address: see authFailures).
 	ErrBadCredential = errors.New("wrong credential")
 )

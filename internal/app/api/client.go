@@ -20,7 +20,7 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// ErrUnreachable: no daemon answered at the address, or it refused the
+// ErrUnreachable means no daemon answered at the address, or it refused the
 // connection.
 var ErrUnreachable = errors.New("api: no enginehealth daemon answered")
 
@@ -37,7 +37,7 @@ type Client struct {
 	// Token for mutations.
 	Token string
 	HTTP  *http.Client
-	// DoneBy: the node that did the last mutation (NodeHeader), when the
+	// DoneBy is the node that did the last mutation (NodeHeader), when the
 	// daemon said.
 	DoneBy string
 }
@@ -69,7 +69,7 @@ type StatusError struct {
 	Detail string
 	// RequestID names the request in the daemon's log.
 	RequestID string
-	// Refused: the daemon refused rather than failed (RefusedHeader:
+	// Refused means the daemon refused rather than failed (RefusedHeader:
 	// no master could take it, or busy).
 	Refused bool
 }

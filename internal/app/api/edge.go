@@ -203,7 +203,7 @@ func (h *handler) extendDeadlines(w http.ResponseWriter) {
 	_ = rc.SetWriteDeadline(d)
 }
 
-// drainTooLarge: how much more of a body over maxBody is read before the
+// drainTooLarge is how much more of a body over maxBody is read before the
 // 413 is sent (the connection is closed after it).
 const drainTooLarge = 1 << 20
 

@@ -12,11 +12,11 @@ import (
 type Ready struct {
 	Ready  bool   `json:"ready"`
 	Status string `json:"status"`
-	// Grade: the node's failover grade (an ERROR node is not ready with
+	// Grade is the node's failover grade (an ERROR node is not ready with
 	// failover.error_not_ready); null before the node's first heartbeat
 	// read it.
 	Grade string `json:"grade" null:"zero"`
-	// Reason: why the node is not ready; null when it is.
+	// Reason says why the node is not ready; null when it is.
 	Reason string `json:"reason" null:"zero"`
 }
 

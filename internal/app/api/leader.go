@@ -26,12 +26,12 @@ type Leader struct {
 	Incarnation string `json:"incarnation"`
 	APIAddress  string `json:"api_address"`
 	Term        int64  `json:"term"`
-	// Since: when it took office.
+	// Since is when it took office.
 	Since time.Time `json:"since" null:"zero"`
-	// TrustedUntil: the end of its current trust window (renewed with
+	// TrustedUntil is the end of its current trust window (renewed with
 	// every answered etcd keep-alive).
 	TrustedUntil time.Time `json:"trusted_until" null:"zero"`
-	// Passes: how its CheckEngineHealth passes go.
+	// Passes says how its CheckEngineHealth passes go.
 	Passes health.PassStats `json:"passes"`
 	// Stuck, when set, says why the master counts as stuck: no pass
 	// succeeded for max(3 × period, 1 min); null when it is not.
@@ -43,10 +43,10 @@ type Leader struct {
 // MarshalJSON sends every field, null when it has no value (jsonx).
 func (l Leader) MarshalJSON() ([]byte, error) { return jsonx.Marshal(l) }
 
-// errBusy: no database slot came free in time.
+// errBusy means no database slot came free in time.
 var errBusy = errors.New("busy")
 
-// ErrNoActingMaster: no node acts as master now.
+// ErrNoActingMaster means no node acts as master now.
 var ErrNoActingMaster = errors.New("no acting master")
 
 // Budgets of a leader lookup: it answers within a second even when etcd

@@ -194,11 +194,11 @@ type authFailures struct {
 // failedAddr is what is known of one address.
 type failedAddr struct {
 	addr string
-	// at: the times (unix nanoseconds) of its last n failures (at most
+	// at holds the times (unix nanoseconds) of its last n failures (at most
 	// authFailLimit), a ring whose oldest is at next once it is full.
 	at      [authFailLimit]int64
 	next, n int
-	// until: the end of its lockout (unix nanoseconds), 0 when none.
+	// until is the end of its lockout (unix nanoseconds), 0 when none.
 	until int64
 }
 

@@ -181,7 +181,7 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// pause: POST /v1/pause and /v1/resume, on the master (forwarded).
+// pause serves POST /v1/pause and /v1/resume, on the master (forwarded).
 func (h *handler) pause(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req AckRequest

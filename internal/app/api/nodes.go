@@ -46,7 +46,7 @@ func nodeDecision(w http.ResponseWriter, r *http.Request, defaultReason string) 
 	return name, cmp.Or(req.Reason, defaultReason), true
 }
 
-// resetGrade: POST /v1/nodes/{name}/reset-grade, an operator's reset of a
+// resetGrade serves POST /v1/nodes/{name}/reset-grade, an operator's reset of a
 // failover grade to NORMAL (409 when it is NORMAL already).
 func (h *handler) resetGrade(w http.ResponseWriter, r *http.Request) {
 	name, reason, ok := nodeDecision(w, r, "reset by an operator")

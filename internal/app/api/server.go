@@ -64,7 +64,7 @@ type Config struct {
 	// Auth finds who sent a request (Tokens: bearer tokens); nil turns
 	// mutations off.
 	Auth Authenticator
-	// AuthReads: reads need role read too (see read); else they are open.
+	// AuthReads means reads need role read too (see read); else they are open.
 	AuthReads bool
 	// Clock, when set, replaces time.Now for the lockout of addresses
 	// that fail to authenticate (tests).
@@ -95,14 +95,14 @@ type Config struct {
 	// pattern ("" when refused before routing, "/" when no route
 	// matched) and status code.
 	Requests func(route string, code int)
-	// Certificates: when this node's certificate files expire
+	// Certificates returns when this node's certificate files expire
 	// (certexpiry.Watch.Expiries), for the status; nil: none.
 	Certificates func() []certexpiry.Expiry
-	// Etcd: whether this node reaches etcd now (nil: not said).
+	// Etcd reports whether this node reaches etcd now (nil: not said).
 	Etcd func() EtcdState
-	// Build: this binary's build (nil: not said).
+	// Build is this binary's build (nil: not said).
 	Build *Build
-	// VerifyForwarders: client CAs are configured, so a node that
+	// VerifyForwarders means client CAs are configured, so a node that
 	// forwards a request presents its certificate; a forwarded-by header
 	// without one is not believed (see handler.via).
 	VerifyForwarders bool

@@ -22,18 +22,18 @@ import (
 
 // Status is the body of GET /v1/status: what an operator asks first.
 type Status struct {
-	// Node: this node, as its readiness says.
+	// Node is this node, as its readiness says.
 	Node SelfState `json:"node"`
-	// Master: the acting master (as GET /v1/leader), or null with
+	// Master is the acting master (as GET /v1/leader), or null with
 	// MasterError saying why no node acts.
 	Master      *Leader `json:"master"`
 	MasterError string  `json:"master_error" null:"zero"`
-	// Paused: the pause switch.
+	// Paused is the pause switch.
 	Paused health.Pause `json:"paused"`
-	// Disruption: why the master's last pass did nothing (null when the
+	// Disruption says why the master's last pass did nothing (null when the
 	// guard does not hold).
 	Disruption string `json:"disruption" null:"zero"`
-	// Checks: the acting master's check passes (last_success,
+	// Checks holds the acting master's check passes (last_success,
 	// consecutive_failures, last_error) and sweeps (last_sweep,
 	// next_sweep); zero without a master.
 	Checks health.PassStats `json:"checks"`
@@ -41,21 +41,21 @@ type Status struct {
 	// Ready or not NORMAL, with why.
 	Nodes    map[string]int `json:"nodes"`
 	NotReady []NodeState    `json:"not_ready"`
-	// LastRun: the newest run (null before the first); LastActed: the
+	// LastRun is the newest run (null before the first); LastActed, the
 	// newest that did something (expired claims, repaired, failed, or
 	// was asked for by an operator), which LastRun often is not: most
 	// passes find nothing to do.
 	LastRun   *recovery.RunRow `json:"last_run"`
 	LastActed *recovery.RunRow `json:"last_acted"`
 	Holds     HoldsSummary     `json:"holds"`
-	// Certificates: the answering node's certificate files, and when
+	// Certificates lists the answering node's certificate files, and when
 	// each expires (empty without any); those expiring soon are
 	// warnings.
 	Certificates []Certificate `json:"certificates"`
-	// Etcd: whether the answering node reaches etcd now (null when the
+	// Etcd says whether the answering node reaches etcd now (null when the
 	// node does not check it).
 	Etcd *EtcdState `json:"etcd"`
-	// Build: the answering node's build (null when not said).
+	// Build is the answering node's build (null when not said).
 	Build *Build `json:"build"`
 }
 
@@ -63,16 +63,16 @@ type Status struct {
 // the status, and the enginehealth_build_info metric say the same.
 type Build struct {
 	Version string `json:"version"`
-	// Commit: the VCS revision, "-dirty" appended when the tree had
+	// Commit is the VCS revision, "-dirty" appended when the tree had
 	// changes; CommitTime its time. Null when built outside a checkout.
 	Commit     string    `json:"commit" null:"zero"`
 	CommitTime time.Time `json:"commit_time" null:"zero"`
-	// BuildDate: when the binary was built (make sets it; null
+	// BuildDate is when the binary was built (make sets it; null
 	// otherwise).
 	BuildDate time.Time `json:"build_date" null:"zero"`
 	GoVersion string    `json:"go_version"`
 	Platform  string    `json:"platform"`
-	// SchemaVersion: the version of the sidecar's schema this binary
+	// SchemaVersion is the version of the sidecar's schema this binary
 	// migrates to (its newest migration).
 	SchemaVersion int `json:"schema_version"`
 }
@@ -83,14 +83,14 @@ func (b Build) MarshalJSON() ([]byte, error) { return jsonx.Marshal(b) }
 // EtcdState is whether a node reaches etcd, as its last check saw it.
 type EtcdState struct {
 	Reachable bool `json:"reachable"`
-	// Error: why the last check failed, as the daemon diagnosed it (TLS
+	// Error says why the last check failed, as the daemon diagnosed it (TLS
 	// refused either way, authentication, permissions, unreachable);
 	// null when it succeeded.
 	Error string `json:"error" null:"zero"`
-	// Since: when the node last went from reachable to not or back (the
+	// Since is when the node last went from reachable to not or back (the
 	// daemon's start before the first change).
 	Since time.Time `json:"since"`
-	// CheckedAt: when the last check ended.
+	// CheckedAt is when the last check ended.
 	CheckedAt time.Time `json:"checked_at"`
 }
 
@@ -108,9 +108,9 @@ type Certificate struct {
 	// (null when it has none).
 	CN       string    `json:"cn" null:"zero"`
 	NotAfter time.Time `json:"not_after"`
-	// ExpiresInSeconds: until NotAfter; negative once expired.
+	// ExpiresInSeconds is the time left until NotAfter; negative once expired.
 	ExpiresInSeconds float64 `json:"expires_in_seconds"`
-	// ExpiringSoon: less than 7 days left, or expired.
+	// ExpiringSoon means less than 7 days are left, or it expired.
 	ExpiringSoon bool `json:"expiring_soon"`
 }
 
@@ -165,7 +165,7 @@ func (n NodeState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
 // HoldsSummary counts the holds waiting for an operator.
 type HoldsSummary struct {
 	Open int64 `json:"open"`
-	// OldestAgeSeconds: how long the oldest has waited; null with none.
+	// OldestAgeSeconds is how long the oldest has waited; null with none.
 	OldestAgeSeconds *float64 `json:"oldest_age_seconds"`
 }
 
@@ -259,7 +259,7 @@ func (h *handler) withMaster(next func(w http.ResponseWriter, r *http.Request, l
 	}
 }
 
-// getStatus: GET /v1/status.
+// getStatus serves GET /v1/status.
 func (h *handler) getStatus(w http.ResponseWriter, r *http.Request, l *Leader, why string) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
@@ -271,7 +271,7 @@ func (h *handler) getStatus(w http.ResponseWriter, r *http.Request, l *Leader, w
 	writeJSON(w, http.StatusOK, st)
 }
 
-// getRun: GET /v1/runs/{id}.
+// getRun serves GET /v1/runs/{id}.
 func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "id")
 	if !ok {
@@ -299,7 +299,7 @@ const (
 	pageHolds   = 20
 	pageWaiting = 20
 	pageEvents  = 25
-	// pageRefresh: seconds between the page's reloads.
+	// pageRefresh is the seconds between the page's reloads.
 	pageRefresh = 5
 )
 
@@ -381,22 +381,22 @@ type pageData struct {
 	Now     time.Time
 	Refresh int
 	Status  Status
-	// Banners: some banner is shown (the title says so).
+	// Banners reports whether some banner is shown (the title says so).
 	Banners bool
-	// Error: the database could not be read; what is known is shown.
+	// Error means the database could not be read; what is known is shown.
 	Error  string
 	Nodes  []NodeState
 	Runs   []recovery.RunRow
 	Holds  []recovery.Hold
 	Events []audit.Event
 
-	// Waiting: retries waiting for their time, soonest first, at most
+	// Waiting lists retries waiting for their time, soonest first, at most
 	// WaitingMax.
 	Waiting    []recovery.WaitingRetry
 	WaitingMax int
 }
 
-// page: GET /, the status page. Server-rendered, self-contained (no
+// page serves GET /, the status page. Server-rendered, self-contained (no
 // script, no external asset: the Content-Security-Policy forbids both),
 // reloaded every few seconds; every stored text is escaped by
 // html/template.

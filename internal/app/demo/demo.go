@@ -66,7 +66,7 @@ var nodeNames = []string{"node-1", "node-2", "node-3"}
 const (
 	reservePolicy = "{strategy: retry, max_attempts: 3, backoff: {kind: fixed, base: 0s}}"
 	shipPolicy    = "{strategy: hold}"
-	// poisonID: the first order the engines claim; it crashes each of them.
+	// poisonID is the first order the engines claim; it crashes each of them.
 	poisonID = 51
 	// tokenEnv holds the demo's API token (operator commands).
 	tokenEnv = "EH_DEMO_TOKEN"
@@ -577,7 +577,7 @@ type Timeline struct {
 	Addresses map[string]string
 	Survivor  string
 	Kills     []Kill
-	// Released: the held shipments the operator sent back with holds retry.
+	// Released lists the held shipments the operator sent back with holds retry.
 	Released []string
 	// From the events table:
 	Masters       []Master
@@ -587,9 +587,9 @@ type Timeline struct {
 	ClaimsExpired map[string]int
 	// Repaired counts repairs by "trigger: from → to".
 	Repaired map[string]int
-	// Poison: the repair events of the poison order, oldest first.
+	// Poison lists the repair events of the poison order, oldest first.
 	Poison []string
-	// Grades: the failover grade changes, oldest first.
+	// Grades lists the failover grade changes, oldest first.
 	Grades  []string
 	Entries []Entry
 }

@@ -123,9 +123,9 @@ type Config struct {
 	Tasks []claims.Task
 	// TaskDuration of the simulated work of one task.
 	TaskDuration time.Duration
-	// FailureRate: the fraction of tasks that end in their failed state.
+	// FailureRate is the fraction of tasks that end in their failed state.
 	FailureRate float64
-	// Idle: how long to wait when there is nothing to claim.
+	// Idle is how long to wait when there is nothing to claim.
 	Idle time.Duration
 	// Poison instances crash the worker that claims them, every time: it
 	// leaves the claim behind, unrenewed and unfinished, as a worker that

@@ -38,9 +38,9 @@ type Source struct {
 	// Status and Grade of this node, as its last heartbeat saw them.
 	Status func() nodes.Status
 	Grade  func() string
-	// Master: whether this node acts as master, and its term.
+	// Master reports whether this node acts as master, and its term.
 	Master func() (acting bool, term int64)
-	// Passes: this node's check-pass statistics; Disrupted: whether its
+	// Passes returns this node's check-pass statistics; Disrupted, whether its
 	// last pass was in disruption mode.
 	Passes    func() health.PassStats
 	Disrupted func() bool
@@ -52,13 +52,13 @@ type Source struct {
 	EventsWritten func(ctx context.Context) (int64, error)
 	// Timeout of the scrape's database reads; default 2 s.
 	Timeout time.Duration
-	// Tasks: the configured workflow tasks, whose repair counters are
+	// Tasks lists the configured workflow tasks, whose repair counters are
 	// exported from the start (at 0).
 	Tasks []Task
-	// Certificates: when this node's certificate files expire
+	// Certificates returns when this node's certificate files expire
 	// (certexpiry.Watch.Expiries).
 	Certificates func() []certexpiry.Expiry
-	// EtcdReachable: whether this node's last check of etcd succeeded.
+	// EtcdReachable reports whether this node's last check of etcd succeeded.
 	EtcdReachable func() bool
 	// Build labels enginehealth_build_info (nil: not exported).
 	Build *BuildLabels
