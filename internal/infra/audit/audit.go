@@ -24,11 +24,11 @@ const (
 	KindNodeDeregistered = "node_deregistered"
 	KindNodeAck          = "node_ack"
 	KindNodeForgotten    = "node_forgotten"
-	// KindNodeGrade: a node's failover grade changed (or, capped by
+	// KindNodeGrade means a node's failover grade changed (or, capped by
 	// max_error_fraction, stayed WARNING for a new signature).
 	KindNodeGrade  = "node_grade"
 	KindDisruption = "disruption"
-	// KindGuardOverride: an operator's check --force ran a pass the
+	// KindGuardOverride means an operator's check --force ran a pass the
 	// disruption guard would have stopped.
 	KindGuardOverride = "guard_override"
 	// KindPaused, KindResumed: an operator paused or resumed automatic
@@ -43,7 +43,7 @@ const (
 	KindRetried        = "instance_retried"
 	KindRetryCancelled = "retry_cancelled"
 	KindHoldDecided    = "hold_decided"
-	// KindHoldCancelled: the check closed a hold whose instance is no
+	// KindHoldCancelled means the check closed a hold whose instance is no
 	// longer where it was left.
 	KindHoldCancelled = "hold_cancelled"
 	KindManualRetry   = "manual_retry"
@@ -52,7 +52,7 @@ const (
 	// the task; the engine failed it).
 	KindRetrySucceeded = "retry_succeeded"
 	KindRetryFailed    = "retry_failed"
-	// KindFailed: an instance an engine failed stays failed for good
+	// KindFailed means an instance an engine failed stays failed for good
 	// (its on_failure policy is exhausted, or its error non-retryable).
 	KindFailed = "instance_failed"
 )
@@ -82,7 +82,7 @@ type Event struct {
 	ToState   *string   `db:"to_state" json:"to_state"`
 	Attempt   *int      `db:"attempt" json:"attempt"`
 	Reason    string    `db:"reason" json:"reason"`
-	// Via: the node that took an operator's request (see By); null on
+	// Via is the node that took an operator's request (see By); null on
 	// every other event.
 	Via *string `db:"via" json:"via"`
 	// RunActor and RunTerm: the master and term of the event's run, when
@@ -150,7 +150,7 @@ type Count struct {
 	Workflow string `db:"workflow" json:"workflow"`
 	Task     string `db:"task" json:"task"`
 	Kind     string `db:"kind" json:"kind"`
-	// To: the state the instances went to, when the kind moves them
+	// To is the state the instances went to, when the kind moves them
 	// (null in JSON when it does not).
 	To    string `db:"to_state" json:"to"`
 	Count int64  `db:"count" json:"count"`
@@ -243,7 +243,7 @@ func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 	return nil
 }
 
-// args: e's columns as write's parameters, named as its db tags name them.
+// args returns e's columns as write's parameters, named as its db tags name them.
 func (e Event) args() sqltext.Args {
 	return sqltext.Args{"kind": e.Kind, "actor": e.Actor, "term": e.Term, "run_id": e.RunID, "node": e.Node,
 		"workflow": e.Workflow, "instance": e.Instance, "task": e.Task, "from_state": e.FromState,

@@ -39,13 +39,13 @@ func fragment(t *sqltext.Template, slots any) string {
 	return strings.TrimSuffix(s, "\n")
 }
 
-// statements: those whose text depends only on the schema, prepared once
+// statements holds those whose text depends only on the schema, prepared once
 // by New; each call gives the parameters by name.
 type statements struct {
 	write, runCounts, lastID sqltext.Prepared
 }
 
-// events: the slots of a statement over the events table (quoted).
+// events holds the slots of a statement over the events table (quoted).
 type events struct{ Events string }
 
 func newStatements(table string) statements {
@@ -61,7 +61,7 @@ func newStatements(table string) statements {
 type (
 	latestExpirySlots struct{ Events, Workflow, Instance string }
 	expiredSinceSlots struct{ Events, Workflow, Instance, State, Since string }
-	// listSlots: the event_log view, and the filters switched on.
+	// listSlots names the event_log view, and the filters switched on.
 	listSlots struct {
 		EventLog                                            string
 		Node, Workflow, Instance, Kind, RunID, Since, Until bool

@@ -28,7 +28,7 @@ import (
 	"time"
 )
 
-// Soon: a certificate with less time left expires soon (a warning in the
+// Soon is the time left under which a certificate expires soon (a warning in the
 // log, in the status, and an alert).
 const Soon = 7 * 24 * time.Hour
 
@@ -42,9 +42,9 @@ const (
 type Kind int
 
 const (
-	// Chain: a certificate, leaf first, with its intermediates.
+	// Chain is a certificate, leaf first, with its intermediates.
 	Chain Kind = iota
-	// Roots: CA certificates, each trusted on its own.
+	// Roots are CA certificates, each trusted on its own.
 	Roots
 )
 
@@ -59,7 +59,7 @@ type Expiry struct {
 	// Left is the time until NotAfter: negative once expired.
 	Left time.Duration
 
-	// certs: the file's certificates, as read.
+	// certs holds the file's certificates, as read.
 	certs []*x509.Certificate
 }
 
@@ -85,7 +85,7 @@ type Options struct {
 	// Period between two warnings of a file that still expires soon;
 	// default DefaultPeriod.
 	Period time.Duration
-	// Poll: how often Run looks at the files (a change is logged within
+	// Poll is how often Run looks at the files (a change is logged within
 	// it); default DefaultPoll.
 	Poll time.Duration
 }
@@ -96,7 +96,7 @@ type Watch struct {
 
 	mu    sync.Mutex
 	files []file
-	// logged: per file, what the last Check saw and when it last warned.
+	// logged holds, per file, what the last Check saw and when it last warned.
 	logged map[string]logged
 }
 

@@ -10,23 +10,23 @@ package faultinject
 type Mechanism string
 
 const (
-	// Fencing: the master's term check in every fenced transaction, its
+	// Fencing is the master's term check in every fenced transaction, its
 	// trust window, and its stepping down when its lease is lost.
 	Fencing Mechanism = "fencing"
-	// Predicate: "unclaimed" re-asserted when picking and moving
+	// Predicate is "unclaimed" re-asserted when picking and moving
 	// interrupted instances.
 	Predicate Mechanism = "predicate"
-	// Guard: the disruption guard.
+	// Guard is the disruption guard.
 	Guard Mechanism = "guard"
-	// AttemptGuard: attempts rows updated only if their count is the one
+	// AttemptGuard means attempts rows are updated only if their count is the one
 	// read.
 	AttemptGuard Mechanism = "attempts"
-	// Ack: only an operator's ack takes a node out of Unexpected shutdown.
+	// Ack means only an operator's ack takes a node out of Unexpected shutdown.
 	Ack Mechanism = "ack"
-	// Confirm: an etcd keep-alive counts (moves the trust window) only
+	// Confirm means an etcd keep-alive counts (moves the trust window) only
 	// once a linearizable read sent after its answer sees its raft term.
 	Confirm Mechanism = "confirm"
-	// Wait: a new master acts only once every earlier holder's trust
+	// Wait means a new master acts only once every earlier holder's trust
 	// window has surely closed.
 	Wait Mechanism = "wait"
 	// RaceWindow is no safety mechanism but a test aid: turned "off", a

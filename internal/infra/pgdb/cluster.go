@@ -28,7 +28,7 @@ const liveServer = `SELECT system_identifier, pg_postmaster_start_time()::text |
 	CASE WHEN pg_is_in_recovery() THEN 'in recovery' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END
 	FROM pg_control_system()`
 
-// WrongClusterError: the server that answers at the database's address
+// WrongClusterError means the server that answers at the database's address
 // belongs to another PostgreSQL cluster than the one the schema was
 // migrated on (its system_identifier differs). A streaming replica
 // promoted from the right cluster has the same identifier, so a failover
@@ -36,8 +36,8 @@ const liveServer = `SELECT system_identifier, pg_postmaster_start_time()::text |
 // name or a proxy moved to the wrong server, a database restored into a
 // new cluster).
 type WrongClusterError struct {
-	// Want: the identifier recorded at migration (or learnt at start);
-	// Got: the server's.
+	// Want is the identifier recorded at migration (or learnt at start);
+	// Got the server's.
 	Want, Got int64
 	// Schema whose cluster_identity holds Want.
 	Schema string
@@ -73,7 +73,7 @@ type Cluster struct {
 	changed  time.Time // when a new connection first found another server
 }
 
-// mismatchEvery: a mismatch that lasts is logged again this often (each
+// mismatchEvery is how often a mismatch that lasts is logged again (each
 // new connection attempt finds it).
 const mismatchEvery = 30 * time.Second
 

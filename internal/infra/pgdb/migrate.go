@@ -55,12 +55,12 @@ func Migrations() ([]Migration, error) {
 	return ms, nil
 }
 
-// NewerSchemaError: the database was migrated by a newer binary. No
+// NewerSchemaError means the database was migrated by a newer binary. No
 // retry helps (a binary never downgrades a schema): the daemon refuses to
 // start.
 type NewerSchemaError struct {
 	Schema string
-	// At: the database's schema version; Knows: the newest this binary
+	// At is the database's schema version; Knows the newest this binary
 	// has.
 	At, Knows int
 }

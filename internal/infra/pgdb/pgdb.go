@@ -52,7 +52,7 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// MaxOpenConns of the pool; default 10.
 	MaxOpenConns int
-	// ReadOnly: the pool only reads, so any server will do, a standby
+	// ReadOnly means the pool only reads, so any server will do, a standby
 	// too (target_session_attrs=any unless the DSN says otherwise).
 	ReadOnly bool
 	// Cluster, when set, checks each new connection's server against the
@@ -190,7 +190,7 @@ func Ping(ctx context.Context, db *sqlx.DB, timeout time.Duration) error {
 	return nil
 }
 
-// ErrReadOnly: the server takes no writes (a standby, or a server set
+// ErrReadOnly means the server takes no writes (a standby, or a server set
 // read-only); the sidecar treats it as the database being unavailable.
 var ErrReadOnly = errors.New("the server takes no writes (a standby not promoted yet, or read-only)")
 

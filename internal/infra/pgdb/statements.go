@@ -27,10 +27,10 @@ var (
 	recordMigration  = sqlFiles.Load("record_migration").MustPrepare(nil)
 )
 
-// statusStatements: Status's statements for one schema.
+// statusStatements holds Status's statements for one schema.
 type statusStatements struct {
 	tables, applied, recorded sqltext.Prepared
-	// nodes: the node records without schema_version (a schema migrated
+	// nodes reads the node records without schema_version (a schema migrated
 	// by a binary before it) and with it.
 	nodes, nodesWithVersion sqltext.Prepared
 }
@@ -46,7 +46,7 @@ type (
 	}
 )
 
-// statusPrepared: the statusStatements of each schema asked for,
+// statusPrepared holds the statusStatements of each schema asked for,
 // prepared once.
 var statusPrepared sync.Map // schema → statusStatements
 

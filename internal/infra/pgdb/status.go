@@ -22,16 +22,16 @@ const firstWithSchemaVersion = 15
 // database has or than this binary would apply.
 type MigrationStatus struct {
 	Schema string `json:"schema"`
-	// DatabaseVersion: the newest migration applied (0: none, or no
-	// schema); BinaryVersion: the newest this binary knows.
+	// DatabaseVersion is the newest migration applied (0: none, or no
+	// schema); BinaryVersion the newest this binary knows.
 	DatabaseVersion int `json:"database_version"`
 	BinaryVersion   int `json:"binary_version"`
-	// Pending: how many migrations this binary knows that are not
+	// Pending is how many migrations this binary knows that are not
 	// applied (migrate applies them, unless the database is newer than
 	// this binary: then it refuses).
 	Pending    int              `json:"pending"`
 	Migrations []MigrationState `json:"migrations"`
-	// Cluster: the server's system_identifier and the one recorded at
+	// Cluster holds the server's system_identifier and the one recorded at
 	// migration (null before it is recorded).
 	Cluster ClusterState `json:"cluster"`
 	Nodes   []NodeSchema `json:"nodes"`
@@ -41,8 +41,8 @@ type MigrationStatus struct {
 const (
 	MigrationApplied = "applied"
 	MigrationPending = "pending"
-	// MigrationUnknown: applied by a newer binary; this one does not know
-	// it.
+	// MigrationUnknown marks a migration applied by a newer binary; this one
+	// does not know it.
 	MigrationUnknown = "unknown"
 )
 
@@ -54,7 +54,7 @@ type MigrationState struct {
 	AppliedAt *time.Time `json:"applied_at"`
 }
 
-// ClusterState: the server's cluster and the one recorded at migration.
+// ClusterState holds the server's cluster and the one recorded at migration.
 // The identifiers are JSON strings: 64-bit numbers lose digits in most
 // JSON readers (jq, JavaScript), and they are compared with
 // pg_controldata's output and the log's.
@@ -70,11 +70,11 @@ type NodeSchema struct {
 	Status     string    `json:"status" db:"status"`
 	Version    string    `json:"version" db:"version"`
 	LastActive time.Time `json:"last_active" db:"last_active"`
-	// SchemaVersion: the newest migration its binary knows; null for a
+	// SchemaVersion is the newest migration its binary knows; null for a
 	// binary that does not record it, which knows at most KnowsUpTo.
 	SchemaVersion *int `json:"schema_version" db:"schema_version"`
 	KnowsUpTo     int  `json:"knows_up_to" db:"-"`
-	// BehindDatabase: the database has migrations its binary does not
+	// BehindDatabase means the database has migrations its binary does not
 	// know (it runs beside them; its next start is refused until it is
 	// upgraded). BehindBinary: this binary would apply migrations it does
 	// not know.

@@ -42,9 +42,9 @@ import (
 type Template struct {
 	name string
 	t    *template.Template
-	// refs: the slot names the text refers to, anywhere (every branch).
+	// refs lists the slot names the text refers to, anywhere (every branch).
 	refs []string
-	// checked: the slot struct types already checked against refs.
+	// checked holds the slot struct types already checked against refs.
 	checked sync.Map // reflect.Type → error
 }
 
@@ -99,7 +99,7 @@ func (t *Template) Name() string { return t.name }
 // rendered, for the tests (their golden files, no file left unused).
 type Files struct {
 	fsys fs.FS
-	// All: the statements prepared; Fragments: the names of the files
+	// All holds the statements prepared; Fragments, the names of the files
 	// rendered as fragments.
 	All       []Prepared
 	Fragments []string

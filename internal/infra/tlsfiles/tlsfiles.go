@@ -69,7 +69,7 @@ func (e *Error) Error() string {
 
 // ClientTLS is the client side of a TLS setting, loaded from its files.
 type ClientTLS struct {
-	// Config: TLS 1.2 at least, servers verified against the CA file
+	// Config asks for TLS 1.2 at least, servers verified against the CA file
 	// (the system's roots without one), the client certificate served
 	// from Cert.
 	Config *tls.Config
@@ -352,7 +352,7 @@ type ServerFiles struct {
 	CertFile, KeyFile string
 	// ClientCAFile verifies client certificates (optional).
 	ClientCAFile string
-	// ClientAuth: whether a client certificate is asked for and
+	// ClientAuth says whether a client certificate is asked for and
 	// required (tls.NoClientCert without ClientCAFile).
 	ClientAuth tls.ClientAuthType
 }

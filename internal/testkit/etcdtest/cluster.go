@@ -75,8 +75,8 @@ type Cluster struct {
 	Members []*Member
 	cfg     ClusterConfig
 	dir     string
-	// removed: members taken out by Remove (their processes are gone;
-	// kept for Close); named: members named so far (m1, m2, …).
+	// removed holds members taken out by Remove (their processes are gone;
+	// kept for Close); named counts members named so far (m1, m2, …).
 	removed []*Member
 	named   int
 	// server is the members' certificate (with CA).

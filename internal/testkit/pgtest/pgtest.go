@@ -60,7 +60,7 @@ type Server struct {
 	mu   sync.Mutex
 	proc *proc
 	dbs  atomic.Int64
-	// closed: Close was called (a failed-over primary a test removed):
+	// closed reports whether Close was called (a failed-over primary a test removed):
 	// its databases need no dropping.
 	closed atomic.Bool
 }

@@ -71,15 +71,15 @@ func strays(t *testing.T, paths []string, globs ...string) {
 // worth reading), or a statement prepared once, bound to values of the
 // types the code gives them.
 type Shape struct {
-	// Statement: the statement's name (its file's, sql/<statement>.sql);
-	// Name: the shape's, "" for a statement of one shape; About: what
-	// the shape is for.
+	// Statement is the statement's name (its file's, sql/<statement>.sql);
+	// Name the shape's, "" for a statement of one shape; About what the
+	// shape is for.
 	Statement, Name, About string
-	// Rendered: its SQL and parameters' values.
+	// Rendered holds its SQL and parameters' values.
 	Rendered sqltext.Statement
 	// Indexes its plan uses, by a prefix of their names (PlanShapes).
 	Indexes []string
-	// Scans: the tables it reads whole on purpose, as the plan names
+	// Scans lists the tables it reads whole on purpose, as the plan names
 	// them: a sequential scan of them is no fault (PlanShapes).
 	Scans []string
 }
@@ -216,11 +216,11 @@ func Fragment(t *testing.T, name, fragment string) sqltext.Prepared {
 	return p
 }
 
-// headerParam: a parameter numbered by hand in a file's header comment
+// headerParam matches a parameter numbered by hand in a file's header comment
 // ("  $1  node  the node").
 var headerParam = regexp.MustCompile(`(?m)^\s*\$(\d+)\s+(\w+)`)
 
-// placeholder: a parameter in SQL text.
+// placeholder matches a parameter in SQL text.
 var placeholder = regexp.MustCompile(`\$(\d+)`)
 
 // ByHand is sql/<name>.sql of fsys, a template whose parameters are

@@ -84,7 +84,7 @@ func (ca *CA) PEM() []byte { return append([]byte(nil), ca.pem...) }
 // Options of one certificate. With neither Server nor Client set, the
 // certificate is good for both.
 type Options struct {
-	// Hosts: DNS names and IP addresses the certificate is for
+	// Hosts lists DNS names and IP addresses the certificate is for
 	// (server use); default "localhost" and 127.0.0.1.
 	Hosts []string
 	// Server / Client: the extended key usages.
