@@ -17,7 +17,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// ErrConflict: an attempts row changed while a batch ran (an operator's
+// ErrConflict means an attempts row changed while a batch ran (an operator's
 // decision raced the batch); nothing of the batch was written.
 var ErrConflict = errors.New("recovery: concurrent change")
 
@@ -67,7 +67,7 @@ func stepsOf(t Task, c Cause, patterns []string) steps {
 	return st
 }
 
-// maxErrorText: the characters of an instance's error text kept in its
+// maxErrorText is the characters of an instance's error text kept in its
 // attempts row (last_error).
 const maxErrorText = 2000
 
@@ -79,12 +79,12 @@ type cursor struct {
 	// the run expired), instead of all.
 	ids []string
 	id  string
-	// at: the updated_column value (as PostgreSQL prints it) of the last
+	// at is the updated_column value (as PostgreSQL prints it) of the last
 	// failed instance picked, or the watermark the first batch starts at.
 	at string
 }
 
-// batchMode: how a repair batch runs. skipLocked: it picks with SKIP
+// batchMode says how a repair batch runs. skipLocked: it picks with SKIP
 // LOCKED (beside running engines); rowless: an interruption retried at
 // once writes only its event, no attempts row (the whole fleet counts
 // retries from their events: Config.EventRetries); debug: it returns
@@ -96,7 +96,7 @@ type batchCounts struct {
 	picked                         int
 	last                           cursor
 	retried, waiting, held, failed int64
-	// exhausted: of failed, those failed for good after max_attempts.
+	// exhausted counts, of failed, those failed for good after max_attempts.
 	exhausted int64
 }
 
@@ -150,7 +150,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	return bc, nil
 }
 
-// policyBatchSQL: the statement of a repair batch (sql/policy_batch.sql).
+// policyBatchSQL is the statement of a repair batch (sql/policy_batch.sql).
 var policyBatchSQL = load("policy_batch")
 
 // batchSlots fill policyBatchSQL: what the workflow's configuration, the
@@ -160,17 +160,17 @@ type batchSlots struct {
 	// Updated and ErrorColumn: its updated and error columns, quoted, or
 	// "" (Updated is used for failures only).
 	Table, ID, Status, Updated, ErrorColumn string
-	// Failure: the cause is a failure (a watermark on Updated), not an
+	// Failure means the cause is a failure (a watermark on Updated), not an
 	// interruption (the id order).
 	Failure bool
-	// Cursor: a batch after the first; IDs: only the instances whose
+	// Cursor means a batch after the first; IDs: only the instances whose
 	// claims the run expired; SkipLocked: a pass beside running engines;
 	// Rowless: an interruption retried at once gets no attempts row
 	// (batchMode).
 	Cursor, IDs, SkipLocked, Rowless bool
-	// Patterns: non-retryable patterns are matched against the error.
+	// Patterns means non-retryable patterns are matched against the error.
 	Patterns bool
-	// ExpiryNode: the SQL expression of the node whose claim on b
+	// ExpiryNode is the SQL expression of the node whose claim on b
 	// expired last ("" when repairs are not attributed); Interruptions:
 	// the table they are counted in for failover grades ("" when the run
 	// expired no claim).
@@ -180,7 +180,7 @@ type batchSlots struct {
 	// the retries at once of the picked instances without one
 	// (caseRetries).
 	HistoryJoin, RetriesCounted, Decidable, CaseRetries string
-	// Sample: a scheduled retry's delay (sampleDelay);
+	// Sample is a scheduled retry's delay (sampleDelay);
 	// NodesSuffix: the reason's endings; Cause: the cause, quoted.
 	Sample, NodesSuffix, Cause string
 	MaxErrorText               int
@@ -271,7 +271,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	return policyBatchSQL.Render(sl, args)
 }
 
-// historyJoinSQL: the join of an instance row's attempts row
+// historyJoinSQL is the join of an instance row's attempts row
 // (sql/history_join.sql), a fragment of the statements that read both.
 var historyJoinSQL = load("history_join")
 
@@ -298,7 +298,7 @@ func (r *Repairer) historyJoin(again, instance string, fromEvents bool) (string,
 	return strings.TrimRight(f, "\n"), err
 }
 
-// caseRetriesSQL: the retries at once of instances without an attempts
+// caseRetriesSQL counts the retries at once of instances without an attempts
 // row, from their events (sql/case_retries.sql), a fragment of
 // history_join and policy_batch.
 var caseRetriesSQL = load("case_retries")
@@ -317,12 +317,12 @@ func (r *Repairer) caseRetries(match string) (string, error) {
 func instanceOf(w Workflow) string { return "b." + claims.Ident(w.IDColumn) + "::text" }
 
 const (
-	// retriesCountedSQL: the retries an instance's attempts row a
+	// retriesCountedSQL is the retries an instance's attempts row a
 	// (historyJoin) counts for its next decision: a case after a success
 	// starts again from 0; a retry that waited and was run by someone
 	// else (again) counts as made. NULL without a row.
 	retriesCountedSQL = `CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END`
-	// decidableSQL: the instance is not parked by its attempts row a, or
+	// decidableSQL holds when the instance is not parked by its attempts row a, or
 	// ran again since it was.
 	decidableSQL = `(a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)`
 )
@@ -370,9 +370,9 @@ type attribution struct {
 
 // DueResult counts what a due-retry pass did.
 type DueResult struct {
-	// Retried: instances moved back to their task's begin state.
+	// Retried counts instances moved back to their task's begin state.
 	Retried int64 `json:"retried"`
-	// Cancelled: retries whose instance was no longer where it was left.
+	// Cancelled counts retries whose instance was no longer where it was left.
 	Cancelled int64 `json:"cancelled"`
 }
 
@@ -511,7 +511,7 @@ func (r *Repairer) cancelStale(ctx context.Context, tx *leader.Tx, run int64, wn
 	return n, nil
 }
 
-// cancelStaleSQL: the statement of cancelStale (sql/cancel_stale.sql).
+// cancelStaleSQL is the statement of cancelStale (sql/cancel_stale.sql).
 var cancelStaleSQL = load("cancel_stale")
 
 // cancelSlots fill cancelStaleSQL: the sidecar's tables, quoted, and the
@@ -541,12 +541,12 @@ type parkedMove struct {
 	w    Workflow
 	t    Task
 	left string
-	// parked: the attempts rows' state (waiting or held); to: where a
+	// parked is the attempts rows' state (waiting or held); to: where a
 	// moved instance goes; done: the rows' state once it moved.
 	parked, to, done string
-	// manual: an operator's retry, counted in manual (not attempt).
+	// manual means an operator's retry, counted in manual (not attempt).
 	manual bool
-	// ranElsewhere: an instance someone else moved back to begin, or
+	// ranElsewhere means an instance someone else moved back to begin, or
 	// that an engine claimed, runs the task again: the retry counts as
 	// made (the row goes retried, its outcome settled as any retry's), so
 	// a poison instance moved by hand still runs out of retries.
@@ -594,7 +594,7 @@ func (r *Repairer) moveParked(ctx context.Context, tx *leader.Tx, m parkedMove, 
 	return moved, cancelled, nil
 }
 
-// moveParkedSQL: the statement of moveParked (sql/move_parked.sql).
+// moveParkedSQL is the statement of moveParked (sql/move_parked.sql).
 var moveParkedSQL = load("move_parked")
 
 // moveSlots fill moveParkedSQL.
@@ -603,11 +603,11 @@ type moveSlots struct {
 	// Unclaimed and Claimed: the predicates that an instance row t has no
 	// claim, or has one ("" for a workflow without claims).
 	Table, ID, Status, Unclaimed, Claimed string
-	// Counted: a move is the policy's next retry (attempt + 1); Manual:
+	// Counted means a move is the policy's next retry (attempt + 1); Manual:
 	// an operator's retry (manual + 1); RetryOf: the reason says which
 	// retry of how many; RanElsewhere: see parkedMove.
 	Counted, Manual, RetryOf, RanElsewhere bool
-	// Guard: the attempt-number guard (off only by fault injection).
+	// Guard switches on the attempt-number guard (off only by fault injection).
 	Guard bool
 	// The sidecar's tables, quoted.
 	Attempts, Events, Runs string

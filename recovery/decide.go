@@ -11,9 +11,11 @@ import (
 type Cause string
 
 const (
-	// CauseInterrupt: found unclaimed in the task's interim state.
+	// CauseInterrupt applies to an instance found unclaimed in the task's
+	// interim state.
 	CauseInterrupt Cause = "interrupt"
-	// CauseFailure: moved to the task's failed state by an engine.
+	// CauseFailure applies to an instance moved to the task's failed state by
+	// an engine.
 	CauseFailure Cause = "failure"
 )
 
@@ -38,8 +40,8 @@ const (
 	AttemptRetried   = "retried"
 	AttemptSucceeded = "succeeded"
 	AttemptCancelled = "cancelled"
-	// AttemptFailed: failed for good short of exhaustion (strategy none
-	// after earlier retries, a non_retryable error, or an operator's
+	// AttemptFailed marks an instance failed for good short of exhaustion
+	// (strategy none after earlier retries, a non_retryable error, or an operator's
 	// holds fail).
 	AttemptFailed = "failed"
 )
@@ -49,7 +51,7 @@ type History struct {
 	// Retries made by the policy so far (the original run is attempt 0;
 	// operators' retries are not counted).
 	Retries int
-	// Known: the instance has an attempts row.
+	// Known reports whether the instance has an attempts row.
 	Known bool
 	// Nodes the instance was interrupted on, this interruption included.
 	Nodes []string
@@ -57,7 +59,7 @@ type History struct {
 
 // Action is what happens to an interrupted or failed instance.
 type Action struct {
-	// Kind: ActRetry, ActWait, ActHold or ActFail.
+	// Kind is ActRetry, ActWait, ActHold or ActFail.
 	Kind string
 	// To is the state the instance moves to now; empty: it stays where
 	// it is (waiting, held, or already failed).

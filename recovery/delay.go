@@ -46,7 +46,7 @@ func (b Backoff) Delay(k int, rnd func() float64) (time.Duration, bool) {
 	return time.Duration(d), true
 }
 
-// sampleDelaySQL: Delay's draw as an SQL expression over a decision
+// sampleDelaySQL is Delay's draw as an SQL expression over a decision
 // table's row (sql/sample_delay.sql), a fragment of policy_batch.
 var sampleDelaySQL = load("sample_delay")
 

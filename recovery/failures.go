@@ -11,7 +11,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// markLag: how far a task's failure mark trails the database clock after
+// markLag is how far a task's failure mark trails the database clock after
 // a pass. An engine's transaction stamps updated_column with its start
 // time and becomes visible when it commits: a failure committed up to
 // markLag after its timestamp is still found by the next pass.
@@ -150,7 +150,7 @@ func (r *Repairer) marks(ctx context.Context, o *leader.Office, wfs []Workflow) 
 	return marks, nil
 }
 
-// failuresExistSQL: the look for failures at or after a task's mark
+// failuresExistSQL is the look for failures at or after a task's mark
 // (sql/failures_exist.sql).
 var failuresExistSQL = load("failures_exist")
 

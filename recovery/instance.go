@@ -26,7 +26,7 @@ type InstanceView struct {
 	State *string `json:"state"`
 	// Claim on it now, if any (null when none).
 	Claim *claims.ClaimRow `json:"claim"`
-	// Attempts: one per task a policy or an operator acted on.
+	// Attempts holds one per task a policy or an operator acted on.
 	Attempts []AttemptView `json:"attempts"`
 	// Events about the instance, oldest first; Truncated: more than
 	// the limit exist (page on with events after the last id).
@@ -37,11 +37,11 @@ type InstanceView struct {
 // AttemptView is an attempts row.
 type AttemptView struct {
 	Task string `db:"task" json:"task"`
-	// AttemptCount: retries made by the policy; Manual: by operators.
+	// AttemptCount counts retries made by the policy; Manual: by operators.
 	AttemptCount int    `db:"attempt" json:"attempt_count"`
 	Manual       int    `db:"manual" json:"manual"`
 	State        string `db:"state" json:"state"`
-	// InRetry: a retry is scheduled (NextAttemptTime).
+	// InRetry means a retry is scheduled (NextAttemptTime).
 	InRetry         bool           `db:"in_retry" json:"in_retry"`
 	Cause           Cause          `db:"cause" json:"cause"`
 	LeftIn          string         `db:"left_in" json:"left_in"`
@@ -54,7 +54,7 @@ type AttemptView struct {
 	LastError       *string        `db:"last_error" json:"last_error"`
 }
 
-// DefaultInstanceEvents: the events an instance view holds by default.
+// DefaultInstanceEvents is the number of events an instance view holds by default.
 const DefaultInstanceEvents = 1000
 
 // Instance returns what the sidecar knows of instance ref: ErrScope for
@@ -161,11 +161,11 @@ func eventCases(ctx context.Context, q sqlx.QueryerContext, st statements, workf
 type Whereabouts struct {
 	// State of the instance; "" when it is gone.
 	State string
-	// Claimant: the node whose claim row is on it; "" if none.
+	// Claimant is the node whose claim row is on it; "" if none.
 	Claimant string
-	// Ended: State is an end state of the task.
+	// Ended reports whether State is an end state of the task.
 	Ended bool
-	// Left: the instance is gone, in a state outside the task, or its
+	// Left reports whether the instance is gone, in a state outside the task, or its
 	// workflow or task is no longer configured.
 	Left bool
 }

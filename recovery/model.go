@@ -45,7 +45,7 @@ func (w Workflow) ClaimTasks() []claims.Task {
 // timeout) with what recovery decides by.
 type Task struct {
 	claims.Task
-	// AtomicInternal: the task's whole effect is one transaction, so an
+	// AtomicInternal means the task's whole effect is one transaction, so an
 	// interrupted run can be reverted to Begin.
 	AtomicInternal bool
 	// OnInterrupt applies to an instance found interrupted in Interim,
@@ -82,9 +82,9 @@ const (
 	// DefaultJitter of the kinds that are not random by themselves:
 	// fixed, linear, exponential and fibonacci (DefaultJitterOf).
 	DefaultJitter = 0.2
-	// DefaultAtomicMaxAttempts: an atomic_internal task whose on_interrupt
-	// is not configured is retried at once (AtomicOnInterrupt), at most
-	// this many times; a poison instance is then failed.
+	// DefaultAtomicMaxAttempts is how many times, at most, an atomic_internal
+	// task whose on_interrupt is not configured is retried at once
+	// (AtomicOnInterrupt); a poison instance is then failed.
 	DefaultAtomicMaxAttempts = 10
 )
 
@@ -147,6 +147,6 @@ type Backoff struct {
 	Jitter float64
 	// Multiplier of exponential and randomized_exponential (default 2).
 	Multiplier float64
-	// Schedule: explicit delays, for kind schedule.
+	// Schedule lists explicit delays, for kind schedule.
 	Schedule []time.Duration
 }

@@ -22,11 +22,11 @@ import (
 // runs in fenced transactions of the master, guarded by the attempts row
 // it read, with one event per instance naming the operator.
 
-// ErrRefused: the instance's state does not allow the operator's request
+// ErrRefused means the instance's state does not allow the operator's request
 // now; the error says why.
 var ErrRefused = errors.New("refused")
 
-// ErrNoInstance: the workflow has no instance with that id.
+// ErrNoInstance means the workflow has no instance with that id.
 var ErrNoInstance = errors.New("no such instance")
 
 // Decisions on a hold.
@@ -52,7 +52,7 @@ type Hold struct {
 	State string    `db:"left_in" json:"state"`
 	Cause Cause     `db:"cause" json:"cause"`
 	Since time.Time `db:"since" json:"since"`
-	// Attempts: retries made by the policy; Manual: by operators.
+	// Attempts counts retries made by the policy; Manual: by operators.
 	Attempts  int            `db:"attempt" json:"attempts"`
 	Manual    int            `db:"manual" json:"manual"`
 	LastNode  *string        `db:"last_node" json:"last_node"`
@@ -61,7 +61,7 @@ type Hold struct {
 	Reason    string         `db:"last_reason" json:"reason"`
 }
 
-// DefaultHoldsLimit: holds listed when no limit is given.
+// DefaultHoldsLimit is the number of holds listed when no limit is given.
 const DefaultHoldsLimit = 1000
 
 // Holds lists open holds, oldest first per workflow (of workflow only,
@@ -85,11 +85,11 @@ type WaitingRetry struct {
 	// the retries made (Attempts: this one is retry Attempts+1) and on
 	// which nodes it was interrupted.
 	Hold
-	// Due: when the retry runs; DueInSeconds: how long until then on the
+	// Due is when the retry runs; DueInSeconds: how long until then on the
 	// database clock (≤ 0: the next pass runs it).
 	Due          time.Time `json:"due"`
 	DueInSeconds float64   `json:"due_in_seconds"`
-	// MaxAttempts: the retries the task's policy for Cause allows (0 when
+	// MaxAttempts is the number of retries the task's policy for Cause allows (0 when
 	// the task is no longer configured).
 	MaxAttempts int `json:"max_attempts"`
 }
@@ -176,7 +176,7 @@ func (r *Repairer) workflow(name string) (Workflow, error) {
 // HoldDecision is an operator's decision on holds: the named instances,
 // or all open holds (of Workflow, when set).
 type HoldDecision struct {
-	// Action: DecideRetry (back to begin, counted as a manual retry) or
+	// Action is DecideRetry (back to begin, counted as a manual retry) or
 	// DecideFail (to the task's failed state, for good).
 	Action    string
 	Instances []Ref
@@ -197,12 +197,12 @@ type HoldOutcome struct {
 // HoldResult is what a decision did.
 type HoldResult struct {
 	Action string `json:"action"`
-	// Decided: holds whose decision was applied.
+	// Decided counts holds whose decision was applied.
 	Decided int64 `json:"decided"`
-	// Cancelled: holds closed because the instance was no longer where it
+	// Cancelled lists holds closed because the instance was no longer where it
 	// was left (moved by someone else, gone, claimed), with the reason.
 	Cancelled []HoldOutcome `json:"cancelled"`
-	// NotHeld: named instances with no open hold (never held, already
+	// NotHeld lists named instances with no open hold (never held, already
 	// decided, or being decided by another request).
 	NotHeld []Ref `json:"not_held"`
 }
@@ -352,10 +352,10 @@ type ManualRetry struct {
 	// Task, when set, names the task (needed only when the instance's
 	// state is the failed state of several tasks).
 	Task string
-	// Soon: a scheduled retry due within Soon is not replaced (the
-	// request is refused: the check will run it).
+	// Soon is the span within which a scheduled retry due is not replaced
+	// (the request is refused: the check will run it).
 	Soon time.Duration
-	// Paused: the check runs no retry now, so none is left to it.
+	// Paused means the check runs no retry now, so none is left to it.
 	Paused bool
 	// By and Reason are recorded in the event.
 	By     audit.By
@@ -368,7 +368,7 @@ type RetryResult struct {
 	Task string `json:"task"`
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Manual: the operators' retries of the instance's task so far, this
+	// Manual counts the operators' retries of the instance's task so far, this
 	// one included; Attempts: the policy's (unchanged).
 	Manual   int `json:"manual"`
 	Attempts int `json:"attempts"`

@@ -53,7 +53,7 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 // interrupted instances: those with the same history.
 type PlannedEffect struct {
 	Instances int64 `json:"instances"`
-	// To: the state they go to now; empty (null on the wire) when they
+	// To is the state they go to now; empty (null on the wire) when they
 	// wait or are held.
 	To     string `json:"to" null:"zero"`
 	Effect string `json:"effect"`
@@ -100,7 +100,7 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 	return out, nil
 }
 
-// planTaskSQL: the statement of a dry run's plan of a task
+// planTaskSQL is the statement of a dry run's plan of a task
 // (sql/plan_task.sql).
 var planTaskSQL = load("plan_task")
 
@@ -109,7 +109,7 @@ type planSlots struct {
 	// Table, Status: the instance table and its status column, quoted;
 	// ErrorColumn: its error column, quoted, or "".
 	Table, Status, ErrorColumn string
-	// Patterns: non-retryable patterns are matched against the error.
+	// Patterns means non-retryable patterns are matched against the error.
 	Patterns bool
 	// HistoryJoin joins b's attempts row as a; RetriesCounted and
 	// Decidable read it (the repair's own: retriesCountedSQL,

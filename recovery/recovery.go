@@ -84,14 +84,14 @@ type Config struct {
 	EventRetries func(ctx context.Context) (bool, error)
 }
 
-// EventRetriesSchema: the first schema version whose releases count
+// EventRetriesSchema is the first schema version whose releases count
 // retries at once from their events (Config.EventRetries).
 const EventRetriesSchema = 17
 
 // Repairer runs repair passes.
 type Repairer struct {
 	cfg Config
-	// st: the statements over the sidecar's own tables (statements.go).
+	// st holds the statements over the sidecar's own tables (statements.go).
 	st statements
 	// runs, attempts, interruptions (nodes' failover grades): the
 	// sidecar's tables, quoted, for the statements rendered at each use.
@@ -102,19 +102,19 @@ type Repairer struct {
 	noEvents bool
 	// lockWait, when set, replaces the constant (tests).
 	lockWait time.Duration
-	// caseHorizon: how long settleEvents follows a case of retries at
+	// caseHorizon is how long settleEvents follows a case of retries at
 	// once in the events (eventCaseHorizon; tests shorten it).
 	caseHorizon time.Duration
-	// unended: runs of this process whose end could not be written (the
+	// unended holds runs of this process whose end could not be written (the
 	// database failed then), ended again before the next run begins, as
 	// long as their term holds office; a later master closes them
 	// otherwise (Unfinished).
 	mu      sync.Mutex
 	unended []unendedRun
-	// parkedAt: where each task's next look at its parked rows starts
+	// parkedAt says where each task's next look at its parked rows starts
 	// (settleParked), by workflow, task and state.
 	parkedAt map[string]parkedCursor
-	// eventsMu: repair batches hold it shared while their transaction
+	// eventsMu is held shared by repair batches while their transaction
 	// runs, the settle pass of retries at once (settleEvents) holds it
 	// whole, so that no repair's events are uncommitted below an id the
 	// pass goes past (a master's runs are its process's; an earlier
@@ -160,7 +160,7 @@ type TaskResult struct {
 	Workflow string `json:"workflow"`
 	Task     string `json:"task"`
 	From     string `json:"from"`
-	// To: where a first interruption goes (the task's begin or failed
+	// To is where a first interruption goes (the task's begin or failed
 	// state; empty, null on the wire, when it waits or is held), and
 	// Effect says it in words (e.g. "→ Created, retry 1 of 10 at once").
 	To      string `json:"to" null:"zero"`
@@ -169,7 +169,7 @@ type TaskResult struct {
 	// Plan (a dry run): what happens to the planned instances, by what
 	// their history makes of them; null when not a dry run.
 	Plan []PlannedEffect `json:"plan"`
-	// Done: instances handled, of which Retried went back to begin,
+	// Done counts instances handled, of which Retried went back to begin,
 	// Scheduled wait for a retry, Held wait for an operator and Failed
 	// went to the failed state.
 	Done      int64 `json:"done"`
@@ -177,7 +177,7 @@ type TaskResult struct {
 	Scheduled int64 `json:"scheduled"`
 	Held      int64 `json:"held"`
 	Failed    int64 `json:"failed"`
-	// Exhausted: of Failed, those failed for good after the policy's
+	// Exhausted counts, of Failed, those failed for good after the policy's
 	// last retry.
 	Exhausted int64 `json:"exhausted"`
 }
@@ -186,11 +186,11 @@ type TaskResult struct {
 type Result struct {
 	RunID         int64 `json:"run_id"`
 	ClaimsExpired int64 `json:"claims_expired"`
-	// Sweep: every interrupted instance was looked for, not only those
+	// Sweep means every interrupted instance was looked for, not only those
 	// whose claims the run expired.
 	Sweep bool         `json:"sweep"`
 	Tasks []TaskResult `json:"tasks"`
-	// SkippedLocked: a row to repair was locked and left for a later
+	// SkippedLocked means a row to repair was locked and left for a later
 	// pass (which should sweep).
 	SkippedLocked bool `json:"skipped_locked"`
 }
@@ -253,7 +253,7 @@ func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs 
 	return r.repair(ctx, o, run, wfs, true, resumed, sweep || resumed)
 }
 
-// ErrScope: the scope names an unknown or non-claimable workflow.
+// ErrScope means the scope names an unknown or non-claimable workflow.
 var ErrScope = errors.New("recovery: bad scope")
 
 // Claimable returns the claimable workflows of scope (all when empty),
@@ -369,7 +369,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 	return res, nil
 }
 
-// expireRecordSQL: the events of the claims expire deletes, claims'
+// expireRecordSQL is the statement that records the events of the claims expire deletes, claims'
 // statement's Record (sql/expire_record.sql).
 var expireRecordSQL = load("expire_record")
 
@@ -430,14 +430,14 @@ func (r *Repairer) count(ctx context.Context, w Workflow, t Task, tbl *claims.Ta
 	return n, nil
 }
 
-// countTaskSQL: the statement of count (sql/count_task.sql).
+// countTaskSQL is the statement of count (sql/count_task.sql).
 var countTaskSQL = load("count_task")
 
 // countSlots fill countTaskSQL.
 type countSlots struct {
 	// Table, ID, Status: the instance table and its columns, quoted.
 	Table, ID, Status string
-	// IDs: only the instances ids.
+	// IDs selects only the instances ids.
 	IDs bool
 	// HistoryJoin joins b's attempts row as a, which Decidable reads
 	// (the repair's own: historyJoin, decidableSQL); Unclaimed: b has no

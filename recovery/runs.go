@@ -47,7 +47,7 @@ type RunRow struct {
 	Kind    RunKind `db:"kind" json:"kind"`
 	Trigger Trigger `db:"trigger" json:"trigger"`
 	Scope   string  `db:"scope" json:"scope"`
-	// ClaimsExpired: expired claims deleted by the run.
+	// ClaimsExpired counts expired claims deleted by the run.
 	ClaimsExpired int64 `db:"claims_expired" json:"claims_expired"`
 	// Planned and Done count instances to repair and repaired.
 	Planned     int64      `db:"planned" json:"planned"`
@@ -183,15 +183,15 @@ func (r *Repairer) Interrupt(ctx context.Context, o *leader.Office, old RunRow, 
 	})
 }
 
-// ErrNoRun: no run has the id asked for.
+// ErrNoRun means no run has the id asked for.
 var ErrNoRun = errors.New("recovery: no such run")
 
 // RunDetail is one run with what it did per workflow task.
 type RunDetail struct {
 	RunRow
-	// Took: from start to finish (to now while it runs).
+	// Took is the time from start to finish (to now while it runs).
 	Took time.Duration `json:"took_ns"`
-	// Counts: its events about workflow tasks, by workflow, task, kind
+	// Counts holds its events about workflow tasks, by workflow, task, kind
 	// and the state instances went to.
 	Counts []audit.Count `json:"counts"`
 }

@@ -17,14 +17,14 @@ import (
 type SettleCounts struct {
 	Workflow string `json:"workflow"`
 	Task     string `json:"task"`
-	// Succeeded: the instance reached one of the task's end states, or
+	// Succeeded counts instances that reached one of the task's end states, or
 	// went on past the task. Failed: the engine failed it and the task
 	// has no on_failure policy to decide. Cancelled: the instance row is
 	// gone.
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
 	Cancelled int64 `json:"cancelled"`
-	// HoldsCancelled: holds whose instance is no longer where it was
+	// HoldsCancelled counts holds whose instance is no longer where it was
 	// left (it reached an end state, someone else moved it, or it is
 	// gone).
 	HoldsCancelled int64 `json:"holds_cancelled"`
@@ -94,7 +94,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 	return out, nil
 }
 
-// eventCaseHorizon: how long settleEvents follows a case of retries at
+// eventCaseHorizon is how long settleEvents follows a case of retries at
 // once in the events; one still running then is followed in an attempts
 // row (settle_batch), so that the pass's cursor goes on past it.
 const eventCaseHorizon = 15 * time.Minute
@@ -228,21 +228,21 @@ func (r *Repairer) settleEventsBatch(ctx context.Context, o *leader.Office, run 
 	return b, err
 }
 
-// settleEventsSQL: the statement of a batch of settleEvents
+// settleEventsSQL is the statement of a batch of settleEvents
 // (sql/settle_events.sql).
 var settleEventsSQL = load("settle_events")
 
 // eventsSlots fill settleEventsSQL.
 type eventsSlots struct {
 	settleSlots
-	// KindRepair: the repair event's kind, as a literal; HistoryJoin:
+	// KindRepair is the repair event's kind, as a literal; HistoryJoin:
 	// the history of the case's instance o.instance (historyJoin), for
 	// its row; OpenCase: whether the event r's case is still open
 	// (openCase).
 	KindRepair, HistoryJoin, OpenCase string
 }
 
-// openCaseSQL: whether a retry at once's case is still its event's
+// openCaseSQL tells whether a retry at once's case is still its event's
 // (sql/open_case.sql), a fragment of settle_events and retry_stats.
 var openCaseSQL = load("open_case")
 
@@ -298,7 +298,7 @@ func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64,
 	return n, last, nil
 }
 
-// settleBatchSQL: the statement of a settle batch (sql/settle_batch.sql).
+// settleBatchSQL is the statement of a settle batch (sql/settle_batch.sql).
 var settleBatchSQL = load("settle_batch")
 
 // settleSlots fill settleBatchSQL.
@@ -326,7 +326,7 @@ func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType, after string, r
 		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run})
 }
 
-// settleSlots: the slots settle_batch and settle_events share.
+// settleSlots returns the slots settle_batch and settle_events share.
 func (r *Repairer) settleSlots(w Workflow, t Task, idType string) (settleSlots, error) {
 	outcome, err := settleOutcomeSQL.Fragment(struct{ FailurePolicy bool }{t.FailurePolicy().Strategy != StrategyNone})
 	if err != nil {
@@ -438,7 +438,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 	return closed, nil
 }
 
-// settleParkedSQL: the statement that looks at, or closes, a slice of a
+// settleParkedSQL is the statement that looks at, or closes, a slice of a
 // task's parked rows (sql/settle_parked.sql).
 var settleParkedSQL = load("settle_parked")
 
@@ -447,12 +447,12 @@ type parkedSlots struct {
 	// Table, ID, Status: the instance table and its columns, quoted;
 	// IDType: the id column's type (the catalog's name).
 	Table, ID, Status, IDType string
-	// State: the rows' state, as a literal; Waiting: it is waiting (else
+	// State is the rows' state, as a literal; Waiting: it is waiting (else
 	// held); Order: the column its partial index orders the rows by
 	// after the workflow.
 	State, Order string
 	Waiting      bool
-	// Cursor: a slice after the first; Close: close the rows found (else
+	// Cursor means a slice after the first; Close: close the rows found (else
 	// look).
 	Cursor, Close bool
 	// The sidecar's tables, quoted, and the event kind, as a literal.

@@ -10,7 +10,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// files: the repairer's SQL, as templates (internal/infra/sqltext), one
+// files holds the repairer's SQL, as templates (internal/infra/sqltext), one
 // statement a file; the golden files in testdata/ show them rendered.
 // Those over the engines' tables are rendered at each use, with slots
 // for the workflow's table and columns (the package variables named
@@ -34,7 +34,7 @@ func getRendered(ctx context.Context, q sqlx.QueryerContext, dest any, t *sqltex
 	return p.Get(ctx, q, dest, args)
 }
 
-// statements: the repairer's SQL over the sidecar's own tables, rendered
+// statements is the repairer's SQL over the sidecar's own tables, rendered
 // once for its schema (New): their text depends on nothing else; each
 // call gives the parameters by name (Prepared.Get, Select, Exec).
 type statements struct {
@@ -52,7 +52,7 @@ type statements struct {
 	// Failure marks (failures.go).
 	insertMark, moveMark, readMarks, dropMarks sqltext.Prepared
 
-	// set: every statement and fragment rendered, for the tests.
+	// set holds every statement and fragment rendered, for the tests.
 	set *sqltext.Files
 }
 
@@ -69,24 +69,24 @@ func newStatements(schema string) statements {
 		marksTable    struct{ Marks string }
 		parkedList    struct {
 			Attempts string
-			// Waiting: the waiting rows (else the held).
+			// Waiting selects the waiting rows (else the held).
 			Waiting bool
 		}
 		holdsLock struct {
 			Attempts string
-			// All: every hold (else the named instances').
+			// All selects every hold (else the named instances').
 			All bool
 		}
 		parkedState struct {
 			Attempts string
-			// State: the parked state, as a literal.
+			// State is the parked state, as a literal.
 			State string
 		}
 		runsTable struct{ Runs string }
 		runRows   struct{ Runs, Columns string }
 		listSlots struct {
 			Runs, Columns string
-			// Acted: only the runs that did something or did not
+			// Acted selects only the runs that did something or did not
 			// finish well; Periodic: the periodic trigger, as a
 			// literal.
 			Acted    bool
@@ -131,13 +131,13 @@ func newStatements(schema string) statements {
 	return st
 }
 
-// catalog: the repairer's queries of PostgreSQL's catalogs (catalog.go,
+// catalog holds the repairer's queries of PostgreSQL's catalogs (catalog.go,
 // settle.go), prepared once for the process: they have no slots.
 var catalog = newCatalog()
 
 type catalogStatements struct {
 	tableExists, tableColumns, patternCompiles, updatedColumn, idType sqltext.Prepared
-	// set: every statement rendered, for the tests.
+	// set holds every statement rendered, for the tests.
 	set *sqltext.Files
 }
 

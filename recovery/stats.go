@@ -15,33 +15,33 @@ import (
 type RetryStats struct {
 	Workflow string `db:"workflow" json:"workflow"`
 	Task     string `db:"task" json:"task"`
-	// Instances: attempts rows (instances a policy or an operator acted
+	// Instances counts attempts rows (instances a policy or an operator acted
 	// on); Retried: those retried at least once.
 	Instances int64 `db:"instances" json:"instances"`
 	Retried   int64 `db:"retried" json:"retried"`
-	// Scheduled: retries made or scheduled by the policies (each
+	// Scheduled counts retries made or scheduled by the policies (each
 	// counted once); Manual: retries made by operators.
 	Scheduled int64 `db:"scheduled" json:"scheduled"`
 	Manual    int64 `db:"manual" json:"manual"`
-	// Waiting: retries scheduled and not yet due or run.
+	// Waiting counts retries scheduled and not yet due or run.
 	Waiting int64 `db:"waiting" json:"waiting"`
-	// Succeeded: instances whose last retry ran and then succeeded
+	// Succeeded counts instances whose last retry ran and then succeeded
 	// (settled by the check: the instance reached one of the task's end
 	// states or went on past the task, or it is in one of the end states
 	// now).
 	Succeeded int64 `db:"succeeded" json:"succeeded"`
-	// Exhausted: failed for good after max_attempts; Failed: failed for
+	// Exhausted counts those failed for good after max_attempts; Failed: failed for
 	// good otherwise (non_retryable, an operator's holds fail); HoldsOpen:
 	// held now.
 	Exhausted int64 `db:"exhausted" json:"exhausted"`
 	Failed    int64 `db:"failed" json:"failed"`
-	// Cancelled: instances whose retry or hold was cancelled without
+	// Cancelled counts instances whose retry or hold was cancelled without
 	// running: someone else finished the instance (it reached an end
 	// state) or moved it meanwhile, it is gone, or the policy no longer
 	// allows the retry. Not a success, and not in SuccessRate.
 	Cancelled int64 `db:"cancelled" json:"cancelled"`
 	HoldsOpen int64 `db:"held" json:"holds_open"`
-	// SuccessRate: of the instances whose retry ran and whose outcome is
+	// SuccessRate is, of the instances whose retry ran and whose outcome is
 	// known, those that succeeded: Succeeded / (Succeeded + the Exhausted
 	// and Failed after at least one retry); null before any.
 	SuccessRate *float64 `json:"success_rate"`
@@ -73,7 +73,7 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 		for _, t := range w.Tasks {
 			var row struct {
 				RetryStats
-				// Ran: the instances failed for good after at least one
+				// Ran counts the instances failed for good after at least one
 				// retry (exhausted, failed).
 				Ran int64 `db:"ran"`
 			}
@@ -105,7 +105,7 @@ func (r *Repairer) RetryStats(ctx context.Context) ([]RetryStats, error) {
 	return out, nil
 }
 
-// retryStatsSQL: the statement of RetryStats (sql/retry_stats.sql).
+// retryStatsSQL is the statement of RetryStats (sql/retry_stats.sql).
 var retryStatsSQL = load("retry_stats")
 
 // statsSlots fill retryStatsSQL: the instance table and its columns,
