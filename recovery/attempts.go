@@ -156,7 +156,7 @@ var policyBatchSQL = load("policy_batch")
 // batchSlots fill policyBatchSQL: what the workflow's configuration, the
 // task's policy, the cause and the batch decide of its text.
 type batchSlots struct {
-	// Table, ID, Status: the instance table and its columns, quoted;
+	// Table, ID and Status name the instance table and its columns, quoted;
 	// Updated and ErrorColumn: its updated and error columns, quoted, or
 	// "" (Updated is used for failures only).
 	Table, ID, Status, Updated, ErrorColumn string
@@ -599,7 +599,7 @@ var moveParkedSQL = load("move_parked")
 
 // moveSlots fill moveParkedSQL.
 type moveSlots struct {
-	// Table, ID, Status: the instance table and its columns, quoted;
+	// Table, ID and Status name the instance table and its columns, quoted;
 	// Unclaimed and Claimed: the predicates that an instance row t has no
 	// claim, or has one ("" for a workflow without claims).
 	Table, ID, Status, Unclaimed, Claimed string

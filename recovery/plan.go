@@ -106,7 +106,7 @@ var planTaskSQL = load("plan_task")
 
 // planSlots fill planTaskSQL.
 type planSlots struct {
-	// Table, Status: the instance table and its status column, quoted;
+	// Table and Status name the instance table and its status column, quoted;
 	// ErrorColumn: its error column, quoted, or "".
 	Table, Status, ErrorColumn string
 	// Patterns means non-retryable patterns are matched against the error.

@@ -435,7 +435,7 @@ var countTaskSQL = load("count_task")
 
 // countSlots fill countTaskSQL.
 type countSlots struct {
-	// Table, ID, Status: the instance table and its columns, quoted.
+	// Table, ID and Status name the instance table and its columns, quoted.
 	Table, ID, Status string
 	// IDs selects only the instances ids.
 	IDs bool

@@ -303,10 +303,10 @@ var settleBatchSQL = load("settle_batch")
 
 // settleSlots fill settleBatchSQL.
 type settleSlots struct {
-	// Table, ID, Status: the instance table and its columns, quoted;
+	// Table, ID and Status name the instance table and its columns, quoted;
 	// IDType: the id column's type (the catalog's name).
 	Table, ID, Status, IDType string
-	// Outcome, Reason: a retry's outcome and the reason said of it
+	// Outcome and Reason are a retry's outcome and the reason said of it
 	// (sql/settle_outcome.sql, settle_reason.sql), over the columns
 	// st, next and what.
 	Outcome, Reason string
@@ -345,7 +345,7 @@ func (r *Repairer) settleSlots(w Workflow, t Task, idType string) (settleSlots, 
 	}, nil
 }
 
-// settleOutcomeSQL, settleReasonSQL: the parts settle_batch and
+// settleOutcomeSQL and settleReasonSQL are the parts settle_batch and
 // settle_events share (settleSlots).
 var settleOutcomeSQL, settleReasonSQL = load("settle_outcome"), load("settle_reason")
 
@@ -444,7 +444,7 @@ var settleParkedSQL = load("settle_parked")
 
 // parkedSlots fill settleParkedSQL.
 type parkedSlots struct {
-	// Table, ID, Status: the instance table and its columns, quoted;
+	// Table, ID and Status name the instance table and its columns, quoted;
 	// IDType: the id column's type (the catalog's name).
 	Table, ID, Status, IDType string
 	// State is the rows' state, as a literal; Waiting: it is waiting (else

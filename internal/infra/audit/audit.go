@@ -31,8 +31,8 @@ const (
 	// KindGuardOverride means an operator's check --force ran a pass the
 	// disruption guard would have stopped.
 	KindGuardOverride = "guard_override"
-	// KindPaused, KindResumed: an operator paused or resumed automatic
-	// repair.
+	// KindPaused and KindResumed mean an operator paused or resumed
+	// automatic repair.
 	KindPaused       = "paused"
 	KindResumed      = "resumed"
 	KindRepair       = "instance_repaired"
@@ -47,7 +47,7 @@ const (
 	// longer where it was left.
 	KindHoldCancelled = "hold_cancelled"
 	KindManualRetry   = "manual_retry"
-	// KindRetrySucceeded, KindRetryFailed: how a retry ended, as the
+	// KindRetrySucceeded and KindRetryFailed say how a retry ended, as the
 	// check found it (the instance reached an end state or went on past
 	// the task; the engine failed it).
 	KindRetrySucceeded = "retry_succeeded"
