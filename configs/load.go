@@ -37,6 +37,8 @@ type Problem struct {
 	Msg  string
 }
 
+// String returns the problem as "path: message (line n)", leaving out the
+// path and line when they are unknown.
 func (p Problem) String() string {
 	s := p.Msg
 	if p.Path != "" {
@@ -54,6 +56,8 @@ type Error struct {
 	Problems []Problem
 }
 
+// Error names the file and lists its problems, one a line when there are
+// several.
 func (e *Error) Error() string {
 	var b strings.Builder
 	if len(e.Problems) == 1 {

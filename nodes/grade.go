@@ -73,6 +73,7 @@ type Signature struct {
 	Instance string `db:"instance" json:"instance"`
 }
 
+// String returns the signature as workflow/task/instance.
 func (s Signature) String() string { return s.Workflow + "/" + s.Task + "/" + s.Instance }
 
 // Whereabouts is what the master sees now of a WARNING's instance.

@@ -17,6 +17,7 @@ type CatalogError struct {
 	Problems []string
 }
 
+// Error lists the problems, one a line.
 func (e *CatalogError) Error() string {
 	return "the workflows do not match the database:\n  - " + strings.Join(e.Problems, "\n  - ")
 }

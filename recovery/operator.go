@@ -41,6 +41,7 @@ type Ref struct {
 	Instance string `json:"instance"`
 }
 
+// String returns the reference as workflow/instance.
 func (r Ref) String() string { return r.Workflow + "/" + r.Instance }
 
 // Hold is an instance held for an operator's decision.

@@ -43,6 +43,8 @@ type WrongClusterError struct {
 	Schema string
 }
 
+// Error says both identifiers, that nothing is written to the server, and
+// how to record the new cluster when the database was moved on purpose.
 func (e *WrongClusterError) Error() string {
 	return fmt.Sprintf("a different PostgreSQL cluster is behind the database's address: its system_identifier is %d, "+
 		"the schema %s was migrated on cluster %d (a replica promoted from that cluster keeps its identifier; this server is another cluster): "+

@@ -65,6 +65,8 @@ type NewerSchemaError struct {
 	At, Knows int
 }
 
+// Error says the database's schema version and the newest this binary
+// knows.
 func (e *NewerSchemaError) Error() string {
 	return fmt.Sprintf("migrate %s: the database is at schema version %d but this binary knows only up to %d: upgrade enginehealth",
 		e.Schema, e.At, e.Knows)

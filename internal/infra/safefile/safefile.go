@@ -16,6 +16,7 @@ import (
 // does, as its messages do).
 type Error struct{ Msg string }
 
+// Error returns Msg.
 func (e *Error) Error() string { return e.Msg }
 
 // Read returns the contents of the regular file at path, of at most limit

@@ -54,11 +54,13 @@ type Problem struct {
 	Msg string
 }
 
+// String returns the problem as "key: message".
 func (p Problem) String() string { return p.Key + ": " + p.Msg }
 
 // Error lists every problem of a TLS setting.
 type Error struct{ Problems []Problem }
 
+// Error joins the problems with "; ".
 func (e *Error) Error() string {
 	s := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
@@ -160,6 +162,7 @@ func pool(key, file string, now time.Time) (*x509.CertPool, []*x509.Certificate,
 // a certificate without one is good for any).
 type Usage int
 
+// Usages a certificate may be made for; they combine.
 const (
 	ClientAuth Usage = 1 << iota // presented by a client
 	ServerAuth                   // presented by a server

@@ -84,6 +84,7 @@ type Shape struct {
 	Scans []string
 }
 
+// String returns the statement's name and the shape's, if any.
 func (s Shape) String() string { return strings.TrimSuffix(s.Statement+" "+s.Name, " ") }
 
 // path of the shape's golden file under dir: dir/<statement>.sql for a
