@@ -1,4 +1,5 @@
-// Package archtest holds the test of the import rules between the
-// packages of enginehealth (see ARCHITECTURE.md). It has no code of its
-// own.
+// Package archtest holds the tests of the rules of enginehealth's
+// layout (see ARCHITECTURE.md): the import rules between its packages,
+// the fence rule, and no build output tracked by git. It has no code of
+// its own.
 package archtest
