@@ -373,7 +373,7 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger recovery.Tr
 	spec := recovery.RunSpec{Kind: recovery.KindCheck, Trigger: trigger, Scope: recovery.ScopeOf(wfs), ResumedFrom: resumedFrom}
 	sweep := trigger == recovery.TriggerManual || c.lastSweep.IsZero() || start.Sub(c.lastSweep) >= c.sweepAfter()
 	res.RunID, err = c.cfg.Recovery.InRun(ctx, o, spec, func(run int64) error {
-		return c.pass(ctx, o, run, wfs, resumedFrom != nil, sweep, force, &res)
+		return c.pass(ctx, o, passParams{run: run, workflows: wfs, resumed: resumedFrom != nil, sweep: sweep, force: force}, &res)
 	})
 	run := res.RunID
 	res.Took = c.now().Sub(start)
@@ -411,7 +411,28 @@ func (c *Checker) run(ctx context.Context, o *leader.Office, trigger recovery.Tr
 	return res, nil
 }
 
-func (c *Checker) pass(ctx context.Context, o *leader.Office, run int64, wfs []recovery.Workflow, resumed, sweep bool, force *Override, res *CheckResult) error {
+// passParams says what one pass of the check covers.
+type passParams struct {
+	// run is the pass's run.
+	run int64
+	// workflows are the claimable workflows it repairs.
+	workflows []recovery.Workflow
+	// resumed means the run resumes one a previous master left
+	// unfinished.
+	resumed bool
+	// sweep means every interrupted instance is looked for, not only
+	// those whose claims the pass expired.
+	sweep bool
+	// force is an operator's override of the disruption guard (nil:
+	// none).
+	force *Override
+}
+
+// pass runs one pass of the check in its run: the nodes (with the
+// disruption guard) and the pause switch, then, unless paused, the
+// repairs, the due retries and the settles, filling res.
+func (c *Checker) pass(ctx context.Context, o *leader.Office, params passParams, res *CheckResult) error {
+	run, wfs, resumed, sweep, force := params.run, params.workflows, params.resumed, params.sweep, params.force
 	m := nodes.MasterEvent{Actor: o.Candidate.Name, Term: o.Term, RunID: run}
 	// 1. Nodes, with the disruption guard; the pause switch.
 	err := c.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {

@@ -77,7 +77,8 @@ func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([
 			if work {
 				tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Failed}
 				tr.To, tr.Effect = FirstEffect(t, CauseFailure)
-				skipped, err = r.repairTask(ctx, o, run, w, t, CauseFailure, w.Claims, attribution{}, cursor{at: m.mark}, false, &tr)
+				skipped, err = r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseFailure, claims: w.Claims,
+					start: cursor{at: m.mark}}, &tr)
 				if err == nil && tr.Done > 0 {
 					err = r.addPlanned(ctx, o, run, tr.Done)
 				}

@@ -219,7 +219,7 @@ func (r *Repairer) Startup(ctx context.Context, o *leader.Office, resumedFrom *i
 	}
 	spec := RunSpec{Kind: KindRecovery, Trigger: TriggerStartup, Scope: ScopeOf(wfs), ResumedFrom: resumedFrom}
 	return r.inRun(ctx, o, spec, func(run int64) (Result, error) {
-		return r.repair(ctx, o, run, wfs, false, false, true)
+		return r.repair(ctx, o, repairParams{run: run, workflows: wfs, sweep: true})
 	})
 }
 
@@ -250,7 +250,7 @@ func (r *Repairer) Recover(ctx context.Context, o *leader.Office, trigger Trigge
 // else leaves an instance interim without a claim (a master that died
 // between expiring claims and repairing, claims deleted by hand).
 func (r *Repairer) Repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, resumed, sweep bool) (Result, error) {
-	return r.repair(ctx, o, run, wfs, true, resumed, sweep || resumed)
+	return r.repair(ctx, o, repairParams{run: run, workflows: wfs, claimable: true, resumed: resumed, sweep: sweep || resumed})
 }
 
 // ErrScope means the scope names an unknown or non-claimable workflow.
@@ -309,9 +309,27 @@ func (r *Repairer) inRun(ctx context.Context, o *leader.Office, spec RunSpec, wo
 	return res, nil
 }
 
+// repairParams says what a repair covers and how it looks for work.
+type repairParams struct {
+	// run is the run the repair belongs to.
+	run int64
+	// workflows are the workflows it repairs.
+	workflows []Workflow
+	// claimable means the workflows take claims: their expired claims
+	// go first (false: start-up recovery of the workflows without).
+	claimable bool
+	// resumed means the run resumes one a previous master left
+	// unfinished.
+	resumed bool
+	// sweep means every interrupted instance is looked for, not only
+	// those whose claims the run expired.
+	sweep bool
+}
+
 // repair handles each workflow: its expired claims first (claimable only),
 // then each task's interrupted instances.
-func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs []Workflow, claimable, resumed, sweep bool) (Result, error) {
+func (r *Repairer) repair(ctx context.Context, o *leader.Office, params repairParams) (Result, error) {
+	run, wfs, claimable, resumed, sweep := params.run, params.workflows, params.claimable, params.resumed, params.sweep
 	res := Result{Sweep: sweep}
 	// Whether retries at once go without their rows: asked once a run,
 	// when a first task has instances to repair.
@@ -357,7 +375,8 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, run int64, wfs 
 					rowless, asked = r.eventRetries(ctx), true
 				}
 				var skipped bool
-				skipped, err = r.repairTask(ctx, o, run, w, t, CauseInterrupt, tbl, attr, cursor{ids: expired}, rowless, &tr)
+				skipped, err = r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseInterrupt, claims: tbl, attr: attr,
+					start: cursor{ids: expired}, rowless: rowless}, &tr)
 				res.SkippedLocked = res.SkippedLocked || skipped
 			}
 			res.Tasks = append(res.Tasks, tr)
@@ -474,11 +493,27 @@ const lockWait = time.Millisecond
 // lockWaitOf is the repairer's lockWait (tests lengthen it).
 func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWait) }
 
+// taskParams is one task's repair in a run.
+type taskParams struct {
+	run      int64
+	workflow Workflow
+	task     Task
+	cause    Cause
+	// claims is the workflow's claims table (nil: it takes none).
+	claims *claims.Table
+	// attr says whether and to which nodes the repairs are attributed.
+	attr attribution
+	// start is where the first batch picks from.
+	start cursor
+	// rowless means an interruption retried at once writes no attempts
+	// row (eventRetries).
+	rowless bool
+}
+
 // repairTask handles the task's unclaimed instances in its interim state
-// (CauseInterrupt) or its failed state from start (CauseFailure), batch by
-// batch (policyBatch), counts them in tr and reports whether a locked row
-// was skipped. rowless: an interruption retried at once writes no
-// attempts row (eventRetries).
+// (CauseInterrupt) or its failed state from params.start (CauseFailure), batch
+// by batch (policyBatch), counts them in tr and reports whether a locked
+// row was skipped.
 //
 // Keyset batches in id order: each batch starts after the last id of the
 // one before, so it does not re-walk the index entries of rows already
@@ -493,9 +528,10 @@ func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWa
 // SKIP LOCKED (the lock the UPDATE takes; foreign-key checks' KEY SHARE
 // locks do not stop it), and so are the batches after. A row changed
 // while the batch ran is left for the next pass, as a locked one is.
-func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, start cursor, rowless bool, tr *TaskResult) (bool, error) {
+func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params taskParams, tr *TaskResult) (bool, error) {
+	run, w, t, c, tbl, attr, rowless := params.run, params.workflow, params.task, params.cause, params.claims, params.attr, params.rowless
 	skipLocked := false
-	cur := start
+	cur := params.start
 	for {
 		var bc batchCounts
 		r.eventsMu.RLock()
