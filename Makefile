@@ -98,12 +98,13 @@ fault-run:
 		echo "the fault run failed (exit $$code); the whole log: $(OUT)/test.log"; fi; \
 		if [ -n "$$report" ]; then echo "report: $$report"; cat "$$report"; fi; exit $$code
 
-# Every Go benchmark, once each; domain figures are reported with
-# b.ReportMetric. The raw output (benchstat-compatible) goes to bench.out,
-# then a summary beside the design targets, also written into the table of
-# docs/benchmarks.md.
+# Every Go benchmark, once each, one package at a time (-p 1: two
+# packages' benchmarks at once on 2 cores skew each other's ratios);
+# domain figures are reported with b.ReportMetric. The raw output
+# (benchstat-compatible) goes to bench.out, then a summary beside the
+# design targets, also written into the table of docs/benchmarks.md.
 bench:
-	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./... | tee bench.out
+	set -o pipefail; $(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -count 1 -timeout 45m ./... | tee bench.out
 	@echo
 	$(GO) run ./internal/tools/benchreport -doc docs/benchmarks.md bench.out
 
