@@ -151,8 +151,8 @@ func TestPauseAcrossFailover(t *testing.T) {
 		fields map[string]any
 	}{
 		{ds[master], map[string]any{"kind": audit.KindPaused, "actor": "operator (operator)", "via": other, "term": float64(term), "reason": "engine schema migration"}},
-		{ds[next.Node], map[string]any{"kind": audit.KindNodeStatus, "node": master, "from_state": nodes.StatusReady,
-			"to_state": nodes.StatusNotResponding, "term": float64(next.Term)}},
+		{ds[next.Node], map[string]any{"kind": audit.KindNodeStatus, "node": master, "from_state": string(nodes.StatusReady),
+			"to_state": string(nodes.StatusNotResponding), "term": float64(next.Term)}},
 		{ds[next.Node], map[string]any{"kind": audit.KindResumed, "actor": "operator (operator)", "via": next.Node, "reason": "migration done"}},
 	} {
 		if !want.d.logged("event", want.fields) {
