@@ -298,14 +298,14 @@ func (r *Repairer) historyJoin(again, instance string, fromEvents bool) (string,
 	return strings.TrimRight(f, "\n"), err
 }
 
-// caseRetriesSQL counts the retries at once of instances without an attempts
-// row, from their events (sql/case_retries.sql), a fragment of
-// history_join and policy_batch.
+// caseRetriesSQL is the fragment that reads the retries at once of
+// instances without an attempts row from their events
+// (sql/case_retries.sql), shared by history_join and policy_batch.
 var caseRetriesSQL = load("case_retries")
 
-// caseRetries selects (instance, attempt, nodes) of the retries at once
-// of the instances whose id as text the SQL condition match completes
-// (case_retries.sql).
+// caseRetries selects (instance, attempt, nodes, last_at, last_node) of
+// the retries at once of the instances whose id as text the SQL
+// condition match completes (case_retries.sql).
 func (r *Repairer) caseRetries(match string) (string, error) {
 	f, err := caseRetriesSQL.Fragment(struct{ Events, Match, KindRepair string }{
 		r.cfg.Events.Table(), match, pq.QuoteLiteral(audit.KindRepair)})
