@@ -88,8 +88,12 @@ type cursor struct {
 // LOCKED (beside running engines); rowless: an interruption retried at
 // once writes only its event, no attempts row (the whole fleet counts
 // retries from their events: Config.EventRetries); debug: it returns
-// each instance's decision for the debug log.
-type batchMode struct{ skipLocked, rowless, debug bool }
+// each instance's decision for the debug log; hist: where the retries
+// at once of instances without an attempts row are read from.
+type batchMode struct {
+	skipLocked, rowless, debug bool
+	hist                       histWindow
+}
 
 // batchCounts is what one batch did.
 type batchCounts struct {
@@ -187,8 +191,11 @@ type batchSlots struct {
 	// The sidecar's tables, quoted, and the event kinds, as literals.
 	Attempts, Events, Runs, Cursors         string
 	KindWait, KindHold, KindRetry, KindFail string
-	NoEvents, Debug, Guard, RaceWindow      bool
-	claims                                  *claims.Table
+	// KindRepair is the kind of an interruption's repair, whose events
+	// hold the retries at once without a row.
+	KindRepair                         string
+	NoEvents, Debug, Guard, RaceWindow bool
+	claims                             *claims.Table
 }
 
 // Unclaimed is the unclaimed predicate over the instance row alias
@@ -216,7 +223,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
 		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs, Cursors: r.cursors,
 		KindWait: pq.QuoteLiteral(audit.KindRetryScheduled), KindHold: pq.QuoteLiteral(audit.KindHeld),
-		KindRetry: pq.QuoteLiteral(audit.KindRepair), KindFail: pq.QuoteLiteral(audit.KindRepair),
+		KindRetry: pq.QuoteLiteral(audit.KindRepair), KindFail: pq.QuoteLiteral(audit.KindRepair), KindRepair: pq.QuoteLiteral(audit.KindRepair),
 		NoEvents: r.noEvents, Debug: m.debug,
 		Guard: !faultinject.Off(faultinject.AttemptGuard), RaceWindow: faultinject.Off(faultinject.RaceWindow),
 		claims: tbl,
@@ -226,11 +233,12 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		return sqltext.Statement{}, err
 	}
 	// The pick probes each instance's attempts row; the retries at once
-	// of those without one are read for the whole pick at once (hist).
+	// of those without one that have some (touched) are read for the
+	// whole pick at once (hist).
 	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), false); err != nil {
 		return sqltext.Statement{}, err
 	}
-	if sl.CaseRetries, err = r.caseRetries("= ANY (ARRAY(SELECT p.id::text FROM pick p WHERE p.att IS NULL))"); err != nil {
+	if sl.CaseRetries, err = r.caseRetries("= ANY (ARRAY(SELECT u.instance FROM touched u))"); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
@@ -248,7 +256,8 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
 		"reason": pq.StringArray(sp.reason), "lo": pq.Float64Array(sp.lo), "hi": pq.Float64Array(sp.hi),
-		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max}
+		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max,
+		"hist_after": m.hist.after, "hist_upto": m.hist.upto}
 	switch {
 	case c == CauseFailure:
 		args["cursor"] = cur.at

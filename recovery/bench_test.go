@@ -300,7 +300,17 @@ func batchSplit(b *testing.B, db *sqlx.DB, r *Repairer, wf Workflow, run int64, 
 	}
 	db.MustExec(`VACUUM ANALYZE app.orders`)
 	db.MustExec(`ANALYZE enginehealth.events`)
-	st, err := r.renderBatch(wf, r.cfg.Workflows[0].Tasks[0], CauseInterrupt, wf.Claims, attribution{}, cursor{}, batchMode{rowless: true}, run)
+	// The default policy's batch looks for the retries at once of its
+	// instances in those 10,000 events, as if they were written before
+	// its task's repair began (its history window); within one run of
+	// the benchmark the window is empty (the run writes the cursor).
+	var hist histWindow
+	if settleCursor {
+		if err := db.Get(&hist.upto, `SELECT max(id) FROM enginehealth.events`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st, err := r.renderBatch(wf, r.cfg.Workflows[0].Tasks[0], CauseInterrupt, wf.Claims, attribution{}, cursor{}, batchMode{rowless: true, hist: hist}, run)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -319,7 +329,7 @@ func batchSplit(b *testing.B, db *sqlx.DB, r *Repairer, wf Workflow, run int64, 
 	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
 		b.Fatalf("EXPLAIN output: %v", err)
 	}
-	parts := map[string]string{"CTE s": "decision", "CTE pick": "pick", "CTE hist": "pick", "CTE known": "decision", "CTE d": "decision", "CTE moved": "update", "CTE kept": "update",
+	parts := map[string]string{"CTE s": "decision", "CTE pick": "pick", "CTE touched": "pick", "CTE hist": "pick", "CTE known": "decision", "CTE d": "decision", "CTE moved": "update", "CTE kept": "update",
 		"CTE done": "decision", "CTE ins": "writes", "CTE upd": "writes", "CTE ev": "writes", "CTE started": "writes", "CTE counted": "writes", "CTE intr": "writes"}
 	// A CTE is computed when a scan first reads it, so a CTE's time
 	// includes those it reads first: each part is its CTEs' own time,

@@ -120,6 +120,13 @@ type Repairer struct {
 	// pass goes past (a master's runs are its process's; an earlier
 	// master's transactions ended before this term was recorded).
 	eventsMu sync.RWMutex
+	// taskLocks serialise the repairs of each task in this process
+	// (repairTask), by workflow and task name: a batch reads the retries
+	// at once written before its task's repair began (histWindow), so no
+	// other repair of the task may write one while it runs. A
+	// chan struct{} of capacity 1 each, so that waiting for one ends
+	// with the context.
+	taskLocks sync.Map
 }
 
 // New returns a repairer.
@@ -510,6 +517,44 @@ type taskParams struct {
 	rowless bool
 }
 
+// lockTask takes the task's lock (taskLocks), waiting for it as long as
+// ctx allows, and returns its release.
+func (r *Repairer) lockTask(ctx context.Context, workflow, task string) (func(), error) {
+	l, _ := r.taskLocks.LoadOrStore([2]string{workflow, task}, make(chan struct{}, 1))
+	ch := l.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// histWindow is where a task's repair batches look for the retries at
+// once of instances without an attempts row (policy_batch's touched):
+// the events after the task's settle cursor (an instance's latest such
+// retry is never before it: settleEvents goes past a case only once it
+// has its row), up to the newest event when the task's repair began. A
+// repair holds the task's lock (lockTask), so the task's retries written
+// after that are its own, of instances it picked before the batch's
+// (keyset order), which the batch does not pick again. Without a cursor
+// the window is empty: the task's first retry without a row writes it
+// (policy_batch's started).
+type histWindow struct{ after, upto int64 }
+
+// histWindowOf reads task t's history window now.
+func (r *Repairer) histWindowOf(ctx context.Context, w Workflow, t Task) (histWindow, error) {
+	cursors, err := r.settleCursors(ctx)
+	if err != nil {
+		return histWindow{}, err
+	}
+	c, ok := cursors[[2]string{w.Name, t.Name}]
+	if !ok {
+		return histWindow{}, nil
+	}
+	return histWindow{after: c.After, upto: c.Upto}, nil
+}
+
 // repairTask handles the task's unclaimed instances in its interim state
 // (CauseInterrupt) or its failed state from params.start (CauseFailure), batch
 // by batch (policyBatch), counts them in tr and reports whether a locked
@@ -530,6 +575,15 @@ type taskParams struct {
 // while the batch ran is left for the next pass, as a locked one is.
 func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params taskParams, tr *TaskResult) (bool, error) {
 	run, w, t, c, tbl, attr, rowless := params.run, params.workflow, params.task, params.cause, params.claims, params.attr, params.rowless
+	unlock, err := r.lockTask(ctx, w.Name, t.Name)
+	if err != nil {
+		return false, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+	}
+	defer unlock()
+	hist, err := r.histWindowOf(ctx, w, t)
+	if err != nil {
+		return false, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+	}
 	skipLocked := false
 	cur := params.start
 	for {
@@ -542,7 +596,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 				}
 			}
 			var err error
-			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, batchMode{skipLocked: skipLocked, rowless: rowless})
+			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist})
 			return err
 		})
 		r.eventsMu.RUnlock()

@@ -10,6 +10,7 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -313,6 +314,26 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"on n1 then n2, settled while open (its cursor between the two), then on n3, exhausted", Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+			Backoff: Backoff{Kind: BackoffFixed}}, func(t *testing.T, f policyFixture) {
+			expire(f, "n1")
+			f.check()
+			interrupt(f, "n2")
+			f.check()
+			settleAll(t, f)
+			// Rowless: the settle pass went past the first retry (a later
+			// one of its case came) and stopped before the second (its
+			// case still runs): the batch that decides must still read
+			// both, for every node of the case.
+			var between bool
+			if err := f.db.Get(&between, `SELECT coalesce((SELECT c.after_id >= min(e.id) AND c.after_id < max(e.id)
+				FROM enginehealth.settle_cursors c, enginehealth.events e WHERE e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+				GROUP BY c.after_id), true)`); err != nil || !between {
+				t.Fatalf("the settle cursor is not between the two retries (%v)", err)
+			}
+			interrupt(f, "n3")
+			f.check()
+		}},
 		{"on n1, then a retry that waits (the policy now delays)", retry3, func(t *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
@@ -367,4 +388,27 @@ func deref(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// TestTaskRepairsWaitForEachOther: a task's repairs in one process run one
+// at a time (lockTask), since each reads the task's retries at once up
+// to where it began (histWindow): a run that finds the task's repair
+// going on waits for it, as long as its context allows, and repairs
+// nothing meanwhile.
+func TestTaskRepairsWaitForEachOther(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	unlock, err := f.r.lockTask(context.Background(), "orders", "ship")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := f.r.Recover(ctx, f.o, TriggerManual, Scope{}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Done() != 0 || statusOf(t, f.db, 1) != "Shipping" {
+		t.Fatalf("with the task's repair going on: %+v, %v, status %s; want it waiting, nothing repaired", res, err, statusOf(t, f.db, 1))
+	}
+	unlock()
+	if res := f.check(); res.Done() != 1 || statusOf(t, f.db, 1) != "Paid" {
+		t.Fatalf("after it ended: %+v, status %s", res.Tasks, statusOf(t, f.db, 1))
+	}
 }

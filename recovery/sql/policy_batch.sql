@@ -20,6 +20,9 @@ lists its variant's numbering at its top):
                  the last updated_column picked (absent on a first
                  interrupted batch)
   cursor_id      failed: the last id picked at that updated_column
+  hist_after, hist_upto
+                 the window of events where the retries at once of
+                 instances without a row are looked for (histWindow)
   ids            the instances to look at (those whose claims the run
                  expired), when not all
   batch_size     instances per batch
@@ -64,14 +67,22 @@ WITH s AS MATERIALIZED (
 	{{- end}}
 	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
 	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
+), touched AS MATERIALIZED (
+	-- The picked instances without an attempts row that have retries at
+	-- once in the events: those with one in the window (hist_after,
+	-- hist_upto], after the task's settle cursor (an instance's latest
+	-- retry without a row is never before it) and up to the newest event
+	-- when this task's repair began (those after it are its own, of
+	-- instances before this batch's). One range of the events' primary
+	-- key, or a probe per instance, as the planner finds cheaper; none
+	-- at all when the window is empty.
+	SELECT DISTINCT e.instance FROM {{.Events}} AS e JOIN pick p ON e.instance = p.id::text
+	WHERE p.att IS NULL AND e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
+	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
-	-- The retries at once of the picked instances without an attempts
-	-- row (their events hold them), read for the batch at once; not
-	-- read at all while the task has no settle cursor (no retry at once
-	-- without a row was ever written for it: started, below).
-	SELECT h.* FROM (
-	{{.CaseRetries}}) AS h
-	WHERE EXISTS (SELECT 1 FROM {{.Cursors}} AS k WHERE k.workflow = {{arg "workflow"}} AND k.task = {{arg "task"}})
+	-- Their retries at once (their events hold them), every one of the
+	-- case, read for the batch at once.
+	{{.CaseRetries}}
 ), known AS MATERIALIZED (
 	-- Each picked instance with its history: its attempts row's, else
 	-- its retries at once's (state retried). Materialized, so that the

@@ -14,11 +14,13 @@
 -- $13 task
 -- $14 ids
 -- $15 batch_size
--- $16 max_attempts
--- $17 cap_ms
--- $18 jitter
--- $19 run
--- $20 expired
+-- $16 hist_after
+-- $17 hist_upto
+-- $18 max_attempts
+-- $19 cap_ms
+-- $20 jitter
+-- $21 run
+-- $22 expired
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
 	-- made, pattern matched).
@@ -46,21 +48,29 @@ WITH s AS MATERIALIZED (
 	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 		AND b."id" = ANY ($14)
 	ORDER BY b."id" LIMIT $15
+), touched AS MATERIALIZED (
+	-- The picked instances without an attempts row that have retries at
+	-- once in the events: those with one in the window (hist_after,
+	-- hist_upto], after the task's settle cursor (an instance's latest
+	-- retry without a row is never before it) and up to the newest event
+	-- when this task's repair began (those after it are its own, of
+	-- instances before this batch's). One range of the events' primary
+	-- key, or a probe per instance, as the planner finds cheaper; none
+	-- at all when the window is empty.
+	SELECT DISTINCT e.instance FROM "enginehealth".events AS e JOIN pick p ON e.instance = p.id::text
+	WHERE p.att IS NULL AND e.id > $16 AND e.id <= $17
+	  AND e.workflow = $10 AND e.task = $13 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
-	-- The retries at once of the picked instances without an attempts
-	-- row (their events hold them), read for the batch at once; not
-	-- read at all while the task has no settle cursor (no retry at once
-	-- without a row was ever written for it: started, below).
-	SELECT h.* FROM (
+	-- Their retries at once (their events hold them), every one of the
+	-- case, read for the batch at once.
 	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
 			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
 				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
 		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
 		FROM "enginehealth".events AS e
-		WHERE e.instance = ANY (ARRAY(SELECT p.id::text FROM pick p WHERE p.att IS NULL)) AND e.workflow = $10 AND e.task = $13
+		WHERE e.instance = ANY (ARRAY(SELECT u.instance FROM touched u)) AND e.workflow = $10 AND e.task = $13
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		GROUP BY e.instance) AS h
-	WHERE EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $10 AND k.task = $13)
+		GROUP BY e.instance
 ), known AS MATERIALIZED (
 	-- Each picked instance with its history: its attempts row's, else
 	-- its retries at once's (state retried). Materialized, so that the
@@ -75,7 +85,7 @@ WITH s AS MATERIALIZED (
 	SELECT y.*,
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
-		CASE WHEN y.state = 'exhausted' AND y.prev > $16 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+		CASE WHEN y.state = 'exhausted' AND y.prev > $18 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
@@ -95,8 +105,8 @@ WITH s AS MATERIALIZED (
 			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM known p JOIN (SELECT s.*, $17::float8 AS cap, $18::float8 AS jitter FROM s) AS s
-			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $16) AND s.match = p.match
+		FROM known p JOIN (SELECT s.*, $19::float8 AS cap, $20::float8 AS jitter FROM s) AS s
+			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $18) AND s.match = p.match
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a
@@ -148,7 +158,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$19, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
+		$21, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 	RETURNING id
@@ -167,9 +177,9 @@ WITH s AS MATERIALIZED (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
 	INSERT INTO "enginehealth".interruptions (run_id, node, workflow, task, instance)
-	SELECT $19, x.node, $10, $13, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($20::text[])
+	SELECT $21, x.node, $10, $13, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($22::text[])
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $19
+	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $21
 )
 SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
 	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
