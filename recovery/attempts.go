@@ -170,8 +170,11 @@ type batchSlots struct {
 	// Cursor means a batch after the first; IDs: only the instances whose
 	// claims the run expired; SkipLocked: a pass beside running engines;
 	// Rowless: an interruption retried at once gets no attempts row
-	// (batchMode).
-	Cursor, IDs, SkipLocked, Rowless bool
+	// (batchMode); Hist: the history window is not empty (the retries
+	// at once of instances without a row are read from it); Start: the
+	// task has no settle cursor yet (a batch that writes its first retry
+	// at once without a row writes it).
+	Cursor, IDs, SkipLocked, Rowless, Hist, Start bool
 	// Patterns means non-retryable patterns are matched against the error.
 	Patterns bool
 	// ExpiryNode is the SQL expression of the node whose claim on b
@@ -218,6 +221,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
+		Hist: m.hist.upto > m.hist.after, Start: m.rowless && c == CauseInterrupt && !r.noEvents && !m.hist.cursor,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
@@ -256,8 +260,10 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
 		"reason": pq.StringArray(sp.reason), "lo": pq.Float64Array(sp.lo), "hi": pq.Float64Array(sp.hi),
-		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max,
-		"hist_after": m.hist.after, "hist_upto": m.hist.upto}
+		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max}
+	if sl.Hist {
+		args["hist_after"], args["hist_upto"] = m.hist.after, m.hist.upto
+	}
 	switch {
 	case c == CauseFailure:
 		args["cursor"] = cur.at

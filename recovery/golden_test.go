@@ -49,18 +49,19 @@ func goldenWorkflows() (invoices, reports Workflow) {
 func goldenBatches() []goldenBatch {
 	invoices, reports := goldenWorkflows()
 	return []goldenBatch{
-		{name: "interrupt_first", about: "the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events",
+		{name: "interrupt_first", about: "the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events, the task's first (no settle cursor yet: it writes it)",
 			w: invoices, c: CauseInterrupt, mode: batchMode{rowless: true}},
-		{name: "interrupt_expired", about: "what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events",
-			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{ids: []string{"1", "2", "3"}}, mode: batchMode{rowless: true}},
+		{name: "interrupt_expired", about: "what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events, some of them not settled yet (the history window: read)",
+			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{ids: []string{"1", "2", "3"}},
+			mode: batchMode{rowless: true, hist: histWindow{after: 100, upto: 200, cursor: true}}},
 		{name: "interrupt_attributed", about: "a later batch of the instances whose claims the run expired, attributed to their nodes, beside running engines, with the debug log on",
 			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{id: "2", ids: []string{"1", "2", "3"}}, mode: batchMode{skipLocked: true, debug: true}},
 		{name: "failure_first", about: "the first batch of a task's failed instances, from the watermark",
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00"}},
 		{name: "failure_cursor", about: "a later batch of failed instances, after the last (updated, id) picked",
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00", id: "17"}},
-		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events",
-			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true}},
+		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read)",
+			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 200, upto: 200, cursor: true}}},
 	}
 }
 

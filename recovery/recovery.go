@@ -538,9 +538,12 @@ func (r *Repairer) lockTask(ctx context.Context, workflow, task string) (func(),
 // repair holds the task's lock (lockTask), so the task's retries written
 // after that are its own, of instances it picked before the batch's
 // (keyset order), which the batch does not pick again. Without a cursor
-// the window is empty: the task's first retry without a row writes it
-// (policy_batch's started).
-type histWindow struct{ after, upto int64 }
+// (cursor false) the window is empty: the task's first retry without a
+// row writes it (policy_batch's started).
+type histWindow struct {
+	after, upto int64
+	cursor      bool
+}
 
 // histWindowOf reads task t's history window now.
 func (r *Repairer) histWindowOf(ctx context.Context, w Workflow, t Task) (histWindow, error) {
@@ -552,7 +555,7 @@ func (r *Repairer) histWindowOf(ctx context.Context, w Workflow, t Task) (histWi
 	if !ok {
 		return histWindow{}, nil
 	}
-	return histWindow{after: c.After, upto: c.Upto}, nil
+	return histWindow{after: c.After, upto: c.Upto, cursor: true}, nil
 }
 
 // repairTask handles the task's unclaimed instances in its interim state

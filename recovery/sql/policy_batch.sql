@@ -21,8 +21,8 @@ lists its variant's numbering at its top):
                  interrupted batch)
   cursor_id      failed: the last id picked at that updated_column
   hist_after, hist_upto
-                 the window of events where the retries at once of
-                 instances without a row are looked for (histWindow)
+                 (Hist) the window of events where the retries at once
+                 of instances without a row are looked for (histWindow)
   ids            the instances to look at (those whose claims the run
                  expired), when not all
   batch_size     instances per batch
@@ -67,6 +67,7 @@ WITH s AS MATERIALIZED (
 	{{- end}}
 	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
 	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
+{{- if .Hist}}
 ), touched AS MATERIALIZED (
 	-- The picked instances without an attempts row that have retries at
 	-- once in the events: those with one in the window (hist_after,
@@ -91,10 +92,22 @@ WITH s AS MATERIALIZED (
 		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
 		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes, h.last_at, h.last_node
 	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
+{{- else}}
+), known AS (
+	-- Each picked instance with its history: its attempts row's (no
+	-- retry at once without a row to read: the window is empty).
+	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
+		NULL::timestamptz AS last_at, NULL::text AS last_node
+	FROM pick p
+{{- end}}
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
 	SELECT y.*,
+		-- The table's reason as it is, but for a scheduled retry (its
+		-- delay), an exhausted instance (the retries made, its nodes)
+		-- and one run again while parked (by whom it was not).
+		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > {{arg "max_attempts"}} THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
@@ -104,7 +117,7 @@ WITH s AS MATERIALIZED (
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
-		        ELSE '; it was run again by someone else while held' END AS full_reason,
+		        ELSE '; it was run again by someone else while held' END END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
 		-- (its event holds its attempt: hist reads it there).
@@ -176,9 +189,11 @@ WITH s AS MATERIALIZED (
 		{{arg "run"}}, x.node, {{arg "workflow"}}, x.sid, {{arg "task"}}, {{arg "from"}}, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
+	{{- if .Start}}
 	RETURNING id
 	{{- end}}
-){{if and .Rowless (not .NoEvents)}}, started AS (
+	{{- end}}
+){{if .Start}}, started AS (
 	-- The task's settle cursor (settle_events reads its retries at once
 	-- after it), just before this batch's events, when it has none yet
 	-- and the batch wrote a retry at once without a row (of two first

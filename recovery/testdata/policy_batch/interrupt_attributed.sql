@@ -15,13 +15,11 @@
 -- $14 cursor
 -- $15 ids
 -- $16 batch_size
--- $17 hist_after
--- $18 hist_upto
--- $19 max_attempts
--- $20 cap_ms
--- $21 jitter
--- $22 run
--- $23 expired
+-- $17 max_attempts
+-- $18 cap_ms
+-- $19 jitter
+-- $20 run
+-- $21 expired
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
 	-- made, pattern matched).
@@ -50,51 +48,30 @@ WITH s AS MATERIALIZED (
 		AND b."id" > $14
 		AND b."id" = ANY ($15)
 	ORDER BY b."id" LIMIT $16 FOR NO KEY UPDATE OF b SKIP LOCKED
-), touched AS MATERIALIZED (
-	-- The picked instances without an attempts row that have retries at
-	-- once in the events: those with one in the window (hist_after,
-	-- hist_upto], after the task's settle cursor (an instance's latest
-	-- retry without a row is never before it) and up to the newest event
-	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's). One range of the events' primary
-	-- key, or a probe per instance, as the planner finds cheaper; none
-	-- at all when the window is empty.
-	SELECT DISTINCT e.instance FROM "enginehealth".events AS e JOIN pick p ON e.instance = p.id::text
-	WHERE p.att IS NULL AND e.id > $17 AND e.id <= $18
-	  AND e.workflow = $10 AND e.task = $13 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-), hist AS MATERIALIZED (
-	-- Their retries at once (their events hold them), every one of the
-	-- case, read for the batch at once.
-	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
-		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
-		FROM "enginehealth".events AS e
-		WHERE e.instance = ANY (ARRAY(SELECT u.instance FROM touched u)) AND e.workflow = $10 AND e.task = $13
-		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		GROUP BY e.instance
-), known AS MATERIALIZED (
-	-- Each picked instance with its history: its attempts row's, else
-	-- its retries at once's (state retried). Materialized, so that the
-	-- decision table is joined on all three of its keys.
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
-		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
-		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes, h.last_at, h.last_node
-	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
+), known AS (
+	-- Each picked instance with its history: its attempts row's (no
+	-- retry at once without a row to read: the window is empty).
+	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
+		NULL::timestamptz AS last_at, NULL::text AS last_node
+	FROM pick p
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
 	SELECT y.*,
+		-- The table's reason as it is, but for a scheduled retry (its
+		-- delay), an exhausted instance (the retries made, its nodes)
+		-- and one run again while parked (by whom it was not).
+		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
-		CASE WHEN y.state = 'exhausted' AND y.prev > $19 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+		CASE WHEN y.state = 'exhausted' AND y.prev > $17 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
-		        ELSE '; it was run again by someone else while held' END AS full_reason,
+		        ELSE '; it was run again by someone else while held' END END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
 		-- (its event holds its attempt: hist reads it there).
@@ -107,8 +84,8 @@ WITH s AS MATERIALIZED (
 			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM known p JOIN (SELECT s.*, $20::float8 AS cap, $21::float8 AS jitter FROM s) AS s
-			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $19) AND s.match = p.match
+		FROM known p JOIN (SELECT s.*, $18::float8 AS cap, $19::float8 AS jitter FROM s) AS s
+			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $17) AND s.match = p.match
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a
@@ -160,17 +137,16 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$22, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
+		$20, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
-	RETURNING id
 ), intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
 	INSERT INTO "enginehealth".interruptions (run_id, node, workflow, task, instance)
-	SELECT $22, x.node, $10, $13, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($23::text[])
+	SELECT $20, x.node, $10, $13, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($21::text[])
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $22
+	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $20
 )
 SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
 	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),

@@ -1,4 +1,4 @@
--- policy_batch: what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events
+-- policy_batch: what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events, some of them not settled yet (the history window: read)
 -- $1 known
 -- $2 prev
 -- $3 match
@@ -83,6 +83,10 @@ WITH s AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
 	SELECT y.*,
+		-- The table's reason as it is, but for a scheduled retry (its
+		-- delay), an exhausted instance (the retries made, its nodes)
+		-- and one run again while parked (by whom it was not).
+		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > $18 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
@@ -92,7 +96,7 @@ WITH s AS MATERIALIZED (
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
-		        ELSE '; it was run again by someone else while held' END AS full_reason,
+		        ELSE '; it was run again by someone else while held' END END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
 		-- (its event holds its attempt: hist reads it there).
@@ -161,18 +165,6 @@ WITH s AS MATERIALIZED (
 		$21, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
-	RETURNING id
-), started AS (
-	-- The task's settle cursor (settle_events reads its retries at once
-	-- after it), just before this batch's events, when it has none yet
-	-- and the batch wrote a retry at once without a row (of two first
-	-- batches at once, the lower start stays).
-	INSERT INTO "enginehealth".settle_cursors AS c (workflow, task, after_id)
-	SELECT $10, $13, min(ev.id) - 1 FROM ev
-	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $10 AND k.task = $13)
-	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
-	HAVING count(*) > 0
-	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
 ), intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
