@@ -17,6 +17,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/goccy/go-yaml/ast"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/safefile"
@@ -24,8 +27,6 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/lib/pq"
 )
 
 var (

@@ -13,14 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 )
 
 var (

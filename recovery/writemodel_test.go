@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/lib/pq"
 )
 
 // rowModes: the rows model (EventRetries false: the master writes the

@@ -24,9 +24,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
-	"github.com/lib/pq"
 )
 
 func main() {

@@ -15,12 +15,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 )
 
 // connectEtcd makes the etcd client and waits until etcd answers a read

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/testkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
 // newTestSync is an etcdSync of a client of the in-process member given

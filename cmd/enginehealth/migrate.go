@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/spf13/cobra"
 )
 
 func newMigrateCmd() *cobra.Command {

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // DefaultMaxDBRequests is how many requests may read or write the database

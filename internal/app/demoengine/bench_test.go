@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/jmoiron/sqlx"
 )
 
 // benchDB returns a migrated database with the demo schema and n orders in

@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 //go:embed migrations/*.sql

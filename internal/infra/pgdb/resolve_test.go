@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // fakeDNS answers every A query with addrs, in that order, and every

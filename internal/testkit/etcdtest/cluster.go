@@ -15,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 )
 
 // BuildMember builds the etcdmember program into dir and returns its path.

@@ -17,8 +17,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/jmoiron/sqlx"
 	"net"
 	"net/url"
 	"os"
@@ -34,6 +32,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 
 	_ "github.com/lib/pq" // driver for the admin connection
 )

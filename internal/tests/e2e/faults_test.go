@@ -44,12 +44,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // faultTasks are the fault run's workflow: four tasks on demo.orders

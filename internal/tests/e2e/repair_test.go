@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/lib/pq"
 )
 
 const (
