@@ -461,7 +461,7 @@ that answers; it only reads, so a standby will do.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
 			defer cancel()
 			if err := recovery.CheckCatalog(ctx, db, cfg.RecoveryWorkflows()); err != nil {

@@ -75,7 +75,7 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 	})
 	if err != nil {
 		if cli != nil {
-			cli.Close()
+			_ = cli.Close()
 		}
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // a probe's connection: nothing to act on
 	host, _, _ := net.SplitHostPort(hostport)
 	if tc == nil {
 		if strings.HasPrefix(endpoint, "https://") {

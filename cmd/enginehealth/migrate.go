@@ -63,7 +63,7 @@ environment of the shell it runs in.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
 			defer cancel()
 			if status {

@@ -125,7 +125,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusBadGateway, "forward to the master "+l.Name+" at "+l.APIAddress+": "+err.Error())
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // closing a response body: nothing to act on
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Enginehealth-Master", l.Name)
 	w.Header().Set(NodeHeader, l.Name)

@@ -125,13 +125,13 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, dir: dir, access: clientv3.Config{DialTimeout: time.Second, Logger: zap.NewNop()}}
 	if cfg.CA != nil {
 		if err := c.issue(); err != nil {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 	ports, err := freePorts(2 * cfg.Members)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	var initial []string
@@ -210,7 +210,7 @@ func (c *Cluster) enableAuth(ctx context.Context, a *Auth) error {
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }() // closing a client after use: nothing to act on
 	steps := []func() error{
 		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
 		func() error { _, err := cli.UserAdd(ctx, "root", a.RootPassword); return err },
@@ -267,7 +267,7 @@ func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	var ports []int
@@ -345,7 +345,7 @@ func (m *Member) status(ctx context.Context) (*clientv3.StatusResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }() // closing a client after use: nothing to act on
 	return cli.Status(ctx, m.Endpoint())
 }
 
@@ -391,7 +391,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				defer cli.Close()
+				defer func() { _ = cli.Close() }() // closing a client after use: nothing to act on
 				rctx, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
 				_, err = cli.Get(rctx, "health")
@@ -518,5 +518,5 @@ func (c *Cluster) Close() {
 		_ = cmd.Process.Kill() // after quorum loss a clean stop can hang
 		<-done
 	}
-	os.RemoveAll(c.dir)
+	_ = os.RemoveAll(c.dir)
 }

@@ -79,7 +79,7 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 			return nil
 		})
 	}()
-	t.Cleanup(func() { cancel(); <-done; cli.Close() })
+	t.Cleanup(func() { cancel(); <-done; _ = cli.Close() })
 	select {
 	case o := <-offices:
 		if wait := time.Until(o.ActingFrom()); wait > 0 {

@@ -108,12 +108,12 @@ func start(t *TLS) (*Server, error) {
 		return nil, err
 	}
 	if err := s.initdb(); err != nil {
-		os.RemoveAll(s.baseDir)
+		_ = os.RemoveAll(s.baseDir)
 		return nil, err
 	}
 	if s.tls != nil {
 		if err := s.setupTLS(); err != nil {
-			os.RemoveAll(s.baseDir)
+			_ = os.RemoveAll(s.baseDir)
 			return nil, err
 		}
 	}
@@ -150,7 +150,7 @@ func (s *Server) startOnFreePort() error {
 			}
 		}
 	}
-	os.RemoveAll(s.baseDir)
+	_ = os.RemoveAll(s.baseDir)
 	return err
 }
 
@@ -166,7 +166,7 @@ func External(rawURL string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
@@ -324,7 +324,7 @@ func (s *Server) MigratedDB(t testing.TB) *sqlx.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func (s *Server) exec(stmt string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err = db.ExecContext(ctx, stmt)
@@ -364,7 +364,7 @@ func (s *Server) Resume() error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(filepath.Join(s.binDir, "postgres"),
 		"-D", filepath.Join(s.baseDir, "data"),
 		"-p", strconv.Itoa(s.Port),
@@ -420,7 +420,7 @@ func (s *Server) ping() error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return db.PingContext(ctx)
@@ -489,7 +489,7 @@ func (s *Server) Close() {
 	}
 	s.closed.Store(true)
 	s.Stop()
-	os.RemoveAll(s.baseDir)
+	_ = os.RemoveAll(s.baseDir)
 }
 
 // StartStandby makes a streaming replica of s and starts it: a copy of
@@ -518,7 +518,7 @@ func (s *Server) StartStandby(from string) (*Server, error) {
 	cmd.Env = append(os.Environ(), "HOME="+r.baseDir) // as in Resume
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred, Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(r.baseDir)
+		_ = os.RemoveAll(r.baseDir)
 		return nil, fmt.Errorf("pgtest: pg_basebackup from %s: %v: %s", from, err, out)
 	}
 	if err := r.startOnFreePort(); err != nil {
@@ -538,7 +538,7 @@ func (s *Server) Promote() error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var done bool
@@ -557,7 +557,7 @@ func (s *Server) InRecovery() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var in bool
@@ -574,7 +574,7 @@ func (s *Server) WaitReplayed(ctx context.Context, primary *Server) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }() // closing a pool after use: nothing to act on
 	var lsn string
 	if err := p.QueryRowContext(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
 		return fmt.Errorf("pgtest: primary's WAL position: %w", err)
@@ -583,7 +583,7 @@ func (s *Server) WaitReplayed(ctx context.Context, primary *Server) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // closing a pool after use: nothing to act on
 	for {
 		var caught bool
 		err := r.QueryRowContext(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&caught)
@@ -671,6 +671,6 @@ func FreePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
