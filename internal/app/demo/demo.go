@@ -70,7 +70,7 @@ const (
 	// poisonID is the first order the engines claim; it crashes each of them.
 	poisonID = 51
 	// tokenEnv holds the demo's API token (operator commands).
-	tokenEnv = "EH_DEMO_TOKEN"
+	tokenEnv = "EH_DEMO_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
 )
 
 // proc is a child process.

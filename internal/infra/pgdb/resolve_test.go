@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -57,7 +58,10 @@ func serveDNS(c net.Conn, addrs []netip.Addr) {
 		if err != nil {
 			return
 		}
-		if err := binary.Write(c, binary.BigEndian, uint16(len(out))); err != nil {
+		if len(out) > math.MaxUint16 {
+			return // no TCP frame holds it
+		}
+		if err := binary.Write(c, binary.BigEndian, uint16(len(out))); err != nil { //nolint:gosec // G115: bounded just above
 			return
 		}
 		if _, err := c.Write(out); err != nil {

@@ -626,9 +626,15 @@ func (s *Server) pickUser() error {
 		if err != nil {
 			continue
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		s.uid, s.gid = uid, gid
+		uid, err := strconv.ParseUint(u.Uid, 10, 32)
+		if err != nil {
+			return fmt.Errorf("pgtest: user %s: uid %q: %w", name, u.Uid, err)
+		}
+		gid, err := strconv.ParseUint(u.Gid, 10, 32)
+		if err != nil {
+			return fmt.Errorf("pgtest: user %s: gid %q: %w", name, u.Gid, err)
+		}
+		s.uid, s.gid = int(uid), int(gid)
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 		return nil
 	}

@@ -733,6 +733,9 @@ var faultKinds = []faultKind{
 
 // beginFault gives fault i its own generators, from the seed.
 func (r *faultRun) beginFault(i int) {
+	if i < 0 {
+		panic("beginFault: a negative fault number")
+	}
 	r.rnd = rand.New(rand.NewPCG(r.seed, uint64(2*i+1)))
 	r.holds = rand.New(rand.NewPCG(r.seed, uint64(2*i+2)))
 }
