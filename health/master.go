@@ -363,8 +363,8 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 	for _, old := range runs {
 		id := old.ID
 		var note string
-		switch {
-		case old.Trigger == recovery.TriggerStartup:
+		switch old.Trigger {
+		case recovery.TriggerStartup:
 			// This master decides again whether start-up recovery may run.
 			note = "superseded by the start-up recovery decision of term " + fmt.Sprint(o.Term)
 		default:
