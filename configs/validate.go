@@ -358,11 +358,11 @@ func (c *Config) validate(v *validator) {
 				tables[key] = i
 			}
 		}
-		w.validate(v, p, c.Health)
+		w.validate(v, p)
 	}
 }
 
-func (w *Workflow) validate(v *validator, p string, h Health) {
+func (w *Workflow) validate(v *validator, p string) {
 	checkTable(v, p+".table", w.Table)
 	checkColumn(v, p+".id_column", w.IDColumn, true)
 	checkColumn(v, p+".status_column", w.StatusColumn, true)

@@ -278,10 +278,10 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		clear := func(tx *pgdb.Tx) (bool, error) {
+		clearFlag := func(tx *pgdb.Tx) (bool, error) {
 			return m.cfg.Nodes.ClearMaster(sctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 		}
-		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clear); err != nil {
+		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clearFlag); err != nil {
 			log.DebugContext(ctx, "clear master flag", slog.Any("err", err))
 		}
 	}()

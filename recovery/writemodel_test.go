@@ -270,7 +270,7 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 		p    Policy
 		run  func(t *testing.T, f policyFixture)
 	}{
-		{"on n1 then n2, then failed by the engine and held by on_failure", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1 then n2, then failed by the engine and held by on_failure", retry3, func(_ *testing.T, f policyFixture) {
 			f.db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now(); CREATE INDEX ON app.orders (status, updated_at)`)
 			f.r.cfg.Workflows[0].UpdatedColumn = "updated_at"
 			f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{Strategy: StrategyHold}
@@ -284,20 +284,20 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 			f.check()
 		}},
 		{"on n1, then unattributed (a sweep), exhausted", Policy{Strategy: StrategyRetry, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffFixed}},
-			func(t *testing.T, f policyFixture) {
+			func(_ *testing.T, f policyFixture) {
 				expire(f, "n1")
 				f.check()
 				interrupt(f, "")
 				f.check()
 			}},
-		{"on n1, then on n2 under a policy now hold", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1, then on n2 under a policy now hold", retry3, func(_ *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
 			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyHold}
 			interrupt(f, "n2")
 			f.check()
 		}},
-		{"on n1, then unattributed under a policy now none", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1, then unattributed under a policy now none", retry3, func(_ *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
 			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone}
@@ -314,7 +314,7 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"on n1, then a retry that waits (the policy now delays)", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1, then a retry that waits (the policy now delays)", retry3, func(_ *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
 			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 3,

@@ -57,7 +57,7 @@ func TestEtcdSync(t *testing.T) {
 
 	const gone = "127.0.0.1:1"
 	s, cli, buf = newTestSync(t, false, etcd.Endpoint, gone)
-	s.probe = func(eps []string) error { return errors.New("refused") }
+	s.probe = func([]string) error { return errors.New("refused") }
 	if changedTwice(s) || !slices.Equal(cli.Endpoints(), []string{etcd.Endpoint, gone}) {
 		t.Fatalf("members that do not answer: endpoints %v", cli.Endpoints())
 	}

@@ -357,7 +357,7 @@ func TestExitCodes(t *testing.T) {
 	mux.HandleFunc("POST /v1/holds/fail", problem(http.StatusTooManyRequests, "too many failed authentications from this address: try again in 42s"))
 	mux.HandleFunc("GET /v1/nodes", problem(http.StatusServiceUnavailable, "database unavailable"))
 	mux.HandleFunc("GET /v1/runs", problem(http.StatusBadRequest, "query parameter limit: want 1..10000"))
-	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(health.CheckResult{RunID: 5, Disruption: true, DisruptionReason: "3 of 4 nodes look unresponsive"})
 	})

@@ -502,7 +502,7 @@ func TestClientShowsRequestID(t *testing.T) {
 		t.Fatalf("error text %q", msg)
 	}
 	// A daemon's text with control characters is escaped when shown.
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 		_, _ = io.WriteString(w, `{"error":"\u001b]0;owned\u0007","request_id":"x\ny"}`)
 	}))

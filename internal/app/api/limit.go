@@ -203,8 +203,8 @@ type failedAddr struct {
 	until int64
 }
 
-func newAuthFailures(max int, now func() time.Time) *authFailures {
-	return &authFailures{now: now, max: max, addrs: map[string]*list.Element{}, lru: list.New()}
+func newAuthFailures(maxAddrs int, now func() time.Time) *authFailures {
+	return &authFailures{now: now, max: maxAddrs, addrs: map[string]*list.Element{}, lru: list.New()}
 }
 
 // locked returns how long addr stays locked out, when it is.

@@ -24,7 +24,7 @@ import (
 // other query with nothing: a resolver for names this machine's
 // /etc/hosts does not hold (and may not be edited).
 func fakeDNS(addrs ...netip.Addr) *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
 		client, server := net.Pipe() // not a PacketConn: queries are framed as over TCP
 		go serveDNS(server, addrs)
 		return client, nil

@@ -402,11 +402,11 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			}
 		}
 		if last == nil {
-			if _, err := c.Leader(ctx); err == nil {
+			_, err := c.Leader(ctx)
+			if err == nil {
 				return nil
-			} else {
-				last = err
 			}
+			last = err
 		}
 		select {
 		case <-ctx.Done():

@@ -340,7 +340,7 @@ func TestFaults(t *testing.T) {
 	stopSampling()
 	r.readOnlyNotAnError()
 	checks := r.check()
-	r.report(n, injecting, checks)
+	r.report(injecting, checks)
 }
 
 // Starvation modes of a fault run (EH_FAULT_STARVE; the short run in
@@ -1549,13 +1549,13 @@ func (r *faultRun) finalPass() {
 // report prints what was injected, checked and violated, and the times
 // to recover per fault kind, ending with the two plain lines; it fails
 // the test on any violation.
-func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
+func (r *faultRun) report(took time.Duration, checks []checkResult) {
 	var b strings.Builder
 	security := "plain"
 	if r.opts.tls {
 		security = "TLS everywhere (etcd with client certificates and auth, PostgreSQL verify-full, API client_auth require)"
 	}
-	injected := 0 // n is a bound in a soak (EH_FAULT_DURATION)
+	injected := 0 // what was injected: the planned count is a bound in a soak (EH_FAULT_DURATION)
 	for _, k := range r.injected {
 		injected += k
 	}
