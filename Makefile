@@ -25,7 +25,8 @@ package:
 	rm -rf dist
 	$(GO) run ./internal/tools/pkgbuild -version '$(PKG_VERSION)' -commit '$(COMMIT)' -build-date '$(BUILD_DATE)' -out dist
 
-# The whole suite: unit tests, real PostgreSQL and etcd, real processes;
+# The whole suite, after make lint (zero findings, or it stops there):
+# unit tests, real PostgreSQL and etcd, real processes;
 # short fuzzing runs of the configuration loader, the HTTP handler's
 # decoders and the claims API (their seed corpora run with the suite); the
 # kill failover benchmark three times over (a killed master returns
@@ -34,8 +35,7 @@ package:
 # run). The suite runs the fault suite's 40 faults on a plain cluster; a
 # second, shorter run (20 faults, seed 2: 20 of the 27 kinds, kill-master
 # among them; about 90 s) injects them into the TLS-everywhere cluster.
-test:
-	$(GO) vet ./...
+test: lint
 	rm -rf test-output && mkdir -p test-output/faults-tls
 	$(GO) test -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output ./...
 	@find test-output -name status-page.png -printf "status page screenshot: %p\n"
