@@ -129,7 +129,7 @@ func (t Table) claim(ctx context.Context, db *sql.DB, id *string, node string, t
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim: begin: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit; an early return reports its own error
 	var row *sql.Row
 	if id != nil {
 		row = tx.QueryRowContext(ctx, st.lockInstance.sql, *id, task.Begin)
@@ -197,7 +197,7 @@ func (t Table) end(ctx context.Context, db *sql.DB, c Claim, to, op string) erro
 	if err != nil {
 		return fmt.Errorf("%s %s: begin: %w", op, c.Instance, err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit; an early return reports its own error
 	res, err := tx.ExecContext(ctx, st.deleteClaim.sql, c.Instance, c.Token)
 	if err != nil {
 		return fmt.Errorf("%s %s: delete claim: %w", op, c.Instance, err)

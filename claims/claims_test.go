@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	_ "github.com/lib/pq"
 )
 
 var pg *pgtest.Server

@@ -17,7 +17,7 @@ import (
 // expires, the enginehealth master repairs the invoice.
 func Example() {
 	db, done := exampleDB() // the tables of docs/claim-protocol.md; invoice 1 is Created
-	defer done()
+	defer done()            // (panics below, not log.Fatal: they run it, which drops the database)
 	ctx := context.Background()
 
 	invoices := Table{
@@ -32,21 +32,21 @@ func Example() {
 		return // nothing waits: poll again later
 	}
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	fmt.Printf("node-a claimed invoice %s for %s\n", c.Instance, c.Task.Name)
 
 	// … the work; a long one renews its claim every third of the timeout:
 	if err := invoices.Renew(ctx, db, &c); err != nil {
-		log.Fatal(err) // the claim expired: the master may have repaired the invoice, stop
+		panic(err) // the claim expired: the master may have repaired the invoice, stop
 	}
 
 	if err := invoices.Finish(ctx, db, c, "Sent"); err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	var status string
 	if err := db.QueryRowContext(ctx, `SELECT status FROM app.invoice WHERE id = $1`, c.Instance).Scan(&status); err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 	fmt.Printf("invoice %s is %s\n", c.Instance, status)
 	// Output:

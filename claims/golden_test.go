@@ -8,9 +8,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
-	"github.com/jmoiron/sqlx"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")

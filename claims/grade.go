@@ -58,7 +58,7 @@ func Grades(ctx context.Context, db Lister, schema string) (map[string]string, e
 	if err != nil {
 		return nil, fmt.Errorf("read failover grades: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err, checked below, reports what went wrong
 	out := map[string]string{}
 	for rows.Next() {
 		var n, g string

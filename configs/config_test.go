@@ -501,7 +501,9 @@ api:
 	if _, err := LoadDatabase(path); err == nil || !strings.Contains(err.Error(), "health.not_responding_after") {
 		t.Fatalf("LoadDatabase of a file with a bad key: %v, want it named", err)
 	}
-	os.Unsetenv("EH_TEST_LOADDB_DSN")
+	if err := os.Unsetenv("EH_TEST_LOADDB_DSN"); err != nil { // t.Setenv above restores it
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

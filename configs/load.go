@@ -570,7 +570,7 @@ func (v *validator) secret(section, name, file, env string, required bool, dir s
 // credential: "credential:NAME" is the file NAME in the directory
 // $CREDENTIALS_DIRECTORY, where systemd puts what LoadCredential= and
 // LoadCredentialEncrypted= load for the service.
-const CredentialPrefix = "credential:"
+const CredentialPrefix = "credential:" //nolint:gosec // G101: a prefix naming where a secret is, not a secret
 
 // filePath resolves the value of a *_file key: "credential:NAME" in
 // $CREDENTIALS_DIRECTORY, a relative path from dir (the configuration

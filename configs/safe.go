@@ -12,10 +12,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/enginehealth/enginehealth/internal/infra/safefile"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/enginehealth/enginehealth/internal/infra/safefile"
 )
 
 // The loader runs as root under systemd: every input is bounded before it

@@ -8,9 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/enginehealth/enginehealth/nodes"
 )
 
 // Roles of the API's operators: read may use every read (GET /v1/* and

@@ -17,6 +17,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/goccy/go-yaml/ast"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/safefile"
@@ -24,8 +27,6 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/lib/pq"
 )
 
 var (
@@ -357,11 +358,11 @@ func (c *Config) validate(v *validator) {
 				tables[key] = i
 			}
 		}
-		w.validate(v, p, c.Health)
+		w.validate(v, p)
 	}
 }
 
-func (w *Workflow) validate(v *validator, p string, h Health) {
+func (w *Workflow) validate(v *validator, p string) {
 	checkTable(v, p+".table", w.Table)
 	checkColumn(v, p+".id_column", w.IDColumn, true)
 	checkColumn(v, p+".status_column", w.StatusColumn, true)

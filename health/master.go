@@ -28,12 +28,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/robfig/cron/v3"
 )
 
 // MasterConfig wires the master's duties.
@@ -277,10 +278,10 @@ func (m *Master) Lead(ctx context.Context, o *leader.Office) error {
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		clear := func(tx *pgdb.Tx) (bool, error) {
+		clearFlag := func(tx *pgdb.Tx) (bool, error) {
 			return m.cfg.Nodes.ClearMaster(sctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 		}
-		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clear); err != nil {
+		if err := m.cfg.Fence.StepDown(sctx, o, "left office: "+causeOf(ctx), clearFlag); err != nil {
 			log.DebugContext(ctx, "clear master flag", slog.Any("err", err))
 		}
 	}()
@@ -362,8 +363,8 @@ func (m *Master) resume(ctx context.Context, o *leader.Office, log *slog.Logger)
 	for _, old := range runs {
 		id := old.ID
 		var note string
-		switch {
-		case old.Trigger == recovery.TriggerStartup:
+		switch old.Trigger {
+		case recovery.TriggerStartup:
 			// This master decides again whether start-up recovery may run.
 			note = "superseded by the start-up recovery decision of term " + fmt.Sprint(o.Term)
 		default:

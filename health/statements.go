@@ -3,8 +3,9 @@ package health
 import (
 	"embed"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // The pause switch's SQL is in sql/, one statement a file, rendered in

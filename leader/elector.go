@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/backoff"
-	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/enginehealth/enginehealth/internal/infra/backoff"
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 )
 
 // Causes of a lost office (context.Cause of the leader context).

@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/jmoiron/sqlx"
 )
 
 // ErrDeposed means a newer master's term is recorded: this office may not write.
@@ -188,14 +189,14 @@ func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (previous
 // transactions (ending an earlier master's stalled one); none by default.
 func (f *Fence) SetLogger(log *slog.Logger) { f.log = log.With("component", "fence") }
 
-// StepDown runs clear (the caller's undoing of what TakeOffice's also
+// StepDown runs undo (the caller's undoing of what TakeOffice's also
 // did; it reports whether anything changed) and, if it changed anything,
 // writes an event, in one transaction. It is best effort: a newer
 // master's TakeOffice undoes it anyway.
-func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, clear func(tx *pgdb.Tx) (bool, error)) error {
+func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, undo func(tx *pgdb.Tx) (bool, error)) error {
 	c := o.Candidate
 	return pgdb.InTx(ctx, f.db, func(tx *pgdb.Tx) error {
-		changed, err := clear(tx)
+		changed, err := undo(tx)
 		if err != nil || !changed {
 			return err
 		}

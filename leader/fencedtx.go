@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // Tx is a fenced transaction: it holds the leader_term row FOR SHARE after

@@ -13,14 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 )
 
 var (
@@ -340,7 +341,7 @@ func TestGateWithdrawsTrust(t *testing.T) {
 	}
 	sick := errors.New("own heartbeat failing")
 	a.gate.Store(&sick)
-	err := b.fence.InTx(context.Background(), o, func(tx *Tx) error { return nil })
+	err := b.fence.InTx(context.Background(), o, func(*Tx) error { return nil })
 	if !errors.Is(err, ErrNotTrusted) {
 		t.Fatalf("write with a failing gate: %v, want ErrNotTrusted", err)
 	}
@@ -491,7 +492,7 @@ func TestLostTermIsTakenAgain(t *testing.T) {
 	if _, err := b.db.Exec(`UPDATE enginehealth.leader_term SET term = $1 - 1, node = 'old'`, o.Term); err != nil {
 		t.Fatal(err)
 	}
-	err := b.fence.InTx(ctx, o, func(tx *Tx) error { return nil })
+	err := b.fence.InTx(ctx, o, func(*Tx) error { return nil })
 	if !errors.Is(err, ErrDeposed) || !strings.Contains(err.Error(), "the database lost our term") {
 		t.Fatalf("fenced write after the term was lost: %v; want ErrDeposed saying the term was lost", err)
 	}
@@ -508,7 +509,7 @@ func TestLostTermIsTakenAgain(t *testing.T) {
 		t.Fatalf("new office's term %d, not above the lost one %d", o2.Term, o.Term)
 	}
 	testkit.Eventually(t, 15*time.Second, "the new office acts", func() (bool, error) { return o2.Trusted() == nil, nil })
-	if err := b.fence.InTx(ctx, o2, func(tx *Tx) error { return nil }); err != nil {
+	if err := b.fence.InTx(ctx, o2, func(*Tx) error { return nil }); err != nil {
 		t.Fatalf("fenced write under the term taken again: %v", err)
 	}
 	cur, err := b.fence.Current(ctx)

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 )
 
 // Modes of a deposedMember.

@@ -3,8 +3,9 @@ package leader
 import (
 	"embed"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // files holds the fence's SQL, as templates (internal/infra/sqltext), one

@@ -246,15 +246,15 @@ func (h *Heartbeater) WaitFor(ctx context.Context, ok func(status Status) bool) 
 }
 
 // Alive returns nil when the heartbeat loop made an attempt (successful or
-// not) within max: the loop is alive, whatever the database does.
-func (h *Heartbeater) Alive(max time.Duration) error {
+// not) within limit: the loop is alive, whatever the database does.
+func (h *Heartbeater) Alive(limit time.Duration) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lastTry.IsZero() {
 		return errors.New("no heartbeat attempted yet")
 	}
-	if age := h.now().Sub(h.lastTry); age > max {
-		return fmt.Errorf("heartbeat loop stalled: last attempt %s ago (limit %s)", age.Round(time.Millisecond), max)
+	if age := h.now().Sub(h.lastTry); age > limit {
+		return fmt.Errorf("heartbeat loop stalled: last attempt %s ago (limit %s)", age.Round(time.Millisecond), limit)
 	}
 	return nil
 }
@@ -306,16 +306,16 @@ func (h *Heartbeater) Live() error { return h.Healthy(LiveBeats * h.interval) }
 // LiveBeats intervals, whatever the database does.
 func (h *Heartbeater) LoopAlive() error { return h.Alive(LiveBeats * h.interval) }
 
-// Healthy returns nil when the last beat succeeded within max, measured on
+// Healthy returns nil when the last beat succeeded within limit, measured on
 // the local clock.
-func (h *Heartbeater) Healthy(max time.Duration) error {
+func (h *Heartbeater) Healthy(limit time.Duration) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lastOK.IsZero() {
 		return errors.New("no heartbeat has succeeded yet")
 	}
-	if age := h.now().Sub(h.lastOK); age > max {
-		err := fmt.Errorf("last successful heartbeat %s ago (limit %s), %d consecutive failures", age.Round(time.Millisecond), max, h.failures)
+	if age := h.now().Sub(h.lastOK); age > limit {
+		err := fmt.Errorf("last successful heartbeat %s ago (limit %s), %d consecutive failures", age.Round(time.Millisecond), limit, h.failures)
 		if h.failures > 0 && h.lastErr != nil {
 			// The class of the last failure, fit for clients (the log
 			// has the whole error).

@@ -4,8 +4,9 @@ import (
 	"embed"
 	"strings"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // files holds the store's SQL, as templates (internal/infra/sqltext), one

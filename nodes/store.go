@@ -27,18 +27,20 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
-	"github.com/enginehealth/enginehealth/leader"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
+	"github.com/enginehealth/enginehealth/leader"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Status is a node record's status.

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 var pg *pgtest.Server

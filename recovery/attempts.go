@@ -9,12 +9,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/lib/pq"
 )
 
 // ErrConflict means an attempts row changed while a batch ran (an operator's

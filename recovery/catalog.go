@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/lib/pq"
 )
 
 // CatalogError lists the configured tables and columns the database lacks.

@@ -21,7 +21,7 @@ func TestDelaySequences(t *testing.T) {
 		}
 		return out
 	}
-	min := func(ms ...int) []time.Duration {
+	minutes := func(ms ...int) []time.Duration {
 		out := make([]time.Duration, len(ms))
 		for i, m := range ms {
 			out[i] = time.Duration(m) * time.Minute
@@ -34,14 +34,14 @@ func TestDelaySequences(t *testing.T) {
 		n    int
 		want []time.Duration
 	}{
-		{"fixed", Backoff{Kind: BackoffFixed, Base: time.Minute, MaxDelay: time.Hour}, 3, min(1, 1, 1)},
-		{"linear", Backoff{Kind: BackoffLinear, Base: time.Minute, MaxDelay: time.Hour}, 4, min(1, 2, 3, 4)},
-		{"exponential", Backoff{Kind: BackoffExponential, Base: time.Minute, MaxDelay: time.Hour}, 5, min(1, 2, 4, 8, 16)},
-		{"exponential m=3", Backoff{Kind: BackoffExponential, Base: time.Minute, Multiplier: 3, MaxDelay: time.Hour}, 4, min(1, 3, 9, 27)},
-		{"fibonacci", Backoff{Kind: BackoffFibonacci, Base: time.Minute, MaxDelay: time.Hour}, 5, min(1, 1, 2, 3, 5)},
-		{"capped", Backoff{Kind: BackoffExponential, Base: time.Minute, MaxDelay: 5 * time.Minute}, 5, min(1, 2, 4, 5, 5)},
-		{"schedule ends", Backoff{Kind: BackoffSchedule, Schedule: min(1, 10, 60), MaxDelay: time.Hour}, 10, min(1, 10, 60)},
-		{"zero fixed", Backoff{Kind: BackoffFixed}, 3, min(0, 0, 0)},
+		{"fixed", Backoff{Kind: BackoffFixed, Base: time.Minute, MaxDelay: time.Hour}, 3, minutes(1, 1, 1)},
+		{"linear", Backoff{Kind: BackoffLinear, Base: time.Minute, MaxDelay: time.Hour}, 4, minutes(1, 2, 3, 4)},
+		{"exponential", Backoff{Kind: BackoffExponential, Base: time.Minute, MaxDelay: time.Hour}, 5, minutes(1, 2, 4, 8, 16)},
+		{"exponential m=3", Backoff{Kind: BackoffExponential, Base: time.Minute, Multiplier: 3, MaxDelay: time.Hour}, 4, minutes(1, 3, 9, 27)},
+		{"fibonacci", Backoff{Kind: BackoffFibonacci, Base: time.Minute, MaxDelay: time.Hour}, 5, minutes(1, 1, 2, 3, 5)},
+		{"capped", Backoff{Kind: BackoffExponential, Base: time.Minute, MaxDelay: 5 * time.Minute}, 5, minutes(1, 2, 4, 5, 5)},
+		{"schedule ends", Backoff{Kind: BackoffSchedule, Schedule: minutes(1, 10, 60), MaxDelay: time.Hour}, 10, minutes(1, 10, 60)},
+		{"zero fixed", Backoff{Kind: BackoffFixed}, 3, minutes(0, 0, 0)},
 	} {
 		if got := seq(c.b, c.n); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/lib/pq"
 )
 
 // markLag is how far a task's failure mark trails the database clock after

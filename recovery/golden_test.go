@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/internal/testkit/sqltest"
-	"github.com/lib/pq"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden statements in testdata/ from the templates")

@@ -9,11 +9,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // InstanceView is what the sidecar knows of one instance: its state and

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
 )
 
 // attemptRow is an attempts row as tests read it.
@@ -476,8 +477,10 @@ func TestOnFailureRetriesNewFailuresOnly(t *testing.T) {
 		t.Fatalf("events of orders/4: %s", got)
 	}
 	var old int
-	db.Get(&old, `SELECT count(*) FROM app.orders o WHERE id IN (5, 6) AND status = 'ShipFailed'
-		AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.instance = o.id::text)`)
+	if err := db.Get(&old, `SELECT count(*) FROM app.orders o WHERE id IN (5, 6) AND status = 'ShipFailed'
+		AND NOT EXISTS (SELECT 1 FROM enginehealth.attempts a WHERE a.instance = o.id::text)`); err != nil {
+		t.Fatal(err)
+	}
 	if old != 2 {
 		t.Fatalf("old failures touched: %d of 2 left alone", old)
 	}
@@ -495,7 +498,9 @@ func TestOnFailureRetriesNewFailuresOnly(t *testing.T) {
 	f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{}
 	check()
 	var marks int
-	db.Get(&marks, `SELECT count(*) FROM enginehealth.failure_marks`)
+	if err := db.Get(&marks, `SELECT count(*) FROM enginehealth.failure_marks`); err != nil {
+		t.Fatal(err)
+	}
 	if marks != 0 {
 		t.Fatalf("%d marks left after the policy was removed", marks)
 	}

@@ -29,6 +29,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
@@ -36,8 +39,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Trigger is what began a run.

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/lib/pq"
 )
 
 // SettleCounts is what Settle found of one task's retries.
@@ -459,14 +460,14 @@ type parkedSlots struct {
 	Attempts, Events, Kind string
 }
 
-// renderSettleParked renders the look at (close false) or the closing of
-// (close true, for run) the slice of task t's parked rows in state after
+// renderSettleParked renders the look at (closing false) or the closing of
+// (closing true, for run) the slice of task t's parked rows in state after
 // cur.
-func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, cur parkedCursor, close bool, run int64) (sqltext.Statement, error) {
+func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, cur parkedCursor, closing bool, run int64) (sqltext.Statement, error) {
 	// held: since (its index, per workflow); waiting: the due time.
 	sl := parkedSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
-		State: pq.QuoteLiteral(state), Order: "since", Cursor: cur.at != "", Close: close,
+		State: pq.QuoteLiteral(state), Order: "since", Cursor: cur.at != "", Close: closing,
 		Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(audit.KindHoldCancelled),
 	}
 	what := "hold cancelled"
@@ -477,7 +478,7 @@ func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, 
 	if sl.Cursor {
 		args["cursor_at"], args["cursor_instance"] = cur.at, cur.instance
 	}
-	if close {
+	if closing {
 		args["run"] = run
 	}
 	return settleParkedSQL.Render(sl, args)

@@ -95,7 +95,9 @@ func TestRetriesAtOnceWriteOnlyTheirEvents(t *testing.T) {
 	}
 	rows := func() int {
 		var n int
-		f.db.Get(&n, `SELECT count(*) FROM enginehealth.attempts`)
+		if err := f.db.Get(&n, `SELECT count(*) FROM enginehealth.attempts`); err != nil {
+			t.Fatal(err)
+		}
 		return n
 	}
 	for k, node := range []string{"n1", "n2"} {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"embed"
 
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // files holds the repairer's SQL, as templates (internal/infra/sqltext), one

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/lib/pq"
 )
 
 // RetryStats sums up the attempts rows of one workflow and task.

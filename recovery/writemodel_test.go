@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
-	"github.com/lib/pq"
 )
 
 // rowModes: the rows model (EventRetries false: the master writes the
@@ -270,7 +271,7 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 		p    Policy
 		run  func(t *testing.T, f policyFixture)
 	}{
-		{"on n1 then n2, then failed by the engine and held by on_failure", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1 then n2, then failed by the engine and held by on_failure", retry3, func(_ *testing.T, f policyFixture) {
 			f.db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now(); CREATE INDEX ON app.orders (status, updated_at)`)
 			f.r.cfg.Workflows[0].UpdatedColumn = "updated_at"
 			f.r.cfg.Workflows[0].Tasks[0].OnFailure = Policy{Strategy: StrategyHold}
@@ -284,20 +285,20 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 			f.check()
 		}},
 		{"on n1, then unattributed (a sweep), exhausted", Policy{Strategy: StrategyRetry, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffFixed}},
-			func(t *testing.T, f policyFixture) {
+			func(_ *testing.T, f policyFixture) {
 				expire(f, "n1")
 				f.check()
 				interrupt(f, "")
 				f.check()
 			}},
-		{"on n1, then on n2 under a policy now hold", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1, then on n2 under a policy now hold", retry3, func(_ *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
 			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyHold}
 			interrupt(f, "n2")
 			f.check()
 		}},
-		{"on n1, then unattributed under a policy now none", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1, then unattributed under a policy now none", retry3, func(_ *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
 			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone}
@@ -334,7 +335,7 @@ func TestRowlessRowsSayWhatRowsSay(t *testing.T) {
 			interrupt(f, "n3")
 			f.check()
 		}},
-		{"on n1, then a retry that waits (the policy now delays)", retry3, func(t *testing.T, f policyFixture) {
+		{"on n1, then a retry that waits (the policy now delays)", retry3, func(_ *testing.T, f policyFixture) {
 			expire(f, "n1")
 			f.check()
 			f.r.cfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 3,

@@ -24,9 +24,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
-	"github.com/lib/pq"
 )
 
 func main() {
@@ -35,7 +36,6 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	var err error
 	switch os.Args[1] {
 	case "seed":
@@ -45,6 +45,7 @@ func main() {
 	default:
 		err = fmt.Errorf("unknown command %q: want seed or run", os.Args[1])
 	}
+	stop() // not deferred: os.Exit would skip it
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo-engine:", err)
 		os.Exit(1)
@@ -82,7 +83,7 @@ func seed(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	return demoengine.Seed(ctx, db, *n)
 }
 
@@ -102,7 +103,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	db.SetMaxOpenConns(2 * *workers * len(cfg.Workflows))
 
 	var poisoned []string

@@ -25,12 +25,13 @@ func main() {
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	_, err := demo.Run(ctx, demo.Options{BinDir: *bin, Out: os.Stdout, Keep: *keep, Instances: *instances})
+	interrupted := ctx.Err() != nil
+	stop() // not deferred: os.Exit would skip it
 	switch {
 	case err == nil:
 		fmt.Println("\ndemo finished; every process, temporary directory and port is released")
-	case ctx.Err() != nil && *keep:
+	case interrupted && *keep:
 		fmt.Println("\nstopped; every process, temporary directory and port is released")
 	default:
 		fmt.Fprintln(os.Stderr, "enginehealth-demo:", err)

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/spf13/cobra"
 )
 
 // checkAnswer is the answer of check: a pass that the disruption guard

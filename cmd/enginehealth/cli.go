@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
@@ -26,7 +28,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/spf13/cobra"
 )
 
 // clientFlags are the flags of every command that talks to a daemon.
@@ -460,7 +461,7 @@ that answers; it only reads, so a standby will do.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
 			defer cancel()
 			if err := recovery.CheckCatalog(ctx, db, cfg.RecoveryWorkflows()); err != nil {

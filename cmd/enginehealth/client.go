@@ -13,8 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/spf13/cobra"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
 )
 
 // longOp bounds manual runs, which can repair many instances.

@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/enginehealth/enginehealth/nodes"
 )
 
 // strict makes root and its commands refuse, as usage errors (exit 2),

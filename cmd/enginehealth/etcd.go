@@ -15,12 +15,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 )
 
 // connectEtcd makes the etcd client and waits until etcd answers a read
@@ -74,7 +75,7 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 	})
 	if err != nil {
 		if cli != nil {
-			cli.Close()
+			_ = cli.Close()
 		}
 		return nil, err
 	}
@@ -274,7 +275,7 @@ func probeEndpoint(tc *tls.Config, endpoint string, timeout time.Duration) error
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // a probe's connection: nothing to act on
 	host, _, _ := net.SplitHostPort(hostport)
 	if tc == nil {
 		if strings.HasPrefix(endpoint, "https://") {

@@ -7,9 +7,10 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdCheck reads etcd from the running daemon every lease TTL and keeps

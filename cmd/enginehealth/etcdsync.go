@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/configs"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/enginehealth/enginehealth/configs"
 )
 
 // etcdSync keeps the client's endpoints those of the etcd cluster's

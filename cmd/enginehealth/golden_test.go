@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
@@ -22,7 +24,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/spf13/cobra"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the CLI's output")
@@ -356,7 +357,7 @@ func TestExitCodes(t *testing.T) {
 	mux.HandleFunc("POST /v1/holds/fail", problem(http.StatusTooManyRequests, "too many failed authentications from this address: try again in 42s"))
 	mux.HandleFunc("GET /v1/nodes", problem(http.StatusServiceUnavailable, "database unavailable"))
 	mux.HandleFunc("GET /v1/runs", problem(http.StatusBadRequest, "query parameter limit: want 1..10000"))
-	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(health.CheckResult{RunID: 5, Disruption: true, DisruptionReason: "3 of 4 nodes look unresponsive"})
 	})

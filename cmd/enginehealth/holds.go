@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/spf13/cobra"
 )
 
 // parseRef reads WORKFLOW/ID (the first slash separates them; an id may
@@ -66,7 +67,7 @@ func newHoldsDecideCmd(action, short string) *cobra.Command {
 		Short: short + "; through the master, token required",
 		Example: fmt.Sprintf("  enginehealth holds %[1]s orders/1042 orders/1043 --reason 'carrier fixed'\n"+
 			"  enginehealth holds %[1]s --all --workflow orders --reason 'incident 77 over'", action),
-		Args: func(c *cobra.Command, args []string) error {
+		Args: func(_ *cobra.Command, args []string) error {
 			if req.All == (len(args) > 0) {
 				return usageError{fmt.Errorf("name held instances (WORKFLOW/ID) or give --all, not both, not neither")}
 			}

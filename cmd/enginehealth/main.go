@@ -20,9 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	"github.com/spf13/cobra"
 )
 
 // clock is the time the commands measure ages and "1h ago" from (a test

@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/spf13/cobra"
 )
 
 func newMigrateCmd() *cobra.Command {
@@ -62,7 +63,7 @@ environment of the shell it runs in.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 			ctx, cancel := context.WithTimeout(c.Context(), cfg.Database.StatementTimeout)
 			defer cancel()
 			if status {

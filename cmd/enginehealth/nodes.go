@@ -13,9 +13,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/spf13/cobra"
 )
 
 func newNodesCmd() *cobra.Command {

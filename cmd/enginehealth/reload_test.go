@@ -84,7 +84,12 @@ func TestReloadAppliesAndNamesTheRest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
 	reloads := func() int { return len(out.records("configuration reloaded")) }
 	waitReloads := func(n int) {
 		t.Helper()
@@ -201,7 +206,12 @@ func TestReloadNeverBlocksOnAFile(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
 	failed := func(want string) {
 		t.Helper()
 		testkit.Eventually(t, 10*time.Second, "the reload refusing "+want, func() (bool, error) {

@@ -14,6 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
@@ -27,10 +32,6 @@ import (
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/enginehealth/enginehealth/systemd"
-	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
-	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 )
 
 func newRunCmd() *cobra.Command {
@@ -129,7 +130,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	if err != nil {
 		return fmt.Errorf("api.listen: %w", err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // the server closes it when it shuts down: this is for an early return
 	advertise := cfg.API.AdvertiseURL(ln.Addr().String())
 
 	// Both pools check each new connection's server: another PostgreSQL
@@ -141,7 +142,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	// The API's requests get a small pool of their own: a flood of reads
 	// waits there (and is refused 503 busy), never for a connection the
 	// heartbeat or the master's work needs.
@@ -152,7 +153,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	if err != nil {
 		return err
 	}
-	defer apiDB.Close()
+	defer func() { _ = apiDB.Close() }() // closing a pool after use: nothing to act on
 	// etcd before the schema is migrated: it witnesses which PostgreSQL
 	// cluster the fleet uses, so that an empty server of another cluster
 	// behind the database's address is refused before anything is
@@ -161,7 +162,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	if err != nil {
 		return stopped(ctx, log, err)
 	}
-	defer etcd.Close()
+	defer func() { _ = etcd.Close() }() // closing a client after use: nothing to act on
 	witness := func(ctx context.Context, live int64) error { return witnessCluster(ctx, etcd, cfg, live, log) }
 	// The configured engine tables must exist as named: a mismatch is a
 	// configuration error, reported before the schema is migrated.

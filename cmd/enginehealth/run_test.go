@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -24,9 +28,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/jmoiron/sqlx"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // TestRunDaemon: the daemon's wiring, in process, from a configuration

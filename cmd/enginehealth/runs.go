@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/spf13/cobra"
 )
 
 func newRunsCmd() *cobra.Command {

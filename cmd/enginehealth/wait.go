@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/spf13/cobra"
+
+	"github.com/enginehealth/enginehealth/internal/app/api"
 )
 
 // waitPoll is how often `wait ready` asks /readyz.

@@ -32,14 +32,14 @@ func SilentServer(tb testing.TB) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			held.Go(func() { _, _ = io.Copy(io.Discard, c); c.Close() })
+			held.Go(func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() })
 		}
 	})
 	tb.Cleanup(func() {
-		ln.Close()
+		_ = ln.Close()
 		mu.Lock()
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 		mu.Unlock()
 		held.Wait()

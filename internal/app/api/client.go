@@ -119,7 +119,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	case err != nil:
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Addr, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // closing a response body: nothing to act on
 	if method != http.MethodGet {
 		c.DoneBy = resp.Header.Get(NodeHeader)
 	}

@@ -349,15 +349,15 @@ func jsonKind(goType string) string {
 	}
 }
 
-// textProblem says why s is not acceptable as stored text of at most max
+// textProblem says why s is not acceptable as stored text of at most limit
 // bytes ("" when it is): it must be valid UTF-8 without control
 // characters (see unsafeRune).
-func textProblem(s string, max int) string {
+func textProblem(s string, limit int) string {
 	if !utf8.ValidString(s) {
 		return "not valid UTF-8"
 	}
-	if len(s) > max {
-		return fmt.Sprintf("%d bytes, longer than %d", len(s), max)
+	if len(s) > limit {
+		return fmt.Sprintf("%d bytes, longer than %d", len(s), limit)
 	}
 	for i, r := range s {
 		if unsafeRune(r) {
@@ -421,9 +421,9 @@ func TerminalSafe(s string) string {
 
 // quoteShort quotes s, escaped and cut to 64 bytes, to show in an error.
 func quoteShort(s string) string {
-	const max = 64
-	if len(s) <= max {
+	const maxLen = 64
+	if len(s) <= maxLen {
 		return strconv.QuoteToASCII(s)
 	}
-	return strconv.QuoteToASCII(s[:max]) + fmt.Sprintf("... (%d bytes)", len(s))
+	return strconv.QuoteToASCII(s[:maxLen]) + fmt.Sprintf("... (%d bytes)", len(s))
 }

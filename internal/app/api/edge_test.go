@@ -335,7 +335,7 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/v1/events?workflow=orders&instance=1042&kind=instance_repaired&since=2026-11-23T10:00:00Z&until=2026-11-23T11:00:00.5%2B01:00&run=7", ""},
 		{"GET", "/v1/runs/7", ""},
 		{"POST", "/v1/nodes/n/ack", `{"reason":"checked the host, disk replaced: ok ✓"}`},
-		{"POST", "/v1/nodes/n/ack", `{"reason":"دیسک‌ها عوض شد 👩‍🔧"}`}, // zero-width (non-)joiners are text
+		{"POST", "/v1/nodes/n/ack", "{\"reason\":\"دیسک\u200cها عوض شد 👩\u200d🔧\"}"}, // zero-width (non-)joiners are text
 		{"POST", "/v1/nodes/n/ack", ""},
 		{"POST", "/v1/check", `{}`},
 		{"POST", "/v1/check", `{"force":true,"reason":"rack 3 is gone"}`},
@@ -502,7 +502,7 @@ func TestClientShowsRequestID(t *testing.T) {
 		t.Fatalf("error text %q", msg)
 	}
 	// A daemon's text with control characters is escaped when shown.
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 		_, _ = io.WriteString(w, `{"error":"\u001b]0;owned\u0007","request_id":"x\ny"}`)
 	}))

@@ -29,7 +29,7 @@ type Health struct {
 	Checks map[string]string `json:"checks"`
 }
 
-func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
 	res := Health{Status: "ok", Checks: map[string]string{}}
 	code := http.StatusOK
 	for _, c := range h.cfg.Live {
@@ -43,7 +43,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, res)
 }
 
-func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+func (h *handler) readyz(w http.ResponseWriter, _ *http.Request) {
 	rd := h.cfg.Ready()
 	code := http.StatusOK
 	if !rd.Ready {

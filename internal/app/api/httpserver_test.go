@@ -52,17 +52,17 @@ func serveTLS(t *testing.T, h http.Handler, log *slog.Logger, opts ServerOptions
 }
 
 // raiseFDLimit makes room for n open files in the test process.
-func raiseFDLimit(t *testing.T, n uint64) {
+func raiseFDLimit(t *testing.T, n int) {
 	t.Helper()
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
 	}
-	if lim.Cur >= n {
+	if n <= 0 || lim.Cur >= uint64(n) {
 		return
 	}
-	lim.Cur = n
-	lim.Max = max(lim.Max, n) // raising the hard limit needs root
+	lim.Cur = uint64(n)
+	lim.Max = max(lim.Max, lim.Cur) // raising the hard limit needs root
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Skipf("cannot raise RLIMIT_NOFILE to %d: %v", n, err)
 	}
@@ -123,7 +123,7 @@ func slowClients(t *testing.T, srvTLS *tls.Config, slowBytes string, clientTLS .
 	// failed under -race on a busy machine).
 	opts := ServerOptions{ReadTimeout: time.Minute}
 	maxConns := opts.withDefaults().MaxConns
-	raiseFDLimit(t, clients+uint64(maxConns)+256)
+	raiseFDLimit(t, clients+maxConns+256)
 	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	h := NewHandler(Config{Log: log, Live: []Check{{Name: "heartbeat", Check: func() error { return nil }}}})

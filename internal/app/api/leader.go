@@ -142,7 +142,7 @@ func (h *handler) askLocal(ctx context.Context, addr, id string) (Leader, error)
 	if err != nil {
 		return Leader{}, fmt.Errorf("not reachable at %s", addr)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // closing a response body: nothing to act on
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
 		return Leader{}, fmt.Errorf("read answer of %s: %v", addr, err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/enginehealth/enginehealth/leader"
-	"github.com/enginehealth/enginehealth/recovery"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/leader"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 func leaderHandler(self string, local func() (Leader, error), cands func(context.Context) ([]leader.Candidate, error)) http.Handler {

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // DefaultMaxDBRequests is how many requests may read or write the database
@@ -202,8 +203,8 @@ type failedAddr struct {
 	until int64
 }
 
-func newAuthFailures(max int, now func() time.Time) *authFailures {
-	return &authFailures{now: now, max: max, addrs: map[string]*list.Element{}, lru: list.New()}
+func newAuthFailures(maxAddrs int, now func() time.Time) *authFailures {
+	return &authFailures{now: now, max: maxAddrs, addrs: map[string]*list.Element{}, lru: list.New()}
 }
 
 // locked returns how long addr stays locked out, when it is.

@@ -111,7 +111,10 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusServiceUnavailable, "this node just took office: retry")
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, URL(l.APIAddress, r.URL.RequestURI()), bytes.NewReader(body))
+	// The host is the acting master's API address (its node record,
+	// confirmed by its own answer); only the path and the body come from
+	// the request.
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, URL(l.APIAddress, r.URL.RequestURI()), bytes.NewReader(body)) //nolint:gosec // G704: see above
 	if err != nil {
 		h.internal(w, r, err)
 		return
@@ -120,12 +123,12 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(forwardedHeader, h.cfg.Self)
 	req.Header.Set(requestIDHeader, requestID(r.Context()))
-	resp, err := h.cfg.Forward.Do(req)
+	resp, err := h.cfg.Forward.Do(req) //nolint:gosec // G704: to the master, as above
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "forward to the master "+l.Name+" at "+l.APIAddress+": "+err.Error())
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // closing a response body: nothing to act on
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Enginehealth-Master", l.Name)
 	w.Header().Set(NodeHeader, l.Name)

@@ -27,12 +27,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Options of a demo run.
@@ -69,7 +70,7 @@ const (
 	// poisonID is the first order the engines claim; it crashes each of them.
 	poisonID = 51
 	// tokenEnv holds the demo's API token (operator commands).
-	tokenEnv = "EH_DEMO_TOKEN"
+	tokenEnv = "EH_DEMO_TOKEN" //nolint:gosec // G101: the name of the variable, not a token
 )
 
 // proc is a child process.
@@ -137,14 +138,14 @@ func Run(ctx context.Context, opt Options) (*Timeline, error) {
 	if r.dir, err = os.MkdirTemp("", "ehdemo-"); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(r.dir)
+	defer func() { _ = os.RemoveAll(r.dir) }() // Timeline.Dirs lets the tests check it is gone
 	r.dsn = srv.URL("postgres")
 	r.tl.PostgresPort, r.tl.EtcdEndpoint = srv.Port, r.etcd.Endpoint
 	r.tl.Dirs = []string{srv.Dir(), r.etcd.Dir(), r.dir}
 	if r.db, err = pgdb.Open(pgdb.Config{DSN: r.dsn}); err != nil {
 		return nil, err
 	}
-	defer r.db.Close()
+	defer func() { _ = r.db.Close() }() // closing a pool after use: nothing to act on
 
 	if err := r.seed(ctx); err != nil {
 		return nil, err
@@ -257,12 +258,12 @@ func (r *run) spawn(name string, args ...string) (*proc, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close()
 		return nil, err
 	}
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
 	r.tl.PIDs = append(r.tl.PIDs, cmd.Process.Pid)
-	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(p.done) }()
 	r.procs = append(r.procs, p)
 	return p, nil
 }
@@ -305,13 +306,13 @@ func (r *run) story(ctx context.Context) error {
 	for rows.Next() {
 		var n, a string
 		if err := rows.Scan(&n, &a); err != nil {
-			rows.Close()
+			_ = rows.Close()
 			return err
 		}
 		r.tl.Addresses[n] = a
 		r.say("  %s ready, status API at http://%s/v1/nodes", n, a)
 	}
-	rows.Close()
+	_ = rows.Close()
 	master, err := r.master(ctx)
 	if err != nil {
 		return err
@@ -724,7 +725,7 @@ func (r *run) print() {
 		fmt.Fprintf(tw, "  crash to repair, %s (%d claims)\t%d ms\t≤ claim timeout + check interval + 1 s = %d ms\n", k.Node, k.Claims,
 			k.Repaired.Milliseconds(), (claimTimeout + checkEvery + time.Second).Milliseconds())
 	}
-	tw.Flush()
+	_ = tw.Flush() // to the terminal, as every line before it
 }
 
 // Ports reports whether anything still listens on the demo's PostgreSQL
@@ -733,7 +734,7 @@ func (tl *Timeline) Ports() []string {
 	var open []string
 	for _, a := range []string{fmt.Sprintf("127.0.0.1:%d", tl.PostgresPort), tl.EtcdEndpoint} {
 		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
-			c.Close()
+			_ = c.Close()
 			open = append(open, a)
 		}
 	}

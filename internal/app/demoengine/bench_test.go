@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/enginehealth/enginehealth/leader"
-	"github.com/enginehealth/enginehealth/recovery"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // benchDB returns a migrated database with the demo schema and n orders in
@@ -70,10 +69,6 @@ func BenchmarkCheckIdle(b *testing.B) {
 	b.ReportMetric(float64(small.Microseconds())/float64(b.N)/1000, "idle-10k-ms")
 	b.ReportMetric(float64(large.Microseconds())/float64(b.N)/1000, "idle-1M-ms")
 	b.ReportMetric(large.Seconds()/small.Seconds(), "idle-ratio")
-}
-
-func leaderFence(db *sqlx.DB) *leader.Fence {
-	return leader.NewFence(db, "enginehealth", audit.New("enginehealth"))
 }
 
 // BenchmarkCheckParked times check passes over work that policies have

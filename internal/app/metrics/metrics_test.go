@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
 	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // source is a daemon's state as the scrape sees it: two nodes, this one

@@ -12,9 +12,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // Event kinds.

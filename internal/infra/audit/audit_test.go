@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 var pg *pgtest.Server

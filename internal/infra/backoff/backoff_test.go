@@ -43,7 +43,7 @@ func TestRetryStopsOnSuccessAndReportsFailures(t *testing.T) {
 			}
 			return nil
 		},
-		func(attempt int, err error, next time.Duration) { reported++ })
+		func(int, error, time.Duration) { reported++ })
 	if err != nil || calls != 3 || reported != 2 {
 		t.Fatalf("err=%v calls=%d reported=%d", err, calls, reported)
 	}

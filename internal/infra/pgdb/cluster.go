@@ -187,7 +187,7 @@ func (c *Cluster) check(ctx context.Context, conn driver.Conn) error {
 	if err != nil {
 		return fmt.Errorf("cluster check: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // Next, checked below, reports a failed read
 	dest := make([]driver.Value, 2)
 	if err := rows.Next(dest); err != nil {
 		return fmt.Errorf("cluster check: %w", err)

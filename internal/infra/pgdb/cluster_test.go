@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/jmoiron/sqlx"
 )
 
 // guardedPool: a pool with a cluster guard, through a switch in front of

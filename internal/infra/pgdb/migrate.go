@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 //go:embed migrations/*.sql
@@ -76,7 +77,7 @@ func (e *NewerSchemaError) Error() string {
 func lockKey(schema string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte("enginehealth.migrate:" + schema))
-	return int64(h.Sum64())
+	return int64(h.Sum64()) //nolint:gosec // G115: the hash's 64 bits as PostgreSQL's bigint key; negative keys are meant
 }
 
 // Migrate applies the pending migrations to schema, creating it if needed,

@@ -116,9 +116,9 @@ func Open(cfg Config) (*sqlx.DB, error) {
 	sdb := sql.OpenDB(dc)
 	pools.Store(sdb, conns)
 	db := sqlx.NewDb(sdb, "postgres")
-	max := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
-	db.SetMaxOpenConns(max)
-	db.SetMaxIdleConns(max)
+	maxConns := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
@@ -238,7 +238,7 @@ func (d deadlineDialer) Dial(network, address string) (net.Conn, error) {
 	return d.DialTimeout(network, address, d.connect)
 }
 
-func (d deadlineDialer) DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+func (d deadlineDialer) DialTimeout(network, address string, _ time.Duration) (net.Conn, error) {
 	return d.DialContext(context.Background(), network, address)
 }
 

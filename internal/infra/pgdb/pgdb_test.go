@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"io"
 	"net"
 	"os"
@@ -14,10 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 )
 
 var pg *pgtest.Server

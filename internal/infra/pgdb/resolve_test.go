@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -14,15 +15,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // fakeDNS answers every A query with addrs, in that order, and every
 // other query with nothing: a resolver for names this machine's
 // /etc/hosts does not hold (and may not be edited).
 func fakeDNS(addrs ...netip.Addr) *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
 		client, server := net.Pipe() // not a PacketConn: queries are framed as over TCP
 		go serveDNS(server, addrs)
 		return client, nil
@@ -56,7 +58,10 @@ func serveDNS(c net.Conn, addrs []netip.Addr) {
 		if err != nil {
 			return
 		}
-		if err := binary.Write(c, binary.BigEndian, uint16(len(out))); err != nil {
+		if len(out) > math.MaxUint16 {
+			return // no TCP frame holds it
+		}
+		if err := binary.Write(c, binary.BigEndian, uint16(len(out))); err != nil { //nolint:gosec // G115: bounded just above
 			return
 		}
 		if _, err := c.Write(out); err != nil {

@@ -4,8 +4,9 @@ import (
 	"embed"
 	"sync"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // The SQL over the sidecar's own tables that Status and Migrate run is in

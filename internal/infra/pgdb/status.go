@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // firstWithSchemaVersion is the migration from which nodes record the

@@ -27,7 +27,7 @@ func Read(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to act on
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func New(name, text string) *Template {
 	tp := &Template{name: name, t: t}
 	for _, tr := range t.Templates() {
 		if tr.Tree != nil {
-			walk(tr.Tree.Root, func(f string) {
+			walk(tr.Root, func(f string) {
 				if !slices.Contains(tp.refs, f) {
 					tp.refs = append(tp.refs, f)
 				}

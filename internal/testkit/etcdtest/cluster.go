@@ -15,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 )
 
 // BuildMember builds the etcdmember program into dir and returns its path.
@@ -124,13 +125,13 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, dir: dir, access: clientv3.Config{DialTimeout: time.Second, Logger: zap.NewNop()}}
 	if cfg.CA != nil {
 		if err := c.issue(); err != nil {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 	ports, err := freePorts(2 * cfg.Members)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	var initial []string
@@ -209,7 +210,7 @@ func (c *Cluster) enableAuth(ctx context.Context, a *Auth) error {
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }() // closing a client after use: nothing to act on
 	steps := []func() error{
 		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
 		func() error { _, err := cli.UserAdd(ctx, "root", a.RootPassword); return err },
@@ -266,7 +267,7 @@ func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	var ports []int
@@ -344,7 +345,7 @@ func (m *Member) status(ctx context.Context) (*clientv3.StatusResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cli.Close()
+	defer func() { _ = cli.Close() }() // closing a client after use: nothing to act on
 	return cli.Status(ctx, m.Endpoint())
 }
 
@@ -390,7 +391,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				defer cli.Close()
+				defer func() { _ = cli.Close() }() // closing a client after use: nothing to act on
 				rctx, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
 				_, err = cli.Get(rctx, "health")
@@ -401,11 +402,11 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			}
 		}
 		if last == nil {
-			if _, err := c.Leader(ctx); err == nil {
+			_, err := c.Leader(ctx)
+			if err == nil {
 				return nil
-			} else {
-				last = err
 			}
+			last = err
 		}
 		select {
 		case <-ctx.Done():
@@ -517,5 +518,5 @@ func (c *Cluster) Close() {
 		_ = cmd.Process.Kill() // after quorum loss a clean stop can hang
 		<-done
 	}
-	os.RemoveAll(c.dir)
+	_ = os.RemoveAll(c.dir)
 }

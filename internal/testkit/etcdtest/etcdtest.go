@@ -35,7 +35,7 @@ func Start() (*Etcd, error) {
 	// URLs, and a client that follows the members (auto-sync) dials them.
 	ports, err := freePorts(2)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	cfg := embed.NewConfig()
@@ -54,18 +54,18 @@ func Start() (*Etcd, error) {
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("etcdtest: start: %w", err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		e.Close()
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("etcdtest: %w", err)
 	case <-time.After(30 * time.Second):
 		e.Close()
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("etcdtest: not ready after 30s")
 	}
 	return &Etcd{Endpoint: e.Clients[0].Addr().String(), e: e, dir: dir}, nil
@@ -88,5 +88,5 @@ func (e *Etcd) Dir() string { return e.dir }
 // Close stops the member and removes its data.
 func (e *Etcd) Close() {
 	e.e.Close()
-	os.RemoveAll(e.dir)
+	_ = os.RemoveAll(e.dir)
 }

@@ -190,7 +190,7 @@ func (c *Cluster) reconfigureVia(ctx context.Context, endpoints []string, op fun
 	var cli *clientv3.Client
 	defer func() {
 		if cli != nil {
-			cli.Close()
+			_ = cli.Close()
 		}
 	}()
 	var last error

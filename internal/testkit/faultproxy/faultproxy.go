@@ -134,7 +134,7 @@ func NewSwitch(tb testing.TB, target string) *Switch {
 		s.serve()
 	}()
 	tb.Cleanup(func() {
-		ln.Close()
+		_ = ln.Close()
 		<-done
 		s.closeAll()
 	})
@@ -160,7 +160,7 @@ func (s *Switch) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.Close()
+		_ = c.Close()
 		delete(s.conns, c)
 	}
 }
@@ -183,7 +183,7 @@ func (s *Switch) forward(c net.Conn) {
 	s.mu.Unlock()
 	u, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
-		c.Close()
+		_ = c.Close()
 		return
 	}
 	s.mu.Lock()
@@ -191,8 +191,8 @@ func (s *Switch) forward(c net.Conn) {
 		// Switched while dialling: this connection belongs to the old
 		// target.
 		s.mu.Unlock()
-		c.Close()
-		u.Close()
+		_ = c.Close()
+		_ = u.Close()
 		return
 	}
 	s.conns[c], s.conns[u] = struct{}{}, struct{}{}
@@ -209,7 +209,7 @@ func (s *Switch) forward(c net.Conn) {
 	delete(s.conns, c)
 	delete(s.conns, u)
 	s.mu.Unlock()
-	c.Close()
-	u.Close()
+	_ = c.Close()
+	_ = u.Close()
 	<-done
 }

@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // Quiet discards logs.
@@ -78,7 +79,7 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 			return nil
 		})
 	}()
-	t.Cleanup(func() { cancel(); <-done; cli.Close() })
+	t.Cleanup(func() { cancel(); <-done; _ = cli.Close() })
 	select {
 	case o := <-offices:
 		if wait := time.Until(o.ActingFrom()); wait > 0 {

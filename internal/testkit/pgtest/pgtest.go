@@ -17,8 +17,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
-	"github.com/jmoiron/sqlx"
 	"net"
 	"net/url"
 	"os"
@@ -34,6 +32,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 
 	_ "github.com/lib/pq" // driver for the admin connection
 )
@@ -106,12 +108,12 @@ func start(t *TLS) (*Server, error) {
 		return nil, err
 	}
 	if err := s.initdb(); err != nil {
-		os.RemoveAll(s.baseDir)
+		_ = os.RemoveAll(s.baseDir)
 		return nil, err
 	}
 	if s.tls != nil {
 		if err := s.setupTLS(); err != nil {
-			os.RemoveAll(s.baseDir)
+			_ = os.RemoveAll(s.baseDir)
 			return nil, err
 		}
 	}
@@ -148,7 +150,7 @@ func (s *Server) startOnFreePort() error {
 			}
 		}
 	}
-	os.RemoveAll(s.baseDir)
+	_ = os.RemoveAll(s.baseDir)
 	return err
 }
 
@@ -164,7 +166,7 @@ func External(rawURL string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
@@ -322,7 +324,7 @@ func (s *Server) MigratedDB(t testing.TB) *sqlx.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +336,7 @@ func (s *Server) exec(stmt string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err = db.ExecContext(ctx, stmt)
@@ -362,7 +364,7 @@ func (s *Server) Resume() error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(filepath.Join(s.binDir, "postgres"),
 		"-D", filepath.Join(s.baseDir, "data"),
 		"-p", strconv.Itoa(s.Port),
@@ -418,7 +420,7 @@ func (s *Server) ping() error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return db.PingContext(ctx)
@@ -487,7 +489,7 @@ func (s *Server) Close() {
 	}
 	s.closed.Store(true)
 	s.Stop()
-	os.RemoveAll(s.baseDir)
+	_ = os.RemoveAll(s.baseDir)
 }
 
 // StartStandby makes a streaming replica of s and starts it: a copy of
@@ -516,7 +518,7 @@ func (s *Server) StartStandby(from string) (*Server, error) {
 	cmd.Env = append(os.Environ(), "HOME="+r.baseDir) // as in Resume
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred, Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(r.baseDir)
+		_ = os.RemoveAll(r.baseDir)
 		return nil, fmt.Errorf("pgtest: pg_basebackup from %s: %v: %s", from, err, out)
 	}
 	if err := r.startOnFreePort(); err != nil {
@@ -536,7 +538,7 @@ func (s *Server) Promote() error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var done bool
@@ -555,7 +557,7 @@ func (s *Server) InRecovery() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // closing a pool after use: nothing to act on
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var in bool
@@ -572,7 +574,7 @@ func (s *Server) WaitReplayed(ctx context.Context, primary *Server) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }() // closing a pool after use: nothing to act on
 	var lsn string
 	if err := p.QueryRowContext(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
 		return fmt.Errorf("pgtest: primary's WAL position: %w", err)
@@ -581,7 +583,7 @@ func (s *Server) WaitReplayed(ctx context.Context, primary *Server) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // closing a pool after use: nothing to act on
 	for {
 		var caught bool
 		err := r.QueryRowContext(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&caught)
@@ -624,9 +626,15 @@ func (s *Server) pickUser() error {
 		if err != nil {
 			continue
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		s.uid, s.gid = uid, gid
+		uid, err := strconv.ParseUint(u.Uid, 10, 32)
+		if err != nil {
+			return fmt.Errorf("pgtest: user %s: uid %q: %w", name, u.Uid, err)
+		}
+		gid, err := strconv.ParseUint(u.Gid, 10, 32)
+		if err != nil {
+			return fmt.Errorf("pgtest: user %s: gid %q: %w", name, u.Gid, err)
+		}
+		s.uid, s.gid = int(uid), int(gid)
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 		return nil
 	}
@@ -669,6 +677,6 @@ func FreePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -17,9 +17,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/jmoiron/sqlx"
 )
 
 // Name of a statement loaded from sql/<name>.sql (a Prepared, or its

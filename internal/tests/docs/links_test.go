@@ -245,13 +245,13 @@ func codeSpans(text string) [][2]int {
 				j++
 				continue
 			}
-			if m := run(text, j); m == n {
+			m := run(text, j)
+			if m == n {
 				spans = append(spans, [2]int{i, j + m})
 				i, closed = j+m, true
 				break
-			} else {
-				j += m
 			}
+			j += m
 		}
 		if !closed {
 			i += n // literal backticks

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/goccy/go-yaml"
 )
 
 // The shipped monitoring files, relative to this package.

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 // recorderSQL installs the record: faults.moves (each change of an

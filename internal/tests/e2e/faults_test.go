@@ -44,12 +44,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // faultTasks are the fault run's workflow: four tasks on demo.orders
@@ -339,7 +340,7 @@ func TestFaults(t *testing.T) {
 	stopSampling()
 	r.readOnlyNotAnError()
 	checks := r.check()
-	r.report(n, injecting, checks)
+	r.report(injecting, checks)
 }
 
 // Starvation modes of a fault run (EH_FAULT_STARVE; the short run in
@@ -732,6 +733,9 @@ var faultKinds = []faultKind{
 
 // beginFault gives fault i its own generators, from the seed.
 func (r *faultRun) beginFault(i int) {
+	if i < 0 {
+		panic("beginFault: a negative fault number")
+	}
 	r.rnd = rand.New(rand.NewPCG(r.seed, uint64(2*i+1)))
 	r.holds = rand.New(rand.NewPCG(r.seed, uint64(2*i+2)))
 }
@@ -1545,13 +1549,13 @@ func (r *faultRun) finalPass() {
 // report prints what was injected, checked and violated, and the times
 // to recover per fault kind, ending with the two plain lines; it fails
 // the test on any violation.
-func (r *faultRun) report(n int, took time.Duration, checks []checkResult) {
+func (r *faultRun) report(took time.Duration, checks []checkResult) {
 	var b strings.Builder
 	security := "plain"
 	if r.opts.tls {
 		security = "TLS everywhere (etcd with client certificates and auth, PostgreSQL verify-full, API client_auth require)"
 	}
-	injected := 0 // n is a bound in a soak (EH_FAULT_DURATION)
+	injected := 0 // what was injected: the planned count is a bound in a soak (EH_FAULT_DURATION)
 	for _, k := range r.injected {
 		injected += k
 	}

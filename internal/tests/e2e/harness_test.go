@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"go.uber.org/goleak"
+
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
@@ -26,8 +29,6 @@ import (
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/jmoiron/sqlx"
-	"go.uber.org/goleak"
 )
 
 var (

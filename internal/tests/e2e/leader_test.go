@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // masterWatch polls the master flags until stopped and records the largest
@@ -365,7 +366,9 @@ func TestPausedMasterWritesNothingAfterNewMaster(t *testing.T) {
 	if err := c.db.Get(&late, `SELECT count(*) FROM enginehealth.events WHERE term = $1 AND id > $2`, first.Term, tookOffice); err != nil {
 		t.Fatal(err)
 	}
-	c.db.Get(&runsAfter, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term)
+	if err := c.db.Get(&runsAfter, `SELECT count(*) FROM enginehealth.runs WHERE term = $1`, first.Term); err != nil {
+		t.Fatal(err)
+	}
 	if late != 0 || runsAfter != runsBefore {
 		t.Fatalf("the paused master wrote after the new master took office: %d events, %d runs", late, runsAfter-runsBefore)
 	}

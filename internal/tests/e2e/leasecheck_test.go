@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/leader"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/enginehealth/enginehealth/leader"
 )
 
 // leaseWatch records when each election key is deleted, watching etcd

@@ -72,7 +72,9 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	var stuck int
-	c.db.Get(&stuck, `SELECT count(*) FROM demo.orders WHERE status = 'Reserving'`)
+	if err := c.db.Get(&stuck, `SELECT count(*) FROM demo.orders WHERE status = 'Reserving'`); err != nil {
+		t.Fatal(err)
+	}
 	if stuck != 6 {
 		t.Fatalf("the dry run changed something: %d stuck", stuck)
 	}
@@ -98,7 +100,9 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Result == nil || res.Result.Done() != 6 || res.Result.ClaimsExpired != 1 {
 		t.Fatalf("recover answer: %v\n%s", err, out)
 	}
-	c.db.Get(&stuck, `SELECT count(*) FROM demo.orders WHERE status = 'Reserving'`)
+	if err := c.db.Get(&stuck, `SELECT count(*) FROM demo.orders WHERE status = 'Reserving'`); err != nil {
+		t.Fatal(err)
+	}
 	if stuck != 0 {
 		t.Fatalf("%d orders still stuck after recover", stuck)
 	}

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/lib/pq"
 )
 
 const (
@@ -59,12 +60,12 @@ func crashToRepair(t testing.TB) time.Duration {
 	return took
 }
 
-func replaceOnce(t testing.TB, s, old, new string) string {
+func replaceOnce(t testing.TB, s, old, replacement string) string {
 	t.Helper()
 	if !strings.Contains(s, old) {
 		t.Fatalf("%q not found", old)
 	}
-	return strings.Replace(s, old, new, 1)
+	return strings.Replace(s, old, replacement, 1)
 }
 
 func TestCrashedEngineIsRepaired(t *testing.T) {

@@ -22,11 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
-	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq"
 )
 
 const repo = "../../.."

@@ -183,20 +183,28 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if err := report(flag.Arg(0), *doc); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+// report reads the benchmarks' output from path (standard input for ""),
+// prints the figures beside their targets and, with doc, rewrites its
+// table. A figure missing from the output is an error, after the rest.
+func report(path, doc string) error {
 	in := io.Reader(os.Stdin)
-	if flag.NArg() > 0 {
-		f, err := os.Open(flag.Arg(0))
+	if path != "" {
+		f, err := os.Open(path)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchreport:", err)
-			os.Exit(1)
+			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing to act on
 		in = f
 	}
 	res, err := parse(in)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchreport:", err)
-		os.Exit(1)
+		return err
 	}
 	missing := 0
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -218,17 +226,18 @@ func main() {
 		}
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.figure, strconv.FormatFloat(v, 'f', -1, 64), r.metric, r.target(m), verdict, r.bench)
 	}
-	tw.Flush()
-	if *doc != "" {
-		if err := rewrite(*doc, res); err != nil {
-			fmt.Fprintln(os.Stderr, "benchreport:", err)
-			os.Exit(1)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if doc != "" {
+		if err := rewrite(doc, res); err != nil {
+			return err
 		}
 	}
 	if missing > 0 {
-		fmt.Fprintf(os.Stderr, "benchreport: %d figures missing: a benchmark did not run\n", missing)
-		os.Exit(1)
+		return fmt.Errorf("%d figures missing: a benchmark did not run", missing)
 	}
+	return nil
 }
 
 const (

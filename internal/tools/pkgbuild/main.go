@@ -270,7 +270,7 @@ func (o options) pack(format, arch, stage string, mtime time.Time) (string, erro
 		return "", err
 	}
 	if err := p.Package(info, f); err != nil {
-		f.Close()
+		_ = f.Close()
 		return "", err
 	}
 	return path, f.Close()
