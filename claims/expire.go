@@ -105,13 +105,13 @@ func (t Table) UnclaimedAfterExpiry(alias string) string {
 
 // ClaimRow is a claim as the claims table holds it.
 type ClaimRow struct {
-	Node      string    `json:"node"`
-	Token     string    `json:"token"`
-	ClaimedAt time.Time `json:"claimed_at"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Node      string
+	Token     string
+	ClaimedAt time.Time
+	ExpiresAt time.Time
 	// Expired reports whether its expiry has passed (database clock); the master
 	// deletes it on its next pass.
-	Expired bool `json:"expired"`
+	Expired bool
 }
 
 // Lookup returns the claim on instance id, or nil when there is none.

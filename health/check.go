@@ -13,7 +13,6 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -116,24 +115,23 @@ type sweepClock struct {
 	paused bool
 }
 
-// PassStats tells whether the check passes of this node succeed. On the
-// wire a time or text that has none is null (jsonx).
+// PassStats tells whether the check passes of this node succeed.
 type PassStats struct {
 	// LastSuccess is the end of the last pass that succeeded.
-	LastSuccess time.Time `json:"last_success" null:"zero"`
+	LastSuccess time.Time
 	// LastFailure is the end of the last pass that failed.
-	LastFailure time.Time `json:"last_failure" null:"zero"`
+	LastFailure time.Time
 	// ConsecutiveFailures since the last success.
-	ConsecutiveFailures int `json:"consecutive_failures"`
+	ConsecutiveFailures int
 	// LastError of the last failed pass.
-	LastError string `json:"last_error" null:"zero"`
+	LastError string
 	// Disruption says why the last pass that succeeded did nothing: the
 	// disruption guard held ("" when it did not).
-	Disruption string `json:"disruption" null:"zero"`
+	Disruption string
 	// LastSweep is when the last sweep of this office began (a pass that
 	// looked for every interrupted instance, not only those whose claims
 	// it expired); zero before the first.
-	LastSweep time.Time `json:"last_sweep" null:"zero"`
+	LastSweep time.Time
 	// NextSweep is when the next sweep is expected: the scheduled pass
 	// nearest to LastSweep + SweepInterval (scheduled passes are taken
 	// to follow one period apart from the last one), or the next pass
@@ -142,11 +140,8 @@ type PassStats struct {
 	// pass is expected to sweep: before this node took office, without
 	// a periodic schedule, or while the last pass found the cluster
 	// paused.
-	NextSweep time.Time `json:"next_sweep" null:"zero"`
+	NextSweep time.Time
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (p PassStats) MarshalJSON() ([]byte, error) { return jsonx.Marshal(p) }
 
 // Stats returns the pass statistics. It does not wait for a running pass.
 func (c *Checker) Stats() PassStats {
@@ -244,41 +239,38 @@ func NewChecker(cfg CheckConfig) *Checker {
 
 // CheckResult is what one pass did.
 type CheckResult struct {
-	RunID int64 `json:"run_id"`
+	RunID int64
 	// Disruption means too many nodes looked dead at once; nothing was done.
-	Disruption bool `json:"disruption"`
+	Disruption bool
 	// DisruptionReason says why the guard held (or would have held, when
 	// Forced).
-	DisruptionReason string `json:"disruption_reason" null:"zero"`
+	DisruptionReason string
 	// Forced means an operator's check --force ran this pass through a guard
 	// that would have held.
-	Forced bool `json:"forced"`
+	Forced bool
 	// Paused, when set: the cluster is paused; the pass marked nodes and
-	// judged grades but repaired, expired and retried nothing (null when
+	// judged grades but repaired, expired and retried nothing (nil when
 	// not paused).
-	Paused *Pause `json:"paused"`
+	Paused *Pause
 	// Threshold used for staleness, widened after the master's own gap.
-	Threshold     time.Duration   `json:"threshold_ns"`
-	NotResponding []nodes.Change  `json:"not_responding"`
-	Revived       []nodes.Change  `json:"revived"`
-	Forgotten     []nodes.Change  `json:"forgotten"`
-	Recovery      recovery.Result `json:"recovery"`
+	Threshold     time.Duration
+	NotResponding []nodes.Change
+	Revived       []nodes.Change
+	Forgotten     []nodes.Change
+	Recovery      recovery.Result
 	// Failures says what the on_failure policies did with instances engines
 	// failed since the last pass (tasks with any).
-	Failures []recovery.TaskResult `json:"failures"`
+	Failures []recovery.TaskResult
 	// Retries holds the due retries of the pass.
-	Retries recovery.DueResult `json:"retries"`
+	Retries recovery.DueResult
 	// Settled holds the retries whose outcome the pass found (tasks with any).
-	Settled []recovery.SettleCounts `json:"settled"`
+	Settled []recovery.SettleCounts
 	// Grades holds the failover grades the pass changed.
-	Grades []nodes.GradeChange `json:"grades"`
-	// Stale lists the nodes that looked unresponsive (null when none).
-	Stale []string      `json:"stale"`
-	Took  time.Duration `json:"took_ns"`
+	Grades []nodes.GradeChange
+	// Stale lists the nodes that looked unresponsive (nil when none).
+	Stale []string
+	Took  time.Duration
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (r CheckResult) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // begin marks the start of an office: the first pass measures its gap from
 // here.

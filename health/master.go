@@ -86,20 +86,20 @@ func NewMaster(cfg MasterConfig) *Master {
 type Status struct {
 	// InOffice reports whether this node took office (it may be suspended:
 	// see Acting).
-	InOffice bool   `json:"in_office"`
-	Term     int64  `json:"term,omitempty"`
-	Acting   bool   `json:"acting"`
-	Reason   string `json:"reason,omitempty"`
+	InOffice bool
+	Term     int64
+	Acting   bool
+	Reason   string
 	// Since is when this node took office.
-	Since time.Time `json:"since,omitzero"`
+	Since time.Time
 	// TrustedUntil is the end of the current trust window.
-	TrustedUntil time.Time `json:"trusted_until,omitzero"`
+	TrustedUntil time.Time
 	// ActingFrom is when the office may start to act (it waits out earlier
 	// masters' windows; zero: at once).
-	ActingFrom time.Time `json:"acting_from,omitzero"`
-	Passes     PassStats `json:"passes"`
+	ActingFrom time.Time
+	Passes     PassStats
 	// Stuck explains why the master counts as stuck; empty if it is not.
-	Stuck string `json:"stuck,omitempty"`
+	Stuck string
 }
 
 // Status returns the office state. It never waits on etcd, the database or

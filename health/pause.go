@@ -9,7 +9,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 )
@@ -20,19 +19,16 @@ import (
 // decision or retry, and defers start-up recovery; an operator's recover,
 // retry and hold decisions still work.
 type Pause struct {
-	Paused bool `db:"paused" json:"paused"`
+	Paused bool `db:"paused"`
 	// Since is when it was paused (or resumed, when not paused).
-	Since time.Time `db:"changed_at" json:"since"`
-	// Actor and Reason of the last pause or resume (null on the wire
-	// when none: never paused, a resume without a reason).
-	Actor  string `db:"actor" json:"actor" null:"zero"`
-	Reason string `db:"reason" json:"reason" null:"zero"`
-	// Term of the master that recorded it (null when never paused).
-	Term *int64 `db:"term" json:"term"`
+	Since time.Time `db:"changed_at"`
+	// Actor and Reason of the last pause or resume (empty when none:
+	// never paused, a resume without a reason).
+	Actor  string `db:"actor"`
+	Reason string `db:"reason"`
+	// Term of the master that recorded it (nil when never paused).
+	Term *int64 `db:"term"`
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (p Pause) MarshalJSON() ([]byte, error) { return jsonx.Marshal(p) }
 
 // String says who paused, when and why ("" when not paused).
 func (p Pause) String() string {

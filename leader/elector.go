@@ -927,7 +927,7 @@ func (e *Elector) guard(ctx context.Context, cancel context.CancelCauseFunc, l *
 // Holder is the current election holder as etcd sees it.
 type Holder struct {
 	Candidate
-	Term int64 `json:"term"`
+	Term int64
 }
 
 // ErrNoLeader means no node holds the election.

@@ -63,10 +63,10 @@ func NewFence(db *sqlx.DB, schema string, events *audit.Log) *Fence {
 
 // Term is the recorded fencing term.
 type Term struct {
-	Term        int64     `db:"term" json:"term"`
-	Node        string    `db:"node" json:"node"`
-	Incarnation *string   `db:"incarnation" json:"incarnation,omitempty"`
-	Since       time.Time `db:"since" json:"since"`
+	Term        int64     `db:"term"`
+	Node        string    `db:"node"`
+	Incarnation *string   `db:"incarnation"`
+	Since       time.Time `db:"since"`
 }
 
 // Current returns the recorded term.

@@ -69,9 +69,9 @@ func (c GradeConfig) retention() time.Duration { return 2 * max(c.Window, c.Quie
 
 // Signature of an interruption.
 type Signature struct {
-	Workflow string `db:"workflow" json:"workflow"`
-	Task     string `db:"task" json:"task"`
-	Instance string `db:"instance" json:"instance"`
+	Workflow string `db:"workflow"`
+	Task     string `db:"task"`
+	Instance string `db:"instance"`
 }
 
 // String returns the signature as workflow/task/instance.
@@ -96,11 +96,11 @@ type Locate func(ctx context.Context, tx *leader.Tx, s Signature) (Whereabouts, 
 
 // GradeChange is one change of a node's grade.
 type GradeChange struct {
-	Name      string     `json:"name"`
-	From      string     `json:"from"`
-	To        string     `json:"to"`
-	Signature *Signature `json:"signature"`
-	Reason    string     `json:"reason"`
+	Name      string
+	From      string
+	To        string
+	Signature *Signature
+	Reason    string
 }
 
 // gradeRow is a node_grades row.

@@ -38,7 +38,6 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
@@ -70,34 +69,31 @@ var (
 
 // Node is one engine node record.
 type Node struct {
-	Name                string    `db:"name" json:"name"`
-	Incarnation         string    `db:"incarnation" json:"incarnation"`
-	PreviousIncarnation *string   `db:"previous_incarnation" json:"previous_incarnation"`
-	Hostname            string    `db:"hostname" json:"hostname"`
-	Status              Status    `db:"status" json:"status"`
-	IsMaster            bool      `db:"is_master" json:"is_master"`
-	LastActive          time.Time `db:"last_active" json:"last_active"`
-	ActiveSince         time.Time `db:"active_since" json:"active_since"`
-	Version             string    `db:"version" json:"version"`
-	APIAddress          string    `db:"api_address" json:"api_address"`
+	Name                string    `db:"name"`
+	Incarnation         string    `db:"incarnation"`
+	PreviousIncarnation *string   `db:"previous_incarnation"`
+	Hostname            string    `db:"hostname"`
+	Status              Status    `db:"status"`
+	IsMaster            bool      `db:"is_master"`
+	LastActive          time.Time `db:"last_active"`
+	ActiveSince         time.Time `db:"active_since"`
+	Version             string    `db:"version"`
+	APIAddress          string    `db:"api_address"`
 	// FailoverGrade is NORMAL, WARNING or ERROR (grade.go); the grade
 	// outlives the record (a clean restart keeps it).
-	FailoverGrade string `db:"failover_grade" json:"failover_grade"`
+	FailoverGrade string `db:"failover_grade"`
 	// GradeChangedAt, GradeSignature (workflow/task/instance of the
 	// interruption that caused it) and GradeReason of the last grade
-	// change; empty (null on the wire) while the node was never graded.
-	GradeChangedAt  *time.Time `db:"grade_changed_at" json:"grade_changed_at"`
-	GradeSignature  string     `db:"grade_signature" json:"grade_signature" null:"zero"`
-	GradeReason     string     `db:"grade_reason" json:"grade_reason" null:"zero"`
-	StatusChangedAt time.Time  `db:"status_changed_at" json:"status_changed_at"`
-	StatusChangedBy string     `db:"status_changed_by" json:"status_changed_by"`
-	StatusReason    string     `db:"status_reason" json:"status_reason"`
+	// change; empty while the node was never graded.
+	GradeChangedAt  *time.Time `db:"grade_changed_at"`
+	GradeSignature  string     `db:"grade_signature"`
+	GradeReason     string     `db:"grade_reason"`
+	StatusChangedAt time.Time  `db:"status_changed_at"`
+	StatusChangedBy string     `db:"status_changed_by"`
+	StatusReason    string     `db:"status_reason"`
 	// SecondsSinceActive is now() − last_active on the database clock.
-	SecondsSinceActive float64 `db:"seconds_since_active" json:"seconds_since_active"`
+	SecondsSinceActive float64 `db:"seconds_since_active"`
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (n Node) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
 
 // noHeartbeat begins the reason of a node marked Not responding (then the
 // threshold, who marked it and in which term).
@@ -528,9 +524,9 @@ func (s *Store) Stale(ctx context.Context, tx sqlx.ExtContext, threshold time.Du
 
 // Change is one status change made by the master.
 type Change struct {
-	Name string `db:"name" json:"name"`
-	From string `db:"from_status" json:"from"`
-	To   string `db:"to_status" json:"to"`
+	Name string `db:"name"`
+	From string `db:"from_status"`
+	To   string `db:"to_status"`
 }
 
 // MasterEvent is the context a master's change is recorded with.

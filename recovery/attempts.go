@@ -387,9 +387,9 @@ type attribution struct {
 // DueResult counts what a due-retry pass did.
 type DueResult struct {
 	// Retried counts instances moved back to their task's begin state.
-	Retried int64 `json:"retried"`
+	Retried int64
 	// Cancelled counts retries whose instance was no longer where it was left.
-	Cancelled int64 `json:"cancelled"`
+	Cancelled int64
 }
 
 // dueRow is a waiting attempts row whose time has come.

@@ -21,38 +21,38 @@ import (
 // claim now, its attempts rows and its events (GET /v1/instances/...,
 // events --instance).
 type InstanceView struct {
-	Workflow string `json:"workflow"`
-	Instance string `json:"instance"`
+	Workflow string
+	Instance string
 	// State now; nil when the instance table has no such row (any more).
-	State *string `json:"state"`
-	// Claim on it now, if any (null when none).
-	Claim *claims.ClaimRow `json:"claim"`
+	State *string
+	// Claim on it now, if any (nil when none).
+	Claim *claims.ClaimRow
 	// Attempts holds one per task a policy or an operator acted on.
-	Attempts []AttemptView `json:"attempts"`
+	Attempts []AttemptView
 	// Events about the instance, oldest first; Truncated: more than
 	// the limit exist (page on with events after the last id).
-	Events    []audit.Event `json:"events"`
-	Truncated bool          `json:"truncated"`
+	Events    []audit.Event
+	Truncated bool
 }
 
 // AttemptView is an attempts row.
 type AttemptView struct {
-	Task string `db:"task" json:"task"`
+	Task string `db:"task"`
 	// AttemptCount counts retries made by the policy; Manual: by operators.
-	AttemptCount int    `db:"attempt" json:"attempt_count"`
-	Manual       int    `db:"manual" json:"manual"`
-	State        string `db:"state" json:"state"`
+	AttemptCount int    `db:"attempt"`
+	Manual       int    `db:"manual"`
+	State        string `db:"state"`
 	// InRetry means a retry is scheduled (NextAttemptTime).
-	InRetry         bool           `db:"in_retry" json:"in_retry"`
-	Cause           Cause          `db:"cause" json:"cause"`
-	LeftIn          string         `db:"left_in" json:"left_in"`
-	Since           time.Time      `db:"since" json:"since"`
-	LastAttemptTime *time.Time     `db:"last_attempt_at" json:"last_attempt_time"`
-	NextAttemptTime *time.Time     `db:"next_attempt_at" json:"next_attempt_time"`
-	LastNode        *string        `db:"last_node" json:"last_node"`
-	Nodes           pq.StringArray `db:"nodes" json:"nodes"`
-	LastReason      string         `db:"last_reason" json:"last_reason"`
-	LastError       *string        `db:"last_error" json:"last_error"`
+	InRetry         bool           `db:"in_retry"`
+	Cause           Cause          `db:"cause"`
+	LeftIn          string         `db:"left_in"`
+	Since           time.Time      `db:"since"`
+	LastAttemptTime *time.Time     `db:"last_attempt_at"`
+	NextAttemptTime *time.Time     `db:"next_attempt_at"`
+	LastNode        *string        `db:"last_node"`
+	Nodes           pq.StringArray `db:"nodes"`
+	LastReason      string         `db:"last_reason"`
+	LastError       *string        `db:"last_error"`
 }
 
 // DefaultInstanceEvents is the number of events an instance view holds by default.

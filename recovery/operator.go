@@ -14,7 +14,6 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 )
@@ -38,8 +37,8 @@ const (
 
 // Ref names an instance.
 type Ref struct {
-	Workflow string `json:"workflow"`
-	Instance string `json:"instance"`
+	Workflow string
+	Instance string
 }
 
 // String returns the reference as workflow/instance.
@@ -47,20 +46,20 @@ func (r Ref) String() string { return r.Workflow + "/" + r.Instance }
 
 // Hold is an instance held for an operator's decision.
 type Hold struct {
-	Workflow string `db:"workflow" json:"workflow"`
-	Instance string `db:"instance" json:"instance"`
-	Task     string `db:"task" json:"task"`
+	Workflow string `db:"workflow"`
+	Instance string `db:"instance"`
+	Task     string `db:"task"`
 	// State the instance waits in (interim, or failed).
-	State string    `db:"left_in" json:"state"`
-	Cause Cause     `db:"cause" json:"cause"`
-	Since time.Time `db:"since" json:"since"`
+	State string    `db:"left_in"`
+	Cause Cause     `db:"cause"`
+	Since time.Time `db:"since"`
 	// Attempts counts retries made by the policy; Manual: by operators.
-	Attempts  int            `db:"attempt" json:"attempts"`
-	Manual    int            `db:"manual" json:"manual"`
-	LastNode  *string        `db:"last_node" json:"last_node"`
-	Nodes     pq.StringArray `db:"nodes" json:"nodes"`
-	LastError *string        `db:"last_error" json:"last_error"`
-	Reason    string         `db:"last_reason" json:"reason"`
+	Attempts  int            `db:"attempt"`
+	Manual    int            `db:"manual"`
+	LastNode  *string        `db:"last_node"`
+	Nodes     pq.StringArray `db:"nodes"`
+	LastError *string        `db:"last_error"`
+	Reason    string         `db:"last_reason"`
 }
 
 // DefaultHoldsLimit is the number of holds listed when no limit is given.
@@ -89,11 +88,11 @@ type WaitingRetry struct {
 	Hold
 	// Due is when the retry runs; DueInSeconds: how long until then on the
 	// database clock (≤ 0: the next pass runs it).
-	Due          time.Time `json:"due"`
-	DueInSeconds float64   `json:"due_in_seconds"`
+	Due          time.Time
+	DueInSeconds float64
 	// MaxAttempts is the number of retries the task's policy for Cause allows (0 when
 	// the task is no longer configured).
-	MaxAttempts int `json:"max_attempts"`
+	MaxAttempts int
 }
 
 // Waiting lists the retries waiting for their time, soonest due first
@@ -192,21 +191,21 @@ type HoldDecision struct {
 // HoldOutcome is a hold that was closed without its decision applied.
 type HoldOutcome struct {
 	Ref
-	Task   string `json:"task"`
-	Reason string `json:"reason"`
+	Task   string
+	Reason string
 }
 
 // HoldResult is what a decision did.
 type HoldResult struct {
-	Action string `json:"action"`
+	Action string
 	// Decided counts holds whose decision was applied.
-	Decided int64 `json:"decided"`
+	Decided int64
 	// Cancelled lists holds closed because the instance was no longer where it
 	// was left (moved by someone else, gone, claimed), with the reason.
-	Cancelled []HoldOutcome `json:"cancelled"`
+	Cancelled []HoldOutcome
 	// NotHeld lists named instances with no open hold (never held, already
 	// decided, or being decided by another request).
-	NotHeld []Ref `json:"not_held"`
+	NotHeld []Ref
 }
 
 // heldRow is an open hold locked by DecideHolds.
@@ -367,20 +366,17 @@ type ManualRetry struct {
 // RetryResult is what a manual retry did.
 type RetryResult struct {
 	Ref
-	Task string `json:"task"`
-	From string `json:"from"`
-	To   string `json:"to"`
+	Task string
+	From string
+	To   string
 	// Manual counts the operators' retries of the instance's task so far, this
 	// one included; Attempts: the policy's (unchanged).
-	Manual   int `json:"manual"`
-	Attempts int `json:"attempts"`
+	Manual   int
+	Attempts int
 	// Replaced says what the retry replaced: a scheduled retry or a
-	// hold; "" (null on the wire) when nothing.
-	Replaced string `json:"replaced" null:"zero"`
+	// hold; "" when nothing.
+	Replaced string
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (r RetryResult) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // storedAttempt is an attempts row as a manual retry reads it.
 type storedAttempt struct {

@@ -7,15 +7,14 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/enginehealth/enginehealth/claims"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // WorkflowPlan is what a recovery run would do to one workflow.
 type WorkflowPlan struct {
-	Workflow       string       `json:"workflow"`
-	ClaimsToExpire int64        `json:"claims_to_expire"`
-	Tasks          []TaskResult `json:"tasks"`
+	Workflow       string
+	ClaimsToExpire int64
+	Tasks          []TaskResult
 }
 
 // Plan computes what Recover would do for scope now, and changes nothing:
@@ -53,15 +52,11 @@ func (r *Repairer) Plan(ctx context.Context, sc Scope) ([]WorkflowPlan, error) {
 // PlannedEffect is what a recovery run would do to some of a task's
 // interrupted instances: those with the same history.
 type PlannedEffect struct {
-	Instances int64 `json:"instances"`
-	// To is the state they go to now; empty (null on the wire) when they
-	// wait or are held.
-	To     string `json:"to" null:"zero"`
-	Effect string `json:"effect"`
+	Instances int64
+	// To is the state they go to now; empty when they wait or are held.
+	To     string
+	Effect string
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (e PlannedEffect) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
 
 // planTask groups the instances of task t a recovery run would decide
 // now (in its interim state, unclaimed once expired claims are deleted,

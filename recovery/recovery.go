@@ -35,7 +35,6 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/faultinject"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
@@ -165,46 +164,43 @@ func (r *Repairer) eventRetries(ctx context.Context) bool {
 
 // TaskResult counts the repairs of one task.
 type TaskResult struct {
-	Workflow string `json:"workflow"`
-	Task     string `json:"task"`
-	From     string `json:"from"`
+	Workflow string
+	Task     string
+	From     string
 	// To is where a first interruption goes (the task's begin or failed
-	// state; empty, null on the wire, when it waits or is held), and
+	// state; empty when it waits or is held), and
 	// Effect says it in words (e.g. "→ Created, retry 1 of 10 at once").
-	To      string `json:"to" null:"zero"`
-	Effect  string `json:"effect"`
-	Planned int64  `json:"planned"`
+	To      string
+	Effect  string
+	Planned int64
 	// Plan (a dry run): what happens to the planned instances, by what
 	// their history makes of them; null when not a dry run.
-	Plan []PlannedEffect `json:"plan"`
+	Plan []PlannedEffect
 	// Done counts instances handled, of which Retried went back to begin,
 	// Scheduled wait for a retry, Held wait for an operator and Failed
 	// went to the failed state.
-	Done      int64 `json:"done"`
-	Retried   int64 `json:"retried"`
-	Scheduled int64 `json:"scheduled"`
-	Held      int64 `json:"held"`
-	Failed    int64 `json:"failed"`
+	Done      int64
+	Retried   int64
+	Scheduled int64
+	Held      int64
+	Failed    int64
 	// Exhausted counts, of Failed, those failed for good after the policy's
 	// last retry.
-	Exhausted int64 `json:"exhausted"`
+	Exhausted int64
 }
 
 // Result of a run.
 type Result struct {
-	RunID         int64 `json:"run_id"`
-	ClaimsExpired int64 `json:"claims_expired"`
+	RunID         int64
+	ClaimsExpired int64
 	// Sweep means every interrupted instance was looked for, not only those
 	// whose claims the run expired.
-	Sweep bool         `json:"sweep"`
-	Tasks []TaskResult `json:"tasks"`
+	Sweep bool
+	Tasks []TaskResult
 	// SkippedLocked means a row to repair was locked and left for a later
 	// pass (which should sweep).
-	SkippedLocked bool `json:"skipped_locked"`
+	SkippedLocked bool
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (t TaskResult) MarshalJSON() ([]byte, error) { return jsonx.Marshal(t) }
 
 // Done returns the number of instances repaired.
 func (r Result) Done() int64 {

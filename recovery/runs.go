@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
@@ -41,26 +40,23 @@ type RunSpec struct {
 
 // RunRow is a row of the runs table.
 type RunRow struct {
-	ID      int64   `db:"id" json:"id"`
-	Term    int64   `db:"term" json:"term"`
-	Master  string  `db:"master" json:"master"`
-	Kind    RunKind `db:"kind" json:"kind"`
-	Trigger Trigger `db:"trigger" json:"trigger"`
-	Scope   string  `db:"scope" json:"scope"`
+	ID      int64   `db:"id"`
+	Term    int64   `db:"term"`
+	Master  string  `db:"master"`
+	Kind    RunKind `db:"kind"`
+	Trigger Trigger `db:"trigger"`
+	Scope   string  `db:"scope"`
 	// ClaimsExpired counts expired claims deleted by the run.
-	ClaimsExpired int64 `db:"claims_expired" json:"claims_expired"`
+	ClaimsExpired int64 `db:"claims_expired"`
 	// Planned and Done count instances to repair and repaired.
-	Planned     int64      `db:"planned" json:"planned"`
-	Done        int64      `db:"done" json:"done"`
-	Status      string     `db:"status" json:"status"`
-	StartedAt   time.Time  `db:"started_at" json:"started_at"`
-	FinishedAt  *time.Time `db:"finished_at" json:"finished_at"`
-	Error       string     `db:"error" json:"error" null:"zero"` // a failed run's class of failure; null when none
-	ResumedFrom *int64     `db:"resumed_from" json:"resumed_from"`
+	Planned     int64      `db:"planned"`
+	Done        int64      `db:"done"`
+	Status      string     `db:"status"`
+	StartedAt   time.Time  `db:"started_at"`
+	FinishedAt  *time.Time `db:"finished_at"`
+	Error       string     `db:"error"` // a failed run's class of failure; empty when none
+	ResumedFrom *int64     `db:"resumed_from"`
 }
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (r RunRow) MarshalJSON() ([]byte, error) { return jsonx.Marshal(r) }
 
 // ScopeOf decodes the row's scope.
 func (r RunRow) ScopeOf() (Scope, error) {
@@ -190,15 +186,11 @@ var ErrNoRun = errors.New("recovery: no such run")
 type RunDetail struct {
 	RunRow
 	// Took is the time from start to finish (to now while it runs).
-	Took time.Duration `json:"took_ns"`
+	Took time.Duration
 	// Counts holds its events about workflow tasks, by workflow, task, kind
 	// and the state instances went to.
-	Counts []audit.Count `json:"counts"`
+	Counts []audit.Count
 }
-
-// MarshalJSON sends every field, the run's in place (as without it: the
-// RunRow's MarshalJSON would otherwise be promoted and send the row alone).
-func (d RunDetail) MarshalJSON() ([]byte, error) { return jsonx.Marshal(d) }
 
 // Run returns run id with its counts; ErrNoRun when there is none.
 func (r *Repairer) Run(ctx context.Context, id int64) (RunDetail, error) {

@@ -16,19 +16,19 @@ import (
 
 // SettleCounts is what Settle found of one task's retries.
 type SettleCounts struct {
-	Workflow string `json:"workflow"`
-	Task     string `json:"task"`
+	Workflow string
+	Task     string
 	// Succeeded counts instances that reached one of the task's end states, or
 	// went on past the task. Failed: the engine failed it and the task
 	// has no on_failure policy to decide. Cancelled: the instance row is
 	// gone.
-	Succeeded int64 `json:"succeeded"`
-	Failed    int64 `json:"failed"`
-	Cancelled int64 `json:"cancelled"`
+	Succeeded int64
+	Failed    int64
+	Cancelled int64
 	// HoldsCancelled counts holds whose instance is no longer where it was
 	// left (it reached an end state, someone else moved it, or it is
 	// gone).
-	HoldsCancelled int64 `json:"holds_cancelled"`
+	HoldsCancelled int64
 }
 
 // Settle closes the attempts rows of retries whose outcome is known now,

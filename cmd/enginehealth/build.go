@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/app/metrics"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
@@ -19,8 +19,8 @@ var buildDate, commit string
 // buildInfo says what this binary was built from: the version (ldflags),
 // the commit and its time (what the Go toolchain records of the checkout),
 // the build date, the Go version and platform, and the newest migration.
-func buildInfo() api.Build {
-	b := api.Build{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+func buildInfo() apitype.Build {
+	b := apitype.Build{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if t, err := time.Parse(time.RFC3339, buildDate); err == nil {
 		b.BuildDate = t.UTC()
 	}
@@ -52,7 +52,7 @@ func buildInfo() api.Build {
 }
 
 // buildLabels are b as the labels of enginehealth_build_info.
-func buildLabels(b api.Build) *metrics.BuildLabels {
+func buildLabels(b apitype.Build) *metrics.BuildLabels {
 	l := &metrics.BuildLabels{Version: b.Version, Commit: b.Commit, GoVersion: b.GoVersion, Platform: b.Platform, SchemaVersion: b.SchemaVersion}
 	if !b.BuildDate.IsZero() {
 		l.BuildDate = b.BuildDate.Format(time.RFC3339)

@@ -14,14 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 )
 
 // checkAnswer is the answer of check: a pass that the disruption guard
 // or a pause stopped is refused (exit 4) once printed.
-type checkAnswer struct{ health.CheckResult }
+type checkAnswer struct{ apitype.CheckResult }
 
 func (a checkAnswer) refused() error {
 	switch {
@@ -35,7 +34,7 @@ func (a checkAnswer) refused() error {
 
 func newCheckCmd() *cobra.Command {
 	var f clientFlags
-	var req api.CheckRequest
+	var req apitype.CheckRequest
 	c := &cobra.Command{
 		Use:   "check",
 		Short: "Run a CheckEngineHealth pass on the master now",
@@ -131,13 +130,13 @@ when paused already.`,
 		}
 	}
 	c = clientCmd(c, &f, longOp,
-		func(ctx context.Context, cl *api.Client, _ []string) (health.Pause, error) {
+		func(ctx context.Context, cl *api.Client, _ []string) (apitype.Pause, error) {
 			if paused && strings.TrimSpace(reason) == "" {
-				return health.Pause{}, usageError{errors.New("--reason is required: say why automatic repair stops")}
+				return apitype.Pause{}, usageError{errors.New("--reason is required: say why automatic repair stops")}
 			}
 			return cl.Pause(ctx, paused, reason)
 		},
-		func(w io.Writer, p health.Pause) error {
+		func(w io.Writer, p apitype.Pause) error {
 			if p.Paused {
 				_, err := fmt.Fprintf(w, "%s\n", safe(p.String()))
 				return err
@@ -149,7 +148,7 @@ when paused already.`,
 	return c
 }
 
-func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
+func recoveryTable(w io.Writer, ts []apitype.TaskResult, plan bool) error {
 	header := "WORKFLOW\tTASK\tFROM\tPLANNED\tHANDLED\tRETRIED\tWAITING\tHELD\tFAILED\tEXHAUSTED"
 	if plan {
 		header = "WORKFLOW\tTASK\tFROM\tINSTANCES\tWHAT HAPPENS"
@@ -175,7 +174,7 @@ func recoveryTable(w io.Writer, ts []recovery.TaskResult, plan bool) error {
 
 func newRecoverCmd() *cobra.Command {
 	var f clientFlags
-	var req api.RecoveryRequest
+	var req apitype.RecoveryRequest
 	var workflows []string
 	c := clientCmd(&cobra.Command{
 		Use:   "recover",
@@ -188,7 +187,7 @@ policy. With --dry-run, print what would be done, changing nothing.`,
   enginehealth recover -o json`,
 		Args: noArgs,
 	}, &f, longOp,
-		func(ctx context.Context, cl *api.Client, _ []string) (api.RecoveryAnswer, error) {
+		func(ctx context.Context, cl *api.Client, _ []string) (apitype.RecoveryAnswer, error) {
 			r := req
 			r.Workflows = nil
 			// Each --workflow may list several, split at commas; an empty
@@ -197,17 +196,17 @@ policy. With --dry-run, print what would be done, changing nothing.`,
 			for _, v := range workflows {
 				for _, name := range strings.Split(v, ",") {
 					if strings.TrimSpace(name) == "" {
-						return api.RecoveryAnswer{}, usageError{fmt.Errorf("--workflow %q: an empty workflow name (omit the flag for every claimable workflow)", v)}
+						return apitype.RecoveryAnswer{}, usageError{fmt.Errorf("--workflow %q: an empty workflow name (omit the flag for every claimable workflow)", v)}
 					}
 					r.Workflows = append(r.Workflows, name)
 				}
 			}
 			return cl.Recover(ctx, r)
 		},
-		func(w io.Writer, a api.RecoveryAnswer) error {
+		func(w io.Writer, a apitype.RecoveryAnswer) error {
 			if a.DryRun {
 				fmt.Fprintln(w, "dry run: nothing was changed")
-				var ts []recovery.TaskResult
+				var ts []apitype.TaskResult
 				for _, p := range a.Plan {
 					fmt.Fprintf(w, "workflow %s: %d expired claims to delete\n", safe(p.Workflow), p.ClaimsToExpire)
 					ts = append(ts, p.Tasks...)

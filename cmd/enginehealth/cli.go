@@ -21,8 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/tlsfiles"
@@ -160,12 +160,12 @@ func apiAccess(a configs.API) string {
 // cannot be read (the database is down), this node's readiness and why
 // the status could not be read.
 type statusReport struct {
-	Health api.Health  `json:"health"`
-	Status *api.Status `json:"status"`
+	Health apitype.Health  `json:"health"`
+	Status *apitype.Status `json:"status"`
 	// Ready and StatusError: when Status could not be read (null
 	// otherwise).
-	Ready       *api.Ready `json:"ready"`
-	StatusError string     `json:"status_error" null:"zero"`
+	Ready       *apitype.Ready `json:"ready"`
+	StatusError string         `json:"status_error" null:"zero"`
 }
 
 // MarshalJSON sends every field, null when it has no value (jsonx).
@@ -324,8 +324,8 @@ func statusTable(w io.Writer, rep statusReport, now time.Time) error {
 
 // certificateLines says which of the node's certificate files expire
 // within 7 days or have expired (nothing without any file).
-func certificateLines(cs []api.Certificate, line func(label, format string, args ...any)) {
-	var soon []api.Certificate
+func certificateLines(cs []apitype.Certificate, line func(label, format string, args ...any)) {
+	var soon []apitype.Certificate
 	for _, c := range cs {
 		if c.ExpiringSoon {
 			soon = append(soon, c)
@@ -369,7 +369,7 @@ func labelled(w io.Writer) func(label, format string, args ...any) {
 }
 
 // runLine says what a run did, on one line.
-func runLine(r recovery.RunRow, now time.Time) string {
+func runLine(r apitype.Run, now time.Time) string {
 	return fmt.Sprintf("%d %s (%s, term %d) %s %s ago: %d claims expired, %d of %d instances repaired%s", r.ID, safe(string(r.Kind)), safe(string(r.Trigger)), r.Term,
 		safe(r.Status), now.Sub(r.StartedAt).Round(time.Second), r.ClaimsExpired, r.Done, r.Planned, safe(prefixed("; ", r.Error)))
 }
@@ -385,7 +385,7 @@ func prefixed(p, s string) string {
 var errNotReady = errors.New("node not ready")
 
 // passSummary says how the master's check passes go.
-func passSummary(p health.PassStats, now time.Time) string {
+func passSummary(p apitype.PassStats, now time.Time) string {
 	last := "no pass succeeded yet"
 	if !p.LastSuccess.IsZero() {
 		last = fmt.Sprintf("last pass succeeded %s ago", now.Sub(p.LastSuccess).Round(time.Second))
@@ -399,7 +399,7 @@ func passSummary(p health.PassStats, now time.Time) string {
 // sweepSummary says when the master's last sweep began (the pass that
 // looks for every interrupted instance, also those without a claim) and
 // when the next is expected.
-func sweepSummary(p health.PassStats, paused bool, now time.Time) string {
+func sweepSummary(p apitype.PassStats, paused bool, now time.Time) string {
 	last := "none yet in this office"
 	if !p.LastSweep.IsZero() {
 		last = fmt.Sprintf("last %s (%s ago)", p.LastSweep.UTC().Format(time.RFC3339), now.Sub(p.LastSweep).Round(time.Second))

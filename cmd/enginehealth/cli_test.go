@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/claims"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -37,16 +37,16 @@ func fakeDaemon(t *testing.T) string {
 		}
 	}
 	e := evil
-	mux.HandleFunc("GET /v1/events", answer([]audit.Event{{ID: 1, At: time.Now(), Kind: audit.KindNodeAck, Actor: e,
+	mux.HandleFunc("GET /v1/events", answer([]apitype.Event{{ID: 1, At: time.Now(), Kind: audit.KindNodeAck, Actor: e,
 		Node: &e, FromState: &e, ToState: &e, Reason: e}}))
-	mux.HandleFunc("GET /v1/nodes", answer([]nodes.Node{{Name: e, Status: nodes.Status(e), Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
-	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{{ID: 1, Kind: recovery.RunKind(e), Trigger: recovery.Trigger(e), Master: e, Status: e, Error: e}}))
+	mux.HandleFunc("GET /v1/nodes", answer([]apitype.Node{{Name: e, Status: nodes.Status(e), Version: e, APIAddress: e, FailoverGrade: e, StatusReason: e}}))
+	mux.HandleFunc("GET /v1/runs", answer([]apitype.Run{{ID: 1, Kind: recovery.RunKind(e), Trigger: recovery.Trigger(e), Master: e, Status: e, Error: e}}))
 	one := 1
-	mux.HandleFunc("GET /v1/instances", answer(recovery.InstanceView{Workflow: e, Instance: e, State: &e,
-		Claim:    &claims.ClaimRow{Node: e, Token: e},
-		Attempts: []recovery.AttemptView{{Task: e, State: e, Cause: recovery.Cause(e), Nodes: []string{e}, LastReason: e, LastNode: &e}},
-		Events:   []audit.Event{{ID: 1, Kind: e, Actor: e, Node: &e, FromState: &e, ToState: &e, Attempt: &one, Reason: e}}}))
-	mux.HandleFunc("GET /v1/holds", answer([]recovery.Hold{{Workflow: e, Instance: e, Task: e, State: e, LastNode: &e, LastError: &e}}))
+	mux.HandleFunc("GET /v1/instances", answer(apitype.InstanceView{Workflow: e, Instance: e, State: &e,
+		Claim:    &apitype.Claim{Node: e, Token: e},
+		Attempts: []apitype.Attempt{{Task: e, State: e, Cause: recovery.Cause(e), Nodes: []string{e}, LastReason: e, LastNode: &e}},
+		Events:   []apitype.Event{{ID: 1, Kind: e, Actor: e, Node: &e, FromState: &e, ToState: &e, Attempt: &one, Reason: e}}}))
+	mux.HandleFunc("GET /v1/holds", answer([]apitype.Hold{{Workflow: e, Instance: e, Task: e, State: e, LastNode: &e, LastError: &e}}))
 	mux.HandleFunc("GET /v1/nodes/{name}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)

@@ -10,7 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/enginehealth/enginehealth/configs"
-	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 )
 
 // etcdCheck reads etcd from the running daemon every lease TTL and keeps
@@ -28,17 +28,17 @@ type etcdCheck struct {
 	soon chan struct{} // a check asked for now (CheckSoon)
 
 	mu    sync.Mutex
-	state api.EtcdState
+	state apitype.EtcdState
 }
 
 // newEtcdCheck starts reachable: connectEtcd just read etcd.
 func newEtcdCheck(cli *clientv3.Client, cfg *configs.Config, log *slog.Logger) *etcdCheck {
 	now := time.Now()
-	return &etcdCheck{cli: cli, cfg: cfg, log: log, soon: make(chan struct{}, 1), state: api.EtcdState{Reachable: true, Since: now, CheckedAt: now}}
+	return &etcdCheck{cli: cli, cfg: cfg, log: log, soon: make(chan struct{}, 1), state: apitype.EtcdState{Reachable: true, Since: now, CheckedAt: now}}
 }
 
 // State returns what the last check found.
-func (c *etcdCheck) State() api.EtcdState {
+func (c *etcdCheck) State() apitype.EtcdState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
@@ -123,7 +123,7 @@ func (c *etcdCheck) check(ctx context.Context) {
 func (c *etcdCheck) record(ctx context.Context, err error, now time.Time) {
 	c.mu.Lock()
 	prev := c.state
-	next := api.EtcdState{Reachable: err == nil, Since: prev.Since, CheckedAt: now}
+	next := apitype.EtcdState{Reachable: err == nil, Since: prev.Since, CheckedAt: now}
 	if err != nil {
 		next.Error = err.Error()
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/recovery"
 )
 
 func newEventsCmd() *cobra.Command {
@@ -69,10 +69,10 @@ attempts and whole timeline.`,
 			return allEvents(ctx, cl, p)
 		},
 		func(w io.Writer, v any) error {
-			if iv, ok := v.(recovery.InstanceView); ok {
+			if iv, ok := v.(apitype.InstanceView); ok {
 				return instanceTable(w, iv)
 			}
-			return eventsTable(w, v.([]audit.Event))
+			return eventsTable(w, v.([]apitype.Event))
 		})
 	c.Flags().Int64Var(&p.AfterID, "after", 0, "only events with a larger id (the cursor: the last id of the previous page)")
 	c.Flags().IntVar(&p.Limit, "limit", api.DefaultEventsLimit, fmt.Sprintf("how many events (at most %d; page on with --after)", api.MaxLimit))
@@ -104,14 +104,14 @@ func whenFlag(name, v string, now time.Time) (*time.Time, error) {
 
 // actor is an event's actor, with the node that took the request when
 // it was an operator's.
-func actor(e audit.Event) string {
+func actor(e apitype.Event) string {
 	if e.Via == nil {
 		return safe(e.Actor)
 	}
 	return safe(e.Actor) + " via " + safe(*e.Via)
 }
 
-func eventsTable(w io.Writer, es []audit.Event) error {
+func eventsTable(w io.Writer, es []apitype.Event) error {
 	return tabs(w, "ID\tAT\tKIND\tACTOR\tTERM\tNODE\tWORKFLOW\tINSTANCE\tTASK\tFROM\tTO\tREASON", func(tw io.Writer) {
 		for _, e := range es {
 			term := ""
@@ -126,7 +126,7 @@ func eventsTable(w io.Writer, es []audit.Event) error {
 
 // instanceTable prints an instance's state, claim and attempts rows, then
 // its timeline: one line per event, with the attempt it belongs to.
-func instanceTable(w io.Writer, v recovery.InstanceView) error {
+func instanceTable(w io.Writer, v apitype.InstanceView) error {
 	state := "gone (no row in the instance table)"
 	if v.State != nil {
 		state = "in " + safe(*v.State)
@@ -172,8 +172,8 @@ func instanceTable(w io.Writer, v recovery.InstanceView) error {
 
 // allEvents fetches up to p.Limit events, page after page: the daemon may
 // end a page early to bound its answer.
-func allEvents(ctx context.Context, cl *api.Client, p audit.ListParams) ([]audit.Event, error) {
-	all := []audit.Event{}
+func allEvents(ctx context.Context, cl *api.Client, p audit.ListParams) ([]apitype.Event, error) {
+	all := []apitype.Event{}
 	for q := p; len(all) < max(p.Limit, 1); {
 		q.Limit = p.Limit - len(all)
 		page, err := cl.Events(ctx, q)

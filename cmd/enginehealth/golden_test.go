@@ -17,9 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/enginehealth/enginehealth/claims"
-	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -42,7 +41,7 @@ func str(s string) *string           { return &s }
 // records are the real API types, encoded as the daemon encodes them.
 func fixtureDaemon(t *testing.T) string {
 	t.Helper()
-	ns := []nodes.Node{
+	ns := []apitype.Node{
 		{Name: "n1", Incarnation: "n1-7f3a", Hostname: "eng-1", Status: nodes.StatusReady, IsMaster: true, LastActive: at(-time.Second),
 			ActiveSince: at(-72 * time.Hour), Version: "v1.4.0", APIAddress: "10.0.0.1:8642", FailoverGrade: nodes.GradeNormal,
 			StatusChangedAt: at(-72 * time.Hour), StatusChangedBy: "n1", StatusReason: "start-up recovery done", SecondsSinceActive: 1.2},
@@ -59,13 +58,13 @@ func fixtureDaemon(t *testing.T) string {
 			StatusChangedAt: at(-10 * time.Minute), StatusChangedBy: "n3",
 			StatusReason: "restarted without a clean shutdown (incarnation n3-5e21 was not deregistered)", SecondsSinceActive: 3},
 	}
-	run := recovery.RunRow{ID: 42, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", ClaimsExpired: 2,
+	run := apitype.Run{ID: 42, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", ClaimsExpired: 2,
 		Planned: 3, Done: 3, Status: "done", StartedAt: at(-14 * time.Second), FinishedAt: atp(-14*time.Second + 38*time.Millisecond)}
-	idle := recovery.RunRow{ID: 43, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "finished",
+	idle := apitype.Run{ID: 43, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "finished",
 		StartedAt: at(-2 * time.Second), FinishedAt: atp(-2*time.Second + 5*time.Millisecond)}
-	failed := recovery.RunRow{ID: 41, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "failed",
+	failed := apitype.Run{ID: 41, Term: 7, Master: "n1", Kind: "check", Trigger: "schedule", Scope: "all", Status: "failed",
 		StartedAt: at(-29 * time.Second), FinishedAt: atp(-24 * time.Second), Error: "check: statement timeout (database 10.0.0.9:5432)"}
-	es := []audit.Event{
+	es := []apitype.Event{
 		{ID: 1001, At: at(-30 * time.Second), Kind: audit.KindNodeStatus, Actor: "n1", Term: i64(7), Node: str("n2"),
 			FromState: str(string(nodes.StatusReady)), ToState: str(string(nodes.StatusNotResponding)),
 			Reason: "no heartbeat for 62s > not_responding_after 30s"},
@@ -80,16 +79,16 @@ func fixtureDaemon(t *testing.T) string {
 	}
 	// Paused since 09:55: no sweep is expected (next_sweep null); the
 	// last one came before.
-	passes := health.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second), LastSweep: at(-6 * time.Minute)}
-	pause := health.Pause{Paused: true, Since: at(-5 * time.Minute), Actor: "n1 (operator)", Reason: "engine schema migration, back at 14:00", Term: i64(7)}
-	st := api.Status{
-		Node: api.SelfState{Name: "n1", Ready: api.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}},
-		Master: &api.Leader{Name: "n1", Incarnation: "n1-7f3a", APIAddress: "10.0.0.1:8642", Term: 7, Since: at(-72 * time.Hour),
+	passes := apitype.PassStats{LastSuccess: at(-14 * time.Second), LastFailure: at(-24 * time.Second), LastSweep: at(-6 * time.Minute)}
+	pause := apitype.Pause{Paused: true, Since: at(-5 * time.Minute), Actor: "n1 (operator)", Reason: "engine schema migration, back at 14:00", Term: i64(7)}
+	st := apitype.Status{
+		Node: apitype.SelfState{Name: "n1", Ready: apitype.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}},
+		Master: &apitype.Leader{Name: "n1", Incarnation: "n1-7f3a", APIAddress: "10.0.0.1:8642", Term: 7, Since: at(-72 * time.Hour),
 			TrustedUntil: at(4 * time.Second), Passes: passes, AnsweredBy: "n1"},
 		Paused: pause,
 		Checks: passes,
 		Nodes:  map[string]int{string(nodes.StatusReady): 1, string(nodes.StatusNotResponding): 1, string(nodes.StatusUnexpectedShutdown): 1},
-		NotReady: []api.NodeState{
+		NotReady: []apitype.NodeState{
 			{Name: "n2", Status: string(nodes.StatusNotResponding), Grade: nodes.GradeError, LastActive: at(-62 * time.Second), SecondsSinceActive: 62.4,
 				Why: "no heartbeat for 62 s > not_responding_after 30 s, marked by n1 in term 7"},
 			{Name: "n3", Status: string(nodes.StatusUnexpectedShutdown), Grade: nodes.GradeWarning, LastActive: at(-3 * time.Second), SecondsSinceActive: 3,
@@ -97,17 +96,17 @@ func fixtureDaemon(t *testing.T) string {
 		},
 		LastRun:   &idle,
 		LastActed: &run,
-		Holds:     api.HoldsSummary{Open: 2, OldestAgeSeconds: new(5400.0)},
-		Certificates: []api.Certificate{
+		Holds:     apitype.HoldsSummary{Open: 2, OldestAgeSeconds: new(5400.0)},
+		Certificates: []apitype.Certificate{
 			{Which: "etcd.tls.cert_file", CN: "enginehealth", NotAfter: at(3*24*time.Hour + 2*time.Hour), ExpiresInSeconds: 266400, ExpiringSoon: true},
 			{Which: "etcd.tls.ca_file", CN: "etcd-ca", NotAfter: at(3 * 365 * 24 * time.Hour), ExpiresInSeconds: 3 * 365 * 86400},
 		},
-		Etcd: &api.EtcdState{Error: "etcd at https://10.0.0.7:2379: its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates, etcd.tls.server_name a name they are for): tls: failed to verify certificate: x509: certificate signed by unknown authority (context deadline exceeded)",
+		Etcd: &apitype.EtcdState{Error: "etcd at https://10.0.0.7:2379: its certificate is not trusted (etcd.tls.ca_file must hold the CA that signed the members' certificates, etcd.tls.server_name a name they are for): tls: failed to verify certificate: x509: certificate signed by unknown authority (context deadline exceeded)",
 			Since: at(-3 * time.Minute), CheckedAt: at(-2 * time.Second)},
-		Build: &api.Build{Version: "v1.4.0", Commit: "0123456789abcdef0123456789abcdef01234567", CommitTime: at(-48 * time.Hour),
+		Build: &apitype.Build{Version: "v1.4.0", Commit: "0123456789abcdef0123456789abcdef01234567", CommitTime: at(-48 * time.Hour),
 			BuildDate: at(-47 * time.Hour), GoVersion: "go1.26.8", Platform: "linux/amd64", SchemaVersion: 14},
 	}
-	holds := []recovery.Hold{
+	holds := []apitype.Hold{
 		{Workflow: "orders", Instance: "1042", Task: "ship", State: "Shipping", Cause: recovery.CauseInterrupt, Since: at(-90 * time.Minute),
 			Attempts: 1, LastNode: str("n2"), Nodes: []string{"n2"}, LastError: str("carrier API: 503 Service Unavailable"),
 			Reason: "interrupted: held for an operator"},
@@ -115,12 +114,12 @@ func fixtureDaemon(t *testing.T) string {
 			Attempts: 2, Manual: 1, Nodes: []string{}, Reason: "failed by the engine: held for an operator"},
 	}
 	one, two := 1, 2
-	iv := recovery.InstanceView{Workflow: "orders", Instance: "51", State: str("Reserving"),
-		Claim: &claims.ClaimRow{Node: "n2", Token: "8c1e", ClaimedAt: at(-50 * time.Second), ExpiresAt: at(-20 * time.Second), Expired: true},
-		Attempts: []recovery.AttemptView{{Task: "reserve", AttemptCount: 2, State: "waiting", InRetry: true, Cause: recovery.CauseInterrupt,
+	iv := apitype.InstanceView{Workflow: "orders", Instance: "51", State: str("Reserving"),
+		Claim: &apitype.Claim{Node: "n2", Token: "8c1e", ClaimedAt: at(-50 * time.Second), ExpiresAt: at(-20 * time.Second), Expired: true},
+		Attempts: []apitype.Attempt{{Task: "reserve", AttemptCount: 2, State: "waiting", InRetry: true, Cause: recovery.CauseInterrupt,
 			LeftIn: "Reserving", Since: at(-14 * time.Second), LastAttemptTime: atp(-80 * time.Second), NextAttemptTime: atp(46 * time.Second),
 			LastNode: str("n2"), Nodes: []string{"n3", "n2"}, LastReason: "interrupted: retry 2 of 3 in 1m0s"}},
-		Events: []audit.Event{
+		Events: []apitype.Event{
 			{ID: 900, At: at(-11 * time.Minute), Kind: audit.KindRetried, Actor: "n1", Term: i64(7), Node: str("n3"), Workflow: str("orders"),
 				Instance: str("51"), Task: str("reserve"), FromState: str("Reserving"), ToState: str("Created"), Attempt: &one,
 				Reason: "interrupted: retry 1 of 3 at once"},
@@ -128,12 +127,12 @@ func fixtureDaemon(t *testing.T) string {
 		},
 	}
 	iv.Events[1].Attempt = &two
-	stats := []recovery.RetryStats{
+	stats := []apitype.RetryStats{
 		{Workflow: "orders", Task: "reserve", Instances: 40, Retried: 52, Scheduled: 55, Manual: 1, Waiting: 3, Succeeded: 30,
 			Exhausted: 2, Failed: 1, Cancelled: 4, HoldsOpen: 0, SuccessRate: new(30.0 / 33)},
 		{Workflow: "orders", Task: "ship", Instances: 2, Retried: 1, Scheduled: 1, HoldsOpen: 2},
 	}
-	detail := recovery.RunDetail{RunRow: run, Took: 38 * time.Millisecond, Counts: []audit.Count{
+	detail := apitype.RunDetail{Run: run, Took: 38 * time.Millisecond, Counts: []apitype.EventCount{
 		{Workflow: "orders", Task: "reserve", Kind: audit.KindClaimExpired, Count: 2},
 		{Workflow: "orders", Task: "reserve", Kind: audit.KindRetryScheduled, To: "Reserving", Count: 2},
 		{Workflow: "orders", Task: "ship", Kind: audit.KindRepair, To: "ShipFailed", Count: 1},
@@ -146,14 +145,14 @@ func fixtureDaemon(t *testing.T) string {
 			_ = json.NewEncoder(w).Encode(v)
 		}
 	}
-	mux.HandleFunc("GET /healthz", answer(api.Health{Status: "ok", Checks: map[string]string{"heartbeat": "ok", "master": "ok"}}))
+	mux.HandleFunc("GET /healthz", answer(apitype.Health{Status: "ok", Checks: map[string]string{"heartbeat": "ok", "master": "ok"}}))
 	mux.HandleFunc("GET /v1/status", answer(st))
 	mux.HandleFunc("GET /v1/nodes", answer(ns))
 	mux.HandleFunc("GET /v1/nodes/n2", answer(ns[1]))
-	mux.HandleFunc("GET /v1/leader", answer(api.Leader{Name: "n1", Term: 7}))
+	mux.HandleFunc("GET /v1/leader", answer(apitype.Leader{Name: "n1", Term: 7}))
 	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-		page := []audit.Event{}
+		page := []apitype.Event{}
 		for _, e := range es {
 			if e.ID > after {
 				page = append(page, e)
@@ -169,7 +168,7 @@ func fixtureDaemon(t *testing.T) string {
 		answer(iv)(w, r)
 	})
 	mux.HandleFunc("GET /v1/holds", answer(holds))
-	mux.HandleFunc("GET /v1/runs", answer([]recovery.RunRow{run, failed}))
+	mux.HandleFunc("GET /v1/runs", answer([]apitype.Run{run, failed}))
 	mux.HandleFunc("GET /v1/runs/42", answer(detail))
 	mux.HandleFunc("GET /v1/retries/stats", answer(stats))
 	srv := httptest.NewServer(mux)
@@ -227,14 +226,14 @@ func TestGoldenOutput(t *testing.T) {
 func TestGoldenJSONHasEveryField(t *testing.T) {
 	types := map[string]reflect.Type{
 		"status.json":   reflect.TypeFor[statusReport](),
-		"nodes.json":    reflect.TypeFor[[]nodes.Node](),
-		"node.json":     reflect.TypeFor[nodes.Node](),
-		"events.json":   reflect.TypeFor[[]audit.Event](),
-		"timeline.json": reflect.TypeFor[recovery.InstanceView](),
-		"holds.json":    reflect.TypeFor[[]recovery.Hold](),
-		"runs.json":     reflect.TypeFor[[]recovery.RunRow](),
-		"run.json":      reflect.TypeFor[recovery.RunDetail](),
-		"retries.json":  reflect.TypeFor[[]recovery.RetryStats](),
+		"nodes.json":    reflect.TypeFor[[]apitype.Node](),
+		"node.json":     reflect.TypeFor[apitype.Node](),
+		"events.json":   reflect.TypeFor[[]apitype.Event](),
+		"timeline.json": reflect.TypeFor[apitype.InstanceView](),
+		"holds.json":    reflect.TypeFor[[]apitype.Hold](),
+		"runs.json":     reflect.TypeFor[[]apitype.Run](),
+		"run.json":      reflect.TypeFor[apitype.RunDetail](),
+		"retries.json":  reflect.TypeFor[[]apitype.RetryStats](),
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
 	if err != nil || len(files) == 0 {
@@ -270,17 +269,17 @@ func TestGoldenJSONHasEveryField(t *testing.T) {
 // TestSweepSummary: the sweep line of status, as the master's stats are.
 func TestSweepSummary(t *testing.T) {
 	for _, c := range []struct {
-		p      health.PassStats
+		p      apitype.PassStats
 		paused bool
 		want   string
 	}{
-		{health.PassStats{}, false, "none yet in this office; none expected"},
-		{health.PassStats{NextSweep: at(10 * time.Second)}, false, "none yet in this office; next about 2026-11-24T10:00:10Z (in 10s)"},
-		{health.PassStats{LastSweep: at(-4 * time.Minute), NextSweep: at(6 * time.Minute)}, false,
+		{apitype.PassStats{}, false, "none yet in this office; none expected"},
+		{apitype.PassStats{NextSweep: at(10 * time.Second)}, false, "none yet in this office; next about 2026-11-24T10:00:10Z (in 10s)"},
+		{apitype.PassStats{LastSweep: at(-4 * time.Minute), NextSweep: at(6 * time.Minute)}, false,
 			"last 2026-11-24T09:56:00Z (4m0s ago); next about 2026-11-24T10:06:00Z (in 6m0s)"},
-		{health.PassStats{LastSweep: at(-11 * time.Minute), NextSweep: at(-time.Minute)}, false,
+		{apitype.PassStats{LastSweep: at(-11 * time.Minute), NextSweep: at(-time.Minute)}, false,
 			"last 2026-11-24T09:49:00Z (11m0s ago); next with the next pass"},
-		{health.PassStats{LastSweep: at(-4 * time.Minute)}, true, "last 2026-11-24T09:56:00Z (4m0s ago); none while paused"},
+		{apitype.PassStats{LastSweep: at(-4 * time.Minute)}, true, "last 2026-11-24T09:56:00Z (4m0s ago); none while paused"},
 	} {
 		if got := sweepSummary(c.p, c.paused, t0); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
@@ -292,16 +291,16 @@ func TestSweepSummary(t *testing.T) {
 // watched file, one line when none expires within 7 days, else a
 // warning and a line for each that does or has expired.
 func TestCertificateLines(t *testing.T) {
-	fine := api.Certificate{Which: "etcd.tls.ca_file", CN: "etcd-ca", NotAfter: at(900 * 24 * time.Hour), ExpiresInSeconds: 900 * 86400}
-	soon := api.Certificate{Which: "etcd.tls.cert_file", CN: "sidecar", NotAfter: at(5 * time.Hour), ExpiresInSeconds: 5 * 3600, ExpiringSoon: true}
-	expired := api.Certificate{Which: "api.tls.cert_file", NotAfter: at(-3 * 24 * time.Hour), ExpiresInSeconds: -3 * 86400, ExpiringSoon: true}
+	fine := apitype.Certificate{Which: "etcd.tls.ca_file", CN: "etcd-ca", NotAfter: at(900 * 24 * time.Hour), ExpiresInSeconds: 900 * 86400}
+	soon := apitype.Certificate{Which: "etcd.tls.cert_file", CN: "sidecar", NotAfter: at(5 * time.Hour), ExpiresInSeconds: 5 * 3600, ExpiringSoon: true}
+	expired := apitype.Certificate{Which: "api.tls.cert_file", NotAfter: at(-3 * 24 * time.Hour), ExpiresInSeconds: -3 * 86400, ExpiringSoon: true}
 	for _, c := range []struct {
-		certs []api.Certificate
+		certs []apitype.Certificate
 		want  string
 	}{
 		{nil, ""},
-		{[]api.Certificate{fine}, "certs    1 watched, none expiring within 7 days\n"},
-		{[]api.Certificate{fine, soon, expired}, "certs    WARNING: 2 of 3 expiring within 7 days or expired; renew them\n" +
+		{[]apitype.Certificate{fine}, "certs    1 watched, none expiring within 7 days\n"},
+		{[]apitype.Certificate{fine, soon, expired}, "certs    WARNING: 2 of 3 expiring within 7 days or expired; renew them\n" +
 			"         etcd.tls.cert_file (CN \"sidecar\") expires in 5.0 hours, at 2026-11-24T15:00:00Z\n" +
 			"         api.tls.cert_file EXPIRED 3.0 days ago, at 2026-11-21T10:00:00Z\n"},
 	} {
@@ -342,7 +341,7 @@ func TestExitCodes(t *testing.T) {
 		return func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
-			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: msg, Detail: "detail", RequestID: "r9"})
+			_ = json.NewEncoder(w).Encode(apitype.ErrorBody{Error: msg, Detail: "detail", RequestID: "r9"})
 		}
 	}
 	mux := http.NewServeMux()
@@ -359,12 +358,12 @@ func TestExitCodes(t *testing.T) {
 	mux.HandleFunc("GET /v1/runs", problem(http.StatusBadRequest, "query parameter limit: want 1..10000"))
 	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(health.CheckResult{RunID: 5, Disruption: true, DisruptionReason: "3 of 4 nodes look unresponsive"})
+		_ = json.NewEncoder(w).Encode(apitype.CheckResult{RunID: 5, Disruption: true, DisruptionReason: "3 of 4 nodes look unresponsive"})
 	})
 	mux.HandleFunc("POST /v1/nodes/{name}/reset-grade", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set(api.NodeHeader, "node-c")
-		_ = json.NewEncoder(w).Encode(nodes.GradeChange{Name: r.PathValue("name"), From: nodes.GradeError, To: nodes.GradeNormal})
+		_ = json.NewEncoder(w).Encode(apitype.GradeChange{Name: r.PathValue("name"), From: nodes.GradeError, To: nodes.GradeNormal})
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -488,19 +487,19 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 // node acts that record is "(*)", with a line saying why; a daemon that
 // does not say leaves the records' mark.
 func TestNodesMarksTheActingMaster(t *testing.T) {
-	ns := []nodes.Node{{Name: "n1", Status: nodes.StatusReady, IsMaster: true}, {Name: "n2", Status: nodes.StatusReady}}
+	ns := []apitype.Node{{Name: "n1", Status: nodes.StatusReady, IsMaster: true}, {Name: "n2", Status: nodes.StatusReady}}
 	for _, tc := range []struct {
 		name   string
 		leader http.HandlerFunc
 		want   []string
 	}{
 		{"another acts", func(w http.ResponseWriter, _ *http.Request) {
-			_ = json.NewEncoder(w).Encode(api.Leader{Name: "n2", Term: 8})
+			_ = json.NewEncoder(w).Encode(apitype.Leader{Name: "n2", Term: 8})
 		}, []string{"n1    Ready           0.0s", "n2    Ready   *"}},
 		{"none acts", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrNoActingMaster.Error(), Detail: "n1: etcd unreachable"})
+			_ = json.NewEncoder(w).Encode(apitype.ErrorBody{Error: api.ErrNoActingMaster.Error(), Detail: "n1: etcd unreachable"})
 		}, []string{"n1    Ready   (*)", "no node acts as master: n1: etcd unreachable; (*) took office last"}},
 		{"not said", http.NotFound, []string{"n1    Ready   *"}},
 	} {
@@ -523,7 +522,7 @@ func TestNodesMarksTheActingMaster(t *testing.T) {
 				t.Errorf("the record's mark shown beside the acting master:\n%s", out)
 			}
 			out, _, _ = runCLI(t, "nodes", "--api", srv.URL, "-o", "json")
-			var got []nodes.Node
+			var got []apitype.Node
 			if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 || !got[0].IsMaster {
 				t.Errorf("-o json: the records as the API answers them: %v\n%s", err, out)
 			}

@@ -10,20 +10,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // parseRef reads WORKFLOW/ID (the first slash separates them; an id may
 // hold more), or a bare ID when workflow is given.
-func parseRef(s, workflow string) (recovery.Ref, error) {
+func parseRef(s, workflow string) (apitype.Ref, error) {
 	wf, id, ok := strings.Cut(s, "/")
 	switch {
 	case ok && wf != "" && id != "":
-		return recovery.Ref{Workflow: wf, Instance: id}, nil
+		return apitype.Ref{Workflow: wf, Instance: id}, nil
 	case !ok && workflow != "" && s != "":
-		return recovery.Ref{Workflow: workflow, Instance: s}, nil
+		return apitype.Ref{Workflow: workflow, Instance: s}, nil
 	}
-	return recovery.Ref{}, usageError{fmt.Errorf("instance %q: want WORKFLOW/ID (or ID with --workflow)", s)}
+	return apitype.Ref{}, usageError{fmt.Errorf("instance %q: want WORKFLOW/ID (or ID with --workflow)", s)}
 }
 
 func newHoldsCmd() *cobra.Command {
@@ -38,13 +39,13 @@ operator decides with "holds retry" (back to begin) or "holds fail".`,
 		Example: "  enginehealth holds\n  enginehealth holds --workflow orders -o json",
 		Args:    noArgs,
 	}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, _ []string) ([]recovery.Hold, error) {
+		func(ctx context.Context, cl *api.Client, _ []string) ([]apitype.Hold, error) {
 			if err := checkLimit(limit); err != nil {
 				return nil, err
 			}
 			return cl.Holds(ctx, workflow, limit)
 		},
-		func(w io.Writer, hs []recovery.Hold) error {
+		func(w io.Writer, hs []apitype.Hold) error {
 			return tabs(w, "WORKFLOW\tID\tTASK\tIN\tSINCE\tATTEMPTS\tLAST NODE\tLAST ERROR", func(tw io.Writer) {
 				for _, h := range hs {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(h.Workflow), safe(h.Instance), safe(h.Task), safe(h.State),
@@ -61,7 +62,7 @@ operator decides with "holds retry" (back to begin) or "holds fail".`,
 
 func newHoldsDecideCmd(action, short string) *cobra.Command {
 	var f clientFlags
-	var req api.HoldsRequest
+	var req apitype.HoldsRequest
 	c := clientCmd(&cobra.Command{
 		Use:   action + " WORKFLOW/ID... | --all [--workflow W]",
 		Short: short + "; through the master, token required",
@@ -74,16 +75,16 @@ func newHoldsDecideCmd(action, short string) *cobra.Command {
 			return nil
 		},
 	}, &f, longOp,
-		func(ctx context.Context, cl *api.Client, args []string) (recovery.HoldResult, error) {
+		func(ctx context.Context, cl *api.Client, args []string) (apitype.HoldResult, error) {
 			r := req
 			if !r.All {
 				for _, a := range args {
 					ref, err := parseRef(a, r.Workflow)
 					if err != nil {
-						return recovery.HoldResult{}, err
+						return apitype.HoldResult{}, err
 					}
 					if r.Workflow != "" && ref.Workflow != r.Workflow {
-						return recovery.HoldResult{}, usageError{fmt.Errorf("instance %q is not of --workflow %s", a, r.Workflow)}
+						return apitype.HoldResult{}, usageError{fmt.Errorf("instance %q is not of --workflow %s", a, r.Workflow)}
 					}
 					r.Instances = append(r.Instances, ref)
 				}
@@ -91,7 +92,7 @@ func newHoldsDecideCmd(action, short string) *cobra.Command {
 			}
 			return cl.DecideHolds(ctx, action, r)
 		},
-		func(w io.Writer, res recovery.HoldResult) error {
+		func(w io.Writer, res apitype.HoldResult) error {
 			verb := map[string]string{recovery.DecideRetry: "sent back to begin", recovery.DecideFail: "failed"}[action]
 			fmt.Fprintf(w, "%d held %s %s\n", res.Decided, plural(res.Decided, "instance", "instances"), verb)
 			for _, c := range res.Cancelled {
@@ -110,7 +111,7 @@ func newHoldsDecideCmd(action, short string) *cobra.Command {
 
 func newRetryCmd() *cobra.Command {
 	var f clientFlags
-	var req api.RetryRequest
+	var req apitype.RetryRequest
 	c := clientCmd(&cobra.Command{
 		Use:   "retry WORKFLOW ID | WORKFLOW/ID",
 		Short: "Send a failed, held or exhausted instance back to begin now (through the master, token required)",
@@ -122,27 +123,27 @@ retry, not against max_attempts.`,
 		Example: "  enginehealth retry orders 1042 --reason 'card re-issued'\n  enginehealth retry orders/1042 --task ship",
 		Args:    usageArgs(cobra.RangeArgs(1, 2)),
 	}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, args []string) (recovery.RetryResult, error) {
+		func(ctx context.Context, cl *api.Client, args []string) (apitype.RetryResult, error) {
 			r := req
 			if len(args) == 2 {
 				r.Workflow, r.Instance = args[0], args[1]
 				switch {
 				case strings.TrimSpace(r.Workflow) == "" || strings.TrimSpace(r.Instance) == "":
-					return recovery.RetryResult{}, usageError{fmt.Errorf("retry %q %q: an empty workflow or id", r.Workflow, r.Instance)}
+					return apitype.RetryResult{}, usageError{fmt.Errorf("retry %q %q: an empty workflow or id", r.Workflow, r.Instance)}
 				case strings.Contains(r.Workflow, "/"):
-					return recovery.RetryResult{}, usageError{fmt.Errorf("retry %q %q: want WORKFLOW ID or WORKFLOW/ID, not both", r.Workflow, r.Instance)}
+					return apitype.RetryResult{}, usageError{fmt.Errorf("retry %q %q: want WORKFLOW ID or WORKFLOW/ID, not both", r.Workflow, r.Instance)}
 				}
 			} else {
 				// The form events --instance and holds take.
 				ref, err := parseRef(args[0], "")
 				if err != nil {
-					return recovery.RetryResult{}, usageError{fmt.Errorf("instance %q: want WORKFLOW ID or WORKFLOW/ID", args[0])}
+					return apitype.RetryResult{}, usageError{fmt.Errorf("instance %q: want WORKFLOW ID or WORKFLOW/ID", args[0])}
 				}
 				r.Workflow, r.Instance = ref.Workflow, ref.Instance
 			}
 			return cl.Retry(ctx, r)
 		},
-		func(w io.Writer, res recovery.RetryResult) error {
+		func(w io.Writer, res apitype.RetryResult) error {
 			fmt.Fprintf(w, "%s/%s: %s -> %s (task %s), manual retry %d", safe(res.Workflow), safe(res.Instance), safe(res.From),
 				safe(res.To), safe(res.Task), res.Manual)
 			if res.Replaced != "" {
@@ -165,10 +166,10 @@ func newRetriesCmd() *cobra.Command {
 		Example: "  enginehealth retries stats\n  enginehealth retries stats -o json",
 		Args:    noArgs,
 	}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, _ []string) ([]recovery.RetryStats, error) {
+		func(ctx context.Context, cl *api.Client, _ []string) ([]apitype.RetryStats, error) {
 			return cl.RetryStats(ctx)
 		},
-		func(w io.Writer, st []recovery.RetryStats) error {
+		func(w io.Writer, st []apitype.RetryStats) error {
 			return tabs(w, "WORKFLOW\tTASK\tINSTANCES\tRETRIES\tBY HAND\tWAITING\tSUCCEEDED\tEXHAUSTED\tFAILED\tCANCELLED\tHOLDS OPEN\tSUCCESS RATE", func(tw io.Writer) {
 				for _, s := range st {
 					rate := "—"

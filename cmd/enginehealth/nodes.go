@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 )
 
 func newNodesCmd() *cobra.Command {
@@ -33,7 +33,7 @@ as its record says, and a line below says why none acts.`,
 			var l nodeList
 			if len(args) == 1 {
 				n, err := cl.Node(ctx, args[0])
-				l.nodes, l.one = []nodes.Node{n}, true
+				l.nodes, l.one = []apitype.Node{n}, true
 				if err != nil {
 					return l, err
 				}
@@ -94,7 +94,7 @@ as its record says, and a line below says why none acts.`,
 // who acts as master now, since a record's is_master only says who took
 // office last. -o json prints the records alone, as the API answers them.
 type nodeList struct {
-	nodes []nodes.Node
+	nodes []apitype.Node
 	one   bool
 	// acting is the acting master's name; none, when no node acts, why;
 	// unknown, that the daemon did not say (the records' is_master is shown).
@@ -124,10 +124,10 @@ Unexpected shutdown.`,
 		Example: `  enginehealth node ack n2 --reason "kernel panic, host replaced"`,
 		Args:    nodeArgs(cobra.ExactArgs(1)),
 	}, &f, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, args []string) (nodes.Node, error) {
+		func(ctx context.Context, cl *api.Client, args []string) (apitype.Node, error) {
 			return cl.Ack(ctx, args[0], reason)
 		},
-		func(w io.Writer, n nodes.Node) error {
+		func(w io.Writer, n apitype.Node) error {
 			_, err := fmt.Fprintf(w, "node %s acknowledged: %s\n", safe(n.Name), safe(string(n.Status)))
 			return err
 		})
@@ -144,10 +144,10 @@ when the grade is NORMAL already.`,
 		Example: `  enginehealth node reset-grade n2 --reason "disk replaced"`,
 		Args:    nodeArgs(cobra.ExactArgs(1)),
 	}, &gf, 30*time.Second,
-		func(ctx context.Context, cl *api.Client, args []string) (nodes.GradeChange, error) {
+		func(ctx context.Context, cl *api.Client, args []string) (apitype.GradeChange, error) {
 			return cl.ResetGrade(ctx, args[0], greason)
 		},
-		func(w io.Writer, g nodes.GradeChange) error {
+		func(w io.Writer, g apitype.GradeChange) error {
 			_, err := fmt.Fprintf(w, "node %s: failover grade %s -> %s\n", safe(g.Name), safe(g.From), safe(g.To))
 			return err
 		})

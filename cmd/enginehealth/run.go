@@ -22,6 +22,7 @@ import (
 	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/health"
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/app/metrics"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/backoff"
@@ -309,15 +310,15 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		Tick:     cfg.Node.HeartbeatInterval,
 		Log:      log,
 	})
-	self := api.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
+	self := apitype.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
 
 	srv := api.NewServer(
 		api.NewHandler(api.Config{
 			Self:  name,
 			Nodes: apiStore,
 			Acker: apiStore,
-			Ready: func() api.Ready { return readiness(hb.Status(), hb.Grade(), cfg.Failover.ErrorNotReady, hb.Live()) },
-			Local: func() (api.Leader, error) { return actingSelf(self, master.Status()) },
+			Ready: func() apitype.Ready { return readiness(hb.Status(), hb.Grade(), cfg.Failover.ErrorNotReady, hb.Live()) },
+			Local: func() (apitype.Leader, error) { return actingSelf(self, master.Status()) },
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
@@ -498,20 +499,20 @@ func metricTasks(wfs []recovery.Workflow) []metrics.Task {
 // one cut from PostgreSQL, is not ready, whatever its record said, since
 // the master marks it Not responding and repairs its work once its record
 // is stale.
-func readiness(status nodes.Status, grade string, errorNotReady bool, live error) api.Ready {
+func readiness(status nodes.Status, grade string, errorNotReady bool, live error) apitype.Ready {
 	ready, reason := nodes.Readiness(status, grade, errorNotReady)
 	if ready && live != nil {
 		ready, reason = false, "heartbeat failing: "+live.Error()
 	}
-	return api.Ready{Ready: ready, Status: string(status), Grade: grade, Reason: reason}
+	return apitype.Ready{Ready: ready, Status: string(status), Grade: grade, Reason: reason}
 }
 
 // actingSelf is this node's answer to GET /v1/leader?local=true.
-func actingSelf(self api.Leader, st health.Status) (api.Leader, error) {
+func actingSelf(self apitype.Leader, st health.Status) (apitype.Leader, error) {
 	if !st.Acting {
-		return api.Leader{}, errors.New(st.Reason)
+		return apitype.Leader{}, errors.New(st.Reason)
 	}
-	self.Term, self.Since, self.TrustedUntil, self.Passes, self.Stuck = st.Term, st.Since, st.TrustedUntil, st.Passes, st.Stuck
+	self.Term, self.Since, self.TrustedUntil, self.Passes, self.Stuck = st.Term, st.Since, st.TrustedUntil, api.WirePassStats(st.Passes), st.Stuck
 	return self, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
-	"github.com/enginehealth/enginehealth/recovery"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -43,11 +43,11 @@ state instances went to), its duration and its error.`,
 			return cl.Runs(ctx, limit)
 		},
 		func(w io.Writer, v any) error {
-			if d, ok := v.(recovery.RunDetail); ok {
+			if d, ok := v.(apitype.RunDetail); ok {
 				return runTable(w, d)
 			}
 			return tabs(w, "ID\tKIND\tTRIGGER\tTERM\tMASTER\tSTATUS\tCLAIMS EXPIRED\tINSTANCES PLANNED\tREPAIRED\tSTARTED\tNOTE", func(tw io.Writer) {
-				for _, r := range v.([]recovery.RunRow) {
+				for _, r := range v.([]apitype.Run) {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, safe(string(r.Kind)), safe(string(r.Trigger)), r.Term, safe(r.Master), safe(r.Status),
 						r.ClaimsExpired, r.Planned, r.Done, r.StartedAt.Format(time.RFC3339), safe(r.Error))
 				}
@@ -58,7 +58,7 @@ state instances went to), its duration and its error.`,
 }
 
 // runTable prints one run and its counts per workflow task.
-func runTable(w io.Writer, d recovery.RunDetail) error {
+func runTable(w io.Writer, d apitype.RunDetail) error {
 	fmt.Fprintf(w, "run %d: %s (%s) by %s in term %d, %s after %s\n", d.ID, safe(string(d.Kind)), safe(string(d.Trigger)), safe(d.Master), d.Term,
 		safe(d.Status), d.Took.Round(time.Millisecond))
 	fmt.Fprintf(w, "started %s", d.StartedAt.Format(time.RFC3339))

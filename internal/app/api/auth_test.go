@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 )
@@ -117,8 +118,8 @@ var getRoutes = []string{"/v1/leader", "/v1/nodes", "/v1/nodes/n1", "/v1/events"
 func TestAuthReads(t *testing.T) {
 	s := &store{}
 	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Auth: operators(), AuthReads: true,
-		Ready:   func() Ready { return Ready{Ready: true, Status: "Ready"} },
-		Local:   func() (Leader, error) { return Leader{Name: "me"}, nil },
+		Ready:   func() apitype.Ready { return apitype.Ready{Ready: true, Status: "Ready"} },
+		Local:   func() (apitype.Leader, error) { return apitype.Leader{Name: "me"}, nil },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") }),
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil))})
 	const from = "192.0.2.1:4000"
@@ -154,22 +155,24 @@ func TestForwardedOperator(t *testing.T) {
 	ms := &store{}
 	var self atomic.Value // the master's address, once it listens
 	master := NewHandler(Config{Self: "master", Nodes: ms, Acker: ms, Ops: ms, Events: ms.Events, AuthReads: true,
-		Auth:  mustTokens(op("alice.on-master", "alice-token", RoleOperate)),
-		Local: func() (Leader, error) { return Leader{Name: "master", APIAddress: self.Load().(string)}, nil }, Log: log})
+		Auth: mustTokens(op("alice.on-master", "alice-token", RoleOperate)),
+		Local: func() (apitype.Leader, error) {
+			return apitype.Leader{Name: "master", APIAddress: self.Load().(string)}, nil
+		}, Log: log})
 	masterAddr, _ := serve(t, master, log, ServerOptions{})
 	self.Store(masterAddr)
 
 	ss := &store{}
 	standby := NewHandler(Config{Self: "standby", Nodes: ss, Acker: ss, Ops: notMaster{ss}, Events: ss.Events,
 		Auth:  mustTokens(op("alice", "alice-token", RoleOperate), op("carol", "carol-token", RoleOperate)),
-		Local: func() (Leader, error) { return Leader{}, errors.New("not in office") },
+		Local: func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") },
 		Candidates: func(context.Context) ([]leader.Candidate, error) {
 			return []leader.Candidate{{Name: "master", APIAddress: masterAddr}}, nil
 		}, Log: log})
 	standbyAddr, _ := serve(t, standby, log, ServerOptions{})
 
 	cl := NewClient(standbyAddr, "alice-token")
-	if _, err := cl.DecideHolds(t.Context(), "retry", HoldsRequest{Instances: nil, All: true, Reason: "carrier back"}); err != nil {
+	if _, err := cl.DecideHolds(t.Context(), "retry", apitype.HoldsRequest{Instances: nil, All: true, Reason: "carrier back"}); err != nil {
 		t.Fatalf("holds retry through the standby: %v", err)
 	}
 	// The master looked the forwarding node up (a registered node), then
@@ -177,7 +180,7 @@ func TestForwardedOperator(t *testing.T) {
 	if cl.DoneBy != "master" || ms.count() != 2 || ms.calls[0] != "get standby" || ms.calls[1] != "holds retry alice.on-master (operator)|standby||carrier back" {
 		t.Fatalf("done by %q; the master recorded %v, want alice.on-master (operator) via standby", cl.DoneBy, ms.calls)
 	}
-	_, err := NewClient(standbyAddr, "carol-token").DecideHolds(t.Context(), "retry", HoldsRequest{All: true})
+	_, err := NewClient(standbyAddr, "carol-token").DecideHolds(t.Context(), "retry", apitype.HoldsRequest{All: true})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || ms.count() != 2 {
 		t.Fatalf("a token only the standby knows: %v (master calls %v), want the master's 401", err, ms.calls)

@@ -14,10 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // ErrUnreachable means no daemon answered at the address, or it refused the
@@ -133,9 +131,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if resp.StatusCode/100 != 2 {
 		// Some answers (/readyz, /healthz) carry their body with a 503.
 		_ = json.Unmarshal(answer, out)
-		var eb ErrorBody
+		var eb apitype.ErrorBody
 		if json.Unmarshal(answer, &eb) != nil || eb.Error == "" {
-			eb = ErrorBody{Error: strings.TrimSpace(string(answer))}
+			eb = apitype.ErrorBody{Error: strings.TrimSpace(string(answer))}
 		}
 		if eb.RequestID == "" {
 			eb.RequestID = resp.Header.Get(requestIDHeader)
@@ -150,85 +148,85 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 }
 
 // Nodes lists the node records.
-func (c *Client) Nodes(ctx context.Context) ([]nodes.Node, error) {
-	var ns []nodes.Node
+func (c *Client) Nodes(ctx context.Context) ([]apitype.Node, error) {
+	var ns []apitype.Node
 	return ns, c.get(ctx, "/v1/nodes", &ns)
 }
 
 // Node returns one node record.
-func (c *Client) Node(ctx context.Context, name string) (nodes.Node, error) {
-	var n nodes.Node
+func (c *Client) Node(ctx context.Context, name string) (apitype.Node, error) {
+	var n apitype.Node
 	return n, c.get(ctx, "/v1/nodes/"+url.PathEscape(name), &n)
 }
 
 // Leader returns the current master.
-func (c *Client) Leader(ctx context.Context) (Leader, error) {
-	var l Leader
+func (c *Client) Leader(ctx context.Context) (apitype.Leader, error) {
+	var l apitype.Leader
 	return l, c.get(ctx, "/v1/leader", &l)
 }
 
 // Status returns the cluster's status as this node sees it.
-func (c *Client) Status(ctx context.Context) (Status, error) {
-	var s Status
+func (c *Client) Status(ctx context.Context) (apitype.Status, error) {
+	var s apitype.Status
 	return s, c.get(ctx, "/v1/status", &s)
 }
 
 // Run returns one run with what it did per workflow task.
-func (c *Client) Run(ctx context.Context, id int64) (recovery.RunDetail, error) {
-	var d recovery.RunDetail
+func (c *Client) Run(ctx context.Context, id int64) (apitype.RunDetail, error) {
+	var d apitype.RunDetail
 	return d, c.get(ctx, "/v1/runs/"+strconv.FormatInt(id, 10), &d)
 }
 
 // Ready returns the node's readiness; a 503 comes with a *StatusError.
-func (c *Client) Ready(ctx context.Context) (Ready, error) {
-	var r Ready
+func (c *Client) Ready(ctx context.Context) (apitype.Ready, error) {
+	var r apitype.Ready
 	return r, c.get(ctx, "/readyz", &r)
 }
 
 // Ack acknowledges the unexpected shutdown of node name.
-func (c *Client) Ack(ctx context.Context, name, reason string) (nodes.Node, error) {
-	var n nodes.Node
-	return n, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/ack", AckRequest{Reason: reason}, &n)
+func (c *Client) Ack(ctx context.Context, name, reason string) (apitype.Node, error) {
+	var n apitype.Node
+	return n, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/ack", apitype.AckRequest{Reason: reason}, &n)
 }
 
 // ResetGrade resets the failover grade of node name to NORMAL.
-func (c *Client) ResetGrade(ctx context.Context, name, reason string) (nodes.GradeChange, error) {
-	var g nodes.GradeChange
-	return g, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/reset-grade", AckRequest{Reason: reason}, &g)
+func (c *Client) ResetGrade(ctx context.Context, name, reason string) (apitype.GradeChange, error) {
+	var g apitype.GradeChange
+	return g, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/reset-grade", apitype.AckRequest{Reason: reason}, &g)
 }
 
 // Check runs a CheckEngineHealth pass on the master now.
-func (c *Client) Check(ctx context.Context, req CheckRequest) (health.CheckResult, error) {
-	var res health.CheckResult
+func (c *Client) Check(ctx context.Context, req apitype.CheckRequest) (apitype.CheckResult, error) {
+	var res apitype.CheckResult
 	return res, c.do(ctx, http.MethodPost, "/v1/check", req, &res)
 }
 
 // Pause stops automatic repair cluster-wide (paused true) or lets it go
 // on.
-func (c *Client) Pause(ctx context.Context, paused bool, reason string) (health.Pause, error) {
-	var p health.Pause
+func (c *Client) Pause(ctx context.Context, paused bool, reason string) (apitype.Pause, error) {
+	var p apitype.Pause
 	path := "/v1/resume"
 	if paused {
 		path = "/v1/pause"
 	}
-	return p, c.do(ctx, http.MethodPost, path, AckRequest{Reason: reason}, &p)
+	return p, c.do(ctx, http.MethodPost, path, apitype.AckRequest{Reason: reason}, &p)
 }
 
 // Recover runs (or, with DryRun, plans) a recovery run on the master.
-func (c *Client) Recover(ctx context.Context, req RecoveryRequest) (RecoveryAnswer, error) {
-	var a RecoveryAnswer
+func (c *Client) Recover(ctx context.Context, req apitype.RecoveryRequest) (apitype.RecoveryAnswer, error) {
+	var a apitype.RecoveryAnswer
 	return a, c.do(ctx, http.MethodPost, "/v1/recovery", req, &a)
 }
 
 // Runs lists the latest runs.
-func (c *Client) Runs(ctx context.Context, limit int) ([]recovery.RunRow, error) {
-	var rs []recovery.RunRow
+func (c *Client) Runs(ctx context.Context, limit int) ([]apitype.Run, error) {
+	var rs []apitype.Run
 	return rs, c.get(ctx, fmt.Sprintf("/v1/runs?limit=%d", limit), &rs)
 }
 
 // Events lists events after an id.
-func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
-	var es []audit.Event
+func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]apitype.Event, error) {
+	var es []apitype.Event
 	q := url.Values{}
 	q.Set("after", strconv.FormatInt(p.AfterID, 10))
 	if p.Limit > 0 {
@@ -252,14 +250,14 @@ func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]audit.Event,
 
 // Health returns the daemon's liveness; a 503 is returned as the body with
 // a *StatusError.
-func (c *Client) Health(ctx context.Context) (Health, error) {
-	var h Health
+func (c *Client) Health(ctx context.Context) (apitype.Health, error) {
+	var h apitype.Health
 	return h, c.get(ctx, "/healthz", &h)
 }
 
 // Holds lists open holds (of workflow, when set).
-func (c *Client) Holds(ctx context.Context, workflow string, limit int) ([]recovery.Hold, error) {
-	var hs []recovery.Hold
+func (c *Client) Holds(ctx context.Context, workflow string, limit int) ([]apitype.Hold, error) {
+	var hs []apitype.Hold
 	q := url.Values{}
 	if workflow != "" {
 		q.Set("workflow", workflow)
@@ -272,20 +270,20 @@ func (c *Client) Holds(ctx context.Context, workflow string, limit int) ([]recov
 
 // DecideHolds applies a decision (recovery.DecideRetry or DecideFail) to
 // holds, on the master.
-func (c *Client) DecideHolds(ctx context.Context, action string, req HoldsRequest) (recovery.HoldResult, error) {
-	var res recovery.HoldResult
+func (c *Client) DecideHolds(ctx context.Context, action string, req apitype.HoldsRequest) (apitype.HoldResult, error) {
+	var res apitype.HoldResult
 	return res, c.do(ctx, http.MethodPost, "/v1/holds/"+url.PathEscape(action), req, &res)
 }
 
 // Retry retries one instance now, by hand, on the master.
-func (c *Client) Retry(ctx context.Context, req RetryRequest) (recovery.RetryResult, error) {
-	var res recovery.RetryResult
+func (c *Client) Retry(ctx context.Context, req apitype.RetryRequest) (apitype.RetryResult, error) {
+	var res apitype.RetryResult
 	return res, c.do(ctx, http.MethodPost, "/v1/retry", req, &res)
 }
 
 // Instance returns what the daemon knows of one instance.
-func (c *Client) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
-	var v recovery.InstanceView
+func (c *Client) Instance(ctx context.Context, ref apitype.Ref, limit int) (apitype.InstanceView, error) {
+	var v apitype.InstanceView
 	// The query form: any id fits it, one with slashes, empty, "." or
 	// ".." segments included.
 	q := url.Values{"workflow": {ref.Workflow}, "id": {ref.Instance}}
@@ -296,7 +294,7 @@ func (c *Client) Instance(ctx context.Context, ref recovery.Ref, limit int) (rec
 }
 
 // RetryStats returns the retry statistics by workflow and task.
-func (c *Client) RetryStats(ctx context.Context) ([]recovery.RetryStats, error) {
-	var st []recovery.RetryStats
+func (c *Client) RetryStats(ctx context.Context) ([]apitype.RetryStats, error) {
+	var st []apitype.RetryStats
 	return st, c.get(ctx, "/v1/retries/stats", &st)
 }

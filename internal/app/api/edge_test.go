@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
@@ -363,9 +364,9 @@ func do(h http.Handler, method, target, ctype, body string) *httptest.ResponseRe
 }
 
 // errorBody decodes an error answer and checks its request id.
-func errorBody(t *testing.T, rec *httptest.ResponseRecorder) ErrorBody {
+func errorBody(t *testing.T, rec *httptest.ResponseRecorder) apitype.ErrorBody {
 	t.Helper()
-	var eb ErrorBody
+	var eb apitype.ErrorBody
 	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
 		t.Fatalf("answer %d is not an ErrorBody: %v: %s", rec.Code, err, rec.Body)
 	}
@@ -530,7 +531,7 @@ func (notMaster) DecideHolds(context.Context, recovery.HoldDecision) (recovery.H
 func TestRefusalIsMarked(t *testing.T) {
 	s := &store{}
 	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: notMaster{s}, Events: s.Events,
-		Local: func() (Leader, error) { return Leader{}, errors.New("not in office") },
+		Local: func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") },
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rec := do(h, "POST", "/v1/pause", "application/json", `{"reason":"x"}`)
 	if rec.Code != 503 || rec.Header().Get(RefusedHeader) != "no-master" || !strings.Contains(rec.Body.String(), "no acting master") {

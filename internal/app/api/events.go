@@ -27,7 +27,7 @@ func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runs)
+	writeJSON(w, http.StatusOK, wireAll(runs, wireRun))
 }
 
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +106,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		// The cursor of the next page (also: the last id of this one).
 		w.Header().Set("X-Next-After", strconv.FormatInt(es[len(es)-1].ID, 10))
 	}
-	writeJSON(w, http.StatusOK, es)
+	writeJSON(w, http.StatusOK, wireAll(es, wireEvent))
 }
 
 // eventKinds are the kinds of events the sidecar writes.

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -21,9 +22,11 @@ import (
 func fuzzHandler() (http.Handler, *store) {
 	s := &store{}
 	return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: s, Events: s.Events,
-		Ready: func() Ready { return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal} },
-		Local: func() (Leader, error) {
-			return Leader{Name: "me", Incarnation: "i1", APIAddress: "127.0.0.1:8642", Term: 7, Since: time.Unix(0, 0)}, nil
+		Ready: func() apitype.Ready {
+			return apitype.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}
+		},
+		Local: func() (apitype.Leader, error) {
+			return apitype.Leader{Name: "me", Incarnation: "i1", APIAddress: "127.0.0.1:8642", Term: 7, Since: time.Unix(0, 0)}, nil
 		},
 		Candidates:  func(context.Context) ([]leader.Candidate, error) { return nil, nil },
 		LastEventID: func(context.Context) (int64, error) { return 0, nil },
@@ -96,7 +99,7 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("%s %q: PostgreSQL's text in the answer: %s", method, target, rec.Body)
 		}
 		if rec.Code >= 400 {
-			var eb ErrorBody
+			var eb apitype.ErrorBody
 			if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error == "" || eb.RequestID == "" {
 				t.Fatalf("%s %q: answer %d is not an error body: %v: %s", method, target, rec.Code, err, rec.Body)
 			}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 )
@@ -253,7 +254,7 @@ func TestLyingContentLength(t *testing.T) {
 	const lying = "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"reason\":"
 
 	resp, body, took := rawRequest(t, short, "POST /v1/nodes/n/ack HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n"+lying)
-	var eb ErrorBody
+	var eb apitype.ErrorBody
 	_ = json.Unmarshal(body, &eb)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.HasPrefix(eb.Error, "body:") || took > readTimeout+time.Second {
 		t.Fatalf("ack with a lying Content-Length: %d %q, closed after %s; want 408 and a closed connection within %s",
@@ -287,7 +288,7 @@ func TestLongRoutesOutliveServerTimeouts(t *testing.T) {
 	s.slow = func() { <-time.After(3 * timeout) } // a run that takes a while
 	addr, _ := serve(t, h, slog.New(slog.NewTextHandler(io.Discard, nil)), ServerOptions{ReadTimeout: timeout, WriteTimeout: timeout})
 	cl := NewClient(addr, "tok")
-	res, err := cl.Check(t.Context(), CheckRequest{})
+	res, err := cl.Check(t.Context(), apitype.CheckRequest{})
 	if err != nil || res.RunID != 1 {
 		t.Fatalf("POST /v1/check slower than the server's timeouts: %+v, %v", res, err)
 	}

@@ -13,35 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
-
-// Leader is the body of GET /v1/leader: the acting master, as it sees
-// itself. A master acts when it took office and its lease is inside its
-// trust window; the election key alone does not make a master.
-type Leader struct {
-	Name        string `json:"name"`
-	Incarnation string `json:"incarnation"`
-	APIAddress  string `json:"api_address"`
-	Term        int64  `json:"term"`
-	// Since is when it took office.
-	Since time.Time `json:"since" null:"zero"`
-	// TrustedUntil is the end of its current trust window (renewed with
-	// every answered etcd keep-alive).
-	TrustedUntil time.Time `json:"trusted_until" null:"zero"`
-	// Passes says how its CheckEngineHealth passes go.
-	Passes health.PassStats `json:"passes"`
-	// Stuck, when set, says why the master counts as stuck: no pass
-	// succeeded for max(3 × period, 1 min); null when it is not.
-	Stuck string `json:"stuck" null:"zero"`
-	// AnsweredBy is the node whose own state this answer is.
-	AnsweredBy string `json:"answered_by"`
-}
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (l Leader) MarshalJSON() ([]byte, error) { return jsonx.Marshal(l) }
 
 // errBusy means no database slot came free in time.
 var errBusy = errors.New("busy")
@@ -69,7 +43,7 @@ func (e *noMaster) Unwrap() error { return ErrNoActingMaster }
 // candidate whose own state says it acts. Failures to look candidates up
 // are logged under the request's id, not answered: they may carry
 // database text.
-func (h *handler) acting(r *http.Request) (Leader, error) {
+func (h *handler) acting(r *http.Request) (apitype.Leader, error) {
 	ctx := r.Context()
 	l, err := h.cfg.Local()
 	if err == nil {
@@ -78,12 +52,12 @@ func (h *handler) acting(r *http.Request) (Leader, error) {
 	}
 	reasons := []string{h.cfg.Self + ": " + err.Error()}
 	if h.cfg.Candidates == nil {
-		return Leader{}, &noMaster{reasons}
+		return apitype.Leader{}, &noMaster{reasons}
 	}
 	// Looking the master up reads the database: it takes a slot, briefly.
 	release, ok := h.slots.acquire(ctx, leaderWait)
 	if !ok {
-		return Leader{}, errBusy
+		return apitype.Leader{}, errBusy
 	}
 	defer release()
 	cctx, cancel := context.WithTimeout(ctx, candidatesBudget)
@@ -99,7 +73,7 @@ func (h *handler) acting(r *http.Request) (Leader, error) {
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
-		found *Leader
+		found *apitype.Leader
 	)
 	actx, acancel := context.WithTimeout(ctx, askBudget)
 	defer acancel()
@@ -128,35 +102,35 @@ func (h *handler) acting(r *http.Request) (Leader, error) {
 	if found != nil {
 		return *found, nil
 	}
-	return Leader{}, &noMaster{reasons}
+	return apitype.Leader{}, &noMaster{reasons}
 }
 
 // askLocal asks the node at addr for its own view (GET /v1/leader?local=true).
-func (h *handler) askLocal(ctx context.Context, addr, id string) (Leader, error) {
+func (h *handler) askLocal(ctx context.Context, addr, id string) (apitype.Leader, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, URL(addr, "/v1/leader?local=true"), nil)
 	if err != nil {
-		return Leader{}, err
+		return apitype.Leader{}, err
 	}
 	req.Header.Set(requestIDHeader, id)
 	resp, err := h.cfg.Forward.Do(req)
 	if err != nil {
-		return Leader{}, fmt.Errorf("not reachable at %s", addr)
+		return apitype.Leader{}, fmt.Errorf("not reachable at %s", addr)
 	}
 	defer func() { _ = resp.Body.Close() }() // closing a response body: nothing to act on
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return Leader{}, fmt.Errorf("read answer of %s: %v", addr, err)
+		return apitype.Leader{}, fmt.Errorf("read answer of %s: %v", addr, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var eb ErrorBody
+		var eb apitype.ErrorBody
 		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
-			return Leader{}, errors.New(cmp.Or(eb.Detail, eb.Error))
+			return apitype.Leader{}, errors.New(cmp.Or(eb.Detail, eb.Error))
 		}
-		return Leader{}, fmt.Errorf("answered %d", resp.StatusCode)
+		return apitype.Leader{}, fmt.Errorf("answered %d", resp.StatusCode)
 	}
-	var l Leader
+	var l apitype.Leader
 	if err := json.Unmarshal(body, &l); err != nil {
-		return Leader{}, fmt.Errorf("bad answer of %s: %v", addr, err)
+		return apitype.Leader{}, fmt.Errorf("bad answer of %s: %v", addr, err)
 	}
 	return l, nil
 }

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/leader"
-	"github.com/enginehealth/enginehealth/recovery"
 )
 
-func leaderHandler(self string, local func() (Leader, error), cands func(context.Context) ([]leader.Candidate, error)) http.Handler {
+func leaderHandler(self string, local func() (apitype.Leader, error), cands func(context.Context) ([]leader.Candidate, error)) http.Handler {
 	return NewHandler(Config{Self: self, Local: local, Candidates: cands, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
@@ -32,18 +32,18 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 // act; 503 with every node's reason when none acts; lookup errors (which
 // may carry database text) are logged, not answered.
 func TestLeaderNamesTheActingMaster(t *testing.T) {
-	notMaster := func() (Leader, error) { return Leader{}, errors.New("not in office") }
-	acting := Leader{Name: "b", Term: 7, TrustedUntil: time.Now().Add(time.Second)}
-	b := httptest.NewServer(leaderHandler("b", func() (Leader, error) { return acting, nil }, nil))
+	notMaster := func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") }
+	acting := apitype.Leader{Name: "b", Term: 7, TrustedUntil: time.Now().Add(time.Second)}
+	b := httptest.NewServer(leaderHandler("b", func() (apitype.Leader, error) { return acting, nil }, nil))
 	defer b.Close()
-	suspended := httptest.NewServer(leaderHandler("c", func() (Leader, error) {
-		return Leader{}, errors.New("suspended: no etcd keep-alive answered")
+	suspended := httptest.NewServer(leaderHandler("c", func() (apitype.Leader, error) {
+		return apitype.Leader{}, errors.New("suspended: no etcd keep-alive answered")
 	}, nil))
 	defer suspended.Close()
 	addr := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
 
 	// This node acts: its own answer.
-	code, body := get(t, leaderHandler("b", func() (Leader, error) { return acting, nil }, nil), "/v1/leader")
+	code, body := get(t, leaderHandler("b", func() (apitype.Leader, error) { return acting, nil }, nil), "/v1/leader")
 	if code != 200 || !strings.Contains(body, `"answered_by": "b"`) {
 		t.Fatalf("acting node: %d %s", code, body)
 	}
@@ -52,7 +52,7 @@ func TestLeaderNamesTheActingMaster(t *testing.T) {
 		return []leader.Candidate{{Name: "c", APIAddress: addr(suspended)}, {Name: "b", APIAddress: addr(b)}}, errors.New("read leader: etcd timed out")
 	})
 	code, body = get(t, a, "/v1/leader")
-	var l Leader
+	var l apitype.Leader
 	if code != 200 || json.Unmarshal([]byte(body), &l) != nil || l.Name != "b" || l.Term != 7 || l.AnsweredBy != "b" {
 		t.Fatalf("via candidates: %d %s", code, body)
 	}
@@ -97,7 +97,7 @@ func TestClientNamesAnyID(t *testing.T) {
 	defer srv.Close()
 	c := NewClient(srv.URL, "")
 	for _, id := range []string{"eu/7 a%", "a//b", "..", "./x", "x/", "/x", "%2F", "a&id=b"} {
-		if _, err := c.Instance(context.Background(), recovery.Ref{Workflow: "orders", Instance: id}, 5); err != nil {
+		if _, err := c.Instance(context.Background(), apitype.Ref{Workflow: "orders", Instance: id}, 5); err != nil {
 			t.Fatalf("id %q: %v", id, err)
 		}
 		s.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -38,31 +39,6 @@ type MasterOps interface {
 	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
 	HoldsOpen(ctx context.Context) (int64, time.Duration, error)
 	Run(ctx context.Context, id int64) (recovery.RunDetail, error)
-}
-
-// CheckRequest is the optional body of POST /v1/check.
-type CheckRequest struct {
-	// Force runs the pass through the disruption guard, once; Reason is
-	// then required and recorded in a guard_override event.
-	Force  bool   `json:"force"`
-	Reason string `json:"reason"`
-}
-
-// RecoveryRequest is the body of POST /v1/recovery.
-type RecoveryRequest struct {
-	// Workflows in scope; all claimable ones when empty.
-	Workflows []string `json:"workflows"`
-	// DryRun computes the plan and changes nothing.
-	DryRun bool `json:"dry_run"`
-}
-
-// RecoveryAnswer is the answer of POST /v1/recovery: a plan (dry run) or
-// a result.
-type RecoveryAnswer struct {
-	DryRun bool `json:"dry_run"`
-	// Plan of a dry run, Result of a run: the other is null.
-	Plan   []recovery.WorkflowPlan `json:"plan"`
-	Result *recovery.Result        `json:"result"`
 }
 
 // Check is a named liveness check; nil means healthy.
@@ -155,7 +131,7 @@ func decodeReasoned(w http.ResponseWriter, r *http.Request, v any, reason *strin
 }
 
 func (h *handler) check(w http.ResponseWriter, r *http.Request) {
-	var req CheckRequest
+	var req apitype.CheckRequest
 	body, ok := decodeReasoned(w, r, &req, &req.Reason)
 	if !ok {
 		return
@@ -180,14 +156,14 @@ func (h *handler) check(w http.ResponseWriter, r *http.Request) {
 			log.WarnContext(r.Context(), "disruption guard overridden by an operator", "run", res.RunID, "reason", req.Reason)
 		}
 		log.InfoContext(r.Context(), "check run by an operator", "run", res.RunID, "force", req.Force, "took", res.Took.Round(time.Millisecond))
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, wireCheckResult(res))
 	}
 }
 
 // pause serves POST /v1/pause and /v1/resume, on the master (forwarded).
 func (h *handler) pause(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req AckRequest
+		var req apitype.AckRequest
 		body, ok := decodeReasoned(w, r, &req, &req.Reason)
 		if !ok {
 			return
@@ -214,13 +190,13 @@ func (h *handler) pause(paused bool) http.HandlerFunc {
 			h.internal(w, r, err)
 		default:
 			h.reqLog(r).InfoContext(r.Context(), "automatic repair "+what+" by an operator", "actor", p.Actor, "reason", p.Reason)
-			writeJSON(w, http.StatusOK, p)
+			writeJSON(w, http.StatusOK, wirePause(p))
 		}
 	}
 }
 
 func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
-	var req RecoveryRequest
+	var req apitype.RecoveryRequest
 	body, ok := decodeBody(w, r, &req)
 	if !ok {
 		return
@@ -235,7 +211,7 @@ func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
 		case err != nil:
 			h.internal(w, r, err)
 		default:
-			writeJSON(w, http.StatusOK, RecoveryAnswer{DryRun: true, Plan: plan})
+			writeJSON(w, http.StatusOK, apitype.RecoveryAnswer{DryRun: true, Plan: wireAll(plan, wirePlan)})
 		}
 		return
 	}
@@ -250,6 +226,6 @@ func (h *handler) recovery(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.reqLog(r).InfoContext(r.Context(), "recovery run by an operator", "run", res.RunID,
 			"claims_expired", res.ClaimsExpired, "repaired", res.Done())
-		writeJSON(w, http.StatusOK, RecoveryAnswer{Result: &res})
+		writeJSON(w, http.StatusOK, apitype.RecoveryAnswer{Result: new(wireResult(res))})
 	}
 }

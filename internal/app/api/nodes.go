@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -27,11 +28,6 @@ type NodeAcker interface {
 	ResetGrade(ctx context.Context, name string, by audit.By, reason string) (nodes.GradeChange, error)
 }
 
-// AckRequest is the optional body of POST /v1/nodes/{name}/ack.
-type AckRequest struct {
-	Reason string `json:"reason"`
-}
-
 // nodeDecision reads the name and the optional {"reason"} body of an
 // operator's decision on a node; false: the request was answered.
 func nodeDecision(w http.ResponseWriter, r *http.Request, defaultReason string) (name, reason string, ok bool) {
@@ -39,7 +35,7 @@ func nodeDecision(w http.ResponseWriter, r *http.Request, defaultReason string) 
 	if !ok {
 		return "", "", false
 	}
-	var req AckRequest
+	var req apitype.AckRequest
 	if _, ok := decodeReasoned(w, r, &req, &req.Reason); !ok {
 		return "", "", false
 	}
@@ -65,7 +61,7 @@ func (h *handler) resetGrade(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 	default:
 		h.reqLog(r).InfoContext(ctx, "failover grade reset by operator", "subject", name, "from", c.From, "reason", reason)
-		writeJSON(w, http.StatusOK, c)
+		writeJSON(w, http.StatusOK, wireGradeChange(c))
 	}
 }
 
@@ -74,7 +70,7 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req := AckRequest{Reason: reason}
+	req := apitype.AckRequest{Reason: reason}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	n, err := h.cfg.Acker.Ack(ctx, name, h.operator(r), req.Reason)
@@ -87,7 +83,7 @@ func (h *handler) ackNode(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 	default:
 		h.reqLog(r).InfoContext(ctx, "node acknowledged by operator", "subject", name, "reason", req.Reason)
-		writeJSON(w, http.StatusOK, n)
+		writeJSON(w, http.StatusOK, wireNode(n))
 	}
 }
 
@@ -116,7 +112,7 @@ func (h *handler) listNodes(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ns)
+	writeJSON(w, http.StatusOK, wireAll(ns, wireNode))
 }
 
 func (h *handler) getNode(w http.ResponseWriter, r *http.Request) {
@@ -135,5 +131,5 @@ func (h *handler) getNode(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, n)
+	writeJSON(w, http.StatusOK, wireNode(n))
 }

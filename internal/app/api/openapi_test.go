@@ -30,6 +30,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/leader"
@@ -495,11 +496,11 @@ func TestOpenAPI(t *testing.T) {
 		Operator{Name: "rita", SHA256: sha256.Sum256([]byte("rtok")), Role: RoleRead})
 	var sick atomic.Bool
 	var leaderAddr atomic.Value
-	ready := func() Ready {
+	ready := func() apitype.Ready {
 		if sick.Load() {
-			return Ready{Status: "Unexpected shutdown", Grade: nodes.GradeNormal, Reason: "heartbeat failing: last successful heartbeat 1.6s ago"}
+			return apitype.Ready{Status: "Unexpected shutdown", Grade: nodes.GradeNormal, Reason: "heartbeat failing: last successful heartbeat 1.6s ago"}
 		}
-		return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}
+		return apitype.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "enginehealth_is_master", Help: "1 while this node acts as master."}))
@@ -516,25 +517,25 @@ func TestOpenAPI(t *testing.T) {
 			Timeout: 200 * time.Millisecond,
 		}
 	}
-	notActing := func() (Leader, error) { return Leader{}, errors.New("not in office") }
+	notActing := func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") }
 
 	// a: the acting master; reads need a token (api.auth_reads), with
 	// certificates, etcd and build known.
 	cfgA := base("node-a", &specOps{})
 	cfgA.AuthReads = true
-	cfgA.Local = func() (Leader, error) {
-		return Leader{Name: "node-a", Incarnation: "inc-1", APIAddress: leaderAddr.Load().(string), Term: 7, Since: t0, TrustedUntil: t1,
-			Passes: health.PassStats{LastSuccess: t1, LastFailure: t0, ConsecutiveFailures: 0, LastError: "timed out",
+	cfgA.Local = func() (apitype.Leader, error) {
+		return apitype.Leader{Name: "node-a", Incarnation: "inc-1", APIAddress: leaderAddr.Load().(string), Term: 7, Since: t0, TrustedUntil: t1,
+			Passes: apitype.PassStats{LastSuccess: t1, LastFailure: t0, ConsecutiveFailures: 0, LastError: "timed out",
 				LastSweep: t0, NextSweep: t1}}, nil
 	}
 	cfgA.Certificates = func() []certexpiry.Expiry {
 		return []certexpiry.Expiry{{Which: "etcd.tls.cert_file", CN: "node-a", NotAfter: t1, Left: 3 * 24 * time.Hour},
 			{Which: "etcd.tls.ca_file", NotAfter: t0, Left: -time.Hour}}
 	}
-	cfgA.Etcd = func() EtcdState {
-		return EtcdState{Reachable: false, Error: "etcd unreachable", Since: t0, CheckedAt: t1}
+	cfgA.Etcd = func() apitype.EtcdState {
+		return apitype.EtcdState{Reachable: false, Error: "etcd unreachable", Since: t0, CheckedAt: t1}
 	}
-	cfgA.Build = &Build{Version: "1.4.0", Commit: "abc123-dirty", CommitTime: t0, BuildDate: t1, GoVersion: "go1.26.0",
+	cfgA.Build = &apitype.Build{Version: "1.4.0", Commit: "abc123-dirty", CommitTime: t0, BuildDate: t1, GoVersion: "go1.26.0",
 		Platform: "linux/amd64", SchemaVersion: 12}
 	addrA := specServer(t, cfgA)
 	leaderAddr.Store(addrA)

@@ -9,31 +9,13 @@ import (
 	"strings"
 
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // Operators' decisions on instances: GET /v1/holds, POST /v1/holds/retry,
 // POST /v1/holds/fail and POST /v1/retry. Decisions need the token and
 // run on the master (forwarded to it from any node).
-
-// HoldsRequest is the body of POST /v1/holds/retry and /v1/holds/fail:
-// the named instances, or all open holds (of workflow, when set).
-type HoldsRequest struct {
-	Instances []recovery.Ref `json:"instances"`
-	All       bool           `json:"all"`
-	Workflow  string         `json:"workflow,omitempty"` // empty: every workflow (with all)
-	Reason    string         `json:"reason"`
-}
-
-// RetryRequest is the body of POST /v1/retry.
-type RetryRequest struct {
-	Workflow string `json:"workflow"`
-	Instance string `json:"instance"`
-	// Task, when set, names the task (needed only when the instance's
-	// state is the failed state of several tasks).
-	Task   string `json:"task"`
-	Reason string `json:"reason"`
-}
 
 // maxName bounds workflow, task and instance names in requests.
 const maxName = 200
@@ -72,14 +54,14 @@ func (h *handler) listHolds(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.internal(w, r, err)
 	default:
-		writeJSON(w, http.StatusOK, hs)
+		writeJSON(w, http.StatusOK, wireAll(hs, wireHold))
 	}
 }
 
 // decideHolds serves POST /v1/holds/{action}.
 func (h *handler) decideHolds(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req HoldsRequest
+		var req apitype.HoldsRequest
 		body, ok := decodeBody(w, r, &req)
 		if !ok {
 			return
@@ -96,7 +78,7 @@ func (h *handler) decideHolds(action string) http.HandlerFunc {
 			return
 		}
 		h.extendDeadlines(w)
-		d := recovery.HoldDecision{Action: action, Instances: req.Instances, All: req.All, Workflow: req.Workflow,
+		d := recovery.HoldDecision{Action: action, Instances: wireAll(req.Instances, domainRef), All: req.All, Workflow: req.Workflow,
 			By: h.operator(r), Reason: req.Reason}
 		if d.Reason == "" {
 			d.Reason = "decided by an operator"
@@ -114,12 +96,12 @@ func (h *handler) decideHolds(action string) http.HandlerFunc {
 		default:
 			h.reqLog(r).InfoContext(r.Context(), "holds decided by an operator", "action", action, "decided", res.Decided,
 				"cancelled", len(res.Cancelled), "not_held", len(res.NotHeld), "reason", d.Reason)
-			writeJSON(w, http.StatusOK, res)
+			writeJSON(w, http.StatusOK, wireHoldResult(res))
 		}
 	}
 }
 
-func (h *handler) holdsProblem(req HoldsRequest) string {
+func (h *handler) holdsProblem(req apitype.HoldsRequest) string {
 	switch {
 	case req.All && len(req.Instances) > 0:
 		return "body: give instances or all, not both"
@@ -148,7 +130,7 @@ func (h *handler) holdsProblem(req HoldsRequest) string {
 }
 
 func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
-	var req RetryRequest
+	var req apitype.RetryRequest
 	body, ok := decodeBody(w, r, &req)
 	if !ok {
 		return
@@ -186,7 +168,7 @@ func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.reqLog(r).InfoContext(ctx, "instance retried by an operator", "workflow", res.Workflow, "instance", res.Instance,
 			"task", res.Task, "from", res.From, "manual", res.Manual, "reason", req.Reason)
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, wireRetryResult(res))
 	}
 }
 
@@ -253,7 +235,7 @@ func (h *handler) instanceOf(w http.ResponseWriter, r *http.Request, ref recover
 	case err != nil:
 		h.internal(w, r, err)
 	default:
-		writeJSON(w, http.StatusOK, v)
+		writeJSON(w, http.StatusOK, wireInstance(v))
 	}
 }
 
@@ -265,5 +247,5 @@ func (h *handler) retryStats(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, wireAll(st, wireRetryStats))
 }

@@ -21,7 +21,8 @@
 // (httpserver.go) set the server's timeouts and cap its connections.
 // Client (client.go) is what the CLI calls.
 //
-// The handler answers JSON; its errors are an ErrorBody
+// The handler answers JSON, the types of apitype (converted from the
+// domain's by wire.go); its errors are an apitype.ErrorBody
 // {"error", "detail", "request_id"} with a 4xx or 5xx status. What Go's
 // server refuses before any handler runs (a malformed request line,
 // oversized headers) gets that server's plain-text 400 or 431.
@@ -38,9 +39,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -53,10 +54,10 @@ type Config struct {
 	Nodes NodeReader
 	Acker NodeAcker
 	// Ready decides GET /readyz.
-	Ready func() Ready
+	Ready func() apitype.Ready
 	// Local returns this node's own state when it acts as master, else
 	// an error saying why it does not. It must not block.
-	Local func() (Leader, error)
+	Local func() (apitype.Leader, error)
 	// Candidates returns the nodes that may act as master (the one that
 	// last took office, the etcd election holder), asked when this node
 	// does not act; ctx carries a short deadline.
@@ -99,9 +100,9 @@ type Config struct {
 	// (certexpiry.Watch.Expiries), for the status; nil: none.
 	Certificates func() []certexpiry.Expiry
 	// Etcd reports whether this node reaches etcd now (nil: not said).
-	Etcd func() EtcdState
+	Etcd func() apitype.EtcdState
 	// Build is this binary's build (nil: not said).
-	Build *Build
+	Build *apitype.Build
 	// VerifyForwarders means client CAs are configured, so a node that
 	// forwards a request presents its certificate; a forwarded-by header
 	// without one is not believed (see handler.via).
@@ -242,23 +243,6 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, http.StatusServiceUnavailable, msg, detail)
 }
 
-// ErrorBody is the body of every error response.
-type ErrorBody struct {
-	// Error says what is wrong, naming the parameter at fault
-	// ("path parameter name: ...", "body.reason: ...").
-	Error string `json:"error"`
-	// Detail, when set, says more: what was expected, what was got;
-	// null when there is nothing more to say.
-	Detail string `json:"detail" null:"zero"`
-	// RequestID is the request's X-Request-Id, under which the daemon
-	// logs what it did with it (null only where no request id was set,
-	// outside the edge).
-	RequestID string `json:"request_id" null:"zero"`
-}
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (e ErrorBody) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
-
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeProblem(w, code, msg, "")
 }
@@ -266,7 +250,7 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 // writeProblem answers an error with a detail; the request id comes from
 // the response header set by the edge.
 func writeProblem(w http.ResponseWriter, code int, msg, detail string) {
-	writeJSON(w, code, ErrorBody{Error: msg, Detail: detail, RequestID: w.Header().Get(requestIDHeader)})
+	writeJSON(w, code, apitype.ErrorBody{Error: msg, Detail: detail, RequestID: w.Header().Get(requestIDHeader)})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -13,170 +13,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-// Status is the body of GET /v1/status: what an operator asks first.
-type Status struct {
-	// Node is this node, as its readiness says.
-	Node SelfState `json:"node"`
-	// Master is the acting master (as GET /v1/leader), or null with
-	// MasterError saying why no node acts.
-	Master      *Leader `json:"master"`
-	MasterError string  `json:"master_error" null:"zero"`
-	// Paused is the pause switch.
-	Paused health.Pause `json:"paused"`
-	// Disruption says why the master's last pass did nothing (null when the
-	// guard does not hold).
-	Disruption string `json:"disruption" null:"zero"`
-	// Checks holds the acting master's check passes (last_success,
-	// consecutive_failures, last_error) and sweeps (last_sweep,
-	// next_sweep); zero without a master.
-	Checks health.PassStats `json:"checks"`
-	// Nodes counts node records by status; NotReady lists those not
-	// Ready or not NORMAL, with why.
-	Nodes    map[string]int `json:"nodes"`
-	NotReady []NodeState    `json:"not_ready"`
-	// LastRun is the newest run (null before the first); LastActed, the
-	// newest that did something (expired claims, repaired, failed, or
-	// was asked for by an operator), which LastRun often is not: most
-	// passes find nothing to do.
-	LastRun   *recovery.RunRow `json:"last_run"`
-	LastActed *recovery.RunRow `json:"last_acted"`
-	Holds     HoldsSummary     `json:"holds"`
-	// Certificates lists the answering node's certificate files, and when
-	// each expires (empty without any); those expiring soon are
-	// warnings.
-	Certificates []Certificate `json:"certificates"`
-	// Etcd says whether the answering node reaches etcd now (null when the
-	// node does not check it).
-	Etcd *EtcdState `json:"etcd"`
-	// Build is the answering node's build (null when not said).
-	Build *Build `json:"build"`
-}
-
-// Build is what a binary was built from: `enginehealth version -o json`,
-// the status, and the enginehealth_build_info metric say the same.
-type Build struct {
-	Version string `json:"version"`
-	// Commit is the VCS revision, "-dirty" appended when the tree had
-	// changes; CommitTime its time. Null when built outside a checkout.
-	Commit     string    `json:"commit" null:"zero"`
-	CommitTime time.Time `json:"commit_time" null:"zero"`
-	// BuildDate is when the binary was built (make sets it; null
-	// otherwise).
-	BuildDate time.Time `json:"build_date" null:"zero"`
-	GoVersion string    `json:"go_version"`
-	Platform  string    `json:"platform"`
-	// SchemaVersion is the version of the sidecar's schema this binary
-	// migrates to (its newest migration).
-	SchemaVersion int `json:"schema_version"`
-}
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (b Build) MarshalJSON() ([]byte, error) { return jsonx.Marshal(b) }
-
-// EtcdState is whether a node reaches etcd, as its last check saw it.
-type EtcdState struct {
-	Reachable bool `json:"reachable"`
-	// Error says why the last check failed, as the daemon diagnosed it (TLS
-	// refused either way, authentication, permissions, unreachable);
-	// null when it succeeded.
-	Error string `json:"error" null:"zero"`
-	// Since is when the node last went from reachable to not or back (the
-	// daemon's start before the first change).
-	Since time.Time `json:"since"`
-	// CheckedAt is when the last check ended.
-	CheckedAt time.Time `json:"checked_at"`
-}
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (e EtcdState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e) }
-
-// Certificate is one certificate file of the answering node and when it
-// expires: a certificate with its intermediates when the first of them
-// does, a CA file when the first of its CAs valid now does (see
-// internal/infra/certexpiry).
-type Certificate struct {
-	// Which is the key path of the file's setting (etcd.tls.cert_file).
-	Which string `json:"which"`
-	// CN is the subject common name of the certificate that expires
-	// (null when it has none).
-	CN       string    `json:"cn" null:"zero"`
-	NotAfter time.Time `json:"not_after"`
-	// ExpiresInSeconds is the time left until NotAfter; negative once expired.
-	ExpiresInSeconds float64 `json:"expires_in_seconds"`
-	// ExpiringSoon means less than 7 days are left, or it expired.
-	ExpiringSoon bool `json:"expiring_soon"`
-}
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (c Certificate) MarshalJSON() ([]byte, error) { return jsonx.Marshal(c) }
-
-// Expired reports whether the certificate has expired.
-func (c Certificate) Expired() bool { return c.ExpiresInSeconds < 0 }
-
 // certificates returns this node's certificate files now ([] without
 // any).
-func (h *handler) certificates() []Certificate {
-	out := []Certificate{}
+func (h *handler) certificates() []apitype.Certificate {
+	out := []apitype.Certificate{}
 	if h.cfg.Certificates == nil {
 		return out
 	}
 	for _, e := range h.cfg.Certificates() {
-		out = append(out, Certificate{Which: e.Which, CN: e.CN, NotAfter: e.NotAfter.UTC(),
+		out = append(out, apitype.Certificate{Which: e.Which, CN: e.CN, NotAfter: e.NotAfter.UTC(),
 			ExpiresInSeconds: math.Round(e.Left.Seconds()), ExpiringSoon: e.Soon()})
 	}
 	return out
 }
 
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (s Status) MarshalJSON() ([]byte, error) { return jsonx.Marshal(s) }
-
-// SelfState is the answering node's own state.
-type SelfState struct {
-	Name string `json:"name"`
-	Ready
-}
-
-// MarshalJSON sends the name and the readiness's fields in place (as
-// without it: Ready's MarshalJSON would otherwise be promoted and send
-// the readiness alone).
-func (s SelfState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(s) }
-
-// NodeState is a node record in short, with why it is where it is.
-type NodeState struct {
-	Name               string    `json:"name"`
-	Status             string    `json:"status"`
-	Grade              string    `json:"grade"`
-	IsMaster           bool      `json:"is_master"`
-	LastActive         time.Time `json:"last_active"`
-	SecondsSinceActive float64   `json:"seconds_since_active"`
-	Why                string    `json:"why" null:"zero"`
-}
-
-// MarshalJSON sends every field, null when it has no value (jsonx).
-func (n NodeState) MarshalJSON() ([]byte, error) { return jsonx.Marshal(n) }
-
-// HoldsSummary counts the holds waiting for an operator.
-type HoldsSummary struct {
-	Open int64 `json:"open"`
-	// OldestAgeSeconds is how long the oldest has waited; null with none.
-	OldestAgeSeconds *float64 `json:"oldest_age_seconds"`
-}
-
-func nodeState(n nodes.Node) NodeState {
-	return NodeState{Name: n.Name, Status: string(n.Status), Grade: n.FailoverGrade, IsMaster: n.IsMaster, LastActive: n.LastActive,
+func nodeState(n nodes.Node) apitype.NodeState {
+	return apitype.NodeState{Name: n.Name, Status: string(n.Status), Grade: n.FailoverGrade, IsMaster: n.IsMaster, LastActive: n.LastActive,
 		SecondsSinceActive: n.SecondsSinceActive, Why: nodes.Why(n)}
 }
 
 // master looks the acting master up (outside any database slot: the
 // lookup takes one briefly itself).
-func (h *handler) master(r *http.Request) (*Leader, string, error) {
+func (h *handler) master(r *http.Request) (*apitype.Leader, string, error) {
 	l, err := h.acting(r)
 	var nm *noMaster
 	switch {
@@ -190,9 +54,9 @@ func (h *handler) master(r *http.Request) (*Leader, string, error) {
 
 // status reads what Status needs from the database (in a slot), runs
 // newest first included up to runs, and returns every node as well.
-func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (Status, []NodeState, []recovery.RunRow, error) {
-	st := Status{Node: SelfState{Name: h.cfg.Self, Ready: h.cfg.Ready()}, Master: l, MasterError: why,
-		Nodes: map[string]int{}, NotReady: []NodeState{}, Certificates: h.certificates()}
+func (h *handler) status(ctx context.Context, l *apitype.Leader, why string, runs int) (apitype.Status, []apitype.NodeState, []apitype.Run, error) {
+	st := apitype.Status{Node: apitype.SelfState{Name: h.cfg.Self, Ready: h.cfg.Ready()}, Master: l, MasterError: why,
+		Nodes: map[string]int{}, NotReady: []apitype.NodeState{}, Certificates: h.certificates()}
 	if h.cfg.Etcd != nil {
 		e := h.cfg.Etcd()
 		st.Etcd = &e
@@ -208,7 +72,7 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 	if err != nil {
 		return st, nil, nil, err
 	}
-	all := make([]NodeState, 0, len(ns))
+	all := make([]apitype.NodeState, 0, len(ns))
 	for _, n := range ns {
 		s := nodeState(n)
 		all = append(all, s)
@@ -217,25 +81,28 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 			st.NotReady = append(st.NotReady, s)
 		}
 	}
-	if st.Paused, err = h.cfg.Ops.PauseState(ctx); err != nil {
+	p, err := h.cfg.Ops.PauseState(ctx)
+	if err != nil {
 		return st, all, nil, err
 	}
+	st.Paused = wirePause(p)
 	last, err := h.cfg.Ops.Runs(ctx, 1)
 	if err != nil {
 		return st, all, nil, err
 	}
 	if len(last) > 0 {
-		st.LastRun = &last[0]
+		st.LastRun = new(wireRun(last[0]))
 	}
-	rs, err := h.cfg.Ops.ActedRuns(ctx, max(runs, 1))
+	acted, err := h.cfg.Ops.ActedRuns(ctx, max(runs, 1))
 	if err != nil {
 		return st, all, nil, err
 	}
+	rs := wireAll(acted, wireRun)
 	if len(rs) > 0 {
 		st.LastActed = &rs[0]
 	}
 	n, oldest, err := h.cfg.Ops.HoldsOpen(ctx)
-	st.Holds = HoldsSummary{Open: n}
+	st.Holds = apitype.HoldsSummary{Open: n}
 	if n > 0 {
 		st.Holds.OldestAgeSeconds = new(oldest.Seconds())
 	}
@@ -244,7 +111,7 @@ func (h *handler) status(ctx context.Context, l *Leader, why string, runs int) (
 
 // withMaster looks the acting master up, then runs next in a database
 // slot with it (nil, and why, when no node acts).
-func (h *handler) withMaster(next func(w http.ResponseWriter, r *http.Request, l *Leader, why string)) http.HandlerFunc {
+func (h *handler) withMaster(next func(w http.ResponseWriter, r *http.Request, l *apitype.Leader, why string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		l, why, err := h.master(r)
 		if errors.Is(err, errBusy) {
@@ -260,7 +127,7 @@ func (h *handler) withMaster(next func(w http.ResponseWriter, r *http.Request, l
 }
 
 // getStatus serves GET /v1/status.
-func (h *handler) getStatus(w http.ResponseWriter, r *http.Request, l *Leader, why string) {
+func (h *handler) getStatus(w http.ResponseWriter, r *http.Request, l *apitype.Leader, why string) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	st, _, _, err := h.status(ctx, l, why, 1)
@@ -286,7 +153,7 @@ func (h *handler) getRun(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.internal(w, r, err)
 	default:
-		writeJSON(w, http.StatusOK, d)
+		writeJSON(w, http.StatusOK, wireRunDetail(d))
 	}
 }
 
@@ -316,7 +183,7 @@ var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 	},
 	// retry: "retry k of n" of a waiting retry (n unknown once its task
 	// is no longer configured).
-	"retry": func(w recovery.WaitingRetry) string {
+	"retry": func(w apitype.WaitingRetry) string {
 		if w.MaxAttempts == 0 {
 			return fmt.Sprintf("retry %d", w.Attempts+1)
 		}
@@ -326,7 +193,7 @@ var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 	// "Not-responding"); the template escapes it as an attribute.
 	"class": func(s string) string { return strings.ReplaceAll(s, " ", "-") },
 	"did":   runSummary,
-	"about": func(e audit.Event) string {
+	"about": func(e apitype.Event) string {
 		var parts []string
 		for _, p := range []*string{e.Node, e.Workflow, e.Instance, e.Task} {
 			if p != nil {
@@ -335,7 +202,7 @@ var pageTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return strings.Join(parts, " ")
 	},
-	"change": func(e audit.Event) string {
+	"change": func(e apitype.Event) string {
 		from, to := "", ""
 		if e.FromState != nil {
 			from = *e.FromState
@@ -364,7 +231,7 @@ func ago(s float64) string {
 }
 
 // runSummary says what a run did.
-func runSummary(r recovery.RunRow) string {
+func runSummary(r apitype.Run) string {
 	s := fmt.Sprintf("%d claims expired, %d of %d instances repaired", r.ClaimsExpired, r.Done, r.Planned)
 	if r.ResumedFrom != nil {
 		s += fmt.Sprintf(", resumes run %d", *r.ResumedFrom)
@@ -380,19 +247,19 @@ type pageData struct {
 	Self    string
 	Now     time.Time
 	Refresh int
-	Status  Status
+	Status  apitype.Status
 	// Banners reports whether some banner is shown (the title says so).
 	Banners bool
 	// Error means the database could not be read; what is known is shown.
 	Error  string
-	Nodes  []NodeState
-	Runs   []recovery.RunRow
-	Holds  []recovery.Hold
-	Events []audit.Event
+	Nodes  []apitype.NodeState
+	Runs   []apitype.Run
+	Holds  []apitype.Hold
+	Events []apitype.Event
 
 	// Waiting lists retries waiting for their time, soonest first, at most
 	// WaitingMax.
-	Waiting    []recovery.WaitingRetry
+	Waiting    []apitype.WaitingRetry
 	WaitingMax int
 }
 
@@ -400,7 +267,7 @@ type pageData struct {
 // script, no external asset: the Content-Security-Policy forbids both),
 // reloaded every few seconds; every stored text is escaped by
 // html/template.
-func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why string) {
+func (h *handler) page(w http.ResponseWriter, r *http.Request, l *apitype.Leader, why string) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	d := pageData{Self: h.cfg.Self, Now: time.Now(), Refresh: pageRefresh, WaitingMax: pageWaiting}
@@ -410,13 +277,18 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why st
 		if d.Status, d.Nodes, d.Runs, err = h.status(ctx, l, why, pageRuns); err != nil {
 			return err
 		}
-		if d.Holds, err = h.cfg.Ops.Holds(ctx, "", pageHolds); err != nil {
+		hs, err := h.cfg.Ops.Holds(ctx, "", pageHolds)
+		if err != nil {
 			return err
 		}
-		if d.Waiting, err = h.cfg.Ops.Waiting(ctx, "", pageWaiting); err != nil {
+		d.Holds = wireAll(hs, wireHold)
+		ws, err := h.cfg.Ops.Waiting(ctx, "", pageWaiting)
+		if err != nil {
 			return err
 		}
-		d.Events, err = h.recentEvents(ctx, pageEvents)
+		d.Waiting = wireAll(ws, wireWaiting)
+		es, err := h.recentEvents(ctx, pageEvents)
+		d.Events = wireAll(es, wireEvent)
 		return err
 	}()
 	if err != nil {
@@ -427,7 +299,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, l *Leader, why st
 	}
 	d.Banners = d.Error != "" || d.Status.Paused.Paused || d.Status.Disruption != "" || d.Status.Master == nil ||
 		d.Status.Etcd != nil && !d.Status.Etcd.Reachable ||
-		slices.ContainsFunc(d.Status.Certificates, func(c Certificate) bool { return c.ExpiringSoon })
+		slices.ContainsFunc(d.Status.Certificates, func(c apitype.Certificate) bool { return c.ExpiringSoon })
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -21,11 +22,13 @@ import (
 // node that does not as an error banner, with why.
 func TestStatusEtcd(t *testing.T) {
 	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	handler := func(etcd func() EtcdState) http.Handler {
+	handler := func(etcd func() apitype.EtcdState) http.Handler {
 		s := &store{}
 		return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Etcd: etcd,
-			Ready: func() Ready { return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal} },
-			Local: func() (Leader, error) { return Leader{Name: "me", Term: 7}, nil },
+			Ready: func() apitype.Ready {
+				return apitype.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}
+			},
+			Local: func() (apitype.Leader, error) { return apitype.Leader{Name: "me", Term: 7}, nil },
 			Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}
 	field := func(h http.Handler) string {
@@ -38,8 +41,8 @@ func TestStatusEtcd(t *testing.T) {
 		}
 		return b.String()
 	}
-	down := EtcdState{Error: "etcd at https://e1:2379: its certificate is not trusted", Since: since, CheckedAt: since.Add(time.Minute)}
-	h := handler(func() EtcdState { return down })
+	down := apitype.EtcdState{Error: "etcd at https://e1:2379: its certificate is not trusted", Since: since, CheckedAt: since.Add(time.Minute)}
+	h := handler(func() apitype.EtcdState { return down })
 	if got, want := field(h), `{"reachable":false,"error":"etcd at https://e1:2379: its certificate is not trusted","since":"2026-11-24T10:00:00Z","checked_at":"2026-11-24T10:01:00Z"}`; got != want {
 		t.Fatalf("etcd\n%s\nwant\n%s", got, want)
 	}
@@ -47,7 +50,7 @@ func TestStatusEtcd(t *testing.T) {
 	if want := `<div class="banner bad" id="banner-etcd">me cannot reach etcd <span>since 2026-11-24 10:00:00Z: etcd at https://e1:2379: its certificate is not trusted`; !strings.Contains(page, want) || !strings.Contains(page, "<title>⚠") {
 		t.Errorf("the status page lacks %q:\n%s", want, page)
 	}
-	h = handler(func() EtcdState { return EtcdState{Reachable: true, Since: since, CheckedAt: since} })
+	h = handler(func() apitype.EtcdState { return apitype.EtcdState{Reachable: true, Since: since, CheckedAt: since} })
 	if got := field(h); !strings.HasPrefix(got, `{"reachable":true,"error":null,`) {
 		t.Fatalf("reachable: %s", got)
 	}
@@ -76,8 +79,10 @@ func TestStatusCertificates(t *testing.T) {
 	handler := func(certs func() []certexpiry.Expiry) http.Handler {
 		s := &store{}
 		return NewHandler(Config{Self: "me", Nodes: s, Acker: s, Ops: s, Events: s.Events, Certificates: certs,
-			Ready: func() Ready { return Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal} },
-			Local: func() (Leader, error) { return Leader{Name: "me", Term: 7}, nil },
+			Ready: func() apitype.Ready {
+				return apitype.Ready{Ready: true, Status: string(nodes.StatusReady), Grade: nodes.GradeNormal}
+			},
+			Local: func() (apitype.Leader, error) { return apitype.Leader{Name: "me", Term: 7}, nil },
 			Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}
 	// certificates returns the field of GET /v1/status, compact.

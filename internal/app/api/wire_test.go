@@ -7,40 +7,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/health"
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
-	"github.com/enginehealth/enginehealth/nodes"
-	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // answerTypes are the bodies of every answer of the API (and so of the
 // CLI's -o json, which prints them).
 var answerTypes = []reflect.Type{
-	reflect.TypeFor[Health](),                    // /healthz
-	reflect.TypeFor[Ready](),                     // /readyz
-	reflect.TypeFor[Leader](),                    // /v1/leader
-	reflect.TypeFor[Status](),                    // /v1/status
-	reflect.TypeFor[ErrorBody](),                 // every error
-	reflect.TypeFor[health.CheckResult](),        // POST /v1/check
-	reflect.TypeFor[health.Pause](),              // pause, resume
-	reflect.TypeFor[RecoveryAnswer](),            // POST /v1/recovery
-	reflect.TypeFor[[]nodes.Node](),              // /v1/nodes, ack
-	reflect.TypeFor[nodes.GradeChange](),         // reset-grade
-	reflect.TypeFor[[]recovery.RunRow](),         // /v1/runs
-	reflect.TypeFor[recovery.RunDetail](),        // /v1/runs/{id}
-	reflect.TypeFor[[]audit.Event](),             // /v1/events
-	reflect.TypeFor[[]recovery.Hold](),           // /v1/holds
-	reflect.TypeFor[recovery.HoldResult](),       // holds retry, fail
-	reflect.TypeFor[recovery.RetryResult](),      // POST /v1/retry
-	reflect.TypeFor[recovery.InstanceView](),     // /v1/instances
-	reflect.TypeFor[[]recovery.RetryStats](),     // /v1/retries/stats
-	reflect.TypeFor[[]recovery.WorkflowPlan](),   // a dry run's plan
-	reflect.TypeFor[[]recovery.SettleCounts](),   // in a check's answer
-	reflect.TypeFor[recovery.WaitingRetry](),     // the status page (JSON-ready)
-	reflect.TypeFor[map[string]health.Pause](),   // (maps are walked too)
-	reflect.TypeFor[*recovery.InstanceView](),    // (pointers too)
-	reflect.TypeFor[[2]recovery.PlannedEffect](), // (arrays too)
+	reflect.TypeFor[apitype.Health](),           // /healthz
+	reflect.TypeFor[apitype.Ready](),            // /readyz
+	reflect.TypeFor[apitype.Leader](),           // /v1/leader
+	reflect.TypeFor[apitype.Status](),           // /v1/status
+	reflect.TypeFor[apitype.ErrorBody](),        // every error
+	reflect.TypeFor[apitype.CheckResult](),      // POST /v1/check
+	reflect.TypeFor[apitype.Pause](),            // pause, resume
+	reflect.TypeFor[apitype.RecoveryAnswer](),   // POST /v1/recovery
+	reflect.TypeFor[[]apitype.Node](),           // /v1/nodes, ack
+	reflect.TypeFor[apitype.GradeChange](),      // reset-grade
+	reflect.TypeFor[[]apitype.Run](),            // /v1/runs
+	reflect.TypeFor[apitype.RunDetail](),        // /v1/runs/{id}
+	reflect.TypeFor[[]apitype.Event](),          // /v1/events
+	reflect.TypeFor[[]apitype.Hold](),           // /v1/holds
+	reflect.TypeFor[apitype.HoldResult](),       // holds retry, fail
+	reflect.TypeFor[apitype.RetryResult](),      // POST /v1/retry
+	reflect.TypeFor[apitype.InstanceView](),     // /v1/instances
+	reflect.TypeFor[[]apitype.RetryStats](),     // /v1/retries/stats
+	reflect.TypeFor[[]apitype.WorkflowPlan](),   // a dry run's plan
+	reflect.TypeFor[[]apitype.SettleCounts](),   // in a check's answer
+	reflect.TypeFor[apitype.WaitingRetry](),     // the status page (JSON-ready)
+	reflect.TypeFor[map[string]apitype.Pause](), // (maps are walked too)
+	reflect.TypeFor[*apitype.InstanceView](),    // (pointers too)
+	reflect.TypeFor[[2]apitype.PlannedEffect](), // (arrays too)
 }
 
 // TestEveryAnswerFieldIsSent pins the API's rule (jsonx): every field of

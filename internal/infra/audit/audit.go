@@ -6,7 +6,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -69,29 +68,29 @@ var Kinds = []string{KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, K
 // event of a run may leave Actor empty and Term nil (the event_log view
 // reads them from the run).
 type Event struct {
-	ID        int64     `db:"id" json:"id"`
-	At        time.Time `db:"at" json:"at"`
-	Kind      string    `db:"kind" json:"kind"`
-	Actor     string    `db:"actor" json:"actor"`
-	Term      *int64    `db:"term" json:"term"`
-	RunID     *int64    `db:"run_id" json:"run_id"`
-	Node      *string   `db:"node" json:"node"`
-	Workflow  *string   `db:"workflow" json:"workflow"`
-	Instance  *string   `db:"instance" json:"instance"`
-	Task      *string   `db:"task" json:"task"`
-	FromState *string   `db:"from_state" json:"from_state"`
-	ToState   *string   `db:"to_state" json:"to_state"`
-	Attempt   *int      `db:"attempt" json:"attempt"`
-	Reason    string    `db:"reason" json:"reason"`
+	ID        int64     `db:"id"`
+	At        time.Time `db:"at"`
+	Kind      string    `db:"kind"`
+	Actor     string    `db:"actor"`
+	Term      *int64    `db:"term"`
+	RunID     *int64    `db:"run_id"`
+	Node      *string   `db:"node"`
+	Workflow  *string   `db:"workflow"`
+	Instance  *string   `db:"instance"`
+	Task      *string   `db:"task"`
+	FromState *string   `db:"from_state"`
+	ToState   *string   `db:"to_state"`
+	Attempt   *int      `db:"attempt"`
+	Reason    string    `db:"reason"`
 	// Via is the node that took an operator's request (see By); null on
 	// every other event.
-	Via *string `db:"via" json:"via"`
+	Via *string `db:"via"`
 	// RunActor and RunTerm: the master and term of the event's run, when
 	// the writer knows them; never stored (the run has them, and
 	// event_log reads them back), only logged when Actor and Term are
 	// not set.
-	RunActor string `db:"-" json:"-"`
-	RunTerm  *int64 `db:"-" json:"-"`
+	RunActor string `db:"-"`
+	RunTerm  *int64 `db:"-"`
 }
 
 // By is who did an operator's action, as its events record it: Actor
@@ -148,26 +147,13 @@ func New(schema string) *Log {
 
 // Count is a number of events of one kind about one workflow task.
 type Count struct {
-	Workflow string `db:"workflow" json:"workflow"`
-	Task     string `db:"task" json:"task"`
-	Kind     string `db:"kind" json:"kind"`
+	Workflow string `db:"workflow"`
+	Task     string `db:"task"`
+	Kind     string `db:"kind"`
 	// To is the state the instances went to, when the kind moves them
-	// (null in JSON when it does not).
-	To    string `db:"to_state" json:"to"`
-	Count int64  `db:"count" json:"count"`
-}
-
-// MarshalJSON sends every field, Task and To null when empty (an expired
-// claim has no task; a kind that moves nothing, no target): the API's
-// rule, every documented field present and null when it has no value.
-func (c Count) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Workflow string  `json:"workflow"`
-		Task     *string `json:"task"`
-		Kind     string  `json:"kind"`
-		To       *string `json:"to"`
-		Count    int64   `json:"count"`
-	}{c.Workflow, Str(c.Task), c.Kind, Str(c.To), c.Count})
+	// ("" when it does not).
+	To    string `db:"to_state"`
+	Count int64  `db:"count"`
 }
 
 // RunCounts counts the events of run id about workflow tasks (repairs,

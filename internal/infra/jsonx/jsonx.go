@@ -8,7 +8,7 @@
 //
 // No field of a type sent on the wire carries omitempty or omitzero: a
 // script could not tell a field left out from one this version does not
-// have. (Request bodies, which clients send, may: see api.HoldsRequest.)
+// have. (Request bodies, which clients send, may: see apitype.HoldsRequest.)
 package jsonx
 
 import (

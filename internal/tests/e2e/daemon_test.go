@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
@@ -62,7 +63,7 @@ func TestDaemonServesRegistryAndStopsCleanly(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("nodes -o json: exit %d: %s", code, errOut)
 	}
-	var got []nodes.Node
+	var got []apitype.Node
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || got[0].Name != "node-a" {
 		t.Fatalf("nodes -o json: %v\n%s", err, out)
 	}

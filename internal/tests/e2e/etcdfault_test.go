@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 )
 
@@ -88,7 +88,7 @@ func (c *cluster) startActingProbe(t testing.TB, addrs map[string]string) *actin
 						return
 					}
 					defer resp.Body.Close()
-					var l api.Leader
+					var l apitype.Leader
 					if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&l) == nil {
 						mu.Lock()
 						s.acting[name] = l.Term

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/testca"
 )
@@ -220,7 +221,7 @@ func TestEtcdCAReload(t *testing.T) {
 		t.Fatalf("master %s", first.Node)
 	}
 	cli := api.NewClient(apiOf(t, c, "ca-a"), "")
-	etcdState := func() (*api.EtcdState, error) {
+	etcdState := func() (*apitype.EtcdState, error) {
 		st, err := cli.Status(context.Background())
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -105,7 +106,7 @@ func TestCrashedEngineGradesItsNode(t *testing.T) {
 
 	env := []string{"ENGINEHEALTH_TOKEN=" + token}
 	out, errOut, code = cli(t, env, "node", "reset-grade", "node-a", "--reason", "engine fixed", "--api", n.APIAddress, "-o", "json")
-	var ch nodes.GradeChange
+	var ch apitype.GradeChange
 	if code != 0 || json.Unmarshal([]byte(out), &ch) != nil || ch.From != nodes.GradeError || ch.To != nodes.GradeNormal {
 		t.Fatalf("reset-grade: exit %d\n%s%s", code, out, errOut)
 	}

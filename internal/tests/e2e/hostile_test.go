@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 )
 
 // exchange sends a raw request and returns the answer, its body, and how
@@ -100,7 +101,7 @@ func TestHostileRequests(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		var eb api.ErrorBody
+		var eb apitype.ErrorBody
 		if err := json.Unmarshal([]byte(body), &eb); err != nil {
 			t.Errorf("%s: answer %d is not JSON: %q", tc.name, resp.StatusCode, body)
 			continue

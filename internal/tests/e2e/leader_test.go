@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -248,7 +249,7 @@ func TestReadinessAndNodeAck(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ack: exit %d: %s", code, errOut)
 	}
-	var acked nodes.Node
+	var acked apitype.Node
 	if err := json.Unmarshal([]byte(out), &acked); err != nil || acked.Status != nodes.StatusRecovering || acked.StatusReason != "checked the host" {
 		t.Fatalf("ack answer: %v\n%s", err, out)
 	}

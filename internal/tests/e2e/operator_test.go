@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -63,7 +63,7 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("recover --dry-run: exit %d: %s", code, errOut)
 	}
-	var plan api.RecoveryAnswer
+	var plan apitype.RecoveryAnswer
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || !plan.DryRun || len(plan.Plan) != 1 {
 		t.Fatalf("dry run answer: %v\n%s", err, out)
 	}
@@ -96,7 +96,7 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("recover: exit %d: %s", code, errOut)
 	}
-	var res api.RecoveryAnswer
+	var res apitype.RecoveryAnswer
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Result == nil || res.Result.Done() != 6 || res.Result.ClaimsExpired != 1 {
 		t.Fatalf("recover answer: %v\n%s", err, out)
 	}
@@ -125,7 +125,7 @@ func TestManualRecoveryThroughNonMaster(t *testing.T) {
 		t.Fatalf("runs:\n%s", out)
 	}
 	out, _, code = cli(t, ro, "events", "-o", "json", "--limit", "1000", "--api", addr)
-	var es []audit.Event
+	var es []apitype.Event
 	if err := json.Unmarshal([]byte(out), &es); code != 0 || err != nil {
 		t.Fatalf("events: exit %d, %v", code, err)
 	}
@@ -166,7 +166,7 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok, ro []string, via 
 		t.Fatalf("check: exit %d: %s%s", code, out, errOut)
 	}
 	out, errOut, code := cli(t, ro, "holds", "-o", "json", "--api", addr)
-	var hs []recovery.Hold
+	var hs []apitype.Hold
 	if err := json.Unmarshal([]byte(out), &hs); code != 0 || err != nil || len(hs) != 2 || hs[0].State != "Shipping" ||
 		hs[0].LastError == nil || *hs[0].LastError != "carrier timeout" {
 		t.Fatalf("holds: exit %d, %v: %s%s", code, err, out, errOut)
@@ -207,7 +207,7 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok, ro []string, via 
 	}
 	// The instance's timeline, through the non-master.
 	out, errOut, code = cli(t, ro, "events", "--instance", "orders/8", "-o", "json", "--api", addr)
-	var v recovery.InstanceView
+	var v apitype.InstanceView
 	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.State == nil || *v.State != "Reserved" ||
 		len(v.Attempts) != 1 || v.Attempts[0].Manual != 1 || v.Attempts[0].State != recovery.AttemptRetried {
 		t.Fatalf("events --instance -o json: exit %d, %v: %s%s", code, err, out, errOut)
@@ -227,7 +227,7 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok, ro []string, via 
 		t.Fatalf("events --instance of an unknown instance: exit %d: %s", code, errOut)
 	}
 	out, errOut, code = cli(t, ro, "retries", "stats", "-o", "json", "--api", addr)
-	var st []recovery.RetryStats
+	var st []apitype.RetryStats
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st) != 2 || st[0].Task != "reserve" ||
 		st[0].Scheduled != 6 || st[1].Task != "ship" || st[1].Instances != 2 || st[1].Manual != 2 || st[1].Failed != 0 || st[1].HoldsOpen != 0 {
 		t.Fatalf("retries stats: exit %d, %v: %s%s", code, err, out, errOut)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -85,7 +85,7 @@ func TestPauseAcrossFailover(t *testing.T) {
 		t.Fatalf("resume of a running cluster: exit %d: %s", code, errOut)
 	}
 	out, errOut, code := cli(t, tok, "pause", "--reason", "engine schema migration", "-o", "json", "--api", addr)
-	var p health.Pause
+	var p apitype.Pause
 	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Actor != "operator (operator)" || p.Term == nil || *p.Term != term {
 		t.Fatalf("pause through %s: exit %d: %s%s; want it done by the master %s in its term, by an operator at %s", other, code, out, errOut, master, other)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
@@ -84,7 +85,7 @@ func newStatusCluster(t *testing.T) statusCluster {
 	c.db.MustExec(`UPDATE demo.orders SET status = 'Shipping' WHERE id = 7`)
 	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserving' WHERE id = 8`)
 	out, errOut, code := cli(t, tok, "recover", "-o", "json", "--api", n.APIAddress)
-	var rec api.RecoveryAnswer
+	var rec apitype.RecoveryAnswer
 	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Result == nil {
 		t.Fatalf("recover: exit %d: %s%s", code, out, errOut)
 	}
@@ -124,7 +125,7 @@ func TestStatusEndpoints(t *testing.T) {
 	if st.Nodes[string(nodes.StatusReady)] != 5 || st.Nodes[string(nodes.StatusNotResponding)] != 1 || st.Nodes[string(nodes.StatusUnexpectedShutdown)] != 1 || st.Nodes[string(nodes.StatusRecovering)] != 1 {
 		t.Fatalf("node counts %v", st.Nodes)
 	}
-	why := map[string]api.NodeState{}
+	why := map[string]apitype.NodeState{}
 	for _, n := range st.NotReady {
 		why[n.Name] = n
 	}
@@ -156,8 +157,8 @@ func TestStatusEndpoints(t *testing.T) {
 
 	d, err := cl.Run(ctx, sc.recRun)
 	if err != nil || d.Kind != recovery.KindRecovery || d.Status != "finished" || len(d.Counts) != 2 ||
-		!slices.Contains(d.Counts, audit.Count{Workflow: "orders", Task: "ship", Kind: audit.KindHeld, Count: 1}) ||
-		!slices.Contains(d.Counts, audit.Count{Workflow: "orders", Task: "reserve", Kind: audit.KindRetryScheduled, Count: 1}) {
+		!slices.Contains(d.Counts, apitype.EventCount{Workflow: "orders", Task: "ship", Kind: audit.KindHeld, Count: 1}) ||
+		!slices.Contains(d.Counts, apitype.EventCount{Workflow: "orders", Task: "reserve", Kind: audit.KindRetryScheduled, Count: 1}) {
 		t.Fatalf("run %d: %+v %v", sc.recRun, d, err)
 	}
 	if _, err := cl.Run(ctx, 999999); !isCode(err, 404) {
@@ -223,19 +224,19 @@ func statusJSONHasEveryField(t *testing.T, sc statusCluster) {
 		_ = json.Unmarshal(body, &m)
 		return m
 	}
-	st := check("GET /v1/status", reflect.TypeFor[api.Status](), get("/v1/status"))
-	check("GET /v1/leader", reflect.TypeFor[api.Leader](), get("/v1/leader"))
-	check("GET /readyz", reflect.TypeFor[api.Ready](), get("/readyz"))
-	check("GET /healthz", reflect.TypeFor[api.Health](), get("/healthz"))
-	check("GET /v1/nodes", reflect.TypeFor[[]nodes.Node](), get("/v1/nodes"))
-	check("GET /v1/nodes/ready-1", reflect.TypeFor[nodes.Node](), get("/v1/nodes/ready-1"))
-	check("GET /v1/runs", reflect.TypeFor[[]recovery.RunRow](), get("/v1/runs"))
-	check("GET /v1/runs/ID", reflect.TypeFor[recovery.RunDetail](), get(fmt.Sprintf("/v1/runs/%d", sc.recRun)))
-	check("GET /v1/events", reflect.TypeFor[[]audit.Event](), get("/v1/events"))
-	check("GET /v1/holds", reflect.TypeFor[[]recovery.Hold](), get("/v1/holds"))
-	check("GET /v1/instances", reflect.TypeFor[recovery.InstanceView](), get("/v1/instances?workflow=orders&id=8"))
-	check("GET /v1/retries/stats", reflect.TypeFor[[]recovery.RetryStats](), get("/v1/retries/stats"))
-	check("an error", reflect.TypeFor[api.ErrorBody](), get("/v1/nodes/nobody"))
+	st := check("GET /v1/status", reflect.TypeFor[apitype.Status](), get("/v1/status"))
+	check("GET /v1/leader", reflect.TypeFor[apitype.Leader](), get("/v1/leader"))
+	check("GET /readyz", reflect.TypeFor[apitype.Ready](), get("/readyz"))
+	check("GET /healthz", reflect.TypeFor[apitype.Health](), get("/healthz"))
+	check("GET /v1/nodes", reflect.TypeFor[[]apitype.Node](), get("/v1/nodes"))
+	check("GET /v1/nodes/ready-1", reflect.TypeFor[apitype.Node](), get("/v1/nodes/ready-1"))
+	check("GET /v1/runs", reflect.TypeFor[[]apitype.Run](), get("/v1/runs"))
+	check("GET /v1/runs/ID", reflect.TypeFor[apitype.RunDetail](), get(fmt.Sprintf("/v1/runs/%d", sc.recRun)))
+	check("GET /v1/events", reflect.TypeFor[[]apitype.Event](), get("/v1/events"))
+	check("GET /v1/holds", reflect.TypeFor[[]apitype.Hold](), get("/v1/holds"))
+	check("GET /v1/instances", reflect.TypeFor[apitype.InstanceView](), get("/v1/instances?workflow=orders&id=8"))
+	check("GET /v1/retries/stats", reflect.TypeFor[[]apitype.RetryStats](), get("/v1/retries/stats"))
+	check("an error", reflect.TypeFor[apitype.ErrorBody](), get("/v1/nodes/nobody"))
 	// The fields the review named, each with its null: the master is
 	// not stuck and its passes did not fail.
 	master, _ := st["master"].(map[string]any)
@@ -249,10 +250,10 @@ func statusJSONHasEveryField(t *testing.T, sc statusCluster) {
 
 	// The CLI prints the same, wrapped.
 	type report struct {
-		Health      api.Health  `json:"health"`
-		Status      *api.Status `json:"status"`
-		Ready       *api.Ready  `json:"ready"`
-		StatusError string      `json:"status_error"`
+		Health      apitype.Health  `json:"health"`
+		Status      *apitype.Status `json:"status"`
+		Ready       *apitype.Ready  `json:"ready"`
+		StatusError string          `json:"status_error"`
 	}
 	out, errOut, code := cli(t, nil, "status", "-o", "json", "--api", sc.addr)
 	if code != 1 { // node-a is Recovering: not ready
@@ -266,7 +267,7 @@ func statusJSONHasEveryField(t *testing.T, sc statusCluster) {
 	if code != 0 {
 		t.Fatalf("nodes -o json: exit %d: %s", code, errOut)
 	}
-	check("nodes -o json", reflect.TypeFor[[]nodes.Node](), []byte(out))
+	check("nodes -o json", reflect.TypeFor[[]apitype.Node](), []byte(out))
 	var ns []map[string]any
 	if err := json.Unmarshal([]byte(out), &ns); err != nil {
 		t.Fatal(err)
@@ -311,7 +312,7 @@ func statusShowsSweeps(t *testing.T, sc statusCluster) {
 		t.Fatalf("after a sweep at about %v: last sweep %v, next %v; want it, and the next within the hour", before, last, next)
 	}
 	out, _, _ = cli(t, nil, "status", "-o", "json", "--api", sc.addr)
-	var rep struct{ Status *api.Status }
+	var rep struct{ Status *apitype.Status }
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Status == nil ||
 		!rep.Status.Checks.LastSweep.Equal(last) || !rep.Status.Checks.NextSweep.Equal(next) {
 		t.Fatalf("status -o json: %v; want checks.last_sweep %v, next_sweep %v:\n%s", err, last, next, out)
