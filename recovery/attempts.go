@@ -352,12 +352,19 @@ const (
 // without claims has no sign of an interruption but the state itself:
 // false.
 func (r *Repairer) againSQL(c Cause, w Workflow, tbl *claims.Table, alias, workflow, state string) string {
+	return r.againOf(c, w, tbl, alias, alias+"."+claims.Ident(w.IDColumn)+"::text", workflow, state)
+}
+
+// againOf is againSQL with the instance's id as text given as the SQL
+// expression instance (e.g. a.instance: of the row only, so that an
+// anti-join on it can be hashed).
+func (r *Repairer) againOf(c Cause, w Workflow, tbl *claims.Table, alias, instance, workflow, state string) string {
 	switch {
 	case c == CauseFailure:
 		u := alias + "." + claims.Ident(w.UpdatedColumn)
 		return "(a.since < " + u + " AND a.stamp IS DISTINCT FROM " + u + ")"
 	case tbl != nil:
-		return r.cfg.Events.ExpiredSince(workflow, alias+"."+claims.Ident(w.IDColumn)+"::text", state, "a.since")
+		return r.cfg.Events.ExpiredSince(workflow, instance, state, "a.since")
 	}
 	return "false"
 }

@@ -462,20 +462,18 @@ type countSlots struct {
 	Table, ID, Status string
 	// IDs selects only the instances ids.
 	IDs bool
-	// HistoryJoin joins b's attempts row as a, which Decidable reads
-	// (the repair's own: historyJoin, decidableSQL); Unclaimed: b has no
-	// claim (TRUE for a workflow without claims).
-	HistoryJoin, Decidable, Unclaimed string
+	// Attempts is the attempts table, quoted; Again: the SQL condition
+	// that the instance of a parked row a ran again since (againSQL,
+	// over a.instance); Unclaimed: b has no claim (TRUE for a workflow
+	// without claims).
+	Attempts, Again, Unclaimed string
 }
 
 // renderCount renders count's statement and its parameters.
 func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []string) (sqltext.Statement, error) {
 	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
-		Decidable: decidableSQL, Unclaimed: "TRUE"}
-	var err error
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), false); err != nil {
-		return sqltext.Statement{}, err
-	}
+		Attempts: r.attempts, Unclaimed: "TRUE",
+		Again: r.againOf(CauseInterrupt, w, tbl, "b", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))}
 	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
 		sl.Unclaimed = tbl.Unclaimed("b")
 	}

@@ -1,12 +1,14 @@
 -- count_task: a start-up run's count of a task without claims
--- $1 workflow
--- $2 task
--- $3 from
-SELECT count(*) FROM "app"."reports" AS b LEFT JOIN LATERAL (
-		-- LIMIT 1 keeps this a probe of the primary key per row,
-		-- whatever the planner thinks of the table's size.
-		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $1 AND a.instance = b."id"::text AND a.task = $2 LIMIT 1)) AS a ON true
-WHERE b."state" = $3 AND TRUE AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+-- $1 from
+-- $2 workflow
+-- $3 task
+SELECT count(*) FROM "app"."reports" AS b
+WHERE b."state" = $1 AND TRUE
+	-- Not parked: no attempts row waiting or held whose instance did
+	-- not run again since (the repair's pick, Decidable, as an
+	-- anti-join: a probe of the primary key per instance, or one read
+	-- of the parked rows through their partial indexes, as the planner
+	-- finds cheaper).
+	AND NOT EXISTS (SELECT 1 FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $2 AND a.instance = b."id"::text AND a.task = $3
+		  AND (a.state = 'waiting' OR a.state = 'held') AND NOT false)
