@@ -141,6 +141,7 @@ WITH s AS MATERIALIZED (
 	  AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
+{{- if .Keeps}}
 ), kept AS (
 	-- Those that stay where they are (parked), under the same predicate.
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
@@ -148,12 +149,17 @@ WITH s AS MATERIALIZED (
 	FROM {{.Table}} AS t JOIN d AS r ON t.ctid = r.tid
 	WHERE r.to_state = '' AND t.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "t"}}
 	FOR NO KEY UPDATE OF t
-), done AS MATERIALIZED (
+{{- end}}
+), done AS NOT MATERIALIZED (
+	-- Every instance decided, moved or kept (read where it is used:
+	-- no copy).
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row,
 		last_at, last_node FROM moved
+	{{- if .Keeps}}
 	UNION ALL
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
 		last_at, last_node FROM kept
+	{{- end}}
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
 	-- primary key; a conflict fails the batch); after retries at once

@@ -102,7 +102,9 @@ WITH s AS MATERIALIZED (
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
 	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
-), done AS MATERIALIZED (
+), done AS NOT MATERIALIZED (
+	-- Every instance decided, moved or kept (read where it is used:
+	-- no copy).
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row,
 		last_at, last_node FROM moved
 	UNION ALL
