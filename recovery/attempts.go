@@ -186,11 +186,12 @@ type batchSlots struct {
 	// the table they are counted in for failover grades ("" when the run
 	// expired no claim).
 	ExpiryNode, Interruptions string
-	// HistoryJoin joins b's attempts row as a; RetriesCounted and
-	// Decidable read it (retriesCountedSQL, decidableSQL); CaseRetries:
-	// the retries at once of the picked instances without one
-	// (caseRetries).
-	HistoryJoin, RetriesCounted, Decidable, CaseRetries string
+	// Again is the SQL condition that the instance of a picked instance
+	// p's parked attempts row a ran again since (againPicked);
+	// RetriesCounted and Decidable read the row (retriesCountedSQL,
+	// decidableSQL); CaseRetries: the retries at once of the picked
+	// instances without one (caseRetries).
+	Again, RetriesCounted, Decidable, CaseRetries string
 	// Sample is a scheduled retry's delay (sampleDelay);
 	// NodesSuffix: the reason's endings; Cause: the cause, quoted.
 	Sample, NodesSuffix, Cause string
@@ -240,12 +241,10 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	if sl.Sample, err = sampleDelay("s"); err != nil {
 		return sqltext.Statement{}, err
 	}
-	// The pick probes each instance's attempts row; the retries at once
-	// of those without one that have some (touched) are read for the
-	// whole pick at once (hist).
-	if sl.HistoryJoin, err = r.historyJoin(r.againSQL(c, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")), instanceOf(w), false); err != nil {
-		return sqltext.Statement{}, err
-	}
+	// The retries at once of the picked instances without an attempts
+	// row that have some (touched) are read for the whole pick at once
+	// (hist).
+	sl.Again = r.againPicked(c, tbl)
 	if sl.CaseRetries, err = r.caseRetries("= ANY (ARRAY(SELECT u.instance FROM touched u))"); err != nil {
 		return sqltext.Statement{}, err
 	}
@@ -346,6 +345,18 @@ const (
 	// ran again since it was.
 	decidableSQL = `(a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)`
 )
+
+// againPicked is againSQL over a picked instance p of policy_batch (its
+// failure's stamp is p.upd) and its attempts row a.
+func (r *Repairer) againPicked(c Cause, tbl *claims.Table) string {
+	switch {
+	case c == CauseFailure:
+		return "(a.since < p.upd AND a.stamp IS DISTINCT FROM p.upd)"
+	case tbl != nil:
+		return r.cfg.Events.ExpiredSince(sqltext.Arg("workflow"), "a.instance", sqltext.Arg("from"), "a.since")
+	}
+	return "false"
+}
 
 // againSQL is the SQL condition, over a parked attempts row a (waiting or
 // held) of the instance row alias, that the instance ran again since it

@@ -39,26 +39,20 @@ WITH s AS MATERIALIZED (
 		{{arg "state"}}::text[], {{arg "reason"}}::text[], {{arg "lo"}}::float8[], {{arg "hi"}}::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi){{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
 ), pick AS MATERIALIZED (
-	-- Up to batch_size instances in the state, unclaimed, not parked
-	-- (or run again since), after the cursor, with their attempts rows.
-	SELECT b.ctid AS tid, b.{{.ID}} AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-		{{.RetriesCounted}} AS prev,
-		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+	-- Up to batch_size instances in the state, unclaimed, after the
+	-- cursor: the batch's keyset (the next batch starts after its last).
+	SELECT b.ctid AS tid, b.{{.ID}} AS id,
 		{{if .ExpiryNode}}{{.ExpiryNode}}{{else}}NULL::text{{end}} AS node,
 		{{if .Patterns}}coalesce((SELECT u.i FROM unnest({{arg "patterns"}}::text[]) WITH ORDINALITY AS u(p, i)
 			WHERE b.{{.ErrorColumn}}::text ~ u.p ORDER BY u.i LIMIT 1), 0){{else}}0{{end}} AS match,
 		{{if .ErrorColumn}}left(b.{{.ErrorColumn}}::text, {{.MaxErrorText}}){{else}}NULL::text{{end}} AS err,
 		{{if .Failure}}b.{{.Updated}}{{else}}NULL::timestamptz{{end}} AS upd
-	FROM {{.Table}} AS b {{.HistoryJoin}}
-	WHERE b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "b"}} AND {{.Decidable}}
+	FROM {{.Table}} AS b
+	WHERE b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "b"}}
 	{{- if .Failure}}
-		-- From the watermark, in (updated, id) order; skipped once a
-		-- decision was made on it since the engine last changed it (the
-		-- decision is newer than the stamp, or was made on this very
-		-- stamp, one in the future included).
+		-- From the watermark, in (updated, id) order.
 		AND b.{{.Updated}} >= {{arg "cursor"}}::timestamptz
 		{{- if .Cursor}} AND (b.{{.Updated}} > {{arg "cursor"}}::timestamptz OR b.{{.ID}} > {{arg "cursor_id"}}){{end}}
-		AND (a.since IS NULL OR (a.since < b.{{.Updated}} AND a.stamp IS DISTINCT FROM b.{{.Updated}}))
 	{{- else if .Cursor}}
 		AND b.{{.ID}} > {{arg "cursor"}}
 	{{- end}}
@@ -67,6 +61,14 @@ WITH s AS MATERIALIZED (
 	{{- end}}
 	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
 	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
+), rowed AS MATERIALIZED (
+	-- The picked instances with their attempts rows, if any: one read
+	-- of the task's rows or a probe of the primary key per instance, as
+	-- the planner finds cheaper. again: a parked row's instance ran
+	-- again since it was parked.
+	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+		CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again
+	FROM pick p LEFT JOIN {{.Attempts}} AS a ON a.workflow = {{arg "workflow"}} AND a.instance = p.id::text AND a.task = {{arg "task"}}
 {{- if .Hist}}
 ), touched AS MATERIALIZED (
 	-- The picked instances without an attempts row that have retries at
@@ -75,31 +77,38 @@ WITH s AS MATERIALIZED (
 	-- retry without a row is never before it) and up to the newest event
 	-- when this task's repair began (those after it are its own, of
 	-- instances before this batch's). One range of the events' primary
-	-- key, or a probe per instance, as the planner finds cheaper; none
-	-- at all when the window is empty.
-	SELECT DISTINCT e.instance FROM {{.Events}} AS e JOIN pick p ON e.instance = p.id::text
+	-- key, or a probe per instance, as the planner finds cheaper.
+	SELECT DISTINCT e.instance FROM {{.Events}} AS e JOIN rowed p ON e.instance = p.id::text
 	WHERE p.att IS NULL AND e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
 	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
 	-- Their retries at once (their events hold them), every one of the
 	-- case, read for the batch at once.
 	{{.CaseRetries}}
-), known AS MATERIALIZED (
-	-- Each picked instance with its history: its attempts row's, else
-	-- its retries at once's (state retried). Materialized, so that the
-	-- decision table is joined on all three of its keys.
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, coalesce(p.read_state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state,
-		p.again, coalesce(p.prev, h.attempt) AS prev, p.node, p.err, p.upd, p.match,
-		CASE WHEN p.att IS NULL THEN coalesce(h.nodes, '{}') ELSE p.nodes END AS nodes, h.last_at, h.last_node
-	FROM pick p LEFT JOIN hist h ON p.att IS NULL AND h.instance = p.id::text
-{{- else}}
-), known AS (
-	-- Each picked instance with its history: its attempts row's (no
-	-- retry at once without a row to read: the window is empty).
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
-		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM pick p
 {{- end}}
+), known AS {{if .Hist}}MATERIALIZED {{end}}(
+	-- Each instance to decide (not parked, or run again since{{if .Failure}}; not
+	-- decided since the engine last changed it: the decision is newer
+	-- than the stamp, or was made on this very stamp, one in the future
+	-- included{{end}}) with its history: its attempts row's, else its retries
+	-- at once's (state retried).{{if .Hist}} Materialized, so that the
+	-- decision table is joined on all three of its keys.{{end}}
+	SELECT a.tid, a.id::text AS sid, a.att, a.attempt AS read, a.again, a.node, a.err, a.upd, a.match,
+	{{- if .Hist}}
+		coalesce(a.state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state, coalesce({{.RetriesCounted}}, h.attempt) AS prev,
+		CASE WHEN a.att IS NULL THEN coalesce(h.nodes, '{}') WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+		h.last_at, h.last_node
+	FROM rowed a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
+	{{- else}}
+		a.state AS read_state, {{.RetriesCounted}} AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+		NULL::timestamptz AS last_at, NULL::text AS last_node
+	FROM rowed a
+	{{- end}}
+	WHERE {{.Decidable}}
+	{{- if .Failure}}
+		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
+	{{- end}}
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.

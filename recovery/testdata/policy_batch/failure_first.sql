@@ -8,11 +8,11 @@
 -- $7 reason
 -- $8 lo
 -- $9 hi
--- $10 workflow
--- $11 task
--- $12 from
--- $13 cursor
--- $14 batch_size
+-- $10 from
+-- $11 cursor
+-- $12 batch_size
+-- $13 workflow
+-- $14 task
 -- $15 max_attempts
 -- $16 cap_ms
 -- $17 jitter
@@ -24,36 +24,39 @@ WITH s AS MATERIALIZED (
 		$6::text[], $7::text[], $8::float8[], $9::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
-	-- Up to batch_size instances in the state, unclaimed, not parked
-	-- (or run again since), after the cursor, with their attempts rows.
-	SELECT b.ctid AS tid, b."id" AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-		CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
-		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+	-- Up to batch_size instances in the state, unclaimed, after the
+	-- cursor: the batch's keyset (the next batch starts after its last).
+	SELECT b.ctid AS tid, b."id" AS id,
 		NULL::text AS node,
 		0 AS match,
 		left(b."last_error"::text, 2000) AS err,
 		b."updated_at" AS upd
-	FROM "app"."invoices" AS b LEFT JOIN LATERAL (
-		-- LIMIT 1 keeps this a probe of the primary key per row,
-		-- whatever the planner thinks of the table's size.
-		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN (a.since < b."updated_at" AND a.stamp IS DISTINCT FROM b."updated_at") ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $11 LIMIT 1)) AS a ON true
-	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-		-- From the watermark, in (updated, id) order; skipped once a
-		-- decision was made on it since the engine last changed it (the
-		-- decision is newer than the stamp, or was made on this very
-		-- stamp, one in the future included).
-		AND b."updated_at" >= $13::timestamptz
-		AND (a.since IS NULL OR (a.since < b."updated_at" AND a.stamp IS DISTINCT FROM b."updated_at"))
-	ORDER BY b."updated_at", b."id" LIMIT $14
+	FROM "app"."invoices" AS b
+	WHERE b."status" = $10 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+		-- From the watermark, in (updated, id) order.
+		AND b."updated_at" >= $11::timestamptz
+	ORDER BY b."updated_at", b."id" LIMIT $12
+), rowed AS MATERIALIZED (
+	-- The picked instances with their attempts rows, if any: one read
+	-- of the task's rows or a probe of the primary key per instance, as
+	-- the planner finds cheaper. again: a parked row's instance ran
+	-- again since it was parked.
+	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+		CASE WHEN a.state IN ('waiting', 'held') THEN (a.since < p.upd AND a.stamp IS DISTINCT FROM p.upd) ELSE false END AS again
+	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $13 AND a.instance = p.id::text AND a.task = $14
 ), known AS (
-	-- Each picked instance with its history: its attempts row's (no
-	-- retry at once without a row to read: the window is empty).
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
+	-- Each instance to decide (not parked, or run again since; not
+	-- decided since the engine last changed it: the decision is newer
+	-- than the stamp, or was made on this very stamp, one in the future
+	-- included) with its history: its attempts row's, else its retries
+	-- at once's (state retried).
+	SELECT a.tid, a.id::text AS sid, a.att, a.attempt AS read, a.again, a.node, a.err, a.upd, a.match,
+		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM pick p
+	FROM rowed a
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -92,7 +95,7 @@ WITH s AS MATERIALIZED (
 	-- row changed since is left alone.
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	  AND t."status" = $10 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), kept AS (
@@ -100,7 +103,7 @@ WITH s AS MATERIALIZED (
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
-	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	WHERE r.to_state = '' AND t."status" = $10 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS NOT MATERIALIZED (
 	-- Every instance decided, moved or kept (read where it is used:
@@ -117,7 +120,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $10, x.sid, $11, x.made, x.state, 'failure', $12,
+	SELECT $13, x.sid, $14, x.made, x.state, 'failure', $10,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -127,7 +130,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'failure', left_in = $12, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'failure', left_in = $10, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -139,7 +142,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_retried' ELSE 'instance_failed' END,
-		$18, x.node, $10, x.sid, $11, $12, nullif(x.to_state, ''),
+		$18, x.node, $13, x.sid, $14, $10, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), counted AS (

@@ -11,10 +11,10 @@
 -- $10 workflow
 -- $11 patterns
 -- $12 from
--- $13 task
--- $14 cursor
--- $15 ids
--- $16 batch_size
+-- $13 cursor
+-- $14 ids
+-- $15 batch_size
+-- $16 task
 -- $17 max_attempts
 -- $18 cap_ms
 -- $19 jitter
@@ -27,33 +27,36 @@ WITH s AS MATERIALIZED (
 		$6::text[], $7::text[], $8::float8[], $9::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
-	-- Up to batch_size instances in the state, unclaimed, not parked
-	-- (or run again since), after the cursor, with their attempts rows.
-	SELECT b.ctid AS tid, b."id" AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-		CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
-		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+	-- Up to batch_size instances in the state, unclaimed, after the
+	-- cursor: the batch's keyset (the next batch starts after its last).
+	SELECT b.ctid AS tid, b."id" AS id,
 		(SELECT e.node FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $10 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
 		coalesce((SELECT u.i FROM unnest($11::text[]) WITH ORDINALITY AS u(p, i)
 			WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
 		left(b."last_error"::text, 2000) AS err,
 		NULL::timestamptz AS upd
-	FROM "app"."invoices" AS b LEFT JOIN LATERAL (
-		-- LIMIT 1 keeps this a probe of the primary key per row,
-		-- whatever the planner thinks of the table's size.
-		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $10 AND e.instance = b."id"::text AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $13 LIMIT 1)) AS a ON true
-	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-		AND b."id" > $14
-		AND b."id" = ANY ($15)
-	ORDER BY b."id" LIMIT $16 FOR NO KEY UPDATE OF b SKIP LOCKED
+	FROM "app"."invoices" AS b
+	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+		AND b."id" > $13
+		AND b."id" = ANY ($14)
+	ORDER BY b."id" LIMIT $15 FOR NO KEY UPDATE OF b SKIP LOCKED
+), rowed AS MATERIALIZED (
+	-- The picked instances with their attempts rows, if any: one read
+	-- of the task's rows or a probe of the primary key per instance, as
+	-- the planner finds cheaper. again: a parked row's instance ran
+	-- again since it was parked.
+	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $10 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $10 AND a.instance = p.id::text AND a.task = $16
 ), known AS (
-	-- Each picked instance with its history: its attempts row's (no
-	-- retry at once without a row to read: the window is empty).
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
+	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
+	-- at once's (state retried).
+	SELECT a.tid, a.id::text AS sid, a.att, a.attempt AS read, a.again, a.node, a.err, a.upd, a.match,
+		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM pick p
+	FROM rowed a
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -117,7 +120,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $10, x.sid, $13, x.made, x.state, 'interrupt', $12,
+	SELECT $10, x.sid, $16, x.made, x.state, 'interrupt', $12,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -139,14 +142,14 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$20, x.node, $10, x.sid, $13, $12, nullif(x.to_state, ''),
+		$20, x.node, $10, x.sid, $16, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
 	INSERT INTO "enginehealth".interruptions (run_id, node, workflow, task, instance)
-	SELECT $20, x.node, $10, $13, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($21::text[])
+	SELECT $20, x.node, $10, $16, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($21::text[])
 ), counted AS (
 	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $20
 )

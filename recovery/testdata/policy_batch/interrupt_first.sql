@@ -9,10 +9,10 @@
 -- $8 lo
 -- $9 hi
 -- $10 patterns
--- $11 workflow
--- $12 from
--- $13 task
--- $14 batch_size
+-- $11 from
+-- $12 batch_size
+-- $13 workflow
+-- $14 task
 -- $15 max_attempts
 -- $16 cap_ms
 -- $17 jitter
@@ -24,31 +24,34 @@ WITH s AS MATERIALIZED (
 		$6::text[], $7::text[], $8::float8[], $9::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
-	-- Up to batch_size instances in the state, unclaimed, not parked
-	-- (or run again since), after the cursor, with their attempts rows.
-	SELECT b.ctid AS tid, b."id" AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-		CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
-		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+	-- Up to batch_size instances in the state, unclaimed, after the
+	-- cursor: the batch's keyset (the next batch starts after its last).
+	SELECT b.ctid AS tid, b."id" AS id,
 		NULL::text AS node,
 		coalesce((SELECT u.i FROM unnest($10::text[]) WITH ORDINALITY AS u(p, i)
 			WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
 		left(b."last_error"::text, 2000) AS err,
 		NULL::timestamptz AS upd
-	FROM "app"."invoices" AS b LEFT JOIN LATERAL (
-		-- LIMIT 1 keeps this a probe of the primary key per row,
-		-- whatever the planner thinks of the table's size.
-		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = b."id"::text AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $11 AND a.instance = b."id"::text AND a.task = $13 LIMIT 1)) AS a ON true
-	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-	ORDER BY b."id" LIMIT $14
+	FROM "app"."invoices" AS b
+	WHERE b."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+	ORDER BY b."id" LIMIT $12
+), rowed AS MATERIALIZED (
+	-- The picked instances with their attempts rows, if any: one read
+	-- of the task's rows or a probe of the primary key per instance, as
+	-- the planner finds cheaper. again: a parked row's instance ran
+	-- again since it was parked.
+	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $11 AND e.at > a.since) ELSE false END AS again
+	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $13 AND a.instance = p.id::text AND a.task = $14
 ), known AS (
-	-- Each picked instance with its history: its attempts row's (no
-	-- retry at once without a row to read: the window is empty).
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
+	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
+	-- at once's (state retried).
+	SELECT a.tid, a.id::text AS sid, a.att, a.attempt AS read, a.again, a.node, a.err, a.upd, a.match,
+		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM pick p
+	FROM rowed a
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -87,7 +90,7 @@ WITH s AS MATERIALIZED (
 	-- row changed since is left alone.
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	  AND t."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), kept AS (
@@ -95,7 +98,7 @@ WITH s AS MATERIALIZED (
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
-	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	WHERE r.to_state = '' AND t."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS NOT MATERIALIZED (
 	-- Every instance decided, moved or kept (read where it is used:
@@ -112,7 +115,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $11, x.sid, $13, x.made, x.state, 'interrupt', $12,
+	SELECT $13, x.sid, $14, x.made, x.state, 'interrupt', $11,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -122,7 +125,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $11, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -134,7 +137,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$18, x.node, $11, x.sid, $13, $12, nullif(x.to_state, ''),
+		$18, x.node, $13, x.sid, $14, $11, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 	RETURNING id
@@ -144,8 +147,8 @@ WITH s AS MATERIALIZED (
 	-- and the batch wrote a retry at once without a row (of two first
 	-- batches at once, the lower start stays).
 	INSERT INTO "enginehealth".settle_cursors AS c (workflow, task, after_id)
-	SELECT $11, $13, min(ev.id) - 1 FROM ev
-	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $11 AND k.task = $13)
+	SELECT $13, $14, min(ev.id) - 1 FROM ev
+	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $13 AND k.task = $14)
 	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
 	HAVING count(*) > 0
 	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)

@@ -8,11 +8,11 @@
 -- $7 reason
 -- $8 lo
 -- $9 hi
--- $10 workflow
--- $11 task
--- $12 from
--- $13 cursor
--- $14 batch_size
+-- $10 from
+-- $11 cursor
+-- $12 batch_size
+-- $13 workflow
+-- $14 task
 -- $15 max_attempts
 -- $16 cap_ms
 -- $17 jitter
@@ -24,31 +24,34 @@ WITH s AS MATERIALIZED (
 		$6::text[], $7::text[], $8::float8[], $9::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
-	-- Up to batch_size instances in the state, unclaimed, not parked
-	-- (or run again since), after the cursor, with their attempts rows.
-	SELECT b.ctid AS tid, b."id" AS id, a.tid AS att, a.attempt AS read, a.state AS read_state, coalesce(a.again, false) AS again,
-		CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
-		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+	-- Up to batch_size instances in the state, unclaimed, after the
+	-- cursor: the batch's keyset (the next batch starts after its last).
+	SELECT b.ctid AS tid, b."id" AS id,
 		NULL::text AS node,
 		0 AS match,
 		NULL::text AS err,
 		NULL::timestamptz AS upd
-	FROM "app"."reports" AS b LEFT JOIN LATERAL (
-		-- LIMIT 1 keeps this a probe of the primary key per row,
-		-- whatever the planner thinks of the table's size.
-		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $10 AND a.instance = b."id"::text AND a.task = $11 LIMIT 1)) AS a ON true
-	WHERE b."state" = $12 AND TRUE AND (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-		AND b."id" > $13
-	ORDER BY b."id" LIMIT $14
+	FROM "app"."reports" AS b
+	WHERE b."state" = $10 AND TRUE
+		AND b."id" > $11
+	ORDER BY b."id" LIMIT $12
+), rowed AS MATERIALIZED (
+	-- The picked instances with their attempts rows, if any: one read
+	-- of the task's rows or a probe of the primary key per instance, as
+	-- the planner finds cheaper. again: a parked row's instance ran
+	-- again since it was parked.
+	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+		CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again
+	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $13 AND a.instance = p.id::text AND a.task = $14
 ), known AS (
-	-- Each picked instance with its history: its attempts row's (no
-	-- retry at once without a row to read: the window is empty).
-	SELECT p.tid, p.id::text AS sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.match, p.nodes,
+	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
+	-- at once's (state retried).
+	SELECT a.tid, a.id::text AS sid, a.att, a.attempt AS read, a.again, a.node, a.err, a.upd, a.match,
+		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
+		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM pick p
+	FROM rowed a
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -87,7 +90,7 @@ WITH s AS MATERIALIZED (
 	-- row changed since is left alone.
 	UPDATE "app"."reports" AS t SET "state" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."state" = $12 AND TRUE
+	  AND t."state" = $10 AND TRUE
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), done AS NOT MATERIALIZED (
@@ -102,7 +105,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $10, x.sid, $11, x.made, x.state, 'interrupt', $12,
+	SELECT $13, x.sid, $14, x.made, x.state, 'interrupt', $10,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -112,7 +115,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $10, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -124,7 +127,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$18, x.node, $10, x.sid, $11, $12, nullif(x.to_state, ''),
+		$18, x.node, $13, x.sid, $14, $10, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), counted AS (
