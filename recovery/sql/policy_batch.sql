@@ -34,8 +34,10 @@ lists its variant's numbering at its top):
 */ -}}
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
-	-- made, pattern matched).
-	SELECT s.* FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
+	-- made, pattern matched); k numbers the three (decided, below, is
+	-- joined on k alone, so that the planner counts one row of the table
+	-- per instance).
+	SELECT s.*, s.match * ({{arg "max_attempts"}} + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
 		{{arg "state"}}::text[], {{arg "reason"}}::text[], {{arg "lo"}}::float8[], {{arg "hi"}}::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi){{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
 ), pick AS MATERIALIZED (
@@ -140,7 +142,7 @@ WITH s AS MATERIALIZED (
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
 		FROM known p JOIN (SELECT s.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter FROM s) AS s
-			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), {{arg "max_attempts"}}) AND s.match = p.match
+			ON s.k = p.match * ({{arg "max_attempts"}} + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, {{arg "max_attempts"}}) + 1 END
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a

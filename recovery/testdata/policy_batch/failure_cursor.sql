@@ -1,28 +1,30 @@
 -- policy_batch: a later batch of failed instances, after the last (updated, id) picked
--- $1 known
--- $2 prev
--- $3 match
--- $4 kind
--- $5 to_state
--- $6 state
--- $7 reason
--- $8 lo
--- $9 hi
--- $10 from
--- $11 cursor
--- $12 cursor_id
--- $13 batch_size
--- $14 workflow
--- $15 task
--- $16 max_attempts
+-- $1 max_attempts
+-- $2 known
+-- $3 prev
+-- $4 match
+-- $5 kind
+-- $6 to_state
+-- $7 state
+-- $8 reason
+-- $9 lo
+-- $10 hi
+-- $11 from
+-- $12 cursor
+-- $13 cursor_id
+-- $14 batch_size
+-- $15 workflow
+-- $16 task
 -- $17 cap_ms
 -- $18 jitter
 -- $19 run
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
-	-- made, pattern matched).
-	SELECT s.* FROM unnest($1::bool[], $2::int[], $3::int[], $4::text[], $5::text[],
-		$6::text[], $7::text[], $8::float8[], $9::float8[])
+	-- made, pattern matched); k numbers the three (decided, below, is
+	-- joined on k alone, so that the planner counts one row of the table
+	-- per instance).
+	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::float8[], $10::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
@@ -33,10 +35,10 @@ WITH s AS MATERIALIZED (
 		left(b."last_error"::text, 2000) AS err,
 		b."updated_at" AS upd
 	FROM "app"."invoices" AS b
-	WHERE b."status" = $10 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+	WHERE b."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
 		-- From the watermark, in (updated, id) order.
-		AND b."updated_at" >= $11::timestamptz AND (b."updated_at" > $11::timestamptz OR b."id" > $12)
-	ORDER BY b."updated_at", b."id" LIMIT $13
+		AND b."updated_at" >= $12::timestamptz AND (b."updated_at" > $12::timestamptz OR b."id" > $13)
+	ORDER BY b."updated_at", b."id" LIMIT $14
 ), rowed AS MATERIALIZED (
 	-- The picked instances with their attempts rows, if any: one read
 	-- of the task's rows or a probe of the primary key per instance, as
@@ -44,7 +46,7 @@ WITH s AS MATERIALIZED (
 	-- again since it was parked.
 	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
 		CASE WHEN a.state IN ('waiting', 'held') THEN (a.since < p.upd AND a.stamp IS DISTINCT FROM p.upd) ELSE false END AS again
-	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $14 AND a.instance = p.id::text AND a.task = $15
+	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $15 AND a.instance = p.id::text AND a.task = $16
 ), known AS (
 	-- Each instance to decide (not parked, or run again since; not
 	-- decided since the engine last changed it: the decision is newer
@@ -68,7 +70,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
-		CASE WHEN y.state = 'exhausted' AND y.prev > $16 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
@@ -89,14 +91,14 @@ WITH s AS MATERIALIZED (
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
 		FROM known p JOIN (SELECT s.*, $17::float8 AS cap, $18::float8 AS jitter FROM s) AS s
-			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $16) AND s.match = p.match
+			ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a
 	-- row changed since is left alone.
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."status" = $10 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	  AND t."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), kept AS (
@@ -104,7 +106,7 @@ WITH s AS MATERIALIZED (
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
-	WHERE r.to_state = '' AND t."status" = $10 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	WHERE r.to_state = '' AND t."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS NOT MATERIALIZED (
 	-- Every instance decided, moved or kept (read where it is used:
@@ -121,7 +123,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $14, x.sid, $15, x.made, x.state, 'failure', $10,
+	SELECT $15, x.sid, $16, x.made, x.state, 'failure', $11,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -131,7 +133,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'failure', left_in = $10, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'failure', left_in = $11, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -143,7 +145,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_retried' ELSE 'instance_failed' END,
-		$19, x.node, $14, x.sid, $15, $10, nullif(x.to_state, ''),
+		$19, x.node, $15, x.sid, $16, $11, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), counted AS (

@@ -1,48 +1,50 @@
 -- policy_batch: the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events, the task's first (no settle cursor yet: it writes it)
--- $1 known
--- $2 prev
--- $3 match
--- $4 kind
--- $5 to_state
--- $6 state
--- $7 reason
--- $8 lo
--- $9 hi
--- $10 patterns
--- $11 from
--- $12 batch_size
--- $13 workflow
--- $14 task
--- $15 max_attempts
+-- $1 max_attempts
+-- $2 known
+-- $3 prev
+-- $4 match
+-- $5 kind
+-- $6 to_state
+-- $7 state
+-- $8 reason
+-- $9 lo
+-- $10 hi
+-- $11 patterns
+-- $12 from
+-- $13 batch_size
+-- $14 workflow
+-- $15 task
 -- $16 cap_ms
 -- $17 jitter
 -- $18 run
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
-	-- made, pattern matched).
-	SELECT s.* FROM unnest($1::bool[], $2::int[], $3::int[], $4::text[], $5::text[],
-		$6::text[], $7::text[], $8::float8[], $9::float8[])
+	-- made, pattern matched); k numbers the three (decided, below, is
+	-- joined on k alone, so that the planner counts one row of the table
+	-- per instance).
+	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::float8[], $10::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor: the batch's keyset (the next batch starts after its last).
 	SELECT b.ctid AS tid, b."id" AS id,
 		NULL::text AS node,
-		coalesce((SELECT u.i FROM unnest($10::text[]) WITH ORDINALITY AS u(p, i)
+		coalesce((SELECT u.i FROM unnest($11::text[]) WITH ORDINALITY AS u(p, i)
 			WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
 		left(b."last_error"::text, 2000) AS err,
 		NULL::timestamptz AS upd
 	FROM "app"."invoices" AS b
-	WHERE b."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-	ORDER BY b."id" LIMIT $12
+	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+	ORDER BY b."id" LIMIT $13
 ), rowed AS MATERIALIZED (
 	-- The picked instances with their attempts rows, if any: one read
 	-- of the task's rows or a probe of the primary key per instance, as
 	-- the planner finds cheaper. again: a parked row's instance ran
 	-- again since it was parked.
 	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $11 AND e.at > a.since) ELSE false END AS again
-	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $13 AND a.instance = p.id::text AND a.task = $14
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $14 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $14 AND a.instance = p.id::text AND a.task = $15
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried).
@@ -62,7 +64,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
-		CASE WHEN y.state = 'exhausted' AND y.prev > $15 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
@@ -83,14 +85,14 @@ WITH s AS MATERIALIZED (
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
 		FROM known p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
-			ON s.known = (p.prev IS NOT NULL) AND s.prev = least(coalesce(p.prev, 0), $15) AND s.match = p.match
+			ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a
 	-- row changed since is left alone.
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), kept AS (
@@ -98,7 +100,7 @@ WITH s AS MATERIALIZED (
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
-	WHERE r.to_state = '' AND t."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS NOT MATERIALIZED (
 	-- Every instance decided, moved or kept (read where it is used:
@@ -115,7 +117,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $13, x.sid, $14, x.made, x.state, 'interrupt', $11,
+	SELECT $14, x.sid, $15, x.made, x.state, 'interrupt', $12,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -125,7 +127,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $11, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -137,7 +139,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$18, x.node, $13, x.sid, $14, $11, nullif(x.to_state, ''),
+		$18, x.node, $14, x.sid, $15, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 	RETURNING id
@@ -147,8 +149,8 @@ WITH s AS MATERIALIZED (
 	-- and the batch wrote a retry at once without a row (of two first
 	-- batches at once, the lower start stays).
 	INSERT INTO "enginehealth".settle_cursors AS c (workflow, task, after_id)
-	SELECT $13, $14, min(ev.id) - 1 FROM ev
-	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $13 AND k.task = $14)
+	SELECT $14, $15, min(ev.id) - 1 FROM ev
+	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $14 AND k.task = $15)
 	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
 	HAVING count(*) > 0
 	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
