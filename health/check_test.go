@@ -25,7 +25,7 @@ func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 }
 
 func newChecker(b bundle, cfg CheckConfig) *Checker {
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
 	if cfg.Recovery == nil {
 		cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
@@ -347,7 +347,7 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 	if err := b.db.Get(&old, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope) VALUES (1, 'gone', 'recovery', 'manual', '{"workflows":["invoice"]}') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet})
 	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet})
 	o := takeOffice(t, b, "m")
@@ -465,7 +465,7 @@ func TestCheckRunsDueRetries(t *testing.T) {
 	wfs[1].Tasks = slices.Clone(wfs[1].Tasks)
 	wfs[1].Tasks[0].OnInterrupt = recovery.Policy{Strategy: recovery.StrategyRetry, MaxAttempts: 1,
 		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	c := newChecker(b, CheckConfig{Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
 		Schema: "enginehealth", Workflows: wfs, Log: quiet})})
 	c.begin()

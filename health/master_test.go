@@ -120,7 +120,7 @@ func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet})
 	var checker *Checker
 	if !sched.IsZero() {
@@ -130,8 +130,8 @@ func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func(
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: sched,
 		Tick: 50 * time.Millisecond, Log: quiet,
 	})
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
-		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})
+	el := testkit.Must(leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: leader.MinLeaseTTL, TrustMargin: 500 * time.Millisecond,
+		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()

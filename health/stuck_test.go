@@ -33,7 +33,7 @@ func TestStuckMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
 	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet})
 	m := NewMaster(MasterConfig{
@@ -43,14 +43,14 @@ func TestStuckMaster(t *testing.T) {
 	// The gate (the node's own heartbeat, in the daemon) can take trust
 	// away for a moment: flapping must not restart the count.
 	var gateDown atomic.Bool
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
+	el := testkit.Must(leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: leader.MinLeaseTTL, TrustMargin: 500 * time.Millisecond,
 		Candidate: leader.Candidate{Name: "m", Incarnation: inc}, Log: quiet,
 		Gate: func() error {
 			if gateDown.Load() {
 				return errors.New("heartbeat late")
 			}
 			return nil
-		}})
+		}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()

@@ -15,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 )
@@ -84,7 +85,7 @@ func benchRepair(b *testing.B, batch int) {
 			AtomicInternal: true}}}
 	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
 	events := audit.New("enginehealth")
-	cfg := Config{DB: db, Fence: leader.NewFence(db, "enginehealth", events), Events: events, Schema: "enginehealth",
+	cfg := Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})), Events: events, Schema: "enginehealth",
 		Workflows: []Workflow{wf}, BatchSize: batch, Log: leadertest.Quiet}
 	// rep: the atomic task's default policy (retry at once, up to 10
 	// times): each repair writes its event, which holds the attempt, and

@@ -226,10 +226,13 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		notify.Status(text)
 	})
 
-	fence := leader.NewFence(db, cfg.Database.Schema, events)
-	fence.SetLogger(log)
-	fence.SetCluster(cluster) // no master write commits on another cluster
-	elector := leader.New(leader.Config{
+	fence, err := leader.NewFence(leader.FenceConfig{DB: db, Schema: cfg.Database.Schema, Events: events,
+		Cluster: cluster, // no master write commits on another cluster
+		Log:     log})
+	if err != nil {
+		return err
+	}
+	elector, err := leader.New(leader.Config{
 		Client:      etcd,
 		Prefix:      cfg.Etcd.Prefix,
 		TTL:         cfg.Etcd.LeaseTTL,
@@ -241,6 +244,9 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		ResignTimeout: min(cfg.Node.ShutdownTimeout/4, 2*time.Second),
 		Log:           log,
 	})
+	if err != nil {
+		return err
+	}
 	workflows := cfg.RecoveryWorkflows()
 	repairer := recovery.New(recovery.Config{
 		DB: db, Fence: fence, Events: events, Schema: cfg.Database.Schema,
@@ -249,8 +255,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	})
 	sched := cfg.Health.ParsedSchedule
 	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
-	apiFence := leader.NewFence(apiDB, cfg.Database.Schema, events) // read only: the current term
-	apiFence.OnTerm(elector.ObserveTerm)
+	// Read only: the current term.
+	apiFence, err := leader.NewFence(leader.FenceConfig{DB: apiDB, Schema: cfg.Database.Schema, Events: events, OnTerm: elector.ObserveTerm})
+	if err != nil {
+		return err
+	}
 	reads := recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
 		Workflows: workflows, Log: log})
 	var checker *health.Checker

@@ -43,7 +43,7 @@ func BenchmarkScale(b *testing.B) {
 	office, _ := master(b, sidecar, wfs)
 	events := audit.New("enginehealth")
 	store := nodes.NewStore(sidecar, "enginehealth", events)
-	fence := leader.NewFence(sidecar, "enginehealth", events)
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: sidecar, Schema: "enginehealth", Events: events}))
 	// The smallest not_responding_after the configuration allows with
 	// the default heartbeat interval (3 × 5 s).
 	const notRespondingAfter = 3 * nodes.DefaultHeartbeatInterval

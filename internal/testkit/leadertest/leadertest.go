@@ -55,9 +55,15 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(db, schema, audit.New(schema))
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
+	fence, err := leader.NewFence(leader.FenceConfig{DB: db, Schema: schema, Events: audit.New(schema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	el, err := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
 		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: Quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	offices := make(chan *leader.Office, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
