@@ -76,7 +76,7 @@ func setup(t *testing.T) bundle {
 	insert("report", "state", "Queued", 3)
 	insert("report", "state", "Published", 2)
 	insert("invoice", "status", "Sending", 4)
-	return bundle{db: db, nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth"))}
+	return bundle{db: db, nodes: testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))}
 }
 
 func states(t *testing.T, db *sqlx.DB, table, col string) map[string]int {

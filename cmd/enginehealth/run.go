@@ -175,8 +175,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	// One event log, shared by every writer of the events table.
 	events := audit.New(cfg.Database.Schema)
 	events.SetLogger(log.With("component", "audit"))
-	store := nodes.NewStore(db, cfg.Database.Schema, events)
-	store.SetCluster(cluster)
+	store, err := nodes.NewStore(nodes.StoreConfig{DB: db, Schema: cfg.Database.Schema, Events: events, Cluster: cluster})
+	if err != nil {
+		return err
+	}
 	reg := nodes.Registration{Name: name, Incarnation: incarnation, Hostname: hostname, Version: version, APIAddress: advertise,
 		SchemaVersion:     build.SchemaVersion,
 		RecoverAfterCrash: cfg.Node.OnUnexpectedShutdown == nodes.UnexpectedShutdownRecover}
@@ -202,29 +204,32 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	// A beat may need a new connection: a connect timeout for each host
 	// of the DSN, then the statement (a DSN with host=a,b whose first
 	// host is frozen after a failover).
-	hb := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
+	var lastStatus nodes.Status
+	hb, err := nodes.NewHeartbeater(nodes.HeartbeatConfig{Store: store, Name: name, Incarnation: incarnation,
 		Interval: cfg.Node.HeartbeatInterval, Log: log, Registration: &reg, Registered: node,
 		// A silent server: the API's connections lead there too.
 		Reset:   func() { pgdb.Reset(db); pgdb.Reset(apiDB) },
-		Timeout: time.Duration(pgdb.Hosts(pool.DSN))*cfg.Database.ConnectTimeout + cfg.Node.HeartbeatInterval})
-	var lastStatus nodes.Status
-	hb.OnChange(func(status nodes.Status, grade string) {
-		if status != lastStatus {
-			log.InfoContext(ctx, "node status", "status", status)
-			lastStatus = status
-		}
-		// READY=1 when the node is ready as /readyz says: Ready, and not
-		// ERROR with failover.error_not_ready (sent again after a reset).
-		rd := readiness(status, grade, cfg.Failover.ErrorNotReady, nil) // just after a beat
-		if rd.Ready {
-			notify.Ready()
-		}
-		text := "node " + name + ": " + string(status)
-		if !rd.Ready && status == nodes.StatusReady {
-			text += " (not ready: failover grade " + grade + ")"
-		}
-		notify.Status(text)
-	})
+		Timeout: time.Duration(pgdb.Hosts(pool.DSN))*cfg.Database.ConnectTimeout + cfg.Node.HeartbeatInterval,
+		OnChange: func(status nodes.Status, grade string) {
+			if status != lastStatus {
+				log.InfoContext(ctx, "node status", "status", status)
+				lastStatus = status
+			}
+			// READY=1 when the node is ready as /readyz says: Ready, and not
+			// ERROR with failover.error_not_ready (sent again after a reset).
+			rd := readiness(status, grade, cfg.Failover.ErrorNotReady, nil) // just after a beat
+			if rd.Ready {
+				notify.Ready()
+			}
+			text := "node " + name + ": " + string(status)
+			if !rd.Ready && status == nodes.StatusReady {
+				text += " (not ready: failover grade " + grade + ")"
+			}
+			notify.Status(text)
+		}})
+	if err != nil {
+		return err
+	}
 
 	fence, err := leader.NewFence(leader.FenceConfig{DB: db, Schema: cfg.Database.Schema, Events: events,
 		Cluster: cluster, // no master write commits on another cluster
@@ -254,7 +259,10 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		EventRetries: func(ctx context.Context) (bool, error) { return store.FleetKnows(ctx, recovery.EventRetriesSchema) },
 	})
 	sched := cfg.Health.ParsedSchedule
-	apiStore := nodes.NewStore(apiDB, cfg.Database.Schema, events)
+	apiStore, err := nodes.NewStore(nodes.StoreConfig{DB: apiDB, Schema: cfg.Database.Schema, Events: events})
+	if err != nil {
+		return err
+	}
 	// Read only: the current term.
 	apiFence, err := leader.NewFence(leader.FenceConfig{DB: apiDB, Schema: cfg.Database.Schema, Events: events, OnTerm: elector.ObserveTerm})
 	if err != nil {

@@ -42,7 +42,7 @@ func BenchmarkScale(b *testing.B) {
 	wfs := loadWorkflows(b, time.Minute)
 	office, _ := master(b, sidecar, wfs)
 	events := audit.New("enginehealth")
-	store := nodes.NewStore(sidecar, "enginehealth", events)
+	store := testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: sidecar, Schema: "enginehealth", Events: events}))
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: sidecar, Schema: "enginehealth", Events: events}))
 	// The smallest not_responding_after the configuration allows with
 	// the default heartbeat interval (3 × 5 s).

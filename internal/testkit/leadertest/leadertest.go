@@ -48,7 +48,11 @@ func Main(m *testing.M, pg **pgtest.Server, etcd **etcdtest.Etcd) int {
 func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Office {
 	t.Helper()
 	inc := uuid.NewString()
-	if _, err := nodes.NewStore(db, schema, audit.New(schema)).Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+	store, err := nodes.NewStore(nodes.StoreConfig{DB: db, Schema: schema, Events: audit.New(schema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
 		t.Fatal(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
@@ -71,7 +75,7 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 		defer close(done)
 		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
 			setMaster := func(tx *leader.Tx) error {
-				return nodes.NewStore(db, schema, audit.New(schema)).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+				return store.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 			}
 			if err := fence.TakeOffice(ctx, o, setMaster); err != nil {
 				return err
