@@ -28,7 +28,7 @@ func newChecker(b bundle, cfg CheckConfig) *Checker {
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
 	if cfg.Recovery == nil {
-		cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
+		cfg.Recovery = testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet}))
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
@@ -348,7 +348,7 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet})
+	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet}))
 	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet})
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -466,8 +466,8 @@ func TestCheckRunsDueRetries(t *testing.T) {
 	wfs[1].Tasks[0].OnInterrupt = recovery.Policy{Strategy: recovery.StrategyRetry, MaxAttempts: 1,
 		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
-	c := newChecker(b, CheckConfig{Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
-		Schema: "enginehealth", Workflows: wfs, Log: quiet})})
+	c := newChecker(b, CheckConfig{Recovery: testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
+		Schema: "enginehealth", Workflows: wfs, Log: quiet}))})
 	c.begin()
 	res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
 	if err != nil || res.Recovery.Tasks[0].Scheduled != 1 || res.Retries.Retried != 0 {

@@ -121,7 +121,7 @@ func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func(
 		t.Fatal(err)
 	}
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet})
+	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}))
 	var checker *Checker
 	if !sched.IsZero() {
 		checker = newChecker(b, CheckConfig{Recovery: rep, Interval: sched.Period()})

@@ -253,11 +253,14 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		return err
 	}
 	workflows := cfg.RecoveryWorkflows()
-	repairer := recovery.New(recovery.Config{
+	repairer, err := recovery.New(recovery.Config{
 		DB: db, Fence: fence, Events: events, Schema: cfg.Database.Schema,
 		Workflows: workflows, BatchSize: cfg.Recovery.BatchSize, Log: log,
 		EventRetries: func(ctx context.Context) (bool, error) { return store.FleetKnows(ctx, recovery.EventRetriesSchema) },
 	})
+	if err != nil {
+		return err
+	}
 	sched := cfg.Health.ParsedSchedule
 	apiStore, err := nodes.NewStore(nodes.StoreConfig{DB: apiDB, Schema: cfg.Database.Schema, Events: events})
 	if err != nil {
@@ -268,8 +271,11 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	if err != nil {
 		return err
 	}
-	reads := recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
+	reads, err := recovery.New(recovery.Config{DB: apiDB, Fence: apiFence, Events: events, Schema: cfg.Database.Schema,
 		Workflows: workflows, Log: log})
+	if err != nil {
+		return err
+	}
 	var checker *health.Checker
 	var master *health.Master
 	apiPauses := health.NewPauses(apiDB, cfg.Database.Schema, events)

@@ -47,7 +47,7 @@ func BenchmarkScale(b *testing.B) {
 	// The smallest not_responding_after the configuration allows with
 	// the default heartbeat interval (3 × 5 s).
 	const notRespondingAfter = 3 * nodes.DefaultHeartbeatInterval
-	rep := recovery.New(recovery.Config{DB: sidecar, Fence: fence, Events: events, Schema: "enginehealth", Workflows: wfs, Log: quiet})
+	rep := testkit.Must(recovery.New(recovery.Config{DB: sidecar, Fence: fence, Events: events, Schema: "enginehealth", Workflows: wfs, Log: quiet}))
 	checker := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Events: events,
 		Interval: time.Second, NotRespondingAfter: notRespondingAfter, Log: quiet})
 	handler := api.NewHandler(api.Config{Self: "master", Nodes: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
