@@ -33,7 +33,7 @@ func newChecker(b bundle, cfg CheckConfig) *Checker {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	return NewChecker(cfg)
+	return testkit.Must(NewChecker(cfg))
 }
 
 // register adds node name whose last heartbeat was age ago.
@@ -349,7 +349,7 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 	}
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet}))
-	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet})
+	m := testkit.Must(NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet}))
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -383,7 +383,7 @@ func TestFailedResumptionDoesNotBlockTheMaster(t *testing.T) {
 	}
 	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
 	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second})
-	m := NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, Tick: 20 * time.Millisecond, Log: quiet})
+	m := testkit.Must(NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, Tick: 20 * time.Millisecond, Log: quiet}))
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

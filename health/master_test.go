@@ -126,10 +126,10 @@ func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func(
 	if !sched.IsZero() {
 		checker = newChecker(b, CheckConfig{Recovery: rep, Interval: sched.Period()})
 	}
-	m := NewMaster(MasterConfig{
+	m := testkit.Must(NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: sched,
 		Tick: 50 * time.Millisecond, Log: quiet,
-	})
+	}))
 	el := testkit.Must(leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: leader.MinLeaseTTL, TrustMargin: 500 * time.Millisecond,
 		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet}))
 	ctx, cancel := context.WithCancel(context.Background())

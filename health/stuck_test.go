@@ -35,11 +35,11 @@ func TestStuckMaster(t *testing.T) {
 	defer cli.Close()
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet}))
-	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet})
-	m := NewMaster(MasterConfig{
+	checker := testkit.Must(NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet}))
+	m := testkit.Must(NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
 		Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
-	})
+	}))
 	// The gate (the node's own heartbeat, in the daemon) can take trust
 	// away for a moment: flapping must not restart the count.
 	var gateDown atomic.Bool
@@ -121,7 +121,9 @@ func TestStuckAfterFromSchedule(t *testing.T) {
 		if c.sched != "" {
 			s = mustSchedule(t, c.sched)
 		}
-		if got := NewMaster(MasterConfig{Schedule: s, StuckAfter: c.set, Log: quiet}).cfg.StuckAfter; got != c.want {
+		cfg := offline()
+		cfg.Schedule, cfg.StuckAfter = s, c.set
+		if got := testkit.Must(NewMaster(cfg)).cfg.StuckAfter; got != c.want {
 			t.Errorf("schedule %q, StuckAfter %s: %s, want %s", c.sched, c.set, got, c.want)
 		}
 	}

@@ -309,7 +309,7 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		EtcdReachable: func() bool { return etcdState.State().Reachable },
 		Build:         buildLabels(build),
 	})
-	checker = health.NewChecker(health.CheckConfig{
+	checker, err = health.NewChecker(health.CheckConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Events: events,
 		Interval:                sched.Period(),
 		NotRespondingAfter:      cfg.Health.NotRespondingAfter,
@@ -327,12 +327,18 @@ func runDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 		},
 		Log: log,
 	})
-	master = health.NewMaster(health.MasterConfig{
+	if err != nil {
+		return err
+	}
+	master, err = health.NewMaster(health.MasterConfig{
 		Fence: fence, Nodes: store, Recovery: repairer, Checker: checker,
 		Schedule: sched,
 		Tick:     cfg.Node.HeartbeatInterval,
 		Log:      log,
 	})
+	if err != nil {
+		return err
+	}
 	self := apitype.Leader{Name: name, Incarnation: incarnation, APIAddress: advertise}
 
 	srv := api.NewServer(

@@ -48,8 +48,8 @@ func BenchmarkScale(b *testing.B) {
 	// the default heartbeat interval (3 × 5 s).
 	const notRespondingAfter = 3 * nodes.DefaultHeartbeatInterval
 	rep := testkit.Must(recovery.New(recovery.Config{DB: sidecar, Fence: fence, Events: events, Schema: "enginehealth", Workflows: wfs, Log: quiet}))
-	checker := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Events: events,
-		Interval: time.Second, NotRespondingAfter: notRespondingAfter, Log: quiet})
+	checker := testkit.Must(health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Events: events,
+		Interval: time.Second, NotRespondingAfter: notRespondingAfter, Log: quiet}))
 	handler := api.NewHandler(api.Config{Self: "master", Nodes: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
 	type figures struct {
