@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,28 +214,28 @@ func (c *Checker) record(ctx context.Context, res CheckResult, err error) {
 	c.stats.LastError = pgdb.Summary(err) // shown to clients; the log has the whole error
 }
 
-// NewChecker returns a checker.
-func NewChecker(cfg CheckConfig) *Checker {
-	if cfg.NotRespondingAfter <= 0 {
-		cfg.NotRespondingAfter = DefaultNotRespondingAfter
+// NewChecker returns a checker. It fails without the fence, the node
+// store, the repairer or the event log, with a negative duration, or with
+// a MaxUnresponsiveFraction above 1 or below 0.
+func NewChecker(cfg CheckConfig) (*Checker, error) {
+	switch {
+	case cfg.Fence == nil || cfg.Nodes == nil || cfg.Recovery == nil || cfg.Events == nil:
+		return nil, errors.New("health: a checker needs the fence, the node store, the repairer and the event log (CheckConfig.Fence, Nodes, Recovery, Events)")
+	case cfg.Interval < 0 || cfg.NotRespondingAfter < 0 || cfg.ForgetAfter < 0 || cfg.SweepInterval < 0:
+		return nil, fmt.Errorf("health: check durations may not be negative: interval %s, not responding after %s, forget after %s, sweep interval %s",
+			cfg.Interval, cfg.NotRespondingAfter, cfg.ForgetAfter, cfg.SweepInterval)
+	case cfg.MaxUnresponsiveFraction < 0 || cfg.MaxUnresponsiveFraction > 1:
+		return nil, fmt.Errorf("health: the unresponsive fraction must be in (0, 1] (0: the default), got %v", cfg.MaxUnresponsiveFraction)
 	}
-	if cfg.ForgetAfter <= 0 {
-		cfg.ForgetAfter = DefaultForgetAfter
-	}
-	if cfg.SweepInterval <= 0 {
-		cfg.SweepInterval = DefaultSweepInterval
-	}
-	if cfg.MaxUnresponsiveFraction <= 0 {
-		cfg.MaxUnresponsiveFraction = DefaultMaxUnresponsiveFraction
-	}
-	if cfg.Pauses == nil {
-		cfg.Pauses = NewPauses(nil, "", cfg.Events)
-	}
-	if cfg.Grades == nil {
-		cfg.Grades = &nodes.GradeConfig{Window: nodes.DefaultGradeWindow, QuietPeriod: nodes.DefaultQuietPeriod,
-			MaxErrorFraction: nodes.DefaultMaxErrorFraction}
-	}
-	return &Checker{cfg: cfg, log: cfg.Log.With("component", "check"), events: cfg.Events, now: time.Now}
+	cfg.NotRespondingAfter = cmp.Or(cfg.NotRespondingAfter, DefaultNotRespondingAfter)
+	cfg.ForgetAfter = cmp.Or(cfg.ForgetAfter, DefaultForgetAfter)
+	cfg.SweepInterval = cmp.Or(cfg.SweepInterval, DefaultSweepInterval)
+	cfg.MaxUnresponsiveFraction = cmp.Or(cfg.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
+	cfg.Pauses = cmp.Or(cfg.Pauses, NewPauses(nil, "", cfg.Events))
+	cfg.Grades = cmp.Or(cfg.Grades, &nodes.GradeConfig{Window: nodes.DefaultGradeWindow, QuietPeriod: nodes.DefaultQuietPeriod,
+		MaxErrorFraction: nodes.DefaultMaxErrorFraction})
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
+	return &Checker{cfg: cfg, log: cfg.Log.With("component", "check"), events: cfg.Events, now: time.Now}, nil
 }
 
 // CheckResult is what one pass did.

@@ -25,15 +25,15 @@ func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 }
 
 func newChecker(b bundle, cfg CheckConfig) *Checker {
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
 	if cfg.Recovery == nil {
-		cfg.Recovery = recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet})
+		cfg.Recovery = testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet}))
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	return NewChecker(cfg)
+	return testkit.Must(NewChecker(cfg))
 }
 
 // register adds node name whose last heartbeat was age ago.
@@ -347,9 +347,9 @@ func TestUnfinishedRunIsFinishedByNextMaster(t *testing.T) {
 	if err := b.db.Get(&old, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope) VALUES (1, 'gone', 'recovery', 'manual', '{"workflows":["invoice"]}') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet})
-	m := NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet})
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
+	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, Log: quiet}))
+	m := testkit.Must(NewMaster(MasterConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Tick: 20 * time.Millisecond, Log: quiet}))
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -383,7 +383,7 @@ func TestFailedResumptionDoesNotBlockTheMaster(t *testing.T) {
 	}
 	b.db.MustExec(`ALTER TABLE app.invoice_claim RENAME TO invoice_claim_gone`)
 	c := newChecker(b, CheckConfig{NotRespondingAfter: 30 * time.Second})
-	m := NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, Tick: 20 * time.Millisecond, Log: quiet})
+	m := testkit.Must(NewMaster(MasterConfig{Fence: c.cfg.Fence, Nodes: b.nodes, Recovery: c.cfg.Recovery, Checker: c, Tick: 20 * time.Millisecond, Log: quiet}))
 	o := takeOffice(t, b, "m")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -465,9 +465,9 @@ func TestCheckRunsDueRetries(t *testing.T) {
 	wfs[1].Tasks = slices.Clone(wfs[1].Tasks)
 	wfs[1].Tasks[0].OnInterrupt = recovery.Policy{Strategy: recovery.StrategyRetry, MaxAttempts: 1,
 		Backoff: recovery.Backoff{Kind: recovery.BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
-	c := newChecker(b, CheckConfig{Recovery: recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
-		Schema: "enginehealth", Workflows: wfs, Log: quiet})})
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
+	c := newChecker(b, CheckConfig{Recovery: testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"),
+		Schema: "enginehealth", Workflows: wfs, Log: quiet}))})
 	c.begin()
 	res, err := c.RunOnce(context.Background(), o, recovery.TriggerPeriodic, nil)
 	if err != nil || res.Recovery.Tasks[0].Scheduled != 1 || res.Retries.Retried != 0 {

@@ -20,6 +20,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,8 @@ type MasterConfig struct {
 	// Schedule of CheckEngineHealth (ParseSchedule); the zero Schedule: no
 	// periodic check.
 	Schedule Schedule
-	// Tick is how often the master promotes newly registered nodes.
+	// Tick is how often the master promotes newly registered nodes;
+	// default nodes.DefaultHeartbeatInterval.
 	Tick time.Duration
 	// StuckAfter is how long an acting master's check passes may go without
 	// success before it is stuck (Stuck returns an error, /healthz fails);
@@ -74,12 +76,21 @@ type Master struct {
 
 type interval struct{ start, end time.Time }
 
-// NewMaster returns the master's duty runner.
-func NewMaster(cfg MasterConfig) *Master {
-	if cfg.StuckAfter == 0 && cfg.Schedule.Period() > 0 {
-		cfg.StuckAfter = cfg.Schedule.StuckAfter()
+// NewMaster returns the master's duty runner. It fails without the fence,
+// the node store or the repairer, or with a negative Tick or StuckAfter.
+func NewMaster(cfg MasterConfig) (*Master, error) {
+	switch {
+	case cfg.Fence == nil || cfg.Nodes == nil || cfg.Recovery == nil:
+		return nil, errors.New("health: the master's duties need the fence, the node store and the repairer (MasterConfig.Fence, Nodes, Recovery)")
+	case cfg.Tick < 0 || cfg.StuckAfter < 0:
+		return nil, fmt.Errorf("health: tick %s and stuck-after %s may not be negative", cfg.Tick, cfg.StuckAfter)
 	}
-	return &Master{cfg: cfg, log: cfg.Log.With("component", "master"), now: time.Now}
+	cfg.Tick = cmp.Or(cfg.Tick, nodes.DefaultHeartbeatInterval)
+	if cfg.Schedule.Period() > 0 {
+		cfg.StuckAfter = cmp.Or(cfg.StuckAfter, cfg.Schedule.StuckAfter())
+	}
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
+	return &Master{cfg: cfg, log: cfg.Log.With("component", "master"), now: time.Now}, nil
 }
 
 // Status is what the master knows of its own office.

@@ -76,7 +76,7 @@ func setup(t *testing.T) bundle {
 	insert("report", "state", "Queued", 3)
 	insert("report", "state", "Published", 2)
 	insert("invoice", "status", "Sending", 4)
-	return bundle{db: db, nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth"))}
+	return bundle{db: db, nodes: testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))}
 }
 
 func states(t *testing.T, db *sqlx.DB, table, col string) map[string]int {
@@ -120,18 +120,18 @@ func leadWith(t *testing.T, b bundle, name string, sched Schedule, then ...func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet})
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
+	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 3, Log: quiet}))
 	var checker *Checker
 	if !sched.IsZero() {
 		checker = newChecker(b, CheckConfig{Recovery: rep, Interval: sched.Period()})
 	}
-	m := NewMaster(MasterConfig{
+	m := testkit.Must(NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: sched,
 		Tick: 50 * time.Millisecond, Log: quiet,
-	})
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
-		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet})
+	}))
+	el := testkit.Must(leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: leader.MinLeaseTTL, TrustMargin: 500 * time.Millisecond,
+		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: quiet}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 	"github.com/enginehealth/enginehealth/leader"
 )
@@ -54,10 +56,7 @@ type Pauses struct {
 // NewPauses returns the pause switch of schema ("" means enginehealth);
 // Current reads it through db.
 func NewPauses(db *sqlx.DB, schema string, events *audit.Log) *Pauses {
-	if schema == "" {
-		schema = "enginehealth"
-	}
-	return &Pauses{db: db, st: newStatements(schema), events: events}
+	return &Pauses{db: db, st: newStatements(cmp.Or(schema, pgdb.DefaultSchema)), events: events}
 }
 
 // Current returns the pause switch as the database has it now.

@@ -33,24 +33,24 @@ func TestStuckMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	fence := leader.NewFence(b.db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet})
-	checker := NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet})
-	m := NewMaster(MasterConfig{
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
+	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet}))
+	checker := testkit.Must(NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet}))
+	m := testkit.Must(NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
 		Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,
-	})
+	}))
 	// The gate (the node's own heartbeat, in the daemon) can take trust
 	// away for a moment: flapping must not restart the count.
 	var gateDown atomic.Bool
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: 2 * time.Second, TrustMargin: 500 * time.Millisecond,
+	el := testkit.Must(leader.New(leader.Config{Client: cli, Prefix: "/" + t.Name() + "/", TTL: leader.MinLeaseTTL, TrustMargin: 500 * time.Millisecond,
 		Candidate: leader.Candidate{Name: "m", Incarnation: inc}, Log: quiet,
 		Gate: func() error {
 			if gateDown.Load() {
 				return errors.New("heartbeat late")
 			}
 			return nil
-		}})
+		}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = el.Run(ctx, m.Lead) }()
@@ -121,7 +121,9 @@ func TestStuckAfterFromSchedule(t *testing.T) {
 		if c.sched != "" {
 			s = mustSchedule(t, c.sched)
 		}
-		if got := NewMaster(MasterConfig{Schedule: s, StuckAfter: c.set, Log: quiet}).cfg.StuckAfter; got != c.want {
+		cfg := offline()
+		cfg.Schedule, cfg.StuckAfter = s, c.set
+		if got := testkit.Must(NewMaster(cfg)).cfg.StuckAfter; got != c.want {
 			t.Errorf("schedule %q, StuckAfter %s: %s, want %s", c.sched, c.set, got, c.want)
 		}
 	}

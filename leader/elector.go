@@ -69,7 +69,8 @@ type Config struct {
 	Gate func() error
 	// ResignTimeout bounds the lease revocation when Run stops. Resigning is best effort: without it the lease expires after TTL.
 	ResignTimeout time.Duration
-	Log           *slog.Logger
+	// Log is where the elector reports its rounds; none by default.
+	Log *slog.Logger
 }
 
 // ElectionPrefix returns the prefix of the election keys under a cluster
@@ -221,13 +222,41 @@ type Elector struct {
 	office *Office
 }
 
-// New returns an elector.
-func New(cfg Config) *Elector {
+// New returns an elector. It fails on a config no elector can run
+// with: no etcd client, no candidate name or incarnation, a TTL below
+// MinLeaseTTL or not in whole seconds (etcd leases are), a negative
+// trust margin or resign timeout, or a trust window (TTL − TrustMargin)
+// no longer than TTL/3, which a few keep-alive rounds could not outlast.
+func New(cfg Config) (*Elector, error) {
 	cfg.Prefix = cmp.Or(cfg.Prefix, DefaultPrefix)
 	cfg.TTL = cmp.Or(cfg.TTL, DefaultLeaseTTL)
 	cfg.TrustMargin = cmp.Or(cfg.TrustMargin, DefaultTrustMargin)
 	cfg.ResignTimeout = cmp.Or(cfg.ResignTimeout, DefaultResignTimeout)
-	return &Elector{cfg: cfg, t: timingsFor(cfg.TTL, cfg.TrustMargin), log: cfg.Log.With("component", "leader"), now: time.Now}
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Elector{cfg: cfg, t: timingsFor(cfg.TTL, cfg.TrustMargin), log: cfg.Log.With("component", "leader"), now: time.Now}, nil
+}
+
+// validate checks a Config whose defaults are applied.
+func (c Config) validate() error {
+	switch {
+	case c.Client == nil:
+		return errors.New("leader: an elector needs an etcd client (Config.Client)")
+	case c.Candidate.Name == "" || c.Candidate.Incarnation == "":
+		return fmt.Errorf("leader: an elector needs its candidate's name and incarnation, got %+v", c.Candidate)
+	case c.TTL < MinLeaseTTL:
+		return fmt.Errorf("leader: lease TTL %s is below the minimum %s: it leaves no room for a keep-alive round", c.TTL, MinLeaseTTL)
+	case c.TTL%time.Second != 0:
+		return fmt.Errorf("leader: lease TTL %s must be whole seconds (etcd leases are)", c.TTL)
+	case c.TrustMargin < 0 || c.ResignTimeout < 0:
+		return fmt.Errorf("leader: trust margin %s and resign timeout %s may not be negative", c.TrustMargin, c.ResignTimeout)
+	case c.TTL-c.TrustMargin <= c.TTL/3:
+		return fmt.Errorf("leader: trust margin %s leaves a trust window (TTL − margin = %s) no longer than TTL/3 (%s): it must outlast a few keep-alive rounds",
+			c.TrustMargin, c.TTL-c.TrustMargin, c.TTL/3)
+	}
+	return nil
 }
 
 // Office returns the current office, or nil when this node is not master.

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -45,20 +46,46 @@ type Fence struct {
 	log    *slog.Logger
 	onTerm func(recorded int64)
 	// cluster, when set, checks inside each fenced transaction that its
-	// server belongs to the cluster learnt (SetCluster).
+	// server belongs to the cluster learnt (FenceConfig.Cluster).
 	cluster *pgdb.Cluster
 }
 
-// SetCluster makes every fenced transaction check, with its term, that
-// its server belongs to cluster's PostgreSQL cluster: a master's write
-// never commits on another cluster, even through a pooler that moved its
-// server connections without the sidecar's noticing.
-func (f *Fence) SetCluster(c *pgdb.Cluster) { f.cluster = c }
+// FenceConfig of a Fence.
+type FenceConfig struct {
+	// DB is the sidecar's pool (required).
+	DB *sqlx.DB
+	// Schema is the sidecar schema; default pgdb.DefaultSchema.
+	Schema string
+	// Events is the event log of the same schema (required).
+	Events *audit.Log
+	// Cluster, when set, makes every fenced transaction check, with its
+	// term, that its server belongs to Cluster's PostgreSQL cluster: a
+	// master's write never commits on another cluster, even through a
+	// pooler that moved its server connections without the sidecar's
+	// noticing.
+	Cluster *pgdb.Cluster
+	// OnTerm, when set, is told of every term Current reads (give it
+	// Elector.ObserveTerm: an office of this node that an API lookup
+	// finds superseded ends at once). Fenced transactions end their own
+	// office.
+	OnTerm func(recorded int64)
+	// Log is where the fence reports what it does beyond its transactions
+	// (ending an earlier master's stalled one); none by default.
+	Log *slog.Logger
+}
 
-// NewFence returns the fence of a sidecar schema; events is the event log
-// of the same schema.
-func NewFence(db *sqlx.DB, schema string, events *audit.Log) *Fence {
-	return &Fence{db: db, sql: newStatements(schema), events: events}
+// NewFence returns the fence of a sidecar schema. It fails when cfg lacks
+// the pool or the event log.
+func NewFence(cfg FenceConfig) (*Fence, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("leader: a fence needs a database pool (FenceConfig.DB)")
+	case cfg.Events == nil:
+		return nil, errors.New("leader: a fence needs the event log (FenceConfig.Events)")
+	}
+	log := cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
+	return &Fence{db: cfg.DB, sql: newStatements(cmp.Or(cfg.Schema, pgdb.DefaultSchema)), events: cfg.Events,
+		log: log.With("component", "fence"), onTerm: cfg.OnTerm, cluster: cfg.Cluster}, nil
 }
 
 // Term is the recorded fencing term.
@@ -80,11 +107,6 @@ func (f *Fence) Current(ctx context.Context) (Term, error) {
 	}
 	return t, nil
 }
-
-// OnTerm sets a function told of every term Current reads (give it
-// Elector.ObserveTerm: an office of this node that an API lookup finds
-// superseded ends at once). Fenced transactions end their own office.
-func (f *Fence) OnTerm(fn func(recorded int64)) { f.onTerm = fn }
 
 // TakeOffice raises the recorded term to o's (only upwards), runs also
 // (the caller's writes that belong to taking office, such as the node
@@ -178,16 +200,12 @@ func (f *Fence) raiseTerm(ctx context.Context, tx *pgdb.Tx, o *Office) (previous
 		case <-tick.C:
 			var ended []string
 			err := f.sql.endStaleHolders.Select(ctx, f.db, &ended, sqltext.Args{"pid": pid, "idle": staleHolder.Seconds()})
-			if err == nil && len(ended) > 0 && f.log != nil {
+			if err == nil && len(ended) > 0 {
 				f.log.WarnContext(ctx, "ended the stalled transactions of an earlier master that held the term", "sessions", ended, "term", o.Term)
 			}
 		}
 	}
 }
-
-// SetLogger sets where the fence reports what it does beyond its
-// transactions (ending an earlier master's stalled one); none by default.
-func (f *Fence) SetLogger(log *slog.Logger) { f.log = log.With("component", "fence") }
 
 // StepDown runs undo (the caller's undoing of what TakeOffice's also
 // did; it reports whether anything changed) and, if it changed anything,

@@ -53,7 +53,7 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	db := pg.MigratedDB(t)
 	events := audit.New("enginehealth")
-	return bundle{db: db, fence: NewFence(db, "enginehealth", events), prefix: "/" + t.Name() + "/"}
+	return bundle{db: db, fence: testkit.Must(NewFence(FenceConfig{DB: db, Schema: "enginehealth", Events: events})), prefix: "/" + t.Name() + "/"}
 }
 
 func newClient(t *testing.T) *clientv3.Client {
@@ -84,7 +84,7 @@ type candidate struct {
 
 func (b bundle) start(t *testing.T, name string) *candidate {
 	t.Helper()
-	return b.startWith(t, name, newClient(t), 2*time.Second, 500*time.Millisecond)
+	return b.startWith(t, name, newClient(t), MinLeaseTTL, 500*time.Millisecond)
 }
 
 // startWith runs a candidate with its own client, TTL and trust margin.
@@ -99,7 +99,8 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 		ON CONFLICT (name) DO UPDATE SET incarnation = EXCLUDED.incarnation`, name, inc); err != nil {
 		t.Fatal(err)
 	}
-	c.elector = New(Config{
+	var err error
+	c.elector, err = New(Config{
 		Client: c.cli, Prefix: b.prefix, TTL: ttl, TrustMargin: margin,
 		Candidate: Candidate{Name: name, Incarnation: inc, APIAddress: name + ":1"},
 		Gate: func() error {
@@ -110,6 +111,9 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 		},
 		Log: quiet,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() {

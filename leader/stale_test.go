@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 )
@@ -149,8 +150,7 @@ func TestOfficeEndsWhenItLearnsOfNewerTerm(t *testing.T) {
 					t.Fatalf("fenced transaction under a newer term: %v, want ErrDeposed", err)
 				}
 			case "term read":
-				f := NewFence(b.db, "enginehealth", nil)
-				f.OnTerm(a.elector.ObserveTerm)
+				f := testkit.Must(NewFence(FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth"), OnTerm: a.elector.ObserveTerm}))
 				if _, err := f.Current(ctx); err != nil {
 					t.Fatal(err)
 				}

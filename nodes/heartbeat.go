@@ -56,7 +56,7 @@ type Heartbeater struct {
 	now func() time.Time
 
 	// onChange, when set, is called after a beat that saw a new status
-	// or failover grade.
+	// or failover grade (HeartbeatConfig.OnChange).
 	onChange func(status Status, grade string)
 
 	mu       sync.Mutex
@@ -70,11 +70,6 @@ type Heartbeater struct {
 	resumed  time.Time // local time of the first success after failures
 	lastErr  error     // of the last failed beat
 }
-
-// OnChange sets a function called (from the heartbeat loop) each time a
-// beat sees the record in a different status, or the node with a
-// different failover grade, than the beat before.
-func (h *Heartbeater) OnChange(fn func(status Status, grade string)) { h.onChange = fn }
 
 // HeartbeatConfig of a Heartbeater.
 type HeartbeatConfig struct {
@@ -99,17 +94,34 @@ type HeartbeatConfig struct {
 	// every pool of the process that leads to the silent server (the
 	// API's too, whose reads would wait for it as long).
 	Reset func()
-	Log   *slog.Logger
+	// OnChange, when set, is called (from the heartbeat loop) each time a
+	// beat sees the record in a different status, or the node with a
+	// different failover grade, than the beat before.
+	OnChange func(status Status, grade string)
+	// Log is where the heartbeat reports failures and changes; none by
+	// default.
+	Log *slog.Logger
 }
 
-// NewHeartbeater returns a heartbeater for this incarnation's record.
-func NewHeartbeater(cfg HeartbeatConfig) *Heartbeater {
+// NewHeartbeater returns a heartbeater for this incarnation's record. It
+// fails without a store, a name or an incarnation, or with a negative
+// interval or timeout.
+func NewHeartbeater(cfg HeartbeatConfig) (*Heartbeater, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("nodes: a heartbeater needs a store (HeartbeatConfig.Store)")
+	case cfg.Name == "" || cfg.Incarnation == "":
+		return nil, fmt.Errorf("nodes: a heartbeater needs its record's name and incarnation, got %q and %q", cfg.Name, cfg.Incarnation)
+	case cfg.Interval < 0 || cfg.Timeout < 0:
+		return nil, fmt.Errorf("nodes: heartbeat interval %s and timeout %s may not be negative", cfg.Interval, cfg.Timeout)
+	}
 	interval := cmp.Or(cfg.Interval, DefaultHeartbeatInterval)
+	log := cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	return &Heartbeater{
 		store: cfg.Store, name: cfg.Name, incarnation: cfg.Incarnation, interval: interval, timeout: max(cfg.Timeout, interval),
-		reg: cfg.Registration, registered: cfg.Registered, reset: cfg.Reset,
-		log: cfg.Log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
-	}
+		reg: cfg.Registration, registered: cfg.Registered, reset: cfg.Reset, onChange: cfg.OnChange,
+		log: log.With("component", "heartbeat"), now: time.Now, changed: make(chan struct{}),
+	}, nil
 }
 
 // Run beats at once and then every interval until ctx is done (returning

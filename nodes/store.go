@@ -23,6 +23,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -139,20 +140,37 @@ type Store struct {
 	sql    statements // rendered for the schema
 	events *audit.Log
 	// cluster, when set, is checked before a lost record is written again
-	// (SetCluster).
+	// (StoreConfig.Cluster).
 	cluster *pgdb.Cluster
 }
 
-// SetCluster makes the store check that the server belongs to cluster's
-// PostgreSQL cluster before it takes a missing record for one the
-// database lost: behind a pooler that moved to another cluster, the
-// record is missing because the server is the wrong one.
-func (s *Store) SetCluster(c *pgdb.Cluster) { s.cluster = c }
+// StoreConfig of a Store.
+type StoreConfig struct {
+	// DB is the pool the store reads and writes through (required).
+	DB *sqlx.DB
+	// Schema is the sidecar schema; default pgdb.DefaultSchema.
+	Schema string
+	// Events is the event log of the same schema (required; the daemon
+	// makes one and shares it).
+	Events *audit.Log
+	// Cluster, when set, makes the store check that the server belongs
+	// to Cluster's PostgreSQL cluster before it takes a missing record for
+	// one the database lost: behind a pooler that moved to another
+	// cluster, the record is missing because the server is the wrong one.
+	Cluster *pgdb.Cluster
+}
 
-// NewStore returns the store of the given sidecar schema; events is the
-// event log of the same schema (the daemon makes one and shares it).
-func NewStore(db *sqlx.DB, schema string, events *audit.Log) *Store {
-	return &Store{db: db, sql: newStatements(schema, faultinject.Off(faultinject.Ack)), events: events}
+// NewStore returns the store of a sidecar schema. It fails when cfg
+// lacks the pool or the event log.
+func NewStore(cfg StoreConfig) (*Store, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("nodes: a store needs a database pool (StoreConfig.DB)")
+	case cfg.Events == nil:
+		return nil, errors.New("nodes: a store needs the event log (StoreConfig.Events)")
+	}
+	return &Store{db: cfg.DB, sql: newStatements(cmp.Or(cfg.Schema, pgdb.DefaultSchema), faultinject.Off(faultinject.Ack)),
+		events: cfg.Events, cluster: cfg.Cluster}, nil
 }
 
 // Registration describes this process to Register.

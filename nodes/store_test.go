@@ -35,7 +35,7 @@ func setup(t *testing.T) (*Store, bundle) {
 	t.Helper()
 	db := pg.MigratedDB(t)
 	events := audit.New("enginehealth")
-	return NewStore(db, "enginehealth", events), bundle{db: db, events: events}
+	return testkit.Must(NewStore(StoreConfig{DB: db, Schema: "enginehealth", Events: events})), bundle{db: db, events: events}
 }
 
 func reg(name string) Registration {
@@ -113,7 +113,7 @@ func TestHeartbeatUsesDatabaseClock(t *testing.T) {
 	}
 	// The host clock of this process is two hours ahead.
 	skew := 2 * time.Hour
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := testkit.Must(NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	h.now = func() time.Time { return time.Now().Add(skew) }
 
 	before, err := s.Get(ctx, "a")
@@ -162,7 +162,7 @@ func TestHeartbeaterReportsLostRecord(t *testing.T) {
 	if _, err := s.Register(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := testkit.Must(NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err := h.Healthy(time.Minute); err == nil {
 		t.Fatal("healthy before any beat")
 	}
@@ -206,8 +206,8 @@ func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
 		t.Fatalf("registered %+v, want Unexpected shutdown after %s", n, old.Incarnation)
 	}
 	var logs testkit.Buffer
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second,
-		Registration: &r, Registered: n, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := testkit.Must(NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second,
+		Registration: &r, Registered: n, Log: slog.New(slog.NewTextHandler(&logs, nil))}))
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
 	// An operator acks it; the node sees its new status.
@@ -475,7 +475,7 @@ func TestHeartbeatCarriesGrade(t *testing.T) {
 		t.Fatalf("beat of a node never graded: %+v, %v", beat, err)
 	}
 	b.db.MustExec(`INSERT INTO enginehealth.node_grades (node, grade) VALUES ('g', 'ERROR')`)
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := testkit.Must(NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err := h.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func TestHeartbeatResumed(t *testing.T) {
 	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(db, "enginehealth", audit.New("enginehealth"))
+	s := testkit.Must(NewStore(StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	// The lock is another process's: a beat that gives up closes its own
 	// pool's connections.
 	b := bundle{db: open()}
@@ -540,7 +540,7 @@ func TestHeartbeatResumed(t *testing.T) {
 	if _, err := s.Register(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond, Timeout: 2 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := testkit.Must(NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond, Timeout: 2 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err := h.Beat(ctx); err != nil || !h.Resumed().IsZero() {
 		t.Fatalf("first beat: %v, resumed %v; want no error, zero", err, h.Resumed())
 	}
@@ -582,7 +582,7 @@ func TestHeartbeatBoundedWhenTheServerStops(t *testing.T) {
 	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(db, "enginehealth", audit.New("enginehealth"))
+	s := testkit.Must(NewStore(StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	ctx := context.Background()
 	r := reg("a")
 	if _, err := s.Register(ctx, r); err != nil {
@@ -595,9 +595,9 @@ func TestHeartbeatBoundedWhenTheServerStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { apiDB.Close() })
-	h := NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond,
+	h := testkit.Must(NewHeartbeater(HeartbeatConfig{Store: s, Name: r.Name, Incarnation: r.Incarnation, Interval: 100 * time.Millisecond,
 		Timeout: 500 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Reset: func() { pgdb.Reset(db); pgdb.Reset(apiDB) }})
+		Reset: func() { pgdb.Reset(db); pgdb.Reset(apiDB) }}))
 	if err := h.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +654,7 @@ func TestRestoreChecksTheCluster(t *testing.T) {
 	if err := cluster.Learn(ctx, other.MigratedDB(t)); err != nil {
 		t.Fatal(err)
 	}
-	s.SetCluster(cluster)
+	s = testkit.Must(NewStore(StoreConfig{DB: b.db, Schema: "enginehealth", Events: b.events, Cluster: cluster}))
 	var wrong *pgdb.WrongClusterError
 	if _, err := s.Restore(ctx, r, n, StatusReady); !errors.As(err, &wrong) {
 		t.Fatalf("Restore on another cluster than learnt: %v, want a *pgdb.WrongClusterError", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
 	"github.com/enginehealth/enginehealth/leader"
 )
@@ -84,26 +85,26 @@ func benchRepair(b *testing.B, batch int) {
 			AtomicInternal: true}}}
 	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
 	events := audit.New("enginehealth")
-	cfg := Config{DB: db, Fence: leader.NewFence(db, "enginehealth", events), Events: events, Schema: "enginehealth",
+	cfg := Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})), Events: events, Schema: "enginehealth",
 		Workflows: []Workflow{wf}, BatchSize: batch, Log: leadertest.Quiet}
 	// rep: the atomic task's default policy (retry at once, up to 10
 	// times): each repair writes its event, which holds the attempt, and
 	// no attempts row; none: the same task under strategy none (an event
 	// without an attempt); park: a policy that parks every instance (an
 	// attempts row and an event each).
-	rep, silent := New(cfg), New(cfg)
+	rep, silent := testkit.Must(New(cfg)), testkit.Must(New(cfg))
 	silent.noEvents = true
 	noneCfg := cfg
 	noneCfg.Workflows = []Workflow{wf}
 	noneCfg.Workflows[0].Tasks = []Task{wf.Tasks[0]}
 	noneCfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyNone}
-	none := New(noneCfg)
+	none := testkit.Must(New(noneCfg))
 	parkCfg := noneCfg
 	parkCfg.Workflows = []Workflow{wf}
 	parkCfg.Workflows[0].Tasks = []Task{wf.Tasks[0]}
 	parkCfg.Workflows[0].Tasks[0].OnInterrupt = Policy{Strategy: StrategyRetry, MaxAttempts: 3,
 		Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}
-	park := New(parkCfg)
+	park := testkit.Must(New(parkCfg))
 	// The floors' events belong to a run, as the repair's do.
 	var floorRun int64
 	if err := db.Get(&floorRun, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope, status)

@@ -69,7 +69,7 @@ func goldenBatches() []goldenBatch {
 func goldenRepairer() *Repairer {
 	invoices, reports := goldenWorkflows()
 	events := audit.New("enginehealth")
-	return New(Config{Events: events, Schema: "enginehealth", Workflows: []Workflow{invoices, reports}, BatchSize: 500, Log: leadertest.Quiet})
+	return offline(Config{Events: events, Schema: "enginehealth", Workflows: []Workflow{invoices, reports}, BatchSize: 500, Log: leadertest.Quiet})
 }
 
 // shapes collects the golden shapes of the statements, each rendered

@@ -129,11 +129,22 @@ type Repairer struct {
 	taskLocks sync.Map
 }
 
-// New returns a repairer.
-func New(cfg Config) *Repairer {
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = DefaultBatchSize
+// New returns a repairer. It fails without a pool, a fence or an event
+// log, or with a negative batch size.
+func New(cfg Config) (*Repairer, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("recovery: a repairer needs a database pool (Config.DB)")
+	case cfg.Fence == nil:
+		return nil, errors.New("recovery: a repairer needs the fence (Config.Fence): it writes only in fenced transactions")
+	case cfg.Events == nil:
+		return nil, errors.New("recovery: a repairer needs the event log (Config.Events)")
+	case cfg.BatchSize < 0:
+		return nil, fmt.Errorf("recovery: batch size %d may not be negative", cfg.BatchSize)
 	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.Schema = cmp.Or(cfg.Schema, pgdb.DefaultSchema)
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	return &Repairer{
 		cfg:           cfg,
 		st:            newStatements(cfg.Schema),
@@ -144,7 +155,7 @@ func New(cfg Config) *Repairer {
 		log:           cfg.Log.With("component", "recovery"),
 
 		caseHorizon: eventCaseHorizon,
-	}
+	}, nil
 }
 
 // eventRetries reports whether retries at once may go without their

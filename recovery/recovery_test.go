@@ -58,8 +58,8 @@ func setup(t testing.TB) (*Repairer, *sqlx.DB, *leader.Office) {
 		INSERT INTO app.reports (state) SELECT 'Rendering' FROM generate_series(1, 5);`)
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
 	events := audit.New("enginehealth")
-	r := New(Config{DB: db, Fence: leader.NewFence(db, "enginehealth", events), Events: events, Schema: "enginehealth",
-		Workflows: []Workflow{orders, reports}, BatchSize: 2, Log: leadertest.Quiet})
+	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})), Events: events, Schema: "enginehealth",
+		Workflows: []Workflow{orders, reports}, BatchSize: 2, Log: leadertest.Quiet}))
 	return r, db, o
 }
 
@@ -101,7 +101,7 @@ func TestDecideDefaults(t *testing.T) {
 
 // TestScope: a manual run names claimable workflows only, each once.
 func TestScope(t *testing.T) {
-	r := New(Config{Workflows: []Workflow{orders, reports}, Log: leadertest.Quiet})
+	r := offline(Config{Workflows: []Workflow{orders, reports}, Log: leadertest.Quiet})
 	if wfs, err := r.Claimable(Scope{}); err != nil || len(wfs) != 1 || wfs[0].Name != "orders" {
 		t.Fatalf("empty scope: %+v %v", wfs, err)
 	}
@@ -407,7 +407,7 @@ func TestRepairRefusedOnAnotherCluster(t *testing.T) {
 	if err := cluster.Learn(ctx, odb); err != nil {
 		t.Fatal(err)
 	}
-	r.cfg.Fence.SetCluster(cluster)
+	r.cfg.Fence = testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: r.cfg.Events, Cluster: cluster}))
 	_, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
 	var wrong *pgdb.WrongClusterError
 	if !errors.As(err, &wrong) {
@@ -421,7 +421,7 @@ func TestRepairRefusedOnAnotherCluster(t *testing.T) {
 	if err := right.Learn(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	r.cfg.Fence.SetCluster(right)
+	r.cfg.Fence = testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: r.cfg.Events, Cluster: right}))
 	if _, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil); err != nil {
 		t.Fatalf("the repair on its own cluster: %v", err)
 	}

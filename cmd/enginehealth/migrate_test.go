@@ -15,6 +15,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -144,7 +145,7 @@ func TestMigrateStatus(t *testing.T) {
 	if _, errOut, code := runCLI(t, "migrate", "-c", path); code != exitOK {
 		t.Fatalf("migrate: exit %d: %s", code, errOut)
 	}
-	store := nodes.NewStore(db, "enginehealth", audit.New("enginehealth"))
+	store := testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	if _, err := store.Register(context.Background(), nodes.Registration{Name: "new-b", Incarnation: "6f1c1f2e-0000-4000-8000-000000000001",
 		Hostname: "host-b", Version: "1.0.0", SchemaVersion: latest}); err != nil {
 		t.Fatal(err)

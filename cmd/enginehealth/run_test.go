@@ -179,7 +179,7 @@ func waitReadyMaster(t *testing.T, cfg *configs.Config, done <-chan error) (node
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	store := nodes.NewStore(db, cfg.Database.Schema, audit.New(cfg.Database.Schema))
+	store := testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: db, Schema: cfg.Database.Schema, Events: audit.New(cfg.Database.Schema)}))
 	var node nodes.Node
 	testkit.Eventually(t, 30*time.Second, "the node Ready and master", func() (bool, error) {
 		select {

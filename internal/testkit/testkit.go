@@ -34,6 +34,16 @@ func Main(m *testing.M, run func(*testing.M) int, opts ...goleak.Option) {
 	os.Exit(code)
 }
 
+// Must returns v, and panics when err is set: for a test's constructor
+// call whose configuration is the test's own (a constructor that refuses
+// it is a broken test, not a finding).
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(fmt.Sprintf("testkit.Must: %v", err))
+	}
+	return v
+}
+
 // Poll is how often Eventually and Never look at their condition.
 const Poll = 20 * time.Millisecond
 

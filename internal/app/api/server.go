@@ -112,12 +112,8 @@ type Config struct {
 // NewHandler returns the daemon's HTTP handler.
 func NewHandler(cfg Config) http.Handler {
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
-	if cfg.LongTimeout == 0 {
-		cfg.LongTimeout = defaultLongTimeout
-	}
-	if cfg.Forward == nil {
-		cfg.Forward = &http.Client{Timeout: 10 * time.Minute}
-	}
+	cfg.LongTimeout = cmp.Or(cfg.LongTimeout, defaultLongTimeout)
+	cfg.Forward = cmp.Or(cfg.Forward, &http.Client{Timeout: 10 * time.Minute})
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}

@@ -9,6 +9,7 @@
 package demoengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -162,11 +163,8 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Table.Claims == "" || len(cfg.Tasks) == 0 {
 		return nil, fmt.Errorf("demoengine: a claims table and at least one task are required")
 	}
-	w := &Worker{cfg: cfg, table: cfg.Table, tasks: cfg.Tasks, dying: make(chan struct{})}
-	if w.cfg.Idle == 0 {
-		w.cfg.Idle = 50 * time.Millisecond
-	}
-	return w, nil
+	cfg.Idle = cmp.Or(cfg.Idle, 50*time.Millisecond)
+	return &Worker{cfg: cfg, table: cfg.Table, tasks: cfg.Tasks, dying: make(chan struct{})}, nil
 }
 
 // Table returns the claims table the worker uses.

@@ -42,14 +42,14 @@ func BenchmarkScale(b *testing.B) {
 	wfs := loadWorkflows(b, time.Minute)
 	office, _ := master(b, sidecar, wfs)
 	events := audit.New("enginehealth")
-	store := nodes.NewStore(sidecar, "enginehealth", events)
-	fence := leader.NewFence(sidecar, "enginehealth", events)
+	store := testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: sidecar, Schema: "enginehealth", Events: events}))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: sidecar, Schema: "enginehealth", Events: events}))
 	// The smallest not_responding_after the configuration allows with
 	// the default heartbeat interval (3 × 5 s).
 	const notRespondingAfter = 3 * nodes.DefaultHeartbeatInterval
-	rep := recovery.New(recovery.Config{DB: sidecar, Fence: fence, Events: events, Schema: "enginehealth", Workflows: wfs, Log: quiet})
-	checker := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Events: events,
-		Interval: time.Second, NotRespondingAfter: notRespondingAfter, Log: quiet})
+	rep := testkit.Must(recovery.New(recovery.Config{DB: sidecar, Fence: fence, Events: events, Schema: "enginehealth", Workflows: wfs, Log: quiet}))
+	checker := testkit.Must(health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Events: events,
+		Interval: time.Second, NotRespondingAfter: notRespondingAfter, Log: quiet}))
 	handler := api.NewHandler(api.Config{Self: "master", Nodes: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
 	type figures struct {

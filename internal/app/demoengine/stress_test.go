@@ -86,10 +86,10 @@ func loadWorkflows(t testing.TB, claimTimeout time.Duration) []recovery.Workflow
 func master(t testing.TB, db *sqlx.DB, wfs []recovery.Workflow) (*leader.Office, *health.Checker) {
 	t.Helper()
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "master")
-	fence := leader.NewFence(db, "enginehealth", audit.New("enginehealth"))
-	rep := recovery.New(recovery.Config{DB: db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: wfs, BatchSize: 50, Log: quiet})
-	chk := health.NewChecker(health.CheckConfig{Fence: fence, Nodes: nodes.NewStore(db, "enginehealth", audit.New("enginehealth")), Recovery: rep, Events: audit.New("enginehealth"),
-		Interval: time.Second, NotRespondingAfter: time.Hour, Log: quiet})
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
+	rep := testkit.Must(recovery.New(recovery.Config{DB: db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: wfs, BatchSize: 50, Log: quiet}))
+	chk := testkit.Must(health.NewChecker(health.CheckConfig{Fence: fence, Nodes: testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")})), Recovery: rep, Events: audit.New("enginehealth"),
+		Interval: time.Second, NotRespondingAfter: time.Hour, Log: quiet}))
 	return o, chk
 }
 

@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"net/http"
@@ -237,9 +238,7 @@ func newScrape(src Source) *scrape {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}
-	if src.Timeout == 0 {
-		src.Timeout = 2 * time.Second
-	}
+	src.Timeout = cmp.Or(src.Timeout, 2*time.Second)
 	return &scrape{src: src,
 		nodes:       d("nodes", "Node records by status.", "status"),
 		age:         d("node_heartbeat_age_seconds", "Seconds since each node's last heartbeat, on the database clock.", "node"),

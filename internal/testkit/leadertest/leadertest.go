@@ -48,16 +48,26 @@ func Main(m *testing.M, pg **pgtest.Server, etcd **etcdtest.Etcd) int {
 func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Office {
 	t.Helper()
 	inc := uuid.NewString()
-	if _, err := nodes.NewStore(db, schema, audit.New(schema)).Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
+	store, err := nodes.NewStore(nodes.StoreConfig{DB: db, Schema: schema, Events: audit.New(schema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Register(context.Background(), nodes.Registration{Name: name, Incarnation: inc, Hostname: name}); err != nil {
 		t.Fatal(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence := leader.NewFence(db, schema, audit.New(schema))
-	el := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
+	fence, err := leader.NewFence(leader.FenceConfig{DB: db, Schema: schema, Events: audit.New(schema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	el, err := leader.New(leader.Config{Client: cli, Prefix: "/" + uuid.NewString() + "/", TTL: 3 * time.Second, TrustMargin: time.Second,
 		Candidate: leader.Candidate{Name: name, Incarnation: inc}, Log: Quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	offices := make(chan *leader.Office, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -65,7 +75,7 @@ func Office(t testing.TB, db *sqlx.DB, endpoint, schema, name string) *leader.Of
 		defer close(done)
 		_ = el.Run(ctx, func(ctx context.Context, o *leader.Office) error {
 			setMaster := func(tx *leader.Tx) error {
-				return nodes.NewStore(db, schema, audit.New(schema)).SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
+				return store.SetMaster(ctx, tx, o.Candidate.Name, o.Candidate.Incarnation)
 			}
 			if err := fence.TakeOffice(ctx, o, setMaster); err != nil {
 				return err

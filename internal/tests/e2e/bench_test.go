@@ -16,6 +16,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -72,7 +73,7 @@ func failovers(b *testing.B, c *cluster, sig syscall.Signal, prefix string) {
 	// still believe), which only a cluster started moments ago meets.
 	// The trust window is at most the lease TTL.
 	<-time.After(time.Until(started.Add(leaseTTL)))
-	fence := leader.NewFence(c.db, "enginehealth", audit.New("enginehealth"))
+	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: c.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	var total, acting time.Duration
 	hc := c.httpClient(time.Second)
 	b.ResetTimer()

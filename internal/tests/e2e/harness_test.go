@@ -347,7 +347,7 @@ func isCode(err error, code int) bool {
 
 // node reads a node record straight from the database.
 func (c *cluster) node(name string) (nodes.Node, error) {
-	return nodes.NewStore(c.db, "enginehealth", audit.New("enginehealth")).Get(context.Background(), name)
+	return testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: c.db, Schema: "enginehealth", Events: audit.New("enginehealth")})).Get(context.Background(), name)
 }
 
 // waitRegistered waits until the daemon's record exists and returns it.

@@ -16,6 +16,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 )
@@ -70,7 +71,7 @@ func (w *masterWatch) finish(t *testing.T) {
 // term reads the recorded fencing term.
 func (c *cluster) term(t testing.TB) leader.Term {
 	t.Helper()
-	cur, err := leader.NewFence(c.db, "enginehealth", audit.New("enginehealth")).Current(context.Background())
+	cur, err := testkit.Must(leader.NewFence(leader.FenceConfig{DB: c.db, Schema: "enginehealth", Events: audit.New("enginehealth")})).Current(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func (c *cluster) waitTerm(t testing.TB, after int64, timeout time.Duration) lea
 	var cur leader.Term
 	eventually(t, timeout, "a new master in office", func() (bool, error) {
 		var err error
-		cur, err = leader.NewFence(c.db, "enginehealth", audit.New("enginehealth")).Current(context.Background())
+		cur, err = testkit.Must(leader.NewFence(leader.FenceConfig{DB: c.db, Schema: "enginehealth", Events: audit.New("enginehealth")})).Current(context.Background())
 		return err == nil && cur.Term > after, err
 	})
 	return cur
