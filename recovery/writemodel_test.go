@@ -10,6 +10,7 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -411,5 +412,57 @@ func TestTaskRepairsWaitForEachOther(t *testing.T) {
 	unlock()
 	if res := f.check(); res.Done() != 1 || statusOf(t, f.db, 1) != "Paid" {
 		t.Fatalf("after it ended: %+v, status %s", res.Tasks, statusOf(t, f.db, 1))
+	}
+}
+
+// TestPickProbesEachInstancesRow: a repair batch reads its instances'
+// attempts rows by a probe of the primary key per instance, never by a
+// read of all the task's rows, even when the statistics say the table is
+// empty (a run that parks thousands writes them faster than they are
+// analysed: read whole for every batch, they made a run of 100k
+// instances in batches of 1,000 take twice as long).
+func TestPickProbesEachInstancesRow(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}})
+	f.db.MustExec(`TRUNCATE enginehealth.attempts`) // statistics of an empty table
+	f.db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, next_attempt_at)
+		SELECT 'orders', 'x' || i, 'ship', 0, 'waiting', 'interrupt', 'Shipping', now() + interval '1h' FROM generate_series(1, 20000) i`)
+	f.db.MustExec(`ALTER TABLE app.orders ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now(); CREATE INDEX ON app.orders (status, updated_at)`)
+	w := f.r.cfg.Workflows[0]
+	w.UpdatedColumn = "updated_at"
+	for _, c := range []Cause{CauseInterrupt, CauseFailure} {
+		st, err := f.r.renderBatch(w, w.Tasks[0], c, w.Claims, attribution{}, cursor{at: "2026-11-26 09:00:00+00"}, batchMode{rowless: true}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		if err := f.db.Get(&out, "EXPLAIN (FORMAT JSON) "+st.SQL, st.Args...); err != nil {
+			t.Fatal(err)
+		}
+		var scans []string
+		var walk func(n map[string]any)
+		walk = func(n map[string]any) {
+			if n["Relation Name"] == "attempts" && n["Parent Relationship"] != "SubPlan" {
+				cond, _ := n["Index Cond"].(string)
+				scans = append(scans, fmt.Sprintf("%v %s", n["Node Type"], cond))
+			}
+			kids, _ := n["Plans"].([]any)
+			for _, k := range kids {
+				walk(k.(map[string]any))
+			}
+		}
+		var plans []map[string]any
+		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+			t.Fatalf("EXPLAIN: %v", err)
+		}
+		walk(plans[0]["Plan"].(map[string]any))
+		probes := 0
+		for _, s := range scans {
+			if strings.Contains(s, "Index Scan") && strings.Contains(s, "instance = ") {
+				probes++
+			}
+		}
+		if probes == 0 {
+			t.Errorf("%s: the attempts rows are not read by a probe per instance: %q", c, scans)
+		}
 	}
 }

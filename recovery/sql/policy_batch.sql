@@ -64,13 +64,17 @@ WITH s AS MATERIALIZED (
 	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
 	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
 ), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any: one read
-	-- of the task's rows or a probe of the primary key per instance, as
-	-- the planner finds cheaper. again: a parked row's instance ran
-	-- again since it was parked.
-	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+	-- The picked instances with their attempts rows, if any. again: a
+	-- parked row's instance ran again since it was parked.
+	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
 		CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again
-	FROM pick p LEFT JOIN {{.Attempts}} AS a ON a.workflow = {{arg "workflow"}} AND a.instance = p.id::text AND a.task = {{arg "task"}}
+	FROM pick p LEFT JOIN LATERAL (
+		-- LIMIT 1 keeps this a probe of the primary key per instance,
+		-- whatever the planner thinks of the table's size (a hash of
+		-- the task's rows, on statistics older than a run that parks
+		-- thousands, read them all for every batch).
+		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM {{.Attempts}} AS a
+		WHERE a.workflow = {{arg "workflow"}} AND a.instance = p.id::text AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
 {{- if .Hist}}
 ), touched AS MATERIALIZED (
 	-- The picked instances without an attempts row that have retries at

@@ -38,13 +38,17 @@ WITH s AS MATERIALIZED (
 		AND b."id" > $12
 	ORDER BY b."id" LIMIT $13
 ), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any: one read
-	-- of the task's rows or a probe of the primary key per instance, as
-	-- the planner finds cheaper. again: a parked row's instance ran
-	-- again since it was parked.
-	SELECT p.*, a.ctid AS att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+	-- The picked instances with their attempts rows, if any. again: a
+	-- parked row's instance ran again since it was parked.
+	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
 		CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again
-	FROM pick p LEFT JOIN "enginehealth".attempts AS a ON a.workflow = $14 AND a.instance = p.id::text AND a.task = $15
+	FROM pick p LEFT JOIN LATERAL (
+		-- LIMIT 1 keeps this a probe of the primary key per instance,
+		-- whatever the planner thinks of the table's size (a hash of
+		-- the task's rows, on statistics older than a run that parks
+		-- thousands, read them all for every batch).
+		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $14 AND a.instance = p.id::text AND a.task = $15 LIMIT 1) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried).
