@@ -219,7 +219,7 @@ func TestInstanceView(t *testing.T) {
 	}
 	var kinds []string
 	for _, e := range v.Events {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	if strings.Join(kinds, " ") != "claim_expired retry_scheduled" || v.Events[1].Attempt == nil || *v.Events[1].Attempt != 1 {
 		t.Fatalf("events of orders/1: %v", kinds)

@@ -117,5 +117,5 @@ type statsSlots struct{ Table, ID, IDType, Status, Attempts, Events, KindRepair,
 func (r *Repairer) statsSlots(w Workflow, idType string) (statsSlots, error) {
 	open, err := r.openCase("e")
 	return statsSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), IDType: idType, Status: claims.Ident(w.StatusColumn),
-		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(audit.KindRepair), OpenCase: open}, err
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(string(audit.KindRepair)), OpenCase: open}, err
 }

@@ -334,7 +334,7 @@ func TestWriteLogsAfterCommit(t *testing.T) {
 		t.Errorf("line %s", buf.String())
 	}
 	line := top.Event
-	want := map[string]any{"kind": KindNodeStatus, "actor": "n1", "term": 7.0, "node": "n2",
+	want := map[string]any{"kind": string(KindNodeStatus), "actor": "n1", "term": 7.0, "node": "n2",
 		"from_state": "Ready", "to_state": "Not responding", "reason": "no heartbeat for 62s"}
 	for k, v := range want {
 		if line[k] != v {
