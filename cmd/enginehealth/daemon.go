@@ -185,8 +185,7 @@ func (d *daemon) connect(ctx context.Context) error {
 // it, and says when the previous run did not shut down cleanly.
 func (d *daemon) register(ctx context.Context) error {
 	// One event log, shared by every writer of the events table.
-	d.events = audit.New(d.cfg.Database.Schema)
-	d.events.SetLogger(d.log.With("component", "audit"))
+	d.events = audit.NewLogged(d.cfg.Database.Schema, d.log.With("component", "audit"))
 	var err error
 	if d.store, err = nodes.NewStore(nodes.StoreConfig{DB: d.db, Schema: d.cfg.Database.Schema, Events: d.events, Cluster: d.cluster}); err != nil {
 		return err

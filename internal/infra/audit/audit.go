@@ -144,16 +144,17 @@ type Log struct {
 	log *slog.Logger
 }
 
-// SetLogger makes Write log each event it writes, at info, with the
-// event's fields, once the transaction commits: node status and grade
-// changes, operator actions, master changes. (Instance events written
-// in bulk by the repairs' statements are logged by their batch.)
-func (l *Log) SetLogger(log *slog.Logger) { l.log = log }
+// New returns the event log of the sidecar schema, which logs nothing.
+func New(schema string) *Log { return NewLogged(schema, nil) }
 
-// New returns the event log of the sidecar schema.
-func New(schema string) *Log {
+// NewLogged returns the event log of the sidecar schema whose Write logs
+// each event it writes to log (unless nil), at info, with the event's
+// fields, once the transaction commits: node status and grade changes,
+// operator actions, master changes. (Instance events written in bulk by
+// the repairs' statements are logged by their batch.)
+func NewLogged(schema string, log *slog.Logger) *Log {
 	t := pq.QuoteIdentifier(schema) + ".events"
-	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t)}
+	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t), log: log}
 }
 
 // Count is a number of events of one kind about one workflow task.
@@ -221,7 +222,7 @@ func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
 // Write inserts e with the database clock as its time. Pass the transaction
 // of the change e records.
 //
-// With a logger (SetLogger), the event is logged once tx commits, when tx
+// With a logger (NewLogged), the event is logged once tx commits, when tx
 // can say so (a pgdb.Tx or a fenced leader.Tx); otherwise at once.
 func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 	if _, err := l.st.write.Exec(ctx, tx, e.args()); err != nil {

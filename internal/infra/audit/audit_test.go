@@ -301,9 +301,9 @@ func TestRunEvents(t *testing.T) {
 // back (a log line says what happened).
 func TestWriteLogsAfterCommit(t *testing.T) {
 	t.Parallel()
-	l, b := setup(t)
+	_, b := setup(t)
 	var buf strings.Builder
-	l.SetLogger(slog.New(slog.NewJSONHandler(&buf, nil)))
+	l := NewLogged("enginehealth", slog.New(slog.NewJSONHandler(&buf, nil)))
 	term := int64(7)
 	e := Event{Kind: KindNodeStatus, Actor: "n1", Term: &term, Node: Str("n2"), FromState: Str("Ready"), ToState: Str("Not responding"),
 		Reason: "no heartbeat for 62s"}
