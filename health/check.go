@@ -53,7 +53,8 @@ type CheckConfig struct {
 	// not in disruption mode; nil: the defaults.
 	Grades *nodes.GradeConfig
 	// Pauses is the pause switch, read at the start of every pass;
-	// default the one of schema enginehealth.
+	// default the one of schema enginehealth, without a pool (read and
+	// set in the pass's transaction only).
 	Pauses *Pauses
 	// OnPass, when set, is told of each pass that ran (metrics); passes
 	// refused because the office may not act, or cut by shutdown, are
@@ -231,7 +232,7 @@ func NewChecker(cfg CheckConfig) (*Checker, error) {
 	cfg.ForgetAfter = cmp.Or(cfg.ForgetAfter, DefaultForgetAfter)
 	cfg.SweepInterval = cmp.Or(cfg.SweepInterval, DefaultSweepInterval)
 	cfg.MaxUnresponsiveFraction = cmp.Or(cfg.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
-	cfg.Pauses = cmp.Or(cfg.Pauses, NewPauses(nil, "", cfg.Events))
+	cfg.Pauses = cmp.Or(cfg.Pauses, &Pauses{st: newStatements(pgdb.DefaultSchema), events: cfg.Events})
 	cfg.Grades = cmp.Or(cfg.Grades, &nodes.GradeConfig{Window: nodes.DefaultGradeWindow, QuietPeriod: nodes.DefaultQuietPeriod,
 		MaxErrorFraction: nodes.DefaultMaxErrorFraction})
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))

@@ -54,7 +54,7 @@ func status(t *testing.T, b bundle, name string) nodes.Status {
 	return n.Status
 }
 
-func kinds(t *testing.T, b bundle, kind string) []audit.Event {
+func kinds(t *testing.T, b bundle, kind audit.Kind) []audit.Event {
 	t.Helper()
 	var es []audit.Event
 	if err := b.db.Select(&es, `SELECT id, at, kind, actor, term, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason, via

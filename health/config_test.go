@@ -28,8 +28,8 @@ func offline() MasterConfig {
 	}
 }
 
-// TestNewRefusesBadConfig: a checker or master's duties that could not
-// work are refused at construction, saying what is wrong.
+// TestNewRefusesBadConfig: a checker, master's duties or pause switch
+// that could not work are refused at construction, saying what is wrong.
 func TestNewRefusesBadConfig(t *testing.T) {
 	deps := offline()
 	check := func(edit func(c *CheckConfig)) CheckConfig {
@@ -72,5 +72,15 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	if m, err := NewMaster(offline()); err != nil || m.cfg.Tick != nodes.DefaultHeartbeatInterval {
 		t.Fatalf("the master's defaults: %v", err)
+	}
+
+	db, events := new(sqlx.DB), audit.New("enginehealth")
+	for name, cfg := range map[string]PausesConfig{"no pool": {Events: events}, "no event log": {DB: db}} {
+		if p, err := NewPauses(cfg); p != nil || err == nil || !strings.Contains(err.Error(), "PausesConfig.DB, Events") {
+			t.Errorf("pause switch, %s: %v, want an error naming PausesConfig.DB, Events", name, err)
+		}
+	}
+	if p, err := NewPauses(PausesConfig{DB: db, Events: events}); err != nil || !strings.Contains(p.st.readPause.SQL, `"enginehealth".pause`) {
+		t.Fatalf("the pause switch's default schema: %v", err)
 	}
 }

@@ -53,10 +53,23 @@ type Pauses struct {
 	events *audit.Log
 }
 
-// NewPauses returns the pause switch of schema ("" means enginehealth);
-// Current reads it through db.
-func NewPauses(db *sqlx.DB, schema string, events *audit.Log) *Pauses {
-	return &Pauses{db: db, st: newStatements(cmp.Or(schema, pgdb.DefaultSchema)), events: events}
+// PausesConfig configures the pause switch of one sidecar schema.
+type PausesConfig struct {
+	// DB is the pool Current reads the switch through (required).
+	DB *sqlx.DB
+	// Schema is the sidecar schema; default pgdb.DefaultSchema.
+	Schema string
+	// Events records each pause and resume (required).
+	Events *audit.Log
+}
+
+// NewPauses returns the pause switch of cfg.Schema. It fails without the
+// pool or the event log.
+func NewPauses(cfg PausesConfig) (*Pauses, error) {
+	if cfg.DB == nil || cfg.Events == nil {
+		return nil, errors.New("health: a pause switch needs the pool and the event log (PausesConfig.DB, Events)")
+	}
+	return &Pauses{db: cfg.DB, st: newStatements(cmp.Or(cfg.Schema, pgdb.DefaultSchema)), events: cfg.Events}, nil
 }
 
 // Current returns the pause switch as the database has it now.

@@ -14,8 +14,9 @@ import (
 //go:embed sql/*.sql
 var files embed.FS
 
-// statements of the pause switch, rendered by NewPauses for its schema;
-// each call names its parameters (Prepared.Get).
+// statements of the pause switch, rendered for its schema by NewPauses
+// (and by NewChecker for its default switch); each call names its
+// parameters (Prepared.Get).
 type statements struct {
 	readPause, lockPause, setPause sqltext.Prepared
 

@@ -21,12 +21,6 @@ import (
 // ErrDeposed means a newer master's term is recorded: this office may not write.
 var ErrDeposed = errors.New("leader: deposed: a newer term is recorded")
 
-// Event kinds written by the fence.
-const (
-	KindMasterElected = "master_elected"
-	KindMasterLost    = "master_lost"
-)
-
 // termLost ends an office whose term the database no longer has: it is
 // ErrDeposed (the office may not write) for a different reason.
 type termLost struct{ recorded, ours int64 }
@@ -148,7 +142,7 @@ func (f *Fence) TakeOffice(ctx context.Context, o *Office, also func(tx *Tx) err
 		}
 		term := o.Term
 		return f.events.Write(ctx, tx, audit.Event{
-			Kind: KindMasterElected, Actor: c.Name, Term: &term, Node: &c.Name,
+			Kind: audit.KindMasterElected, Actor: c.Name, Term: &term, Node: &c.Name,
 			Reason: "took office with term " + strconv.FormatInt(o.Term, 10),
 		})
 	})
@@ -219,7 +213,7 @@ func (f *Fence) StepDown(ctx context.Context, o *Office, reason string, undo fun
 			return err
 		}
 		term := o.Term
-		return f.events.Write(ctx, tx, audit.Event{Kind: KindMasterLost, Actor: c.Name, Term: &term, Node: &c.Name, Reason: reason})
+		return f.events.Write(ctx, tx, audit.Event{Kind: audit.KindMasterLost, Actor: c.Name, Term: &term, Node: &c.Name, Reason: reason})
 	})
 }
 

@@ -554,7 +554,7 @@ type MasterEvent struct {
 	RunID int64
 }
 
-func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, kind string, cs []Change, reason string) error {
+func (s *Store) record(ctx context.Context, tx sqlx.ExtContext, m MasterEvent, kind audit.Kind, cs []Change, reason string) error {
 	for _, c := range cs {
 		e := audit.Event{Kind: kind, Actor: m.Actor, Term: &m.Term, RunID: &m.RunID, Node: &c.Name,
 			FromState: audit.Str(c.From), ToState: audit.Str(c.To), Reason: reason}

@@ -261,12 +261,12 @@ func TestHeartbeaterRestoresLostRegistration(t *testing.T) {
 	var reasons []string
 	for _, e := range events(t, b, "a") {
 		if strings.Contains(e.Reason, "registration restored") {
-			reasons = append(reasons, e.Kind+": "+e.Reason)
+			reasons = append(reasons, string(e.Kind)+": "+e.Reason)
 		}
 	}
 	slices.Sort(reasons)
-	if len(reasons) != 3 || !strings.HasPrefix(reasons[0], audit.KindNodeRegistered) || !strings.HasPrefix(reasons[1], audit.KindNodeStatus) ||
-		!strings.HasPrefix(reasons[2], audit.KindNodeStatus) {
+	if len(reasons) != 3 || !strings.HasPrefix(reasons[0], string(audit.KindNodeRegistered)) || !strings.HasPrefix(reasons[1], string(audit.KindNodeStatus)) ||
+		!strings.HasPrefix(reasons[2], string(audit.KindNodeStatus)) {
 		t.Fatalf("restore events %q, want one node_status and one node_registered", reasons)
 	}
 	if got := strings.Count(logs.String(), "the database had lost this node's registration"); got != 3 {

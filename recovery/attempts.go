@@ -231,8 +231,8 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
 		Attempts: r.attempts, Events: r.cfg.Events.Table(), Runs: r.runs, Cursors: r.cursors,
-		KindWait: pq.QuoteLiteral(audit.KindRetryScheduled), KindHold: pq.QuoteLiteral(audit.KindHeld),
-		KindRetry: pq.QuoteLiteral(audit.KindRepair), KindFail: pq.QuoteLiteral(audit.KindRepair), KindRepair: pq.QuoteLiteral(audit.KindRepair),
+		KindWait: pq.QuoteLiteral(string(audit.KindRetryScheduled)), KindHold: pq.QuoteLiteral(string(audit.KindHeld)),
+		KindRetry: pq.QuoteLiteral(string(audit.KindRepair)), KindFail: pq.QuoteLiteral(string(audit.KindRepair)), KindRepair: pq.QuoteLiteral(string(audit.KindRepair)),
 		NoEvents: r.noEvents, Debug: m.debug,
 		Guard: !faultinject.Off(faultinject.AttemptGuard), RaceWindow: faultinject.Off(faultinject.RaceWindow),
 		claims: tbl,
@@ -253,7 +253,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	}
 	if c == CauseFailure {
 		sl.Updated = claims.Ident(w.UpdatedColumn)
-		sl.KindRetry, sl.KindFail = pq.QuoteLiteral(audit.KindRetried), pq.QuoteLiteral(audit.KindFailed)
+		sl.KindRetry, sl.KindFail = pq.QuoteLiteral(string(audit.KindRetried)), pq.QuoteLiteral(string(audit.KindFailed))
 	}
 	if attr.on {
 		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
@@ -327,7 +327,7 @@ var caseRetriesSQL = load("case_retries")
 // condition match completes (case_retries.sql).
 func (r *Repairer) caseRetries(match string) (string, error) {
 	f, err := caseRetriesSQL.Fragment(struct{ Events, Match, KindRepair string }{
-		r.cfg.Events.Table(), match, pq.QuoteLiteral(audit.KindRepair)})
+		r.cfg.Events.Table(), match, pq.QuoteLiteral(string(audit.KindRepair))})
 	return strings.TrimRight(f, "\n"), err
 }
 
@@ -560,7 +560,7 @@ type cancelSlots struct{ Attempts, Events, Kind string }
 // retries of task t of workflow wname of the instances ids, saying why,
 // in run.
 func (r *Repairer) renderCancelStale(wname string, t Task, ids []string, why string, run int64) (sqltext.Statement, error) {
-	return cancelStaleSQL.Render(cancelSlots{Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(audit.KindRetryCancelled)},
+	return cancelStaleSQL.Render(cancelSlots{Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(string(audit.KindRetryCancelled))},
 		sqltext.Args{"reason": why, "workflow": wname, "task": t.Name, "instances": pq.Array(ids), "run": run})
 }
 
@@ -591,7 +591,8 @@ type parkedMove struct {
 	ranElsewhere bool
 	// kind of a move's event, cancelKind of a cancellation's; cancelled
 	// begins a cancellation's reason ("retry cancelled").
-	kind, cancelKind, cancelled string
+	kind, cancelKind audit.Kind
+	cancelled        string
 	// reason of a move: an operator's, or, with retryOf (a due retry:
 	// the policy's max_attempts), the words before "retry n of retryOf"
 	// (n: the retry the move makes).

@@ -251,7 +251,7 @@ var openCaseSQL = load("open_case")
 // is still open (open_case.sql: kept.found, later.found).
 func (r *Repairer) openCase(alias string) (string, error) {
 	f, err := openCaseSQL.Fragment(struct{ Event, Attempts, Events, KindRepair string }{
-		alias, r.attempts, r.cfg.Events.Table(), pq.QuoteLiteral(audit.KindRepair)})
+		alias, r.attempts, r.cfg.Events.Table(), pq.QuoteLiteral(string(audit.KindRepair))})
 	return strings.TrimRight(f, "\n"), err
 }
 
@@ -270,7 +270,7 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, 
 	if err != nil {
 		return sqltext.Statement{}, err
 	}
-	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(audit.KindRepair), HistoryJoin: hj, OpenCase: open}
+	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(string(audit.KindRepair)), HistoryJoin: hj, OpenCase: open}
 	return settleEventsSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "upto": upto,
 		"batch_size": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
 		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()})
@@ -341,8 +341,8 @@ func (r *Repairer) settleSlots(w Workflow, t Task, idType string) (settleSlots, 
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
 		Outcome: strings.TrimRight(outcome, "\n"), Reason: strings.TrimRight(reason, "\n"),
 		Attempts: r.attempts, Events: r.cfg.Events.Table(),
-		KindSucceeded: pq.QuoteLiteral(audit.KindRetrySucceeded), KindFailed: pq.QuoteLiteral(audit.KindRetryFailed),
-		KindCancelled: pq.QuoteLiteral(audit.KindRetryCancelled),
+		KindSucceeded: pq.QuoteLiteral(string(audit.KindRetrySucceeded)), KindFailed: pq.QuoteLiteral(string(audit.KindRetryFailed)),
+		KindCancelled: pq.QuoteLiteral(string(audit.KindRetryCancelled)),
 	}, nil
 }
 
@@ -468,11 +468,11 @@ func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, 
 	sl := parkedSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDType: idType,
 		State: pq.QuoteLiteral(state), Order: "since", Cursor: cur.at != "", Close: closing,
-		Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(audit.KindHoldCancelled),
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), Kind: pq.QuoteLiteral(string(audit.KindHoldCancelled)),
 	}
 	what := "hold cancelled"
 	if state == AttemptWaiting {
-		sl.Waiting, sl.Order, sl.Kind, what = true, "next_attempt_at", pq.QuoteLiteral(audit.KindRetryCancelled), "retry cancelled"
+		sl.Waiting, sl.Order, sl.Kind, what = true, "next_attempt_at", pq.QuoteLiteral(string(audit.KindRetryCancelled)), "retry cancelled"
 	}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "limit": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "what": what}
 	if sl.Cursor {

@@ -123,7 +123,7 @@ func newStatements(schema string) statements {
 	st.settleCursor = prepare("settle_cursor", struct{ Cursors, Events string }{sc + ".settle_cursors", sc + ".events"})
 	st.moveSettleCursor = prepare("move_settle_cursor", struct{ Cursors string }{sc + ".settle_cursors"})
 	st.instanceCases = prepare("instance_cases", struct{ Events, Attempts, KindRepair string }{
-		sc + ".events", attempts, pq.QuoteLiteral(audit.KindRepair)})
+		sc + ".events", attempts, pq.QuoteLiteral(string(audit.KindRepair))})
 
 	st.insertMark = prepare("insert_mark", marksTable{marks})
 	st.moveMark = prepare("move_mark", marksTable{marks})

@@ -14,38 +14,38 @@ import (
 
 // RetryStats sums up the attempts rows of one workflow and task.
 type RetryStats struct {
-	Workflow string `db:"workflow" json:"workflow"`
-	Task     string `db:"task" json:"task"`
+	Workflow string `db:"workflow"`
+	Task     string `db:"task"`
 	// Instances counts attempts rows (instances a policy or an operator acted
 	// on); Retried: those retried at least once.
-	Instances int64 `db:"instances" json:"instances"`
-	Retried   int64 `db:"retried" json:"retried"`
+	Instances int64 `db:"instances"`
+	Retried   int64 `db:"retried"`
 	// Scheduled counts retries made or scheduled by the policies (each
 	// counted once); Manual: retries made by operators.
-	Scheduled int64 `db:"scheduled" json:"scheduled"`
-	Manual    int64 `db:"manual" json:"manual"`
+	Scheduled int64 `db:"scheduled"`
+	Manual    int64 `db:"manual"`
 	// Waiting counts retries scheduled and not yet due or run.
-	Waiting int64 `db:"waiting" json:"waiting"`
+	Waiting int64 `db:"waiting"`
 	// Succeeded counts instances whose last retry ran and then succeeded
 	// (settled by the check: the instance reached one of the task's end
 	// states or went on past the task, or it is in one of the end states
 	// now).
-	Succeeded int64 `db:"succeeded" json:"succeeded"`
+	Succeeded int64 `db:"succeeded"`
 	// Exhausted counts those failed for good after max_attempts; Failed: failed for
 	// good otherwise (non_retryable, an operator's holds fail); HoldsOpen:
 	// held now.
-	Exhausted int64 `db:"exhausted" json:"exhausted"`
-	Failed    int64 `db:"failed" json:"failed"`
+	Exhausted int64 `db:"exhausted"`
+	Failed    int64 `db:"failed"`
 	// Cancelled counts instances whose retry or hold was cancelled without
 	// running: someone else finished the instance (it reached an end
 	// state) or moved it meanwhile, it is gone, or the policy no longer
 	// allows the retry. Not a success, and not in SuccessRate.
-	Cancelled int64 `db:"cancelled" json:"cancelled"`
-	HoldsOpen int64 `db:"held" json:"holds_open"`
+	Cancelled int64 `db:"cancelled"`
+	HoldsOpen int64 `db:"held"`
 	// SuccessRate is, of the instances whose retry ran and whose outcome is
 	// known, those that succeeded: Succeeded / (Succeeded + the Exhausted
-	// and Failed after at least one retry); null before any.
-	SuccessRate *float64 `json:"success_rate"`
+	// and Failed after at least one retry); nil before any.
+	SuccessRate *float64
 }
 
 // RetryStats returns the retry statistics of every configured task that
@@ -117,5 +117,5 @@ type statsSlots struct{ Table, ID, IDType, Status, Attempts, Events, KindRepair,
 func (r *Repairer) statsSlots(w Workflow, idType string) (statsSlots, error) {
 	open, err := r.openCase("e")
 	return statsSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), IDType: idType, Status: claims.Ident(w.StatusColumn),
-		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(audit.KindRepair), OpenCase: open}, err
+		Attempts: r.attempts, Events: r.cfg.Events.Table(), KindRepair: pq.QuoteLiteral(string(audit.KindRepair)), OpenCase: open}, err
 }

@@ -45,7 +45,7 @@ func fakeDaemon(t *testing.T) string {
 	mux.HandleFunc("GET /v1/instances", answer(apitype.InstanceView{Workflow: e, Instance: e, State: &e,
 		Claim:    &apitype.Claim{Node: e, Token: e},
 		Attempts: []apitype.Attempt{{Task: e, State: e, Cause: recovery.Cause(e), Nodes: []string{e}, LastReason: e, LastNode: &e}},
-		Events:   []apitype.Event{{ID: 1, Kind: e, Actor: e, Node: &e, FromState: &e, ToState: &e, Attempt: &one, Reason: e}}}))
+		Events:   []apitype.Event{{ID: 1, Kind: audit.Kind(e), Actor: e, Node: &e, FromState: &e, ToState: &e, Attempt: &one, Reason: e}}}))
 	mux.HandleFunc("GET /v1/holds", answer([]apitype.Hold{{Workflow: e, Instance: e, Task: e, State: e, LastNode: &e, LastError: &e}}))
 	mux.HandleFunc("GET /v1/nodes/{name}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -185,8 +185,7 @@ func (d *daemon) connect(ctx context.Context) error {
 // it, and says when the previous run did not shut down cleanly.
 func (d *daemon) register(ctx context.Context) error {
 	// One event log, shared by every writer of the events table.
-	d.events = audit.New(d.cfg.Database.Schema)
-	d.events.SetLogger(d.log.With("component", "audit"))
+	d.events = audit.NewLogged(d.cfg.Database.Schema, d.log.With("component", "audit"))
 	var err error
 	if d.store, err = nodes.NewStore(nodes.StoreConfig{DB: d.db, Schema: d.cfg.Database.Schema, Events: d.events, Cluster: d.cluster}); err != nil {
 		return err
@@ -281,6 +280,10 @@ func (d *daemon) buildMaster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pauses, err := health.NewPauses(health.PausesConfig{DB: d.db, Schema: cfg.Database.Schema, Events: d.events})
+	if err != nil {
+		return err
+	}
 	d.checker, err = health.NewChecker(health.CheckConfig{
 		Fence: d.fence, Nodes: d.store, Recovery: d.repairer, Events: d.events,
 		Interval:                cfg.Health.ParsedSchedule.Period(),
@@ -289,7 +292,7 @@ func (d *daemon) buildMaster(ctx context.Context) error {
 		MaxUnresponsiveFraction: cfg.Health.MaxUnresponsiveFraction,
 		SweepInterval:           cfg.Health.SweepInterval,
 		Grades:                  new(cfg.Failover.Grades()),
-		Pauses:                  health.NewPauses(d.db, cfg.Database.Schema, d.events),
+		Pauses:                  pauses,
 		OnPass:                  d.observePass,
 		DatabaseBack: func() time.Time {
 			if t := d.cluster.ServerChanged(); t.After(d.hb.Resumed()) {
@@ -333,7 +336,10 @@ func (d *daemon) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	apiPauses := health.NewPauses(d.apiDB, cfg.Database.Schema, d.events)
+	apiPauses, err := health.NewPauses(health.PausesConfig{DB: d.apiDB, Schema: cfg.Database.Schema, Events: d.events})
+	if err != nil {
+		return err
+	}
 	d.metrics = metrics.New(metrics.Source{
 		Paused: func(ctx context.Context) (bool, time.Time, error) {
 			p, err := apiPauses.Current(ctx)

@@ -77,13 +77,13 @@ func TestDaemonStartsAndStops(t *testing.T) {
 	if _, err := store.Get(context.Background(), "inproc"); !errors.Is(err, nodes.ErrNotFound) {
 		t.Fatalf("record after a clean stop: %v, want none", err)
 	}
-	var kinds []string
+	var kinds []audit.Kind
 	if err := db.Select(&kinds, `SELECT kind FROM enginehealth.events WHERE node = 'inproc' ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}
-	lost := slices.Index(kinds, leader.KindMasterLost)
+	lost := slices.Index(kinds, audit.KindMasterLost)
 	if lost < 0 || kinds[len(kinds)-1] != audit.KindNodeDeregistered || slices.Index(kinds, audit.KindNodeDeregistered) < lost {
-		t.Fatalf("the node's events %v: want %s, then %s last", kinds, leader.KindMasterLost, audit.KindNodeDeregistered)
+		t.Fatalf("the node's events %v: want %s, then %s last", kinds, audit.KindMasterLost, audit.KindNodeDeregistered)
 	}
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})

@@ -19,7 +19,7 @@ import (
 func newEventsCmd() *cobra.Command {
 	var f clientFlags
 	var p audit.ListParams
-	var instance, since, until string
+	var instance, kind, since, until string
 	var c *cobra.Command
 	c = clientCmd(&cobra.Command{
 		Use:   "events",
@@ -58,6 +58,7 @@ attempts and whole timeline.`,
 				}
 				return cl.Instance(ctx, ref, p.Limit)
 			}
+			p.Kind = audit.Kind(kind)
 			var err error
 			now := clock()
 			if p.Since, err = whenFlag("--since", since, now); err != nil {
@@ -78,7 +79,7 @@ attempts and whole timeline.`,
 	c.Flags().IntVar(&p.Limit, "limit", api.DefaultEventsLimit, fmt.Sprintf("how many events (at most %d; page on with --after)", api.MaxLimit))
 	c.Flags().StringVar(&p.Node, "node", "", "only events about this node")
 	c.Flags().StringVar(&p.Workflow, "workflow", "", "only events about this workflow")
-	c.Flags().StringVar(&p.Kind, "kind", "", "only events of this kind (e.g. instance_repaired, node_status, paused)")
+	c.Flags().StringVar(&kind, "kind", "", "only events of this kind (e.g. instance_repaired, node_status, paused)")
 	c.Flags().Int64Var(&p.RunID, "run", 0, "only events of this run")
 	c.Flags().StringVar(&since, "since", "", "only events at or after this time (RFC 3339, or a duration back from now: 1h)")
 	c.Flags().StringVar(&until, "until", "", "only events before this time (RFC 3339, or a duration back from now)")
@@ -118,7 +119,7 @@ func eventsTable(w io.Writer, es []apitype.Event) error {
 			if e.Term != nil {
 				term = fmt.Sprint(*e.Term)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(e.Kind), actor(e), term,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), safe(string(e.Kind)), actor(e), term,
 				opt(e.Node), opt(e.Workflow), opt(e.Instance), opt(e.Task), opt(e.FromState), opt(e.ToState), safe(e.Reason))
 		}
 	})
@@ -160,7 +161,7 @@ func instanceTable(w io.Writer, v apitype.InstanceView) error {
 			if e.Attempt != nil {
 				attempt = fmt.Sprint(*e.Attempt)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339Nano), attempt, safe(e.Kind), opt(e.Node), actor(e),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339Nano), attempt, safe(string(e.Kind)), opt(e.Node), actor(e),
 				opt(e.FromState), opt(e.ToState), safe(e.Reason))
 		}
 	})

@@ -232,7 +232,7 @@ func (c *Client) Events(ctx context.Context, p audit.ListParams) ([]apitype.Even
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
 	}
-	for k, v := range map[string]string{"node": p.Node, "workflow": p.Workflow, "instance": p.Instance, "kind": p.Kind} {
+	for k, v := range map[string]string{"node": p.Node, "workflow": p.Workflow, "instance": p.Instance, "kind": string(p.Kind)} {
 		if v != "" {
 			q.Set(k, v)
 		}

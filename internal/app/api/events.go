@@ -5,13 +5,11 @@ package api
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
 )
 
@@ -54,10 +52,11 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Node = node
 	}
+	var kind string
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"workflow", &p.Workflow}, {"instance", &p.Instance}, {"kind", &p.Kind}} {
+	}{{"workflow", &p.Workflow}, {"instance", &p.Instance}, {"kind", &kind}} {
 		v, given := queryValue(r, f.name)
 		if !given {
 			continue
@@ -68,8 +67,8 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		*f.dst = v
 	}
-	if p.Kind != "" && !slices.Contains(eventKinds, p.Kind) {
-		writeProblem(w, http.StatusBadRequest, "query parameter kind: not an event kind", "got "+quoteShort(p.Kind)+"; kinds: "+strings.Join(eventKinds, ", "))
+	if p.Kind = audit.Kind(kind); p.Kind != "" && !p.Kind.Valid() {
+		writeProblem(w, http.StatusBadRequest, "query parameter kind: not an event kind", "got "+quoteShort(kind)+"; kinds: "+eventKinds)
 		return
 	}
 	for _, f := range []struct {
@@ -109,8 +108,15 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wireAll(es, wireEvent))
 }
 
-// eventKinds are the kinds of events the sidecar writes.
-var eventKinds = append([]string{leader.KindMasterElected, leader.KindMasterLost}, audit.Kinds...)
+// eventKinds are the kinds of events the sidecar writes, as a problem's
+// detail lists them.
+var eventKinds = func() string {
+	ks := make([]string, len(audit.Kinds))
+	for i, k := range audit.Kinds {
+		ks[i] = string(k)
+	}
+	return strings.Join(ks, ", ")
+}()
 
 // maxEventText bounds the text of the events in one answer (256 KiB; its
 // JSON is at most about six times that, when every character needs an

@@ -1,7 +1,11 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // answerTypes are the bodies of every answer of the API (and so of the
@@ -118,6 +123,57 @@ func TestEveryAnswerFieldIsSent(t *testing.T) {
 			if string(obj[name]) != "null" {
 				t.Errorf("%s: %s is %s when zero, want null (a MarshalJSON calling jsonx.Marshal)", typ, name, obj[name])
 			}
+		}
+	}
+}
+
+// statsOps answers GET /v1/retries/stats with the statistics it holds.
+type statsOps struct {
+	*store
+	stats []recovery.RetryStats
+}
+
+func (o statsOps) RetryStats(context.Context) ([]recovery.RetryStats, error) { return o.stats, nil }
+
+// TestRetryStatsJSON: GET /v1/retries/stats sends every field of a
+// task's retry statistics under its key, and cancelled retries apart
+// from succeeded ones: while the only retries are cancelled (someone
+// else finished their instances), none succeeded and the success rate is
+// null; once some ran, the rate counts those alone. The figures are
+// those recovery's TestRetryStatsCancelledIsNotSuccess finds in the
+// database.
+func TestRetryStatsJSON(t *testing.T) {
+	half := 0.5
+	for _, tc := range []struct {
+		name                 string
+		stats                recovery.RetryStats
+		cancelled, succeeded float64
+		rate                 any
+	}{
+		{"no retry ran", recovery.RetryStats{Workflow: "orders", Task: "ship", Instances: 3, Failed: 1, Cancelled: 2}, 2, 0, nil},
+		{"settled", recovery.RetryStats{Workflow: "orders", Task: "ship", Instances: 6, Retried: 2, Succeeded: 1, Failed: 2, Cancelled: 3,
+			SuccessRate: &half}, 3, 1, 0.5},
+	} {
+		s := &store{}
+		h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: tokenAuth("tok"), Ops: statsOps{s, []recovery.RetryStats{tc.stats}},
+			Events: s.Events, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		req := httptest.NewRequest("GET", "/v1/retries/stats", nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var ms []map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &ms); rec.Code != 200 || err != nil || len(ms) != 1 {
+			t.Fatalf("%s: %d %v: %s", tc.name, rec.Code, err, rec.Body)
+		}
+		m := ms[0]
+		for _, k := range []string{"workflow", "task", "instances", "retried", "scheduled", "manual", "waiting", "succeeded",
+			"exhausted", "failed", "cancelled", "holds_open", "success_rate"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s: stats JSON %v has no %q", tc.name, m, k)
+			}
+		}
+		if m["cancelled"] != tc.cancelled || m["succeeded"] != tc.succeeded || m["success_rate"] != tc.rate {
+			t.Errorf("%s: JSON %v, want cancelled %v, succeeded %v, success_rate %v", tc.name, m, tc.cancelled, tc.succeeded, tc.rate)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -17,51 +18,61 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
+// Kind is what an event records (the events table's kind column).
+type Kind string
+
 // Event kinds.
 const (
-	KindNodeRegistered   = "node_registered"
-	KindNodeStatus       = "node_status"
-	KindNodeDeregistered = "node_deregistered"
-	KindNodeAck          = "node_ack"
-	KindNodeForgotten    = "node_forgotten"
+	// KindMasterElected and KindMasterLost mean a node took the master's
+	// office, or left it (the leader package's fence writes them).
+	KindMasterElected    Kind = "master_elected"
+	KindMasterLost       Kind = "master_lost"
+	KindNodeRegistered   Kind = "node_registered"
+	KindNodeStatus       Kind = "node_status"
+	KindNodeDeregistered Kind = "node_deregistered"
+	KindNodeAck          Kind = "node_ack"
+	KindNodeForgotten    Kind = "node_forgotten"
 	// KindNodeGrade means a node's failover grade changed (or, capped by
 	// max_error_fraction, stayed WARNING for a new signature).
-	KindNodeGrade  = "node_grade"
-	KindDisruption = "disruption"
+	KindNodeGrade  Kind = "node_grade"
+	KindDisruption Kind = "disruption"
 	// KindGuardOverride means an operator's check --force ran a pass the
 	// disruption guard would have stopped.
-	KindGuardOverride = "guard_override"
+	KindGuardOverride Kind = "guard_override"
 	// KindPaused and KindResumed mean an operator paused or resumed
 	// automatic repair.
-	KindPaused       = "paused"
-	KindResumed      = "resumed"
-	KindRepair       = "instance_repaired"
-	KindClaimExpired = "claim_expired"
+	KindPaused       Kind = "paused"
+	KindResumed      Kind = "resumed"
+	KindRepair       Kind = "instance_repaired"
+	KindClaimExpired Kind = "claim_expired"
 	// Retry policies (on_interrupt, on_failure).
-	KindRetryScheduled = "retry_scheduled"
-	KindHeld           = "instance_held"
-	KindRetried        = "instance_retried"
-	KindRetryCancelled = "retry_cancelled"
-	KindHoldDecided    = "hold_decided"
+	KindRetryScheduled Kind = "retry_scheduled"
+	KindHeld           Kind = "instance_held"
+	KindRetried        Kind = "instance_retried"
+	KindRetryCancelled Kind = "retry_cancelled"
+	KindHoldDecided    Kind = "hold_decided"
 	// KindHoldCancelled means the check closed a hold whose instance is no
 	// longer where it was left.
-	KindHoldCancelled = "hold_cancelled"
-	KindManualRetry   = "manual_retry"
+	KindHoldCancelled Kind = "hold_cancelled"
+	KindManualRetry   Kind = "manual_retry"
 	// KindRetrySucceeded and KindRetryFailed say how a retry ended, as the
 	// check found it (the instance reached an end state or went on past
 	// the task; the engine failed it).
-	KindRetrySucceeded = "retry_succeeded"
-	KindRetryFailed    = "retry_failed"
+	KindRetrySucceeded Kind = "retry_succeeded"
+	KindRetryFailed    Kind = "retry_failed"
 	// KindFailed means an instance an engine failed stays failed for good
 	// (its on_failure policy is exhausted, or its error non-retryable).
-	KindFailed = "instance_failed"
+	KindFailed Kind = "instance_failed"
 )
 
-// Kinds are the event kinds this package names (the leader package names
-// master_elected and master_lost).
-var Kinds = []string{KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, KindNodeAck, KindNodeForgotten, KindNodeGrade,
-	KindDisruption, KindGuardOverride, KindPaused, KindResumed, KindRepair, KindClaimExpired, KindRetryScheduled, KindHeld,
-	KindRetried, KindRetryCancelled, KindHoldDecided, KindHoldCancelled, KindManualRetry, KindRetrySucceeded, KindRetryFailed, KindFailed}
+// Kinds are the kinds of events the sidecar writes.
+var Kinds = []Kind{KindMasterElected, KindMasterLost, KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, KindNodeAck,
+	KindNodeForgotten, KindNodeGrade, KindDisruption, KindGuardOverride, KindPaused, KindResumed, KindRepair, KindClaimExpired,
+	KindRetryScheduled, KindHeld, KindRetried, KindRetryCancelled, KindHoldDecided, KindHoldCancelled, KindManualRetry,
+	KindRetrySucceeded, KindRetryFailed, KindFailed}
+
+// Valid reports whether k is one of Kinds.
+func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 
 // Event is one row of the events table. Optional fields are pointers or
 // empty strings stored as NULL (null in JSON: every field is sent); an
@@ -70,7 +81,7 @@ var Kinds = []string{KindNodeRegistered, KindNodeStatus, KindNodeDeregistered, K
 type Event struct {
 	ID        int64     `db:"id"`
 	At        time.Time `db:"at"`
-	Kind      string    `db:"kind"`
+	Kind      Kind      `db:"kind"`
 	Actor     string    `db:"actor"`
 	Term      *int64    `db:"term"`
 	RunID     *int64    `db:"run_id"`
@@ -133,23 +144,24 @@ type Log struct {
 	log *slog.Logger
 }
 
-// SetLogger makes Write log each event it writes, at info, with the
-// event's fields, once the transaction commits: node status and grade
-// changes, operator actions, master changes. (Instance events written
-// in bulk by the repairs' statements are logged by their batch.)
-func (l *Log) SetLogger(log *slog.Logger) { l.log = log }
+// New returns the event log of the sidecar schema, which logs nothing.
+func New(schema string) *Log { return NewLogged(schema, nil) }
 
-// New returns the event log of the sidecar schema.
-func New(schema string) *Log {
+// NewLogged returns the event log of the sidecar schema whose Write logs
+// each event it writes to log (unless nil), at info, with the event's
+// fields, once the transaction commits: node status and grade changes,
+// operator actions, master changes. (Instance events written in bulk by
+// the repairs' statements are logged by their batch.)
+func NewLogged(schema string, log *slog.Logger) *Log {
 	t := pq.QuoteIdentifier(schema) + ".events"
-	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t)}
+	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t), log: log}
 }
 
 // Count is a number of events of one kind about one workflow task.
 type Count struct {
 	Workflow string `db:"workflow"`
 	Task     string `db:"task"`
-	Kind     string `db:"kind"`
+	Kind     Kind   `db:"kind"`
 	// To is the state the instances went to, when the kind moves them
 	// ("" when it does not).
 	To    string `db:"to_state"`
@@ -210,7 +222,7 @@ func (l *Log) ExpiredSince(workflow, instance, state, since string) string {
 // Write inserts e with the database clock as its time. Pass the transaction
 // of the change e records.
 //
-// With a logger (SetLogger), the event is logged once tx commits, when tx
+// With a logger (NewLogged), the event is logged once tx commits, when tx
 // can say so (a pgdb.Tx or a fenced leader.Tx); otherwise at once.
 func (l *Log) Write(ctx context.Context, tx sqlx.ExtContext, e Event) error {
 	if _, err := l.st.write.Exec(ctx, tx, e.args()); err != nil {
@@ -241,7 +253,7 @@ func (e Event) args() sqltext.Args {
 // (the fields it does not have are left out; its time is the log line's).
 // Write logs them in a group "event", apart from the line's own node.
 func (e Event) LogAttrs() []slog.Attr {
-	as := []slog.Attr{slog.String("kind", e.Kind), slog.String("actor", cmp.Or(e.Actor, e.RunActor))}
+	as := []slog.Attr{slog.String("kind", string(e.Kind)), slog.String("actor", cmp.Or(e.Actor, e.RunActor))}
 	if t := cmp.Or(e.Term, e.RunTerm); t != nil {
 		as = append(as, slog.Int64("term", *t))
 	}
@@ -273,7 +285,7 @@ type ListParams struct {
 	// workflow, and instance (the hash index on instance finds them).
 	Workflow, Instance string
 	// Kind, when set, keeps the events of that kind.
-	Kind string
+	Kind Kind
 	// Since and Until, when set, keep the events at or after Since and
 	// before Until.
 	Since, Until *time.Time

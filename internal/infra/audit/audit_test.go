@@ -301,9 +301,9 @@ func TestRunEvents(t *testing.T) {
 // back (a log line says what happened).
 func TestWriteLogsAfterCommit(t *testing.T) {
 	t.Parallel()
-	l, b := setup(t)
+	_, b := setup(t)
 	var buf strings.Builder
-	l.SetLogger(slog.New(slog.NewJSONHandler(&buf, nil)))
+	l := NewLogged("enginehealth", slog.New(slog.NewJSONHandler(&buf, nil)))
 	term := int64(7)
 	e := Event{Kind: KindNodeStatus, Actor: "n1", Term: &term, Node: Str("n2"), FromState: Str("Ready"), ToState: Str("Not responding"),
 		Reason: "no heartbeat for 62s"}
@@ -334,7 +334,7 @@ func TestWriteLogsAfterCommit(t *testing.T) {
 		t.Errorf("line %s", buf.String())
 	}
 	line := top.Event
-	want := map[string]any{"kind": KindNodeStatus, "actor": "n1", "term": 7.0, "node": "n2",
+	want := map[string]any{"kind": string(KindNodeStatus), "actor": "n1", "term": 7.0, "node": "n2",
 		"from_state": "Ready", "to_state": "Not responding", "reason": "no heartbeat for 62s"}
 	for k, v := range want {
 		if line[k] != v {

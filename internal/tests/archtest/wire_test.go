@@ -30,8 +30,6 @@ var jsonFormats = map[string]string{
 	"recovery.Scope":       "the runs table's scope column holds its JSON",
 	"recovery.repairedInstance": "the JSON rows the repair batch's statement builds (sql/policy_batch.sql) " +
 		"for the debug log",
-	"recovery.RetryStats": "recovery's TestRetryStatsCancelledIsNotSuccess pins its JSON (the API sends " +
-		"apitype.RetryStats): the tags go once that test checks the struct instead",
 	"internal/infra/pgdb.MigrationStatus": "migrate --status -o json: the CLI's report of the schema, read from the database",
 	"internal/infra/pgdb.MigrationState":  "in MigrationStatus (migrate --status -o json)",
 	"internal/infra/pgdb.ClusterState":    "in MigrationStatus (migrate --status -o json)",

@@ -138,13 +138,13 @@ func TestUnexpectedShutdownLeftOnlyByAck(t *testing.T) {
 	var path []string
 	for _, e := range es {
 		if e.ToState != nil {
-			path = append(path, e.Kind+":"+*e.ToState)
+			path = append(path, string(e.Kind)+":"+*e.ToState)
 		}
 	}
-	crash := slices.Index(path, audit.KindNodeStatus+":"+string(nodes.StatusUnexpectedShutdown))
-	ack := slices.Index(path, audit.KindNodeAck+":"+string(nodes.StatusRecovering))
-	if crash < 0 || ack < crash || slices.Contains(path, audit.KindNodeStatus+":"+string(nodes.StatusNotResponding)) ||
-		slices.Contains(path[crash:ack], audit.KindNodeStatus+":"+string(nodes.StatusReady)) {
+	crash := slices.Index(path, string(audit.KindNodeStatus)+":"+string(nodes.StatusUnexpectedShutdown))
+	ack := slices.Index(path, string(audit.KindNodeAck)+":"+string(nodes.StatusRecovering))
+	if crash < 0 || ack < crash || slices.Contains(path, string(audit.KindNodeStatus)+":"+string(nodes.StatusNotResponding)) ||
+		slices.Contains(path[crash:ack], string(audit.KindNodeStatus)+":"+string(nodes.StatusReady)) {
 		t.Fatalf("status history of %s: %v", crashed, path)
 	}
 }

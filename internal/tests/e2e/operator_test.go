@@ -214,7 +214,7 @@ func holdsAndRetry(t *testing.T, c *cluster, addr string, tok, ro []string, via 
 	}
 	var timeline []string
 	for _, e := range v.Events {
-		timeline = append(timeline, e.Kind)
+		timeline = append(timeline, string(e.Kind))
 	}
 	if got := strings.Join(timeline, " "); got != "instance_held hold_decided manual_retry" {
 		t.Fatalf("timeline of orders/8: %s", got)

@@ -150,10 +150,10 @@ func TestPauseAcrossFailover(t *testing.T) {
 		d      *daemon
 		fields map[string]any
 	}{
-		{ds[master], map[string]any{"kind": audit.KindPaused, "actor": "operator (operator)", "via": other, "term": float64(term), "reason": "engine schema migration"}},
-		{ds[next.Node], map[string]any{"kind": audit.KindNodeStatus, "node": master, "from_state": string(nodes.StatusReady),
+		{ds[master], map[string]any{"kind": string(audit.KindPaused), "actor": "operator (operator)", "via": other, "term": float64(term), "reason": "engine schema migration"}},
+		{ds[next.Node], map[string]any{"kind": string(audit.KindNodeStatus), "node": master, "from_state": string(nodes.StatusReady),
 			"to_state": string(nodes.StatusNotResponding), "term": float64(next.Term)}},
-		{ds[next.Node], map[string]any{"kind": audit.KindResumed, "actor": "operator (operator)", "via": next.Node, "reason": "migration done"}},
+		{ds[next.Node], map[string]any{"kind": string(audit.KindResumed), "actor": "operator (operator)", "via": next.Node, "reason": "migration done"}},
 	} {
 		if !want.d.logged("event", want.fields) {
 			t.Errorf("%s logged no event line with %v:\n%s", want.d.name, want.fields, want.d.stderr.String())

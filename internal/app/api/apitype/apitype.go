@@ -11,8 +11,8 @@
 //
 // The types hold the standard library's types, their own, and, for an
 // enumeration, the domain's named string type (nodes.Status,
-// recovery.Cause, recovery.RunKind, recovery.Trigger), whose JSON is its
-// string: never a domain struct (archtest checks it).
+// recovery.Cause, recovery.RunKind, recovery.Trigger; audit.Kind), whose
+// JSON is its string: never a domain struct (archtest checks it).
 package apitype
 
 import (

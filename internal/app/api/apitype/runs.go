@@ -3,6 +3,7 @@ package apitype
 import (
 	"time"
 
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/jsonx"
 	"github.com/enginehealth/enginehealth/recovery"
 )
@@ -51,8 +52,8 @@ func (d RunDetail) MarshalJSON() ([]byte, error) { return jsonx.Marshal(d) }
 type EventCount struct {
 	Workflow string `json:"workflow"`
 	// Task is null for a kind about no task (an expired claim).
-	Task string `json:"task" null:"zero"`
-	Kind string `json:"kind"`
+	Task string     `json:"task" null:"zero"`
+	Kind audit.Kind `json:"kind"`
 	// To is the state the instances went to, when the kind moves them
 	// (null when it does not).
 	To    string `json:"to" null:"zero"`
@@ -65,20 +66,20 @@ func (c EventCount) MarshalJSON() ([]byte, error) { return jsonx.Marshal(c) }
 // Event is one event of the audit trail: the items of GET /v1/events.
 // Optional fields are null when they have no value.
 type Event struct {
-	ID        int64     `json:"id"`
-	At        time.Time `json:"at"`
-	Kind      string    `json:"kind"`
-	Actor     string    `json:"actor"`
-	Term      *int64    `json:"term"`
-	RunID     *int64    `json:"run_id"`
-	Node      *string   `json:"node"`
-	Workflow  *string   `json:"workflow"`
-	Instance  *string   `json:"instance"`
-	Task      *string   `json:"task"`
-	FromState *string   `json:"from_state"`
-	ToState   *string   `json:"to_state"`
-	Attempt   *int      `json:"attempt"`
-	Reason    string    `json:"reason"`
+	ID        int64      `json:"id"`
+	At        time.Time  `json:"at"`
+	Kind      audit.Kind `json:"kind"`
+	Actor     string     `json:"actor"`
+	Term      *int64     `json:"term"`
+	RunID     *int64     `json:"run_id"`
+	Node      *string    `json:"node"`
+	Workflow  *string    `json:"workflow"`
+	Instance  *string    `json:"instance"`
+	Task      *string    `json:"task"`
+	FromState *string    `json:"from_state"`
+	ToState   *string    `json:"to_state"`
+	Attempt   *int       `json:"attempt"`
+	Reason    string     `json:"reason"`
 	// Via is the node that took an operator's request; null on every
 	// other event.
 	Via *string `json:"via"`
