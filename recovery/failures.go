@@ -78,8 +78,11 @@ func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([
 			if work {
 				tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Failed}
 				tr.To, tr.Effect = FirstEffect(t, CauseFailure)
-				skipped, err = r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseFailure, claims: w.Claims,
-					start: cursor{at: m.mark}}, &tr)
+				tr, skipped, err = withTask(ctx, r, w, t, func() (TaskResult, bool, error) {
+					skipped, err := r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseFailure, claims: w.Claims,
+						start: cursor{at: m.mark}}, &tr)
+					return tr, skipped, err
+				})
 				if err == nil && tr.Done > 0 {
 					err = r.addPlanned(ctx, o, run, tr.Done)
 				}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -114,12 +115,15 @@ type Repairer struct {
 	// parkedAt says where each task's next look at its parked rows starts
 	// (settleParked), by workflow, task and state.
 	parkedAt map[string]parkedCursor
-	// eventsMu is held shared by repair batches while their transaction
-	// runs, the settle pass of retries at once (settleEvents) holds it
-	// whole, so that no repair's events are uncommitted below an id the
-	// pass goes past (a master's runs are its process's; an earlier
-	// master's transactions ended before this term was recorded).
-	eventsMu sync.RWMutex
+	// events is held shared (a weight of 1) by repair batches while
+	// their transaction runs, the settle pass of retries at once
+	// (settleEvents) holds it whole (eventsWhole), so that no repair's
+	// events are uncommitted below an id the pass goes past (a master's
+	// runs are its process's; an earlier master's transactions ended
+	// before this term was recorded). A semaphore, not a sync.RWMutex, so
+	// that waiting for it ends with the context (a manual recover beside
+	// a settle pass).
+	events *semaphore.Weighted
 	// taskLocks serialise the repairs of each task in this process
 	// (repairTask), by workflow and task name: a batch reads the retries
 	// at once written before its task's repair began (histWindow), so no
@@ -127,6 +131,9 @@ type Repairer struct {
 	// chan struct{} of capacity 1 each, so that waiting for one ends
 	// with the context.
 	taskLocks sync.Map
+	// onTaskWait, when set, is told that a repair waits for a task's
+	// lock (tests).
+	onTaskWait func(workflow, task string)
 }
 
 // New returns a repairer. It fails without a pool, a fence or an event
@@ -155,8 +162,13 @@ func New(cfg Config) (*Repairer, error) {
 		log:           cfg.Log.With("component", "recovery"),
 
 		caseHorizon: eventCaseHorizon,
+		events:      semaphore.NewWeighted(eventsWhole),
 	}, nil
 }
+
+// eventsWhole is the weight of Repairer.events: held whole by the
+// settle pass, by one repair batch each.
+const eventsWhole = 1 << 20
 
 // eventRetries reports whether retries at once may go without their
 // attempts rows (Config.EventRetries); when the fleet's versions cannot
@@ -376,25 +388,33 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, params repairPa
 			}
 		}
 		for _, t := range w.Tasks {
-			planned, err := r.count(ctx, w, t, tbl, expired)
-			if err != nil {
-				return res, err
-			}
-			tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Interim, Planned: planned}
-			tr.To, tr.Effect = FirstEffect(t, CauseInterrupt)
-			if planned > 0 {
+			// The count and the repair under the task's lock: a run that
+			// waited for another's repair of the task counts what is
+			// left of it.
+			tr, skipped, err := withTask(ctx, r, w, t, func() (TaskResult, bool, error) {
+				planned, err := r.count(ctx, w, t, tbl, expired)
+				if err != nil {
+					return TaskResult{}, false, err
+				}
+				tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Interim, Planned: planned}
+				tr.To, tr.Effect = FirstEffect(t, CauseInterrupt)
+				if planned == 0 {
+					return tr, false, nil
+				}
 				if err := r.addPlanned(ctx, o, run, planned); err != nil {
-					return res, err
+					return tr, false, err
 				}
 				if !asked {
 					rowless, asked = r.eventRetries(ctx), true
 				}
-				var skipped bool
-				skipped, err = r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseInterrupt, claims: tbl, attr: attr,
+				skipped, err := r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseInterrupt, claims: tbl, attr: attr,
 					start: cursor{ids: expired}, rowless: rowless}, &tr)
-				res.SkippedLocked = res.SkippedLocked || skipped
+				return tr, skipped, err
+			})
+			res.SkippedLocked = res.SkippedLocked || skipped
+			if tr.Task != "" {
+				res.Tasks = append(res.Tasks, tr)
 			}
-			res.Tasks = append(res.Tasks, tr)
 			if err != nil {
 				return res, err
 			}
@@ -531,9 +551,28 @@ func (r *Repairer) lockTask(ctx context.Context, workflow, task string) (func(),
 	select {
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil
+	default:
+	}
+	if r.onTaskWait != nil {
+		r.onTaskWait(workflow, task)
+	}
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+// withTask runs work holding task t's lock (lockTask); waiting for it
+// fails as "repair w.t".
+func withTask(ctx context.Context, r *Repairer, w Workflow, t Task, work func() (TaskResult, bool, error)) (TaskResult, bool, error) {
+	unlock, err := r.lockTask(ctx, w.Name, t.Name)
+	if err != nil {
+		return TaskResult{}, false, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+	}
+	defer unlock()
+	return work()
 }
 
 // histWindow is where a task's repair batches look for the retries at
@@ -567,7 +606,7 @@ func (r *Repairer) histWindowOf(ctx context.Context, w Workflow, t Task) (histWi
 // repairTask handles the task's unclaimed instances in its interim state
 // (CauseInterrupt) or its failed state from params.start (CauseFailure), batch
 // by batch (policyBatch), counts them in tr and reports whether a locked
-// row was skipped.
+// row was skipped. The caller holds the task's lock (withTask).
 //
 // Keyset batches in id order: each batch starts after the last id of the
 // one before, so it does not re-walk the index entries of rows already
@@ -584,11 +623,6 @@ func (r *Repairer) histWindowOf(ctx context.Context, w Workflow, t Task) (histWi
 // while the batch ran is left for the next pass, as a locked one is.
 func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params taskParams, tr *TaskResult) (bool, error) {
 	run, w, t, c, tbl, attr, rowless := params.run, params.workflow, params.task, params.cause, params.claims, params.attr, params.rowless
-	unlock, err := r.lockTask(ctx, w.Name, t.Name)
-	if err != nil {
-		return false, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
-	}
-	defer unlock()
 	hist, err := r.histWindowOf(ctx, w, t)
 	if err != nil {
 		return false, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
@@ -597,7 +631,9 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 	cur := params.start
 	for {
 		var bc batchCounts
-		r.eventsMu.RLock()
+		if err := r.events.Acquire(ctx, 1); err != nil {
+			return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+		}
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 			if !skipLocked {
 				if _, err := r.st.lockTimeout.Exec(ctx, tx, sqltext.Args{"ms": strconv.FormatInt(r.lockWaitOf().Milliseconds(), 10)}); err != nil {
@@ -608,7 +644,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist})
 			return err
 		})
-		r.eventsMu.RUnlock()
+		r.events.Release(1)
 		if !skipLocked && pgdb.IsLockTimeout(err) {
 			r.log.InfoContext(ctx, "a row to repair is locked: picking with SKIP LOCKED", "workflow", w.Name, "task", t.Name, "run", run)
 			skipLocked = true

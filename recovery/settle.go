@@ -108,14 +108,16 @@ const eventCaseHorizon = 15 * time.Minute
 // later case of the task counts from 0), retry_failed or retry_cancelled,
 // and gets its attempts row in that state; one still running past the
 // horizon gets its row in state retried. The task's cursor then moves up
-// to the first case left open. It holds eventsMu whole, so that no repair
+// to the first case left open. It holds the events semaphore whole, so that no repair
 // batch of this process has events uncommitted below the newest it reads
 // (an earlier master's ended before this term was recorded). A task not
 // configured keeps its cursor until it is again. It returns the cases
 // closed by task.
 func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64) (map[[2]string]SettleCounts, error) {
-	r.eventsMu.Lock()
-	defer r.eventsMu.Unlock()
+	if err := r.events.Acquire(ctx, eventsWhole); err != nil {
+		return nil, fmt.Errorf("settle the retries at once: %w", err)
+	}
+	defer r.events.Release(eventsWhole)
 	cursors, err := r.settleCursors(ctx)
 	if err != nil {
 		return nil, err

@@ -466,3 +466,68 @@ func TestPickProbesEachInstancesRow(t *testing.T) {
 		}
 	}
 }
+
+// TestPlannedCountedUnderTaskLock: a run that waits for another repair
+// of the task counts what is left once it has the task's lock, so its
+// planned count is what it does (it counted first, and planned what the
+// other repair then did). From an outside review.
+func TestPlannedCountedUnderTaskLock(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	unlock, err := f.r.lockTask(context.Background(), "orders", "ship") // the other repair
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	f.r.onTaskWait = func(string, string) { close(waiting) }
+	type ran struct {
+		res Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := f.r.Recover(context.Background(), f.o, TriggerManual, Scope{}, nil)
+		done <- ran{res, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("the run did not wait for the task's lock: %+v, %v", r.res, r.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run never reached the task's lock")
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Paid' WHERE id = 1`) // the other repair's work
+	unlock()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var planned, did int64
+	if err := f.db.QueryRow(`SELECT planned, done FROM enginehealth.runs WHERE id = $1`, r.res.RunID).Scan(&planned, &did); err != nil {
+		t.Fatal(err)
+	}
+	if planned != 0 || did != 0 {
+		t.Errorf("run: planned %d, done %d; want 0 and 0 (the other repair did it)", planned, did)
+	}
+}
+
+// TestBatchWaitEndsWithContext: a repair batch waiting for a settle pass
+// of retries at once (which holds the events semaphore whole) stops
+// waiting when its context ends. From an outside review.
+func TestBatchWaitEndsWithContext(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	if err := f.r.events.Acquire(context.Background(), eventsWhole); err != nil { // a settle pass
+		t.Fatal(err)
+	}
+	defer f.r.events.Release(eventsWhole)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := f.r.Recover(ctx, f.o, TriggerManual, Scope{}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Done() != 0 {
+		t.Fatalf("%+v, %v: want the deadline's error, nothing done", res, err)
+	}
+	// It had counted its instance: it was waiting at its first batch.
+	var planned int64
+	if err := f.db.Get(&planned, `SELECT planned FROM enginehealth.runs WHERE id = $1`, res.RunID); err != nil || planned != 1 {
+		t.Fatalf("the run planned %d (%v): it stopped before its first batch", planned, err)
+	}
+}
