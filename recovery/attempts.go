@@ -187,7 +187,7 @@ type batchSlots struct {
 	// expired no claim).
 	ExpiryNode, Interruptions string
 	// Again is the SQL condition that the instance of a picked instance
-	// p's parked attempts row a ran again since (againPicked);
+	// p's parked attempts row a ran again since (againSQL);
 	// RetriesCounted and Decidable read the row (retriesCountedSQL,
 	// decidableSQL); CaseRetries: the retries at once of the picked
 	// instances without one (caseRetries).
@@ -244,7 +244,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	// The retries at once of the picked instances without an attempts
 	// row that have some (touched) are read for the whole pick at once
 	// (hist).
-	sl.Again = r.againPicked(c, tbl)
+	sl.Again = r.againSQL(c, tbl, "p.upd", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))
 	if sl.CaseRetries, err = r.caseRetries("= ANY (ARRAY(SELECT u.instance FROM touched u))"); err != nil {
 		return sqltext.Statement{}, err
 	}
@@ -300,20 +300,13 @@ var historyJoinSQL = load("history_join")
 // stamp, and again, whether a parked row's instance ran again since: the
 // SQL condition again, from againSQL), or, without one, what the events
 // of its retries at once in the current case say (tid NULL, state
-// retried) when fromEvents (a statement that only asks whether the
-// instance is parked needs the row alone).
-func (r *Repairer) historyJoin(again, instance string, fromEvents bool) (string, error) {
-	var cr string
-	if fromEvents {
-		var err error
-		if cr, err = r.caseRetries("= " + instance); err != nil {
-			return "", err
-		}
+// retried).
+func (r *Repairer) historyJoin(again, instance string) (string, error) {
+	cr, err := r.caseRetries("= " + instance)
+	if err != nil {
+		return "", err
 	}
-	f, err := historyJoinSQL.Fragment(struct {
-		Again, Attempts, Instance, CaseRetries string
-		FromEvents                             bool
-	}{again, r.attempts, instance, cr, fromEvents})
+	f, err := historyJoinSQL.Fragment(struct{ Again, Attempts, Instance, CaseRetries string }{again, r.attempts, instance, cr})
 	return strings.TrimRight(f, "\n"), err
 }
 
@@ -346,38 +339,18 @@ const (
 	decidableSQL = `(a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)`
 )
 
-// againPicked is againSQL over a picked instance p of policy_batch (its
-// failure's stamp is p.upd) and its attempts row a.
-func (r *Repairer) againPicked(c Cause, tbl *claims.Table) string {
-	switch {
-	case c == CauseFailure:
-		return "(a.since < p.upd AND a.stamp IS DISTINCT FROM p.upd)"
-	case tbl != nil:
-		return r.cfg.Events.ExpiredSince(sqltext.Arg("workflow"), "a.instance", sqltext.Arg("from"), "a.since")
-	}
-	return "false"
-}
-
 // againSQL is the SQL condition, over a parked attempts row a (waiting or
-// held) of the instance row alias, that the instance ran again since it
-// was parked, for cause c: a claim on it expired since while it was in
-// state (an SQL expression; workflow: of the workflow's name), or, for a
-// failure, the engine changed it since (its updated_column is newer than
-// the row and is not the stamp the row was decided on). A workflow
-// without claims has no sign of an interruption but the state itself:
-// false.
-func (r *Repairer) againSQL(c Cause, w Workflow, tbl *claims.Table, alias, workflow, state string) string {
-	return r.againOf(c, w, tbl, alias, alias+"."+claims.Ident(w.IDColumn)+"::text", workflow, state)
-}
-
-// againOf is againSQL with the instance's id as text given as the SQL
-// expression instance (e.g. a.instance: of the row only, so that an
-// anti-join on it can be hashed).
-func (r *Repairer) againOf(c Cause, w Workflow, tbl *claims.Table, alias, instance, workflow, state string) string {
+// held), that its instance ran again since it was parked, for cause c: a
+// claim on it expired since while it was in state (an SQL expression;
+// workflow: of the workflow's name; instance: the instance's id as text,
+// e.g. a.instance), or, for a failure, the engine changed it since (the
+// SQL expression updated, its updated_column, is newer than the row and is
+// not the stamp the row was decided on). A workflow without claims has no
+// sign of an interruption but the state itself: false.
+func (r *Repairer) againSQL(c Cause, tbl *claims.Table, updated, instance, workflow, state string) string {
 	switch {
 	case c == CauseFailure:
-		u := alias + "." + claims.Ident(w.UpdatedColumn)
-		return "(a.since < " + u + " AND a.stamp IS DISTINCT FROM " + u + ")"
+		return "(a.since < " + updated + " AND a.stamp IS DISTINCT FROM " + updated + ")"
 	case tbl != nil:
 		return r.cfg.Events.ExpiredSince(workflow, instance, state, "a.since")
 	}

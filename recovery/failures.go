@@ -78,7 +78,7 @@ func (r *Repairer) Failures(ctx context.Context, o *leader.Office, run int64) ([
 			if work {
 				tr := TaskResult{Workflow: w.Name, Task: t.Name, From: t.Failed}
 				tr.To, tr.Effect = FirstEffect(t, CauseFailure)
-				tr, skipped, err = withTask(ctx, r, w, t, func() (TaskResult, bool, error) {
+				tr, skipped, err = r.withTask(ctx, w, t, func() (TaskResult, bool, error) {
 					skipped, err := r.repairTask(ctx, o, taskParams{run: run, workflow: w, task: t, cause: CauseFailure, claims: w.Claims,
 						start: cursor{at: m.mark}}, &tr)
 					return tr, skipped, err

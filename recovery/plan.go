@@ -120,7 +120,7 @@ func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error)
 	tbl := w.Claims
 	// An instance with an expired claim row now is interrupted again
 	// once the run deletes it.
-	again := "(" + r.againSQL(CauseInterrupt, w, tbl, "b", sqltext.Arg("workflow"), sqltext.Arg("from")) + " OR " + tbl.Claimed("b") + ")"
+	again := "(" + r.againSQL(CauseInterrupt, tbl, "", instanceOf(w), sqltext.Arg("workflow"), sqltext.Arg("from")) + " OR " + tbl.Claimed("b") + ")"
 	p := t.InterruptPolicy()
 	sl := planSlots{
 		Table: claims.Ident(w.Table), Status: claims.Ident(w.StatusColumn),
@@ -128,7 +128,7 @@ func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error)
 		RetriesCounted: retriesCountedSQL, Decidable: decidableSQL, UnclaimedAfterExpiry: tbl.UnclaimedAfterExpiry("b"),
 	}
 	var err error
-	if sl.HistoryJoin, err = r.historyJoin(again, instanceOf(w), true); err != nil {
+	if sl.HistoryJoin, err = r.historyJoin(again, instanceOf(w)); err != nil {
 		return sqltext.Statement{}, err
 	}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.Interim}

@@ -391,7 +391,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, params repairPa
 			// The count and the repair under the task's lock: a run that
 			// waited for another's repair of the task counts what is
 			// left of it.
-			tr, skipped, err := withTask(ctx, r, w, t, func() (TaskResult, bool, error) {
+			tr, skipped, err := r.withTask(ctx, w, t, func() (TaskResult, bool, error) {
 				planned, err := r.count(ctx, w, t, tbl, expired)
 				if err != nil {
 					return TaskResult{}, false, err
@@ -504,7 +504,7 @@ type countSlots struct {
 func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []string) (sqltext.Statement, error) {
 	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
 		Attempts: r.attempts, Unclaimed: "TRUE",
-		Again: r.againOf(CauseInterrupt, w, tbl, "b", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))}
+		Again: r.againSQL(CauseInterrupt, tbl, "", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))}
 	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
 		sl.Unclaimed = tbl.Unclaimed("b")
 	}
@@ -566,7 +566,7 @@ func (r *Repairer) lockTask(ctx context.Context, workflow, task string) (func(),
 
 // withTask runs work holding task t's lock (lockTask); waiting for it
 // fails as "repair w.t".
-func withTask(ctx context.Context, r *Repairer, w Workflow, t Task, work func() (TaskResult, bool, error)) (TaskResult, bool, error) {
+func (r *Repairer) withTask(ctx context.Context, w Workflow, t Task, work func() (TaskResult, bool, error)) (TaskResult, bool, error) {
 	unlock, err := r.lockTask(ctx, w.Name, t.Name)
 	if err != nil {
 		return TaskResult{}, false, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)

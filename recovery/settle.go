@@ -260,7 +260,7 @@ func (r *Repairer) openCase(alias string) (string, error) {
 // renderSettleEvents renders the statement of one settleEvents batch and
 // its parameters.
 func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, upto, run int64) (sqltext.Statement, error) {
-	hj, err := r.historyJoin("false", "o.instance", true)
+	hj, err := r.historyJoin("false", "o.instance")
 	if err != nil {
 		return sqltext.Statement{}, err
 	}

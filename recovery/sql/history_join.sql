@@ -6,17 +6,15 @@ has one; else, if retries at once of the current case are in the events
 (they write no row), what they say. again: whether a parked
 row's instance (waiting or held) ran again since it was parked (the SQL
 condition Again, Repairer.againSQL). Not a statement: rendered by
-Repairer.historyJoin (attempts.go) and given to policy_batch, count_task
-and plan_task as their HistoryJoin slot, its parameters numbered with
+Repairer.historyJoin (attempts.go) and given to plan_task and
+settle_events as their HistoryJoin slot, its parameters numbered with
 theirs.
 
-With FromEvents (a statement that decides, or plans, by the count;
-not one that only asks whether an instance is parked), the retries at
-once of an instance without a row are read from the events
-(case_retries: tid NULL, no row to update; state retried), only when the
-attempts row is missing (the first branch's row ends the LIMIT). A
-repair batch reads them for its whole pick at once instead
-(policy_batch's hist).
+The retries at once of an instance without a row are read from the
+events (case_retries: tid NULL, no row to update; state retried), only
+when the attempts row is missing (the first branch's row ends the
+LIMIT). A repair batch reads them for its whole pick at once instead
+(policy_batch's touched and hist).
 
 Parameters (named; numbered by the statement that holds it):
   workflow, task  the task's workflow and name
@@ -28,9 +26,7 @@ LEFT JOIN LATERAL (
 			CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
 		FROM {{.Attempts}} AS a
 		WHERE a.workflow = {{arg "workflow"}} AND a.instance = {{.Instance}} AND a.task = {{arg "task"}} LIMIT 1)
-		{{- if .FromEvents}}
 		UNION ALL
 		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false, h.last_at, h.last_node FROM (
 		{{.CaseRetries}}) AS h)
-		LIMIT 1
-		{{- end}}) AS a ON true
+		LIMIT 1) AS a ON true
