@@ -25,31 +25,78 @@ package:
 	rm -rf dist
 	$(GO) run ./internal/tools/pkgbuild -version '$(PKG_VERSION)' -commit '$(COMMIT)' -build-date '$(BUILD_DATE)' -out dist
 
-# The whole suite, after make lint (zero findings, or it stops there):
-# unit tests, real PostgreSQL and etcd, real processes;
-# short fuzzing runs of the configuration loader, the HTTP handler's
-# decoders and the claims API (their seed corpora run with the suite); the
-# kill failover benchmark three times over (a killed master returns
-# un-acked: the benchmark acks it, as an operator would); then the
-# concurrent packages again under the race detector (with a shorter stress
-# run). The suite runs the fault suite's 40 faults on a plain cluster; a
-# second, shorter run (20 faults, seed 2: 20 of the 27 kinds, kill-master
-# among them; about 90 s) injects them into the TLS-everywhere cluster.
-test: lint
-	rm -rf test-output && mkdir -p test-output/faults-tls
-	$(GO) test -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output ./...
-	@find test-output -name status-page.png -printf "status page screenshot: %p\n"
-	EH_FAULT_TLS=1 EH_FAULTS=20 EH_FAULT_SEED=2 $(GO) test -count=1 -timeout 10m -run '^TestFaults$$' \
+# The whole suite, after make lint (zero findings, or it stops there), in
+# two lanes at once (make -j2; each lane's output is printed when it
+# ends), each running its parts one after the other:
+#   lane-processes: test-e2e, the e2e package (real processes: three-node
+#                  clusters, the fault suite's 40 faults on a plain
+#                  cluster with pauses, the rolling upgrade…);
+#                  test-faults-tls, a second, shorter fault run (20
+#                  faults, seed 2: 20 of the 27 kinds, kill-master among
+#                  them) injected into the TLS-everywhere cluster;
+#                  test-failover, the kill failover benchmark three times
+#                  over (a killed master returns un-acked: the benchmark
+#                  acks it, as an operator would);
+#   lane-packages: test-unit, every other package (real PostgreSQL and
+#                  etcd) but those test-race runs; test-race, the
+#                  concurrent packages under the race detector (with a
+#                  shorter stress run); test-fuzz, short fuzzing runs of
+#                  the configuration loader, the HTTP handler's decoders
+#                  and the claims API (their seed corpora run with
+#                  test-unit and test-race).
+# Two lanes, not more: the suite is CPU-bound on 2 cores, and a host
+# busier than that starves the daemons past their leases (a master that
+# cannot confirm its lease stops acting, as it must), which fails tests
+# that wait for a steady master. Each go test part writes its go test
+# -json record to test-output/PART.json (gotestsum prints each package's
+# time as it ends); the slowest tests are listed at the end.
+RACE_PKGS  := ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
+# demoengine runs in both: its plain run stresses for 30 s, the race run
+# for 10.
+UNIT_PKGS   = $(filter-out ./internal/tests/e2e $(filter-out ./internal/app/demoengine,$(RACE_PKGS)),$(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}./{{.ImportPath}}{{end}}' ./... | sed 's#^./github.com/enginehealth/enginehealth#.#'))
+GOTESTSUM := bin/gotestsum
+SUM = $(GOTESTSUM) --format pkgname --format-hide-empty-pkg --jsonfile test-output/$@.json --
+.PHONY: lane-processes lane-packages test-e2e test-faults-tls test-failover test-unit test-race test-fuzz
+test: lint $(GOTESTSUM)
+	rm -rf test-output && mkdir -p test-output
+	@start=$$(date +%s); \
+		$(MAKE) --no-print-directory -k -j2 --output-sync=target lane-processes lane-packages; code=$$?; \
+		echo; echo "slowest tests:"; cat test-output/*.json | $(GOTESTSUM) tool slowest --threshold 20s; \
+		find test-output -name status-page.png -printf "status page screenshot: %p\n"; \
+		echo "make test: $$(( $$(date +%s) - start )) s (after make lint), exit $$code"; exit $$code
+
+lane-processes:
+	@$(MAKE) --no-print-directory -k -j1 test-e2e test-faults-tls test-failover
+lane-packages:
+	@$(MAKE) --no-print-directory -k -j1 test-unit test-race test-fuzz
+
+test-e2e:
+	mkdir -p test-output/e2e
+	$(SUM) -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output/e2e ./internal/tests/e2e
+test-unit:
+	mkdir -p test-output/unit
+	$(SUM) -p 1 -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output/unit $(UNIT_PKGS)
+test-race:
+	EH_STRESS_SECONDS=10 $(SUM) -race -count=1 -timeout 10m $(RACE_PKGS)
+test-faults-tls:
+	mkdir -p test-output/faults-tls
+	EH_FAULT_TLS=1 EH_FAULTS=20 EH_FAULT_SEED=2 $(SUM) -count=1 -timeout 10m -run '^TestFaults$$' \
 		-artifacts -outputdir $(CURDIR)/test-output/faults-tls ./internal/tests/e2e
-	@# Counts, not durations: go1.26's fuzz coordinator can fail a run that
-	@# found nothing with "context deadline exceeded" when a -fuzztime
-	@# duration ends while a starved worker is mid-input (golang/go#75804,
-	@# fixed in go1.27). About 15-20 s each on this machine.
+# The fuzzing runs are counts, not durations: go1.26's fuzz coordinator
+# can fail a run that found nothing with "context deadline exceeded" when
+# a -fuzztime duration ends while a starved worker is mid-input
+# (golang/go#75804, fixed in go1.27). About 15-20 s each on this machine.
+test-fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20000x -fuzzminimizetime 100x -parallel 1 ./configs
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 30000x -fuzzminimizetime 100x -parallel 1 ./internal/app/api
 	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 6000x -fuzzminimizetime 100x -parallel 1 ./claims
+test-failover:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$/^kill$$' -benchtime 3x ./internal/tests/e2e
-	EH_STRESS_SECONDS=10 $(GO) test -race -count=1 -timeout 10m ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
+
+# gotestsum, pinned like golangci-lint (below) in a module of its own,
+# internal/tools/gotestsum.
+$(GOTESTSUM): internal/tools/gotestsum/go.mod internal/tools/gotestsum/go.sum
+	$(GO) -C internal/tools/gotestsum build -o $(CURDIR)/$@ gotest.tools/gotestsum
 
 # The fault-injection suite at length: a real cluster (3 etcd member
 # processes, a PostgreSQL primary and its streaming standby, SIDECARS

@@ -65,6 +65,13 @@ type Server struct {
 	// closed reports whether Close was called (a failed-over primary a test removed):
 	// its databases need no dropping.
 	closed atomic.Bool
+
+	// migrated is the database MigratedDB copies: migrated once, on the
+	// first call, and never connected to afterwards (CREATE DATABASE …
+	// TEMPLATE refuses a template with sessions).
+	migratedOnce sync.Once
+	migrated     string
+	migratedErr  error
 }
 
 // TLS makes a server accept only TLS connections over TCP (hostssl lines
@@ -261,11 +268,7 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // returns its URL.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("t%d_%s", s.dbs.Add(1), unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_"))
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	url, drop, err := s.CreateDatabase(name)
+	url, drop, err := s.CreateDatabase(s.dbName(t))
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -275,6 +278,16 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		}
 	})
 	return url
+}
+
+// dbName is a new database name for t: a number unique on s, then the
+// test's name as far as it fits.
+func (s *Server) dbName(t testing.TB) string {
+	name := fmt.Sprintf("t%d_%s", s.dbs.Add(1), unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_"))
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
 }
 
 // SameDatabase creates on s a database of the name of another server's
@@ -302,7 +315,17 @@ func (s *Server) SameDatabase(t testing.TB, rawURL string) string {
 // CreateDatabase creates database name and returns its URL and the
 // function that drops it (for code without a testing.TB: an Example).
 func (s *Server) CreateDatabase(name string) (url string, drop func() error, err error) {
-	if err := s.exec(fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
+	return s.createDatabase(name, "")
+}
+
+// createDatabase creates database name, a copy of database template
+// when it is set, and returns its URL and the function that drops it.
+func (s *Server) createDatabase(name, template string) (url string, drop func() error, err error) {
+	stmt := fmt.Sprintf(`CREATE DATABASE %q`, name)
+	if template != "" {
+		stmt += fmt.Sprintf(` TEMPLATE %q`, template)
+	}
+	if err := s.exec(stmt); err != nil {
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	return s.URL(name), func() error {
@@ -316,19 +339,54 @@ func (s *Server) CreateDatabase(name string) (url string, drop func() error, err
 	}, nil
 }
 
-// MigratedDB returns a pool on a fresh database (NewDatabase) with the
-// sidecar schema "enginehealth" migrated, closed in t's cleanup.
+// MigratedDB returns a pool on a fresh database (as NewDatabase: dropped
+// in t's cleanup) with the sidecar schema "enginehealth" migrated, closed
+// in t's cleanup. The database is a copy of a template the server
+// migrates once (CREATE DATABASE … TEMPLATE), not migrated anew: the
+// same schema, without running every migration for every test.
 func (s *Server) MigratedDB(t testing.TB) *sqlx.DB {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: s.NewDatabase(t)})
+	s.migratedOnce.Do(func() { s.migrated, s.migratedErr = s.migrateTemplate() })
+	if s.migratedErr != nil {
+		t.Fatalf("pgtest: %v", s.migratedErr)
+	}
+	url, drop, err := s.createDatabase(s.dbName(t), s.migrated)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	db, err := pgdb.Open(pgdb.Config{DSN: url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
-		t.Fatal(err)
-	}
 	return db
+}
+
+// migrateTemplate creates the database MigratedDB copies and migrates
+// it. Its name holds the process id: test packages sharing an external
+// server (TEST_DATABASE_URL) each make their own. Close drops it.
+func (s *Server) migrateTemplate() (string, error) {
+	name := fmt.Sprintf("eh_migrated_%d", os.Getpid())
+	url, _, err := s.createDatabase(name, "")
+	if err != nil {
+		return "", err
+	}
+	db, err := pgdb.Open(pgdb.Config{DSN: url})
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = db.Close() }() // the template must have no sessions left
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := pgdb.Migrate(ctx, db, pgdb.DefaultSchema); err != nil {
+		return "", fmt.Errorf("migrate the template database %s: %w", name, err)
+	}
+	return name, nil
 }
 
 func (s *Server) exec(stmt string) error {
@@ -482,9 +540,13 @@ func (s *Server) Stop() {
 	}
 }
 
-// Close stops the server and removes its files.
+// Close stops the server and removes its files (of an external server:
+// drops the template database MigratedDB made).
 func (s *Server) Close() {
 	if s.external {
+		if s.migrated != "" {
+			_ = s.exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, s.migrated)) // a leftover template on a shared server is harmless
+		}
 		return
 	}
 	s.closed.Store(true)

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 )
 
 func query(t *testing.T, url string) error {
@@ -99,5 +102,32 @@ func TestStandbyPromote(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("rows on the promoted standby: %d, %v; want 3", n, err)
+	}
+}
+
+// TestMigratedDBsAreCopies: MigratedDB's databases are copies of one
+// migrated template: each holds every migration, and a write to one is in
+// no other, nor in those copied after it.
+func TestMigratedDBsAreCopies(t *testing.T) {
+	s := New(t)
+	ms, err := pgdb.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ms[len(ms)-1].Version
+	first, second := s.MigratedDB(t), s.MigratedDB(t)
+	first.MustExec(`DELETE FROM enginehealth.schema_migrations WHERE version = $1`, newest)
+	for i, db := range []*sqlx.DB{first, second, s.MigratedDB(t)} {
+		var v int
+		if err := db.Get(&v, `SELECT max(version) FROM enginehealth.schema_migrations`); err != nil {
+			t.Fatal(err)
+		}
+		want := newest
+		if i == 0 {
+			want = ms[len(ms)-2].Version
+		}
+		if v != want {
+			t.Fatalf("migrated database %d at version %d, want %d", i, v, want)
+		}
 	}
 }

@@ -46,6 +46,7 @@ func unsafeBinary(t *testing.T) string {
 // runs one pass at a time, so nothing else writes an attempts row between
 // a batch's read and its write): its test turns fencing off too.
 func TestCheckerBites(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		unsafe, check string
 		opts          faultOpts
@@ -200,6 +201,7 @@ func (r *faultRun) secondMaster() (restore func()) {
 // fails the batch that lost (nothing of it written), so no instance is
 // parked twice; it races until three batches lost.
 func TestAttemptGuardHolds(t *testing.T) {
+	t.Parallel()
 	r := startFaultRun(t, 1, faultOpts{bin: unsafeBinary(t), unsafe: "fencing,window"})
 	// As long as the biting test races, at least: until three batches
 	// lost to the guard.

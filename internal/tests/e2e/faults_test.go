@@ -241,6 +241,7 @@ func (r *faultRun) violation(format string, args ...any) {
 // TestFaults injects faults on a seeded schedule into a real cluster
 // under load, then checks every invariant over the record (checker).
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	n := 40
 	if v := os.Getenv("EH_FAULTS"); v != "" {
 		var err error

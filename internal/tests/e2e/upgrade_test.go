@@ -48,6 +48,7 @@ import (
 // attempts row (that release counts retries from the rows); once every
 // node runs this one, it writes only its event.
 func TestRollingUpgrade(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	prev, rel := previousRelease(t)
 	ms, err := pgdb.Migrations()
