@@ -52,9 +52,8 @@ type CheckConfig struct {
 	// Grades says how node failover grades are judged after each pass that is
 	// not in disruption mode; nil: the defaults.
 	Grades *nodes.GradeConfig
-	// Pauses is the pause switch, read at the start of every pass;
-	// default the one of schema enginehealth, without a pool (read and
-	// set in the pass's transaction only).
+	// Pauses is the pause switch (NewPauses, on the checker's schema),
+	// read at the start of every pass and by Ops.Retry; required.
 	Pauses *Pauses
 	// OnPass, when set, is told of each pass that ran (metrics); passes
 	// refused because the office may not act, or cut by shutdown, are
@@ -216,23 +215,30 @@ func (c *Checker) record(ctx context.Context, res CheckResult, err error) {
 }
 
 // NewChecker returns a checker. It fails without the fence, the node
-// store, the repairer or the event log, with a negative duration, or with
-// a MaxUnresponsiveFraction above 1 or below 0.
+// store, the repairer, the event log or the pause switch, with a negative
+// duration, with a MaxUnresponsiveFraction outside (0, 1] (0: the
+// default; NaN refused: the guard compares with it), or with Grades that
+// do not validate.
 func NewChecker(cfg CheckConfig) (*Checker, error) {
+	f := cfg.MaxUnresponsiveFraction
 	switch {
-	case cfg.Fence == nil || cfg.Nodes == nil || cfg.Recovery == nil || cfg.Events == nil:
-		return nil, errors.New("health: a checker needs the fence, the node store, the repairer and the event log (CheckConfig.Fence, Nodes, Recovery, Events)")
+	case cfg.Fence == nil || cfg.Nodes == nil || cfg.Recovery == nil || cfg.Events == nil || cfg.Pauses == nil:
+		return nil, errors.New("health: a checker needs the fence, the node store, the repairer, the event log and the pause switch (CheckConfig.Fence, Nodes, Recovery, Events, Pauses)")
 	case cfg.Interval < 0 || cfg.NotRespondingAfter < 0 || cfg.ForgetAfter < 0 || cfg.SweepInterval < 0:
 		return nil, fmt.Errorf("health: check durations may not be negative: interval %s, not responding after %s, forget after %s, sweep interval %s",
 			cfg.Interval, cfg.NotRespondingAfter, cfg.ForgetAfter, cfg.SweepInterval)
-	case cfg.MaxUnresponsiveFraction < 0 || cfg.MaxUnresponsiveFraction > 1:
-		return nil, fmt.Errorf("health: the unresponsive fraction must be in (0, 1] (0: the default), got %v", cfg.MaxUnresponsiveFraction)
+	case f != 0 && !(f > 0 && f <= 1):
+		return nil, fmt.Errorf("health: the unresponsive fraction must be in (0, 1] (0: the default), got %v", f)
+	}
+	if cfg.Grades != nil {
+		if err := cfg.Grades.Validate(); err != nil {
+			return nil, fmt.Errorf("health: %w", err)
+		}
 	}
 	cfg.NotRespondingAfter = cmp.Or(cfg.NotRespondingAfter, DefaultNotRespondingAfter)
 	cfg.ForgetAfter = cmp.Or(cfg.ForgetAfter, DefaultForgetAfter)
 	cfg.SweepInterval = cmp.Or(cfg.SweepInterval, DefaultSweepInterval)
 	cfg.MaxUnresponsiveFraction = cmp.Or(cfg.MaxUnresponsiveFraction, DefaultMaxUnresponsiveFraction)
-	cfg.Pauses = cmp.Or(cfg.Pauses, &Pauses{st: newStatements(pgdb.DefaultSchema), events: cfg.Events})
 	cfg.Grades = cmp.Or(cfg.Grades, &nodes.GradeConfig{Window: nodes.DefaultGradeWindow, QuietPeriod: nodes.DefaultQuietPeriod,
 		MaxErrorFraction: nodes.DefaultMaxErrorFraction})
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))

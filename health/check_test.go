@@ -27,6 +27,7 @@ func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
 func newChecker(b bundle, cfg CheckConfig) *Checker {
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	cfg.Fence, cfg.Nodes, cfg.Events, cfg.Log = fence, b.nodes, audit.New("enginehealth"), quiet
+	cfg.Pauses = testkit.Must(NewPauses(PausesConfig{DB: b.db, Events: cfg.Events}))
 	if cfg.Recovery == nil {
 		cfg.Recovery = testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 2, Log: quiet}))
 	}

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,8 @@ func offline() MasterConfig {
 func TestNewRefusesBadConfig(t *testing.T) {
 	deps := offline()
 	check := func(edit func(c *CheckConfig)) CheckConfig {
-		c := CheckConfig{Fence: deps.Fence, Nodes: deps.Nodes, Recovery: deps.Recovery, Events: audit.New("enginehealth")}
+		c := CheckConfig{Fence: deps.Fence, Nodes: deps.Nodes, Recovery: deps.Recovery, Events: audit.New("enginehealth"),
+			Pauses: testkit.Must(NewPauses(PausesConfig{DB: new(sqlx.DB), Events: audit.New("enginehealth")}))}
 		edit(&c)
 		return c
 	}
@@ -43,9 +45,16 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		want string
 	}{
 		{"no fence", check(func(c *CheckConfig) { c.Fence = nil }), "CheckConfig.Fence"},
-		{"no event log", check(func(c *CheckConfig) { c.Events = nil }), "CheckConfig.Fence, Nodes, Recovery, Events"},
+		{"no event log", check(func(c *CheckConfig) { c.Events = nil }), "CheckConfig.Fence, Nodes, Recovery, Events, Pauses"},
+		{"no pause switch", check(func(c *CheckConfig) { c.Pauses = nil }), "the pause switch"},
 		{"negative duration", check(func(c *CheckConfig) { c.ForgetAfter = -time.Hour }), "may not be negative"},
 		{"fraction above 1", check(func(c *CheckConfig) { c.MaxUnresponsiveFraction = 1.5 }), "(0, 1]"},
+		{"fraction NaN", check(func(c *CheckConfig) { c.MaxUnresponsiveFraction = math.NaN() }), "(0, 1]"},
+		{"negative fraction", check(func(c *CheckConfig) { c.MaxUnresponsiveFraction = -0.5 }), "(0, 1]"},
+		{"grade fraction NaN", check(func(c *CheckConfig) {
+			c.Grades = &nodes.GradeConfig{Window: time.Minute, QuietPeriod: time.Hour, MaxErrorFraction: math.NaN()}
+		}), "max error fraction must be in [0, 1]"},
+		{"grades zero", check(func(c *CheckConfig) { c.Grades = &nodes.GradeConfig{} }), "window and quiet period must be positive"},
 	} {
 		if ch, err := NewChecker(c.cfg); ch != nil || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("checker, %s: %v, want an error saying %q", c.name, err, c.want)

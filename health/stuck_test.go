@@ -35,7 +35,8 @@ func TestStuckMaster(t *testing.T) {
 	defer cli.Close()
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: b.db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := testkit.Must(recovery.New(recovery.Config{DB: b.db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: workflows, BatchSize: 10, Log: quiet}))
-	checker := testkit.Must(NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"), Interval: time.Second, Log: quiet}))
+	checker := testkit.Must(NewChecker(CheckConfig{Fence: fence, Nodes: b.nodes, Recovery: rep, Events: audit.New("enginehealth"),
+		Pauses: testkit.Must(NewPauses(PausesConfig{DB: b.db, Events: audit.New("enginehealth")})), Interval: time.Second, Log: quiet}))
 	m := testkit.Must(NewMaster(MasterConfig{
 		Fence: fence, Nodes: b.nodes, Recovery: rep, Checker: checker, Schedule: mustSchedule(t, "@every 1s"),
 		Tick: 50 * time.Millisecond, StuckAfter: 2 * time.Second, Log: quiet,

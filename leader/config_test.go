@@ -32,6 +32,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"TTL not whole seconds", func(c *Config) { c.TTL = 3500 * time.Millisecond }, "whole seconds"},
 		{"negative margin", func(c *Config) { c.TrustMargin = -time.Second }, "may not be negative"},
 		{"window too short", func(c *Config) { c.TrustMargin = 2 * time.Second }, "no longer than TTL/3"},
+		{"prefix without slashes", func(c *Config) { c.Prefix = "no-slash" }, "must start and end with '/'"},
+		{"prefix without its last slash", func(c *Config) { c.Prefix = "/a" }, "must start and end with '/'"},
 	} {
 		cfg := ok
 		c.edit(&cfg)

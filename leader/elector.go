@@ -246,6 +246,8 @@ func (c Config) validate() error {
 		return errors.New("leader: an elector needs an etcd client (Config.Client)")
 	case c.Candidate.Name == "" || c.Candidate.Incarnation == "":
 		return fmt.Errorf("leader: an elector needs its candidate's name and incarnation, got %+v", c.Candidate)
+	case !strings.HasPrefix(c.Prefix, "/") || !strings.HasSuffix(c.Prefix, "/"):
+		return fmt.Errorf("leader: the key prefix %q must start and end with '/' (its keys are PREFIX + \"leader/\")", c.Prefix)
 	case c.TTL < MinLeaseTTL:
 		return fmt.Errorf("leader: lease TTL %s is below the minimum %s: it leaves no room for a keep-alive round", c.TTL, MinLeaseTTL)
 	case c.TTL%time.Second != 0:

@@ -63,6 +63,20 @@ type GradeConfig struct {
 	MaxErrorFraction float64
 }
 
+// Validate returns an error naming what is wrong when Window or
+// QuietPeriod is not positive, or MaxErrorFraction is outside [0, 1]
+// (NaN among them: every comparison with it is false, and no node could
+// ever be refused ERROR).
+func (c GradeConfig) Validate() error {
+	switch {
+	case c.Window <= 0 || c.QuietPeriod <= 0:
+		return fmt.Errorf("nodes: the grade window and quiet period must be positive, got %s and %s", c.Window, c.QuietPeriod)
+	case !(c.MaxErrorFraction >= 0 && c.MaxErrorFraction <= 1):
+		return fmt.Errorf("nodes: the grade's max error fraction must be in [0, 1], got %v", c.MaxErrorFraction)
+	}
+	return nil
+}
+
 // retention of graded interruptions: the same-signature rule looks back
 // this far.
 func (c GradeConfig) retention() time.Duration { return 2 * max(c.Window, c.QuietPeriod) }

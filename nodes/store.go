@@ -60,6 +60,9 @@ var Statuses = []Status{StatusRecovering, StatusReady, StatusUnexpectedShutdown,
 // Valid reports whether s is one of Statuses.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
+// String returns the status as the nodes table and the API write it.
+func (s Status) String() string { return string(s) }
+
 var (
 	// ErrNotFound means there is no record with that name.
 	ErrNotFound = errors.New("nodes: not found")

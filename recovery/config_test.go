@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
@@ -36,7 +37,12 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"no pool", Config{Fence: fence, Events: events}, "Config.DB"},
 		{"no fence", Config{DB: db, Events: events}, "Config.Fence"},
 		{"no event log", Config{DB: db, Fence: fence}, "Config.Events"},
+		{"a nil pool in the interface", Config{DB: (*sqlx.DB)(nil), Fence: fence, Events: events}, "Config.DB"},
 		{"negative batch", Config{DB: db, Fence: fence, Events: events, BatchSize: -1}, "may not be negative"},
+		{"misspelt strategy", Config{DB: db, Fence: fence, Events: events, Workflows: withPolicy(Policy{Strategy: "retyr"})},
+			`workflow orders, task ship: on_interrupt strategy "retyr" is not one of`},
+		{"misspelt backoff", Config{DB: db, Fence: fence, Events: events, Workflows: withPolicy(Policy{Strategy: StrategyRetry, Backoff: Backoff{Kind: "expnential"}})},
+			`on_interrupt backoff kind "expnential" is not one of`},
 	} {
 		if r, err := New(c.cfg); r != nil || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
@@ -46,4 +52,10 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if err != nil || r.cfg.BatchSize != DefaultBatchSize || r.cfg.Schema != "enginehealth" {
 		t.Fatalf("the defaults: %+v %v", r, err)
 	}
+}
+
+// withPolicy returns one workflow whose one task's on_interrupt is p.
+func withPolicy(p Policy) []Workflow {
+	return []Workflow{{Name: "orders", Table: "orders", IDColumn: "id", StatusColumn: "status",
+		Tasks: []Task{{Task: claims.Task{Name: "ship", Begin: "ready", Interim: "shipping", Ends: []string{"shipped"}, Failed: "failed"}, OnInterrupt: p}}}}
 }

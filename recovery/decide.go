@@ -3,6 +3,7 @@ package recovery
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,6 +19,15 @@ const (
 	// an engine.
 	CauseFailure Cause = "failure"
 )
+
+// Causes are the causes Decide knows.
+var Causes = []Cause{CauseInterrupt, CauseFailure}
+
+// Valid reports whether c is one of Causes.
+func (c Cause) Valid() bool { return slices.Contains(Causes, c) }
+
+// String returns the cause as events and the API write it.
+func (c Cause) String() string { return string(c) }
 
 // Kinds of an Action.
 const (

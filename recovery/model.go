@@ -70,6 +70,9 @@ var Strategies = []Strategy{StrategyNone, StrategyRetry, StrategyHold}
 // Valid reports whether s is one of Strategies.
 func (s Strategy) Valid() bool { return slices.Contains(Strategies, s) }
 
+// String returns the strategy as the configuration writes it.
+func (s Strategy) String() string { return string(s) }
+
 // Defaults of a Policy (applied by the configuration, which maps the file
 // onto Policy; issue 11 gives them their semantics).
 const (
@@ -135,6 +138,9 @@ var BackoffKinds = []BackoffKind{BackoffFixed, BackoffLinear, BackoffExponential
 
 // Valid reports whether k is one of BackoffKinds.
 func (k BackoffKind) Valid() bool { return slices.Contains(BackoffKinds, k) }
+
+// String returns the kind as the configuration writes it.
+func (k BackoffKind) String() string { return string(k) }
 
 // Backoff is the delay before a retry.
 type Backoff struct {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -50,6 +51,15 @@ const (
 	TriggerPeriodic Trigger = "periodic"
 	TriggerManual   Trigger = "manual"
 )
+
+// Triggers are the triggers a run may have.
+var Triggers = []Trigger{TriggerStartup, TriggerPeriodic, TriggerManual}
+
+// Valid reports whether t is one of Triggers.
+func (t Trigger) Valid() bool { return slices.Contains(Triggers, t) }
+
+// String returns the trigger as the runs table and the API write it.
+func (t Trigger) String() string { return string(t) }
 
 // DefaultBatchSize of a repair transaction, chosen from BenchmarkRepair:
 // against one bare UPDATE, batches of 1,000 reached 0.51 in our runs, of
@@ -136,11 +146,14 @@ type Repairer struct {
 	onTaskWait func(workflow, task string)
 }
 
-// New returns a repairer. It fails without a pool, a fence or an event
-// log, or with a negative batch size.
+// New returns a repairer. It fails without a pool (a nil *sqlx.DB in
+// the interface among them), a fence or an event log, with a negative
+// batch size, or with a policy whose strategy or backoff kind is not one
+// of Strategies or BackoffKinds (a misspelt strategy would otherwise fail
+// every instance it meets).
 func New(cfg Config) (*Repairer, error) {
 	switch {
-	case cfg.DB == nil:
+	case cfg.DB == nil || isNilPointer(cfg.DB):
 		return nil, errors.New("recovery: a repairer needs a database pool (Config.DB)")
 	case cfg.Fence == nil:
 		return nil, errors.New("recovery: a repairer needs the fence (Config.Fence): it writes only in fenced transactions")
@@ -148,6 +161,9 @@ func New(cfg Config) (*Repairer, error) {
 		return nil, errors.New("recovery: a repairer needs the event log (Config.Events)")
 	case cfg.BatchSize < 0:
 		return nil, fmt.Errorf("recovery: batch size %d may not be negative", cfg.BatchSize)
+	}
+	if err := validPolicies(cfg.Workflows); err != nil {
+		return nil, err
 	}
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.Schema = cmp.Or(cfg.Schema, pgdb.DefaultSchema)
@@ -164,6 +180,35 @@ func New(cfg Config) (*Repairer, error) {
 		caseHorizon: eventCaseHorizon,
 		events:      semaphore.NewWeighted(eventsWhole),
 	}, nil
+}
+
+// isNilPointer reports whether v is a nil pointer held by an interface
+// (which is not == nil).
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// validPolicies returns an error naming the first workflow task whose
+// policy has a strategy or backoff kind that is set and not known (unset:
+// the defaults of Decide).
+func validPolicies(wfs []Workflow) error {
+	for _, wf := range wfs {
+		for _, t := range wf.Tasks {
+			for _, p := range []struct {
+				name string
+				pol  Policy
+			}{{"on_interrupt", t.OnInterrupt}, {"on_failure", t.OnFailure}} {
+				switch {
+				case p.pol.Strategy != "" && !p.pol.Strategy.Valid():
+					return fmt.Errorf("recovery: workflow %s, task %s: %s strategy %q is not one of %v", wf.Name, t.Name, p.name, p.pol.Strategy, Strategies)
+				case p.pol.Backoff.Kind != "" && !p.pol.Backoff.Kind.Valid():
+					return fmt.Errorf("recovery: workflow %s, task %s: %s backoff kind %q is not one of %v", wf.Name, t.Name, p.name, p.pol.Backoff.Kind, BackoffKinds)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // eventsWhole is the weight of Repairer.events: held whole by the

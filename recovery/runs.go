@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -23,6 +24,15 @@ const (
 	KindRecovery RunKind = "recovery"
 	KindCheck    RunKind = "check"
 )
+
+// RunKinds are the kinds a run may have.
+var RunKinds = []RunKind{KindRecovery, KindCheck}
+
+// Valid reports whether k is one of RunKinds.
+func (k RunKind) Valid() bool { return slices.Contains(RunKinds, k) }
+
+// String returns the kind as the runs table and the API write it.
+func (k RunKind) String() string { return string(k) }
 
 // Scope of a run: the workflows it covers (all applicable when empty).
 type Scope struct {

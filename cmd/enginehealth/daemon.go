@@ -432,11 +432,12 @@ func (d *daemon) buildAPI() error {
 // loops ended (nil: told to stop). Call it once, on a daemon from
 // newDaemon: it owns what that opened.
 func (d *daemon) Run(ctx context.Context) error {
-	// Shutdown is bounded: every step has a share of node.shutdown_timeout,
-	// and the process exits if they overrun it.
-	defer hardStop(ctx, d.log, d.cfg.Node.ShutdownTimeout)()
-
 	g, gctx := errgroup.WithContext(ctx)
+	// Shutdown is bounded: every step has a share of node.shutdown_timeout,
+	// and the process exits if they overrun it, counted from when the
+	// loops are told to stop: a signal (ctx), or one of them failing
+	// (gctx; the heartbeat's record taken by another process, say).
+	defer hardStop(gctx, d.log, d.cfg.Node.ShutdownTimeout)()
 	g.Go(func() error { return d.hb.Run(gctx) })
 	reload := d.reloader(gctx)
 	g.Go(func() error { return reload.Run(gctx) })

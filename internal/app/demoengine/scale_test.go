@@ -49,6 +49,7 @@ func BenchmarkScale(b *testing.B) {
 	const notRespondingAfter = 3 * nodes.DefaultHeartbeatInterval
 	rep := testkit.Must(recovery.New(recovery.Config{DB: sidecar, Fence: fence, Events: events, Schema: "enginehealth", Workflows: wfs, Log: quiet}))
 	checker := testkit.Must(health.NewChecker(health.CheckConfig{Fence: fence, Nodes: store, Recovery: rep, Events: events,
+		Pauses:   testkit.Must(health.NewPauses(health.PausesConfig{DB: sidecar, Events: events})),
 		Interval: time.Second, NotRespondingAfter: notRespondingAfter, Log: quiet}))
 	handler := api.NewHandler(api.Config{Self: "master", Nodes: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 

@@ -89,6 +89,7 @@ func master(t testing.TB, db *sqlx.DB, wfs []recovery.Workflow) (*leader.Office,
 	fence := testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")}))
 	rep := testkit.Must(recovery.New(recovery.Config{DB: db, Fence: fence, Events: audit.New("enginehealth"), Schema: "enginehealth", Workflows: wfs, BatchSize: 50, Log: quiet}))
 	chk := testkit.Must(health.NewChecker(health.CheckConfig{Fence: fence, Nodes: testkit.Must(nodes.NewStore(nodes.StoreConfig{DB: db, Schema: "enginehealth", Events: audit.New("enginehealth")})), Recovery: rep, Events: audit.New("enginehealth"),
+		Pauses:   testkit.Must(health.NewPauses(health.PausesConfig{DB: db, Events: audit.New("enginehealth")})),
 		Interval: time.Second, NotRespondingAfter: time.Hour, Log: quiet}))
 	return o, chk
 }

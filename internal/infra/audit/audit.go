@@ -74,6 +74,9 @@ var Kinds = []Kind{KindMasterElected, KindMasterLost, KindNodeRegistered, KindNo
 // Valid reports whether k is one of Kinds.
 func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 
+// String returns the kind as the events table and the API write it.
+func (k Kind) String() string { return string(k) }
+
 // Event is one row of the events table. Optional fields are pointers or
 // empty strings stored as NULL (null in JSON: every field is sent); an
 // event of a run may leave Actor empty and Term nil (the event_log view
