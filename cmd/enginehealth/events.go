@@ -59,6 +59,9 @@ attempts and whole timeline.`,
 				return cl.Instance(ctx, ref, p.Limit)
 			}
 			p.Kind = audit.Kind(kind)
+			if kind != "" && !p.Kind.Valid() {
+				return nil, usageError{fmt.Errorf("--kind %q is not an event kind: one of %v", kind, audit.Kinds)}
+			}
 			var err error
 			now := clock()
 			if p.Since, err = whenFlag("--since", since, now); err != nil {

@@ -411,6 +411,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"holds", "--limit", "10001"}, exitUsage, "--limit 10001"},
 		{[]string{"events", "--run", "0"}, exitUsage, "--run 0"},
 		{[]string{"events", "--instance", "orders/1", "--kind", "paused"}, exitUsage, "it takes no --kind"},
+		{[]string{"events", "--kind", "bogus"}, exitUsage, `--kind "bogus" is not an event kind: one of [`},
 		{[]string{"events", "--instance", "orders/1", "--workflow", "reports"}, exitUsage, "different workflows"},
 		{[]string{"check", "--reason", "x"}, exitUsage, "--reason goes with --force"},
 		// An empty name is not "every workflow" (a script's unset variable).
