@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,22 @@ var doc = struct{ V int ` + "`json:\"v\"`" + ` }{}
 	}
 }
 
+// TestBasicTypeRuleCatchesRenamedStructs: a field of apitype may hold a
+// module type defined on a basic type of Go's (an enumeration), not one
+// defined on another of its package's types (a domain struct renamed).
+func TestBasicTypeRuleCatchesRenamedStructs(t *testing.T) {
+	dir := t.TempDir()
+	src := "package p\ntype Node struct{ Name string }\ntype Wire Node\ntype Status string\ntype Alias = string\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, ok := range map[string]bool{"Status": true, "Wire": false, "Node": false, "Alias": false} {
+		if err := basicType(dir, name); (err == nil) != ok {
+			t.Errorf("%s: %v, want allowed %v", name, err, ok)
+		}
+	}
+}
+
 // TestAPITypeHoldsNoDomainStruct: apitype's fields are of its own
 // types, the standard library's, or a module package's named basic
 // type (an enumeration such as nodes.Status, whose JSON is its text):
@@ -343,8 +360,16 @@ func basicType(dir, name string) error {
 			}
 			for _, s := range g.Specs {
 				if ts := s.(*ast.TypeSpec); ts.Name.Name == name {
-					if _, ok := ts.Type.(*ast.Ident); ok && ts.Assign == 0 {
-						return nil
+					// A basic type of Go's own (string, int64…), not
+					// another of the package's types (type Wire Node
+					// would carry a domain struct under a new name).
+					if id, ok := ts.Type.(*ast.Ident); ok && ts.Assign == 0 {
+						if obj, ok := types.Universe.Lookup(id.Name).(*types.TypeName); ok {
+							if _, ok := obj.Type().(*types.Basic); ok {
+								return nil
+							}
+						}
+						return fmt.Errorf("defined on %s, not on a basic type: convert it into an apitype type", id.Name)
 					}
 					return fmt.Errorf("not a named basic type: convert it into an apitype type")
 				}
