@@ -65,10 +65,12 @@ test: lint $(GOTESTSUM)
 		find test-output -name status-page.png -printf "status page screenshot: %p\n"; \
 		echo "make test: $$(( $$(date +%s) - start )) s (after make lint), exit $$code"; exit $$code
 
+# A lane runs its parts one after the other, each to its end (a failed
+# part does not stop the next), and fails if one failed.
 lane-processes:
-	@$(MAKE) --no-print-directory -k -j1 test-e2e test-faults-tls test-failover
+	@code=0; for p in test-e2e test-faults-tls test-failover; do $(MAKE) --no-print-directory $$p || code=1; done; exit $$code
 lane-packages:
-	@$(MAKE) --no-print-directory -k -j1 test-unit test-race test-fuzz
+	@code=0; for p in test-unit test-race test-fuzz; do $(MAKE) --no-print-directory $$p || code=1; done; exit $$code
 
 # e2e runs at go test's default -parallel (2 on 2 cores). At -parallel 4
 # it took 6m49s instead of 8m13s, but the starved host made the fault
