@@ -26,8 +26,8 @@ package:
 	$(GO) run ./internal/tools/pkgbuild -version '$(PKG_VERSION)' -commit '$(COMMIT)' -build-date '$(BUILD_DATE)' -out dist
 
 # The whole suite, after make lint (zero findings, or it stops there), in
-# two lanes at once (make -j2; each lane's output is printed when it
-# ends), each running its parts one after the other:
+# two lanes at once (make -j2; each part's output is printed when the
+# part ends), each running its parts one after the other:
 #   lane-processes: test-e2e, the e2e package (real processes: three-node
 #                  clusters, the fault suite's 40 faults on a plain
 #                  cluster with pauses, the rolling upgrade…);
@@ -50,10 +50,11 @@ package:
 # that wait for a steady master. Each go test part writes its go test
 # -json record to test-output/PART.json (gotestsum prints each package's
 # time as it ends); the slowest tests are listed at the end.
-RACE_PKGS  := ./leader ./health ./nodes ./claims ./internal/app/api ./internal/app/demoengine
-# demoengine runs in both: its plain run stresses for 30 s, the race run
-# for 10.
-UNIT_PKGS   = $(filter-out ./internal/tests/e2e $(filter-out ./internal/app/demoengine,$(RACE_PKGS)),$(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}./{{.ImportPath}}{{end}}' ./... | sed 's#^./github.com/enginehealth/enginehealth#.#'))
+# The concurrent packages run under the race detector only; demoengine
+# runs in both lanes: its plain run stresses for 30 s, the race run for 10.
+RACE_ONLY  := ./leader ./health ./nodes ./claims ./internal/app/api
+RACE_PKGS  := $(RACE_ONLY) ./internal/app/demoengine
+UNIT_PKGS   = $(filter-out ./internal/tests/e2e $(RACE_ONLY),$(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}./{{.ImportPath}}{{end}}' ./... | sed 's#^./github.com/enginehealth/enginehealth#.#'))
 GOTESTSUM := bin/gotestsum
 SUM = $(GOTESTSUM) --format pkgname --format-hide-empty-pkg --jsonfile test-output/$@.json --
 .PHONY: lane-processes lane-packages test-e2e test-faults-tls test-failover test-unit test-race test-fuzz

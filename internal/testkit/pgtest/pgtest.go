@@ -268,7 +268,14 @@ var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 // returns its URL.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	url, drop, err := s.CreateDatabase(s.dbName(t))
+	return s.newDatabase(t, "")
+}
+
+// newDatabase creates a fresh database for t, a copy of database
+// template when it is set, dropped in t's cleanup, and returns its URL.
+func (s *Server) newDatabase(t testing.TB, template string) string {
+	t.Helper()
+	url, drop, err := s.createDatabase(s.dbName(t), template)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -350,16 +357,7 @@ func (s *Server) MigratedDB(t testing.TB) *sqlx.DB {
 	if s.migratedErr != nil {
 		t.Fatalf("pgtest: %v", s.migratedErr)
 	}
-	url, drop, err := s.createDatabase(s.dbName(t), s.migrated)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := drop(); err != nil {
-			t.Errorf("pgtest: %v", err)
-		}
-	})
-	db, err := pgdb.Open(pgdb.Config{DSN: url})
+	db, err := pgdb.Open(pgdb.Config{DSN: s.newDatabase(t, s.migrated)})
 	if err != nil {
 		t.Fatal(err)
 	}
