@@ -177,8 +177,9 @@ type batchSlots struct {
 	// at once without a row writes it).
 	Cursor, IDs, SkipLocked, Rowless, Hist, Start bool
 	// Keeps means the decision table leaves some instances where they
-	// are (to_state ''): waiting, held, or a failure already failed.
-	Keeps bool
+	// are (to_state ''): waiting, held, or a failure already failed;
+	// Waits: it schedules retries (a delay is drawn).
+	Keeps, Waits bool
 	// Patterns means non-retryable patterns are matched against the error.
 	Patterns bool
 	// ExpiryNode is the SQL expression of the node whose claim on b
@@ -259,7 +260,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
 	}
 	sp := stepsOf(t, c, patterns)
-	sl.Keeps = slices.Contains(sp.to, "")
+	sl.Keeps, sl.Waits = slices.Contains(sp.to, ""), slices.Contains(sp.kind, ActWait)
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.from(c), "batch_size": r.cfg.BatchSize, "run": run,
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),

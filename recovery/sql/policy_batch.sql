@@ -42,33 +42,33 @@ WITH s AS MATERIALIZED (
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi){{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
-	-- cursor: the batch's keyset (the next batch starts after its last).
-	SELECT b.ctid AS tid, b.{{.ID}} AS id,
-		{{if .ExpiryNode}}{{.ExpiryNode}}{{else}}NULL::text{{end}} AS node,
-		{{if .Patterns}}coalesce((SELECT u.i FROM unnest({{arg "patterns"}}::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b.{{.ErrorColumn}}::text ~ u.p ORDER BY u.i LIMIT 1), 0){{else}}0{{end}} AS match,
-		{{if .ErrorColumn}}left(b.{{.ErrorColumn}}::text, {{.MaxErrorText}}){{else}}NULL::text{{end}} AS err,
-		{{if .Failure}}b.{{.Updated}}{{else}}NULL::timestamptz{{end}} AS upd
-	FROM {{.Table}} AS b
-	WHERE b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "b"}}
-	{{- if .Failure}}
-		-- From the watermark, in (updated, id) order.
-		AND b.{{.Updated}} >= {{arg "cursor"}}::timestamptz
-		{{- if .Cursor}} AND (b.{{.Updated}} > {{arg "cursor"}}::timestamptz OR b.{{.ID}} > {{arg "cursor_id"}}){{end}}
-	{{- else if .Cursor}}
-		AND b.{{.ID}} > {{arg "cursor"}}
-	{{- end}}
-	{{- if .IDs}}
-		AND b.{{.ID}} = ANY ({{arg "ids"}})
-	{{- end}}
-	ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
-	{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
-), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any. again: a
-	-- parked row's instance ran again since it was parked.
+	-- cursor (the batch's keyset: the next batch starts after its last),
+	-- with their attempts rows, if any. again: a parked row's instance
+	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
 		CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again
-	FROM pick p LEFT JOIN LATERAL (
+	FROM (
+		SELECT b.ctid AS tid, b.{{.ID}} AS id,
+			{{if .ExpiryNode}}{{.ExpiryNode}}{{else}}NULL::text{{end}} AS node,
+			{{if .Patterns}}coalesce((SELECT u.i FROM unnest({{arg "patterns"}}::text[]) WITH ORDINALITY AS u(p, i)
+				WHERE b.{{.ErrorColumn}}::text ~ u.p ORDER BY u.i LIMIT 1), 0){{else}}0{{end}} AS match,
+			{{if .ErrorColumn}}left(b.{{.ErrorColumn}}::text, {{.MaxErrorText}}){{else}}NULL::text{{end}} AS err,
+			{{if .Failure}}b.{{.Updated}}{{else}}NULL::timestamptz{{end}} AS upd
+		FROM {{.Table}} AS b
+		WHERE b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed "b"}}
+		{{- if .Failure}}
+			-- From the watermark, in (updated, id) order.
+			AND b.{{.Updated}} >= {{arg "cursor"}}::timestamptz
+			{{- if .Cursor}} AND (b.{{.Updated}} > {{arg "cursor"}}::timestamptz OR b.{{.ID}} > {{arg "cursor_id"}}){{end}}
+		{{- else if .Cursor}}
+			AND b.{{.ID}} > {{arg "cursor"}}
+		{{- end}}
+		{{- if .IDs}}
+			AND b.{{.ID}} = ANY ({{arg "ids"}})
+		{{- end}}
+		ORDER BY {{if .Failure}}b.{{.Updated}}, b.{{.ID}}{{else}}b.{{.ID}}{{end}} LIMIT {{arg "batch_size"}}
+		{{- if .SkipLocked}} FOR NO KEY UPDATE OF b SKIP LOCKED{{end}}
+	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
@@ -84,7 +84,7 @@ WITH s AS MATERIALIZED (
 	-- when this task's repair began (those after it are its own, of
 	-- instances before this batch's). One range of the events' primary
 	-- key, or a probe per instance, as the planner finds cheaper.
-	SELECT DISTINCT e.instance FROM {{.Events}} AS e JOIN rowed p ON e.instance = p.id::text
+	SELECT DISTINCT e.instance FROM {{.Events}} AS e JOIN pick p ON e.instance = p.id::text
 	WHERE p.att IS NULL AND e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
 	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
@@ -104,20 +104,22 @@ WITH s AS MATERIALIZED (
 		coalesce(a.state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state, coalesce({{.RetriesCounted}}, h.attempt) AS prev,
 		CASE WHEN a.att IS NULL THEN coalesce(h.nodes, '{}') WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		h.last_at, h.last_node
-	FROM rowed a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
+	FROM pick a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
 	{{- else}}
 		a.state AS read_state, {{.RetriesCounted}} AS prev,
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM rowed a
+	FROM pick a
 	{{- end}}
 	WHERE {{.Decidable}}
 	{{- if .Failure}}
 		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
 	{{- end}}
-), d AS MATERIALIZED (
+), d AS {{if or .Keeps .Waits}}MATERIALIZED{{else}}NOT MATERIALIZED{{end}} (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
+	-- Materialized when a delay is drawn (once per instance) or kept
+	-- reads it too; otherwise computed as moved reads it (no copy).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
@@ -142,7 +144,7 @@ WITH s AS MATERIALIZED (
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
-			CASE WHEN s.kind = 'wait' THEN {{.Sample}} END AS delay_ms,
+			{{if .Waits}}CASE WHEN s.kind = 'wait' THEN {{.Sample}} END{{else}}NULL::float8{{end}} AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
 		FROM known p JOIN (SELECT s.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter FROM s) AS s

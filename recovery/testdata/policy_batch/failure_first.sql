@@ -27,23 +27,23 @@ WITH s AS MATERIALIZED (
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
-	-- cursor: the batch's keyset (the next batch starts after its last).
-	SELECT b.ctid AS tid, b."id" AS id,
-		NULL::text AS node,
-		0 AS match,
-		left(b."last_error"::text, 2000) AS err,
-		b."updated_at" AS upd
-	FROM "app"."invoices" AS b
-	WHERE b."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-		-- From the watermark, in (updated, id) order.
-		AND b."updated_at" >= $12::timestamptz
-	ORDER BY b."updated_at", b."id" LIMIT $13
-), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any. again: a
-	-- parked row's instance ran again since it was parked.
+	-- cursor (the batch's keyset: the next batch starts after its last),
+	-- with their attempts rows, if any. again: a parked row's instance
+	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
 		CASE WHEN a.state IN ('waiting', 'held') THEN (a.since < p.upd AND a.stamp IS DISTINCT FROM p.upd) ELSE false END AS again
-	FROM pick p LEFT JOIN LATERAL (
+	FROM (
+		SELECT b.ctid AS tid, b."id" AS id,
+			NULL::text AS node,
+			0 AS match,
+			left(b."last_error"::text, 2000) AS err,
+			b."updated_at" AS upd
+		FROM "app"."invoices" AS b
+		WHERE b."status" = $11 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+			-- From the watermark, in (updated, id) order.
+			AND b."updated_at" >= $12::timestamptz
+		ORDER BY b."updated_at", b."id" LIMIT $13
+	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
@@ -60,12 +60,14 @@ WITH s AS MATERIALIZED (
 		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM rowed a
+	FROM pick a
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
+	-- Materialized when a delay is drawn (once per instance) or kept
+	-- reads it too; otherwise computed as moved reads it (no copy).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)

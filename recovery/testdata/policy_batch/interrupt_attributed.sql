@@ -10,8 +10,8 @@
 -- $9 lo
 -- $10 hi
 -- $11 workflow
--- $12 patterns
--- $13 from
+-- $12 from
+-- $13 patterns
 -- $14 cursor
 -- $15 ids
 -- $16 batch_size
@@ -30,24 +30,24 @@ WITH s AS MATERIALIZED (
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
-	-- cursor: the batch's keyset (the next batch starts after its last).
-	SELECT b.ctid AS tid, b."id" AS id,
-		(SELECT e.node FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
-		coalesce((SELECT u.i FROM unnest($12::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
-		left(b."last_error"::text, 2000) AS err,
-		NULL::timestamptz AS upd
-	FROM "app"."invoices" AS b
-	WHERE b."status" = $13 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-		AND b."id" > $14
-		AND b."id" = ANY ($15)
-	ORDER BY b."id" LIMIT $16 FOR NO KEY UPDATE OF b SKIP LOCKED
-), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any. again: a
-	-- parked row's instance ran again since it was parked.
+	-- cursor (the batch's keyset: the next batch starts after its last),
+	-- with their attempts rows, if any. again: a parked row's instance
+	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = a.instance AND e.from_state = $13 AND e.at > a.since) ELSE false END AS again
-	FROM pick p LEFT JOIN LATERAL (
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+	FROM (
+		SELECT b.ctid AS tid, b."id" AS id,
+			(SELECT e.node FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
+			coalesce((SELECT u.i FROM unnest($13::text[]) WITH ORDINALITY AS u(p, i)
+				WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
+			left(b."last_error"::text, 2000) AS err,
+			NULL::timestamptz AS upd
+		FROM "app"."invoices" AS b
+		WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+			AND b."id" > $14
+			AND b."id" = ANY ($15)
+		ORDER BY b."id" LIMIT $16 FOR NO KEY UPDATE OF b SKIP LOCKED
+	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
@@ -61,11 +61,13 @@ WITH s AS MATERIALIZED (
 		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM rowed a
+	FROM pick a
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
+	-- Materialized when a delay is drawn (once per instance) or kept
+	-- reads it too; otherwise computed as moved reads it (no copy).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
@@ -101,7 +103,7 @@ WITH s AS MATERIALIZED (
 	-- row changed since is left alone.
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."status" = $13 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), kept AS (
@@ -109,7 +111,7 @@ WITH s AS MATERIALIZED (
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
-	WHERE r.to_state = '' AND t."status" = $13 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS NOT MATERIALIZED (
 	-- Every instance decided, moved or kept (read where it is used:
@@ -126,7 +128,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $11, x.sid, $17, x.made, x.state, 'interrupt', $13,
+	SELECT $11, x.sid, $17, x.made, x.state, 'interrupt', $12,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -136,7 +138,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $13, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -148,7 +150,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$20, x.node, $11, x.sid, $17, $13, nullif(x.to_state, ''),
+		$20, x.node, $11, x.sid, $17, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), intr AS (

@@ -9,10 +9,10 @@
 -- $8 reason
 -- $9 lo
 -- $10 hi
--- $11 patterns
+-- $11 workflow
 -- $12 from
--- $13 batch_size
--- $14 workflow
+-- $13 patterns
+-- $14 batch_size
 -- $15 task
 -- $16 cap_ms
 -- $17 jitter
@@ -27,28 +27,28 @@ WITH s AS MATERIALIZED (
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
-	-- cursor: the batch's keyset (the next batch starts after its last).
-	SELECT b.ctid AS tid, b."id" AS id,
-		NULL::text AS node,
-		coalesce((SELECT u.i FROM unnest($11::text[]) WITH ORDINALITY AS u(p, i)
-			WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
-		left(b."last_error"::text, 2000) AS err,
-		NULL::timestamptz AS upd
-	FROM "app"."invoices" AS b
-	WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-	ORDER BY b."id" LIMIT $13
-), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any. again: a
-	-- parked row's instance ran again since it was parked.
+	-- cursor (the batch's keyset: the next batch starts after its last),
+	-- with their attempts rows, if any. again: a parked row's instance
+	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $14 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
-	FROM pick p LEFT JOIN LATERAL (
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+	FROM (
+		SELECT b.ctid AS tid, b."id" AS id,
+			NULL::text AS node,
+			coalesce((SELECT u.i FROM unnest($13::text[]) WITH ORDINALITY AS u(p, i)
+				WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
+			left(b."last_error"::text, 2000) AS err,
+			NULL::timestamptz AS upd
+		FROM "app"."invoices" AS b
+		WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+		ORDER BY b."id" LIMIT $14
+	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $14 AND a.instance = p.id::text AND a.task = $15 LIMIT 1) AS a ON true
+		WHERE a.workflow = $11 AND a.instance = p.id::text AND a.task = $15 LIMIT 1) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried).
@@ -56,11 +56,13 @@ WITH s AS MATERIALIZED (
 		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM rowed a
+	FROM pick a
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
+	-- Materialized when a delay is drawn (once per instance) or kept
+	-- reads it too; otherwise computed as moved reads it (no copy).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
@@ -121,7 +123,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $14, x.sid, $15, x.made, x.state, 'interrupt', $12,
+	SELECT $11, x.sid, $15, x.made, x.state, 'interrupt', $12,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -143,7 +145,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$18, x.node, $14, x.sid, $15, $12, nullif(x.to_state, ''),
+		$18, x.node, $11, x.sid, $15, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 	RETURNING id
@@ -153,8 +155,8 @@ WITH s AS MATERIALIZED (
 	-- and the batch wrote a retry at once without a row (of two first
 	-- batches at once, the lower start stays).
 	INSERT INTO "enginehealth".settle_cursors AS c (workflow, task, after_id)
-	SELECT $14, $15, min(ev.id) - 1 FROM ev
-	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $14 AND k.task = $15)
+	SELECT $11, $15, min(ev.id) - 1 FROM ev
+	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $11 AND k.task = $15)
 	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
 	HAVING count(*) > 0
 	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)

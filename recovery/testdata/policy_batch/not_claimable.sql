@@ -27,22 +27,22 @@ WITH s AS MATERIALIZED (
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
-	-- cursor: the batch's keyset (the next batch starts after its last).
-	SELECT b.ctid AS tid, b."id" AS id,
-		NULL::text AS node,
-		0 AS match,
-		NULL::text AS err,
-		NULL::timestamptz AS upd
-	FROM "app"."reports" AS b
-	WHERE b."state" = $11 AND TRUE
-		AND b."id" > $12
-	ORDER BY b."id" LIMIT $13
-), rowed AS MATERIALIZED (
-	-- The picked instances with their attempts rows, if any. again: a
-	-- parked row's instance ran again since it was parked.
+	-- cursor (the batch's keyset: the next batch starts after its last),
+	-- with their attempts rows, if any. again: a parked row's instance
+	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
 		CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again
-	FROM pick p LEFT JOIN LATERAL (
+	FROM (
+		SELECT b.ctid AS tid, b."id" AS id,
+			NULL::text AS node,
+			0 AS match,
+			NULL::text AS err,
+			NULL::timestamptz AS upd
+		FROM "app"."reports" AS b
+		WHERE b."state" = $11 AND TRUE
+			AND b."id" > $12
+		ORDER BY b."id" LIMIT $13
+	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
@@ -56,11 +56,13 @@ WITH s AS MATERIALIZED (
 		a.state AS read_state, CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END AS prev,
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
-	FROM rowed a
+	FROM pick a
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
-), d AS MATERIALIZED (
+), d AS NOT MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
+	-- Materialized when a delay is drawn (once per instance) or kept
+	-- reads it too; otherwise computed as moved reads it (no copy).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
@@ -85,7 +87,7 @@ WITH s AS MATERIALIZED (
 			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
 			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
 			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
-			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
+			NULL::float8 AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
 		FROM known p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
