@@ -237,6 +237,13 @@ func BenchmarkAPIOverTLS(b *testing.B) {
 			}
 		}
 	}
+	// Both daemons healthy before the first request (a daemon answers
+	// /healthz 503 until it is Ready: a busy host can be slower to get
+	// there than to register).
+	for name, s := range map[string]*side{"api-tls": sides[true], "api-plain": sides[false]} {
+		waitNodeStatus(b, c, name, nodes.StatusReady)
+		eventually(b, 30*time.Second, name+" healthy", func() (bool, error) { return get(s.clients[0], s.url) == nil, nil })
+	}
 	for _, s := range sides {
 		burst(s, 1, false) // the handshakes
 	}
