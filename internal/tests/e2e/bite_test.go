@@ -126,7 +126,9 @@ func TestCheckerBites(t *testing.T) {
 		},
 	} {
 		t.Run(tc.unsafe, func(t *testing.T) {
-			tc.opts.bin, tc.opts.unsafe = unsafeBinary(t), tc.unsafe
+			// Three sidecars: each case needs a master and two others
+			// (most nodes cut, a second master), not the fault run's five.
+			tc.opts.bin, tc.opts.unsafe, tc.opts.sidecars = unsafeBinary(t), tc.unsafe, 3
 			r := startFaultRun(t, 1, tc.opts)
 			tc.scenario(r)
 			close(r.stop)
@@ -202,7 +204,7 @@ func (r *faultRun) secondMaster() (restore func()) {
 // parked twice; it races until three batches lost.
 func TestAttemptGuardHolds(t *testing.T) {
 	t.Parallel()
-	r := startFaultRun(t, 1, faultOpts{bin: unsafeBinary(t), unsafe: "fencing,window"})
+	r := startFaultRun(t, 1, faultOpts{bin: unsafeBinary(t), unsafe: "fencing,window", sidecars: 3})
 	// As long as the biting test races, at least: until three batches
 	// lost to the guard.
 	lost := func() bool {
