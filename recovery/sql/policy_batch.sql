@@ -177,6 +177,10 @@ WITH s AS MATERIALIZED (
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
 		last_at, last_node FROM kept
 	{{- end}}
+), w AS MATERIALIZED (
+	-- The instances whose attempts rows are written or checked (none,
+	-- most often: one read of the batch for both writes below).
+	SELECT * FROM done WHERE writes_row OR att IS NOT NULL
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
 	-- primary key; a conflict fails the batch); after retries at once
@@ -188,7 +192,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
-	FROM done x WHERE x.writes_row AND x.att IS NULL{{if not .Guard}} ON CONFLICT DO NOTHING{{end}}
+	FROM w x WHERE x.writes_row AND x.att IS NULL{{if not .Guard}} ON CONFLICT DO NOTHING{{end}}
 	RETURNING 1
 ), upd AS (
 	-- The row read by the pick, by tuple id: if it changed since, it
@@ -199,7 +203,7 @@ WITH s AS MATERIALIZED (
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
 		stamp = coalesce(x.upd, a.stamp)
-	FROM done x
+	FROM w x
 	WHERE x.att IS NOT NULL AND {{if .Guard}}a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state{{else}}a.workflow = {{arg "workflow"}} AND a.instance = x.sid AND a.task = {{arg "task"}}{{end}}
 	RETURNING 1
 ), ev AS (
@@ -232,21 +236,24 @@ WITH s AS MATERIALIZED (
 	-- their failover grades.
 	INSERT INTO {{.Interruptions}} (run_id, node, workflow, task, instance)
 	SELECT {{arg "run"}}, x.node, {{arg "workflow"}}, {{arg "task"}}, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ({{arg "expired"}}::text[])
-){{end}}, counted AS (
-	UPDATE {{.Runs}} SET done = done + (SELECT count(*) FROM done) WHERE id = {{arg "run"}}
+){{end}}, tally AS (
+	-- The batch counted, in one read of it.
+	SELECT count(*) AS done, count(*) FILTER (WHERE kind = 'retry') AS retried, count(*) FILTER (WHERE kind = 'wait') AS waiting,
+		count(*) FILTER (WHERE kind = 'hold') AS held, count(*) FILTER (WHERE kind = 'fail') AS failed,
+		count(*) FILTER (WHERE state = 'exhausted') AS exhausted, count(*) FILTER (WHERE writes_row) AS writes,
+		{{if .Debug}}json_agg(json_build_object('instance', sid, 'kind', kind, 'to', to_state, 'node', coalesce(node, ''),
+			'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid){{else}}NULL::json{{end}} AS each
+	FROM done
+), counted AS (
+	UPDATE {{.Runs}} SET done = done + (SELECT t.done FROM tally t) WHERE id = {{arg "run"}}
 )
-SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
-	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
-	count(*) FILTER (WHERE state = 'exhausted'),
-	count(*) FILTER (WHERE writes_row), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
-	(SELECT count(*) FROM pick),
+SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	p.picked,
 	-- The cursor of the next batch.
 	{{- if .Failure}}
-	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''),
-	coalesce((SELECT max(p.upd)::text FROM pick p), ''),
+	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''), coalesce(p.upd::text, ''),
 	{{- else}}
-	coalesce((SELECT max(p.id)::text FROM pick p), ''), '',
+	coalesce(p.id::text, ''), '',
 	{{- end}}
-	{{if .Debug}}json_agg(json_build_object('instance', sid, 'kind', kind, 'to', to_state, 'node', coalesce(node, ''),
-		'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid){{else}}NULL::json{{end}}
-FROM done
+	t.each
+FROM tally t, (SELECT count(*) AS picked, max(p.id) AS id, max(p.upd) AS upd FROM pick p) AS p

@@ -116,6 +116,10 @@ WITH s AS MATERIALIZED (
 	UNION ALL
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
 		last_at, last_node FROM kept
+), w AS MATERIALIZED (
+	-- The instances whose attempts rows are written or checked (none,
+	-- most often: one read of the batch for both writes below).
+	SELECT * FROM done WHERE writes_row OR att IS NOT NULL
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
 	-- primary key; a conflict fails the batch); after retries at once
@@ -127,7 +131,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
-	FROM done x WHERE x.writes_row AND x.att IS NULL
+	FROM w x WHERE x.writes_row AND x.att IS NULL
 	RETURNING 1
 ), upd AS (
 	-- The row read by the pick, by tuple id: if it changed since, it
@@ -138,7 +142,7 @@ WITH s AS MATERIALIZED (
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
 		stamp = coalesce(x.upd, a.stamp)
-	FROM done x
+	FROM w x
 	WHERE x.att IS NOT NULL AND a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state
 	RETURNING 1
 ), ev AS (
@@ -160,15 +164,19 @@ WITH s AS MATERIALIZED (
 	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
 	HAVING count(*) > 0
 	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
+), tally AS (
+	-- The batch counted, in one read of it.
+	SELECT count(*) AS done, count(*) FILTER (WHERE kind = 'retry') AS retried, count(*) FILTER (WHERE kind = 'wait') AS waiting,
+		count(*) FILTER (WHERE kind = 'hold') AS held, count(*) FILTER (WHERE kind = 'fail') AS failed,
+		count(*) FILTER (WHERE state = 'exhausted') AS exhausted, count(*) FILTER (WHERE writes_row) AS writes,
+		NULL::json AS each
+	FROM done
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM done) WHERE id = $18
+	UPDATE "enginehealth".runs SET done = done + (SELECT t.done FROM tally t) WHERE id = $18
 )
-SELECT count(*) FILTER (WHERE kind = 'retry'), count(*) FILTER (WHERE kind = 'wait'),
-	count(*) FILTER (WHERE kind = 'hold'), count(*) FILTER (WHERE kind = 'fail'),
-	count(*) FILTER (WHERE state = 'exhausted'),
-	count(*) FILTER (WHERE writes_row), (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
-	(SELECT count(*) FROM pick),
+SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	p.picked,
 	-- The cursor of the next batch.
-	coalesce((SELECT max(p.id)::text FROM pick p), ''), '',
-	NULL::json
-FROM done
+	coalesce(p.id::text, ''), '',
+	t.each
+FROM tally t, (SELECT count(*) AS picked, max(p.id) AS id, max(p.upd) AS upd FROM pick p) AS p
