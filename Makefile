@@ -33,7 +33,8 @@ package:
 #                  cluster with pauses, the rolling upgrade…);
 #                  test-faults-tls, a second, shorter fault run (20
 #                  faults, seed 2: 20 of the 27 kinds, kill-master among
-#                  them) injected into the TLS-everywhere cluster;
+#                  them) injected into a TLS-everywhere cluster of three
+#                  sidecars;
 #                  test-failover, the kill failover benchmark three times
 #                  over (a killed master returns un-acked: the benchmark
 #                  acks it, as an operator would);
@@ -68,8 +69,13 @@ test: lint $(GOTESTSUM)
 
 # A lane runs its parts one after the other, each to its end (a failed
 # part does not stop the next), and fails if one failed.
+# lane-processes builds the programs the e2e package runs once, for its
+# three parts (EH_E2E_BIN; the package builds them itself when unset).
+E2E_BINS := ./cmd/enginehealth ./cmd/demo-engine ./internal/testkit/etcdtest/etcdmember
 lane-processes:
-	@code=0; for p in test-e2e test-faults-tls test-failover; do $(MAKE) --no-print-directory $$p || code=1; done; exit $$code
+	@$(GO) build -o test-output/e2e-bin/ $(E2E_BINS) || exit 1; \
+		export EH_E2E_BIN=$(CURDIR)/test-output/e2e-bin; \
+		code=0; for p in test-e2e test-faults-tls test-failover; do $(MAKE) --no-print-directory $$p || code=1; done; exit $$code
 lane-packages:
 	@code=0; for p in test-unit test-race test-fuzz; do $(MAKE) --no-print-directory $$p || code=1; done; exit $$code
 
@@ -85,10 +91,16 @@ test-unit:
 	$(SUM) -p 1 -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/test-output/unit $(UNIT_PKGS)
 test-race:
 	EH_STRESS_SECONDS=10 $(SUM) -race -count=1 -timeout 10m $(RACE_PKGS)
+# The TLS fault run has three sidecars (the fewest that take process
+# faults), not the plain run's five: about a third less CPU.
 test-faults-tls:
 	mkdir -p test-output/faults-tls
-	EH_FAULT_TLS=1 EH_FAULTS=20 EH_FAULT_SEED=2 $(SUM) -count=1 -timeout 10m -run '^TestFaults$$' \
+	EH_FAULT_TLS=1 EH_FAULTS=20 EH_FAULT_SEED=2 EH_FAULT_SIDECARS=3 $(SUM) -count=1 -timeout 10m -run '^TestFaults$$' \
 		-artifacts -outputdir $(CURDIR)/test-output/faults-tls ./internal/tests/e2e
+# Each fuzzing run starts from the committed seed corpora alone (a fuzz
+# cache of its own under test-output/, as on a clean CI machine): the
+# corpus go keeps in its build cache grows with every run, and reading
+# it back first took FuzzParse 33 s after a few hundred runs.
 # The fuzzing runs are counts, not durations: go1.26's fuzz coordinator
 # can fail a run that found nothing with "context deadline exceeded" when
 # a -fuzztime duration ends while a starved worker is mid-input
@@ -96,9 +108,9 @@ test-faults-tls:
 # machine, 40-95 s beside the other lane (2026-11-26): with the e2e
 # package, most of the suite's CPU.
 test-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20000x -fuzzminimizetime 100x -parallel 1 ./configs
-	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 30000x -fuzzminimizetime 100x -parallel 1 ./internal/app/api
-	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 6000x -fuzzminimizetime 100x -parallel 1 ./claims
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20000x -fuzzminimizetime 100x -parallel 1 ./configs -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
+	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 30000x -fuzzminimizetime 100x -parallel 1 ./internal/app/api -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
+	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 6000x -fuzzminimizetime 100x -parallel 1 ./claims -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
 test-failover:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$/^kill$$' -benchtime 3x ./internal/tests/e2e
 

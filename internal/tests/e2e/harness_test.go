@@ -47,23 +47,40 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreTopFunction("github.com/enginehealth/enginehealth/internal/testkit/faultproxy.(*counter).Pipe"))
 }
 
+// e2eBinaries are the programs the tests run.
+var e2eBinaries = []string{"github.com/enginehealth/enginehealth/cmd/enginehealth",
+	"github.com/enginehealth/enginehealth/cmd/demo-engine", "github.com/enginehealth/enginehealth/internal/testkit/etcdtest/etcdmember"}
+
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "ehbin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// EH_E2E_BIN: a directory where the caller built e2eBinaries (make
+	// test's lane builds them once for its three runs of this package:
+	// go build finds nothing to compile, but links again, 14 CPU-s a
+	// run). Unset: they are built into a temporary directory.
+	dir := os.Getenv("EH_E2E_BIN")
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "ehbin-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		build := exec.Command("go", append([]string{"build", "-o", dir}, e2eBinaries...)...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: build:", err)
+			return 1
+		}
 	}
-	defer os.RemoveAll(dir)
 	bin = filepath.Join(dir, "enginehealth")
 	engineBin = filepath.Join(dir, "demo-engine")
 	memberBin = filepath.Join(dir, "etcdmember")
-	build := exec.Command("go", "build", "-o", dir, "github.com/enginehealth/enginehealth/cmd/enginehealth",
-		"github.com/enginehealth/enginehealth/cmd/demo-engine", "github.com/enginehealth/enginehealth/internal/testkit/etcdtest/etcdmember")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build:", err)
-		return 1
+	for _, p := range []string{bin, engineBin, memberBin} {
+		if _, err := os.Stat(p); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: EH_E2E_BIN=%s: %v\n", dir, err)
+			return 1
+		}
 	}
+	var err error
 	if etcd, err = etcdtest.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
