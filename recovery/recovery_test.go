@@ -426,3 +426,57 @@ func TestRepairRefusedOnAnotherCluster(t *testing.T) {
 		t.Fatalf("the repair on its own cluster: %v", err)
 	}
 }
+
+// TestRepairsUUIDIds: a workflow whose ids are uuids (a type with an
+// order but no max) is repaired in batches, its interrupted instances
+// and its failed ones (the failure cursor, after a first pass sets the
+// watermark) alike.
+func TestRepairsUUIDIds(t *testing.T) {
+	db := pg.MigratedDB(t)
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.docs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), status text NOT NULL,
+			updated_at timestamptz NOT NULL DEFAULT now());
+		CREATE TABLE app.docs_claim (instance_id uuid PRIMARY KEY, node text NOT NULL, token text NOT NULL,
+			claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
+		INSERT INTO app.docs (status) SELECT 'Rendering' FROM generate_series(1, 5);
+		INSERT INTO app.docs (status) SELECT 'Done' FROM generate_series(1, 5);`)
+	docs := Workflow{Name: "docs", Table: "app.docs", IDColumn: "id", StatusColumn: "status", UpdatedColumn: "updated_at",
+		Claims: &claims.Table{Instances: "app.docs", IDColumn: "id", StatusColumn: "status", Claims: "app.docs_claim",
+			InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token", ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+		Tasks: []Task{{Task: claims.Task{Name: "render", Begin: "Queued", Interim: "Rendering", Ends: []string{"Done"}, Failed: "RenderFailed"},
+			AtomicInternal: true, OnFailure: Policy{Strategy: StrategyRetry, MaxAttempts: 2,
+				Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}}}}
+	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
+	events := audit.New("enginehealth")
+	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{docs}, BatchSize: 2, Log: leadertest.Quiet}))
+	ctx := context.Background()
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 5 {
+		t.Fatalf("interrupted uuid instances: %d repaired, %v; want 5", res.Done(), err)
+	}
+	if got := states(t, db, `SELECT status AS s, count(*) AS n FROM app.docs GROUP BY status`); got["Queued"] != 5 {
+		t.Fatalf("after the repair: %v, want 5 Queued", got)
+	}
+	// The first failure pass sets the watermark; the engine then fails
+	// the five it finished, and the next pass schedules their retries.
+	if _, err := r.Failures(ctx, o, res.RunID); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`UPDATE app.docs SET status = 'RenderFailed', updated_at = now() + interval '1 second' WHERE status = 'Done'`)
+	fs, err := r.Failures(ctx, o, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scheduled int64
+	for _, f := range fs {
+		scheduled += f.Scheduled
+	}
+	var waiting int
+	if err := db.Get(&waiting, `SELECT count(*) FROM enginehealth.attempts WHERE workflow = 'docs' AND state = 'waiting'`); err != nil {
+		t.Fatal(err)
+	}
+	if scheduled != 5 || waiting != 5 {
+		t.Fatalf("failed uuid instances: %d retries scheduled, %d attempts rows waiting; want 5 and 5 (%+v)", scheduled, waiting, fs)
+	}
+}

@@ -122,8 +122,9 @@ WITH s AS MATERIALIZED (
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
 		last_at, last_node FROM kept
 ), w AS MATERIALIZED (
-	-- The instances whose attempts rows are written or checked (none,
-	-- most often: one read of the batch for both writes below).
+	-- The instances whose attempts rows are written or checked (for
+	-- the default policy's retries at once, with Rowless, none: one read
+	-- of the batch for both writes below).
 	SELECT * FROM done WHERE writes_row OR att IS NOT NULL
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
@@ -176,6 +177,8 @@ WITH s AS MATERIALIZED (
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
 	-- The cursor of the next batch.
-	coalesce(p.id::text, ''), '',
+	-- (ORDER BY, not max: an id of a type without max, uuid, has an
+	-- order.)
+	coalesce((SELECT p.id::text FROM pick p ORDER BY p.id DESC LIMIT 1), ''), '',
 	t.each
-FROM tally t, (SELECT count(*) AS picked, max(p.id) AS id, max(p.upd) AS upd FROM pick p) AS p
+FROM tally t, (SELECT count(*) AS picked, max(p.upd) AS upd FROM pick p) AS p
