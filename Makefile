@@ -60,22 +60,22 @@ RACE_PKGS  := $(RACE_ONLY) ./internal/app/demoengine
 UNIT_PKGS   = $(filter-out ./internal/tests/e2e $(RACE_ONLY),$(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}./{{.ImportPath}}{{end}}' ./... | sed 's#^./github.com/enginehealth/enginehealth#.#'))
 GOTESTSUM := bin/gotestsum
 SUM = $(GOTESTSUM) --format pkgname --format-hide-empty-pkg --jsonfile test-output/$@.json --
-.PHONY: e2e-bin $(PARTS)
+.PHONY: $(PARTS)
 test: lint $(GOTESTSUM)
 	rm -rf test-output && mkdir -p test-output
+	$(GO) build -o test-output/e2e-bin/ $(E2E_BINS)
 	@start=$$(date +%s); \
-		$(MAKE) --no-print-directory -k -j2 --output-sync=target $(PARTS); code=$$?; \
+		EH_E2E_BIN=$(CURDIR)/test-output/e2e-bin $(MAKE) --no-print-directory -k -j2 --output-sync=target $(PARTS); code=$$?; \
 		echo; echo "slowest tests:"; cat test-output/*.json | $(GOTESTSUM) tool slowest --threshold 20s; \
 		find test-output -name status-page.png -printf "status page screenshot: %p\n"; \
 		echo "make test: $$(( $$(date +%s) - start )) s (after make lint), exit $$code"; exit $$code
 
-# The programs the e2e package runs, built once for its three parts
-# (EH_E2E_BIN; the package builds them itself when it is unset).
+# The programs the e2e package runs: make test builds them once, before
+# its parts, for the package's three parts (EH_E2E_BIN; a part run alone
+# builds them itself). Not a prerequisite of those parts: make -j2 gave
+# the slot freed by the build to the next part of PARTS, and the e2e
+# package started minutes late.
 E2E_BINS := ./cmd/enginehealth ./cmd/demo-engine ./internal/testkit/etcdtest/etcdmember
-e2e-bin:
-	$(GO) build -o test-output/e2e-bin/ $(E2E_BINS)
-test-e2e test-faults-tls test-failover: e2e-bin
-test-e2e test-faults-tls test-failover: export EH_E2E_BIN = $(CURDIR)/test-output/e2e-bin
 
 # e2e runs at -parallel 3: its tests wait more than they compute (lease
 # TTLs, a stuck master's minute), and at go test's default (2 on 2
