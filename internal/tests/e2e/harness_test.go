@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"go.uber.org/goleak"
 
 	"github.com/enginehealth/enginehealth/internal/app/api"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
@@ -39,12 +38,8 @@ var (
 	memberBin string // etcdtest's etcdmember, for multi-process etcd clusters
 )
 
-// TestMain ignores one leak that is toxiproxy's (v2.12.0), not ours: when
-// a toxic is removed from a link whose connection the other side has
-// closed, its noop toxic's goroutine stays blocked on a send for good.
 func TestMain(m *testing.M) {
-	testkit.Main(m, testMain, goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
-		goleak.IgnoreTopFunction("github.com/enginehealth/enginehealth/internal/testkit/faultproxy.(*counter).Pipe"))
+	testkit.Main(m, testMain)
 }
 
 // e2eBinaries are the programs the tests run.
