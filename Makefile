@@ -105,12 +105,13 @@ test-faults-tls:
 # can fail a run that found nothing with "context deadline exceeded" when
 # a -fuzztime duration ends while a starved worker is mid-input
 # (golang/go#75804, fixed in go1.27). 20-50 s each on a quiet 2-core
-# machine, 40-95 s beside the other lane (2026-11-26): with the e2e
-# package, most of the suite's CPU.
+# machine (2026-11-27).
+FUZZ = $(GO) test -run '^$$' -fuzzminimizetime 100x -parallel 1
+FUZZCACHE = -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
 test-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20000x -fuzzminimizetime 100x -parallel 1 ./configs -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
-	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 30000x -fuzzminimizetime 100x -parallel 1 ./internal/app/api -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
-	$(GO) test -run '^$$' -fuzz '^FuzzClaims$$' -fuzztime 6000x -fuzzminimizetime 100x -parallel 1 ./claims -args -test.fuzzcachedir=$(CURDIR)/test-output/fuzzcache
+	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime 20000x ./configs $(FUZZCACHE)
+	$(FUZZ) -fuzz '^FuzzHandler$$' -fuzztime 30000x ./internal/app/api $(FUZZCACHE)
+	$(FUZZ) -fuzz '^FuzzClaims$$' -fuzztime 6000x ./claims $(FUZZCACHE)
 test-failover:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$/^kill$$' -benchtime 3x ./internal/tests/e2e
 

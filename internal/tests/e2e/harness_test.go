@@ -48,9 +48,9 @@ var e2eBinaries = []string{"github.com/enginehealth/enginehealth/cmd/enginehealt
 
 func testMain(m *testing.M) int {
 	// EH_E2E_BIN: a directory where the caller built e2eBinaries (make
-	// test's lane builds them once for its three runs of this package:
-	// go build finds nothing to compile, but links again, 14 CPU-s a
-	// run). Unset: they are built into a temporary directory.
+	// test builds them once, before its parts, for its three runs of
+	// this package: go build finds nothing to compile, but links again,
+	// 14 CPU-s a run). Unset: they are built into a temporary directory.
 	dir := os.Getenv("EH_E2E_BIN")
 	if dir == "" {
 		var err error
