@@ -27,6 +27,7 @@ const (
 	DefaultShutdownTimeout  = 10 * time.Second
 	DefaultAutoSyncInterval = 30 * time.Second
 	DefaultListen           = "127.0.0.1:8642"
+	DefaultSessionTTL       = 8 * time.Hour
 	DefaultLogFormat        = "auto"
 	DefaultLogLevel         = "info"
 	DefaultInstanceColumn   = "instance_id"
@@ -225,6 +226,8 @@ type API struct {
 	// a client certificate from TLS.ClientCAFile: role read, its CN the
 	// name).
 	AuthReads bool `yaml:"auth_reads"`
+	// SessionTTL is how long a console session lasts after its sign-in.
+	SessionTTL time.Duration `yaml:"session_ttl"`
 	// TLS serves the API over HTTPS (nil: plain HTTP).
 	TLS *APITLS `yaml:"tls"`
 

@@ -223,6 +223,7 @@ var Keys = map[string]KeyDoc{
 	"API.token_file":  {Doc: "a file holding one bearer token, the operator named `operator` with role `operate`; with none of `tokens_file`, `token_file` and `token_env`, mutations are off", Rule: "not with `tokens_file` or `token_env`; visible ASCII, at most 1,024 characters (fewer than 16 is a warning)"},
 	"API.token_env":   {Doc: "an environment variable holding that one bearer token", Rule: "not with `tokens_file` or `token_file`"},
 	"API.auth_reads":  {Doc: "every read (`GET /v1/*`, the status page) needs a token of either role; `/healthz`, `/readyz`, `/metrics` and `/v1/leader?local=true` stay open", Default: false, Rule: "needs `tokens_file`, `token_file` or `token_env`"},
+	"API.session_ttl": {Doc: "how long an operator's console session (`/console`, signed in with a token) lasts after its sign-in; sessions live in this node's memory and end with it", Default: DefaultSessionTTL, Min: minSessionTTL, Max: maxSessionTTL},
 	"API.tls":         {Doc: "serve the API over HTTPS (TLS 1.2 at least); files are checked at load and their expiry watched", DefaultText: "plain HTTP"},
 
 	"APITLS.cert_file":      {Doc: "this node's certificate (PEM); under `client_auth: require` also its client certificate when it forwards to the master", DefaultText: required},

@@ -258,6 +258,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.Recovery.BatchSize = cmp.Or(c.Recovery.BatchSize, recovery.DefaultBatchSize)
 	c.Failover.Window = cmp.Or(c.Failover.Window, nodes.DefaultGradeWindow)
+	c.API.SessionTTL = cmp.Or(c.API.SessionTTL, DefaultSessionTTL)
 	c.Failover.QuietPeriod = cmp.Or(c.Failover.QuietPeriod, nodes.DefaultQuietPeriod)
 	if c.Failover.MaxErrorFraction == nil {
 		f := nodes.DefaultMaxErrorFraction

@@ -141,6 +141,8 @@ const (
 	minSweepInterval      = time.Second
 	minClaimTimeout       = time.Second
 	minGradePeriod        = time.Second
+	minSessionTTL         = time.Second
+	maxSessionTTL         = 7 * 24 * time.Hour
 	minBackoffDelay       = time.Millisecond
 	minOpenConns          = 2
 	minBatchSize          = 1
@@ -278,6 +280,7 @@ func (c *Config) validate(v *validator) {
 
 	// failover
 	v.within("failover.window", c.Failover.Window, minGradePeriod, maxGradePeriod)
+	v.within("api.session_ttl", c.API.SessionTTL, minSessionTTL, maxSessionTTL)
 	v.within("failover.quiet_period", c.Failover.QuietPeriod, minGradePeriod, maxGradePeriod)
 	if f := *c.Failover.MaxErrorFraction; !(f >= 0 && f <= 1) {
 		v.add("failover.max_error_fraction", "must be in [0, 1], got %v", f)

@@ -150,9 +150,12 @@ func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.Retry
 }
 
 // Instance returns what the sidecar knows of one instance.
-func (p *Ops) Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error) {
-	return p.reads().Instance(ctx, ref, limit)
+func (p *Ops) Instance(ctx context.Context, ref recovery.Ref, ip recovery.InstanceParams) (recovery.InstanceView, error) {
+	return p.reads().Instance(ctx, ref, ip)
 }
+
+// Workflows returns the names of the configured workflows.
+func (p *Ops) Workflows() []string { return p.reads().Workflows() }
 
 // HoldsOpen counts the open holds and the oldest one's wait.
 func (p *Ops) HoldsOpen(ctx context.Context) (int64, time.Duration, error) {

@@ -461,7 +461,7 @@ func BenchmarkInstanceHistory(b *testing.B) {
 		for i := range reads {
 			id := fmt.Sprint((i*7919 + 13) % instances)
 			t0 := time.Now()
-			v, err := r.Instance(ctx, Ref{"orders", id}, 0)
+			v, err := r.Instance(ctx, Ref{"orders", id}, InstanceParams{})
 			took = append(took, float64(time.Since(t0).Microseconds())/1000)
 			if err != nil || len(v.Events) != events/instances {
 				b.Fatalf("instance %s: %d events, %v", id, len(v.Events), err)

@@ -29,10 +29,21 @@ type InstanceView struct {
 	Claim *claims.ClaimRow
 	// Attempts holds one per task a policy or an operator acted on.
 	Attempts []AttemptView
-	// Events about the instance, oldest first; Truncated: more than
-	// the limit exist (page on with events after the last id).
+	// Events about the instance, oldest first (newest first with
+	// InstanceParams.Newest); Truncated: more than the limit exist (page
+	// on with events after the last id, or before it).
 	Events    []audit.Event
 	Truncated bool
+}
+
+// InstanceParams says which of an instance's events Instance returns.
+type InstanceParams struct {
+	// Limit of events; DefaultInstanceEvents when 0.
+	Limit int
+	// Newest returns the newest events first; BeforeID, when set, those
+	// with a smaller id (the next page of a timeline read back in time).
+	Newest   bool
+	BeforeID int64
 }
 
 // AttemptView is an attempts row.
@@ -62,7 +73,7 @@ const DefaultInstanceEvents = 1000
 // an unknown workflow, ErrNoInstance when the instance table has no such
 // row and no attempts row or event names it. Every read is one index
 // probe (the events through their hash index on instance).
-func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceView, error) {
+func (r *Repairer) Instance(ctx context.Context, ref Ref, p InstanceParams) (InstanceView, error) {
 	v := InstanceView{Workflow: ref.Workflow, Instance: ref.Instance, Attempts: []AttemptView{}}
 	w, err := r.workflow(ref.Workflow)
 	if err != nil {
@@ -98,8 +109,9 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, limit int) (InstanceVi
 		v.Attempts = append(v.Attempts, cases...)
 		slices.SortFunc(v.Attempts, func(a, b AttemptView) int { return cmp.Compare(a.Task, b.Task) })
 	}
-	limit = cmp.Or(limit, DefaultInstanceEvents)
-	v.Events, err = r.cfg.Events.List(ctx, r.cfg.DB, audit.ListParams{Workflow: ref.Workflow, Instance: ref.Instance, Limit: limit + 1})
+	limit := cmp.Or(p.Limit, DefaultInstanceEvents)
+	v.Events, err = r.cfg.Events.List(ctx, r.cfg.DB, audit.ListParams{Workflow: ref.Workflow, Instance: ref.Instance, Limit: limit + 1,
+		Newest: p.Newest, BeforeID: p.BeforeID})
 	if err != nil {
 		return v, err
 	}

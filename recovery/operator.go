@@ -166,6 +166,16 @@ func (r *Repairer) HoldsOpen(ctx context.Context) (n int64, oldest time.Duration
 	return row.N, time.Duration(row.Age * float64(time.Second)), nil
 }
 
+// Workflows returns the names of the configured workflows, in the
+// configuration's order.
+func (r *Repairer) Workflows() []string {
+	names := make([]string, len(r.cfg.Workflows))
+	for i, w := range r.cfg.Workflows {
+		names[i] = w.Name
+	}
+	return names
+}
+
 func (r *Repairer) workflow(name string) (Workflow, error) {
 	i := slices.IndexFunc(r.cfg.Workflows, func(w Workflow) bool { return w.Name == name })
 	if i < 0 {

@@ -206,7 +206,7 @@ func TestInstanceView(t *testing.T) {
 	ctx := context.Background()
 	f.db.MustExec(`INSERT INTO app.orders_claim VALUES (1, 'n7', 'tok1', now() - interval '1h', now() - interval '1s')`)
 	f.check()
-	v, err := f.r.Instance(ctx, Ref{"orders", "1"}, 0)
+	v, err := f.r.Instance(ctx, Ref{"orders", "1"}, InstanceParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,21 +223,21 @@ func TestInstanceView(t *testing.T) {
 	if strings.Join(kinds, " ") != "claim_expired retry_scheduled" || v.Events[1].Attempt == nil || *v.Events[1].Attempt != 1 {
 		t.Fatalf("events of orders/1: %v", kinds)
 	}
-	if v, err := f.r.Instance(ctx, Ref{"orders", "1"}, 1); err != nil || len(v.Events) != 1 || !v.Truncated {
+	if v, err := f.r.Instance(ctx, Ref{"orders", "1"}, InstanceParams{Limit: 1}); err != nil || len(v.Events) != 1 || !v.Truncated {
 		t.Fatalf("view with limit 1: %+v, %v", v, err)
 	}
 	// A live claim is shown.
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 3;
 		INSERT INTO app.orders_claim VALUES (3, 'n8', 'tok3', now(), now() + interval '1h')`)
-	if v, err := f.r.Instance(ctx, Ref{"orders", "3"}, 0); err != nil || v.Claim == nil || v.Claim.Node != "n8" || v.Claim.Expired {
+	if v, err := f.r.Instance(ctx, Ref{"orders", "3"}, InstanceParams{}); err != nil || v.Claim == nil || v.Claim.Node != "n8" || v.Claim.Expired {
 		t.Fatalf("view of a claimed instance: %+v, %v", v, err)
 	}
 	for _, id := range []string{"999", "abc", "1 OR 1=1"} {
-		if _, err := f.r.Instance(ctx, Ref{"orders", id}, 0); !errors.Is(err, ErrNoInstance) {
+		if _, err := f.r.Instance(ctx, Ref{"orders", id}, InstanceParams{}); !errors.Is(err, ErrNoInstance) {
 			t.Errorf("view of %q: %v, want ErrNoInstance", id, err)
 		}
 	}
-	if _, err := f.r.Instance(ctx, Ref{"nope", "1"}, 0); !errors.Is(err, ErrScope) {
+	if _, err := f.r.Instance(ctx, Ref{"nope", "1"}, InstanceParams{}); !errors.Is(err, ErrScope) {
 		t.Errorf("unknown workflow: %v", err)
 	}
 }

@@ -393,9 +393,10 @@ func (d *daemon) buildAPI() error {
 			Candidates: func(ctx context.Context) ([]leader.Candidate, error) {
 				return leader.Candidates(ctx, d.etcd, apiFence, cfg.Etcd.Prefix, apiStore.AddressOf)
 			},
-			Auth:      auth,
-			AuthReads: cfg.API.AuthReads,
-			Forward:   peerClient(cfg.API.PeerTLS, cfg.API.PeerCAs),
+			Auth:       auth,
+			AuthReads:  cfg.API.AuthReads,
+			SessionTTL: cfg.API.SessionTTL,
+			Forward:    peerClient(cfg.API.PeerTLS, cfg.API.PeerCAs),
 			Ops: &health.Ops{Elector: d.elector, Checker: d.checker, Recovery: d.repairer, Reads: reads,
 				Pauses: apiPauses},
 			Metrics:  d.metrics.Handler(),

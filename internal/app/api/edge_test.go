@@ -158,7 +158,9 @@ func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recover
 	return recovery.HoldResult{}, s.call("holds "+d.Action, d.By.Actor, d.By.Via, d.Workflow, d.Reason)
 }
 
-func (s *store) Instance(_ context.Context, ref recovery.Ref, _ int) (recovery.InstanceView, error) {
+func (s *store) Workflows() []string { return []string{"orders"} }
+
+func (s *store) Instance(_ context.Context, ref recovery.Ref, _ recovery.InstanceParams) (recovery.InstanceView, error) {
 	return recovery.InstanceView{}, s.call("instance", ref.Workflow, ref.Instance)
 }
 

@@ -35,7 +35,8 @@ type MasterOps interface {
 	Waiting(ctx context.Context, workflow string, limit int) ([]recovery.WaitingRetry, error)
 	DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error)
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
-	Instance(ctx context.Context, ref recovery.Ref, limit int) (recovery.InstanceView, error)
+	Instance(ctx context.Context, ref recovery.Ref, p recovery.InstanceParams) (recovery.InstanceView, error)
+	Workflows() []string
 	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
 	HoldsOpen(ctx context.Context) (int64, time.Duration, error)
 	Run(ctx context.Context, id int64) (recovery.RunDetail, error)

@@ -181,7 +181,8 @@ func (downOps) DecideHolds(context.Context, recovery.HoldDecision) (recovery.Hol
 func (downOps) Retry(context.Context, recovery.ManualRetry) (recovery.RetryResult, error) {
 	return recovery.RetryResult{}, errDown
 }
-func (downOps) Instance(context.Context, recovery.Ref, int) (recovery.InstanceView, error) {
+func (downOps) Workflows() []string { return nil }
+func (downOps) Instance(context.Context, recovery.Ref, recovery.InstanceParams) (recovery.InstanceView, error) {
 	return recovery.InstanceView{}, errDown
 }
 func (downOps) RetryStats(context.Context) ([]recovery.RetryStats, error) { return nil, errDown }
@@ -373,7 +374,9 @@ func (o *specOps) Retry(_ context.Context, m recovery.ManualRetry) (recovery.Ret
 		Manual: 1, Attempts: 3, Replaced: "scheduled retry"}, nil
 }
 
-func (o *specOps) Instance(_ context.Context, ref recovery.Ref, _ int) (recovery.InstanceView, error) {
+func (o *specOps) Workflows() []string { return []string{"orders"} }
+
+func (o *specOps) Instance(_ context.Context, ref recovery.Ref, _ recovery.InstanceParams) (recovery.InstanceView, error) {
 	switch {
 	case ref.Workflow == "unknown":
 		return recovery.InstanceView{}, fmt.Errorf("%w: no workflow named unknown", recovery.ErrScope)

@@ -220,13 +220,13 @@ func (h *handler) instance(in string) http.HandlerFunc {
 }
 
 func (h *handler) instanceOf(w http.ResponseWriter, r *http.Request, ref recovery.Ref) {
-	limit, ok := intParam(w, r, "limit", recovery.DefaultInstanceEvents)
+	p, ok := instanceParams(w, r)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	v, err := h.cfg.Ops.Instance(ctx, ref, limit)
+	v, err := h.cfg.Ops.Instance(ctx, ref, p)
 	switch {
 	case errors.Is(err, recovery.ErrScope):
 		writeError(w, http.StatusNotFound, afterSentinel(err, recovery.ErrScope))
@@ -237,6 +237,33 @@ func (h *handler) instanceOf(w http.ResponseWriter, r *http.Request, ref recover
 	default:
 		writeJSON(w, http.StatusOK, wireInstance(v))
 	}
+}
+
+// instanceParams reads the instance routes' limit, order (oldest, the
+// default, or newest) and before (only with order=newest: paging back).
+func instanceParams(w http.ResponseWriter, r *http.Request) (recovery.InstanceParams, bool) {
+	var p recovery.InstanceParams
+	var ok bool
+	if p.Limit, ok = intParam(w, r, "limit", recovery.DefaultInstanceEvents); !ok {
+		return p, false
+	}
+	switch order, _ := queryValue(r, "order"); order {
+	case "", "oldest":
+	case "newest":
+		p.Newest = true
+	default:
+		writeProblem(w, http.StatusBadRequest, "query parameter order: not oldest or newest", "got "+quoteShort(order))
+		return p, false
+	}
+	if p.BeforeID, ok = idParam(w, r, "before"); !ok {
+		return p, false
+	}
+	if _, given := queryValue(r, "before"); given && (!p.Newest || p.BeforeID == 0) {
+		writeProblem(w, http.StatusBadRequest, "query parameter before: only with order=newest, and a positive id",
+			"page oldest first with GET /v1/events?instance=…&after=")
+		return p, false
+	}
+	return p, true
 }
 
 func (h *handler) retryStats(w http.ResponseWriter, r *http.Request) {

@@ -103,6 +103,9 @@ type Config struct {
 	Etcd func() apitype.EtcdState
 	// Build is this binary's build (nil: not said).
 	Build *apitype.Build
+	// SessionTTL is how long a console session lasts; default
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
 	// VerifyForwarders means client CAs are configured, so a node that
 	// forwards a request presents its certificate; a forwarded-by header
 	// without one is not believed (see handler.via).
@@ -118,7 +121,7 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.Clock = time.Now
 	}
 	h := &handler{cfg: cfg, log: cfg.Log.With("component", "api"), slots: newSlots(cmp.Or(cfg.MaxDBRequests, DefaultMaxDBRequests)),
-		fails: newAuthFailures(authFailAddrs, cfg.Clock)}
+		fails: newAuthFailures(authFailAddrs, cfg.Clock), sessions: newSessions(cmp.Or(cfg.SessionTTL, DefaultSessionTTL), cfg.Clock)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
@@ -144,8 +147,8 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/holds/fail", only(h.mutation(h.decideHolds(recovery.DecideFail))))
 	mux.HandleFunc("POST /v1/retry", only(h.mutation(h.limited(h.retry))))
 	mux.HandleFunc("GET /v1/holds", only(h.read(h.limited(h.listHolds)), "workflow", "limit"))
-	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.read(h.limited(h.instance("path"))), "limit"))
-	mux.HandleFunc("GET /v1/instances", only(h.read(h.limited(h.instance("query"))), "workflow", "id", "limit"))
+	mux.HandleFunc("GET /v1/instances/{workflow}/{id...}", only(h.read(h.limited(h.instance("path"))), "limit", "order", "before"))
+	mux.HandleFunc("GET /v1/instances", only(h.read(h.limited(h.instance("query"))), "workflow", "id", "limit", "order", "before"))
 	// Without an id: a 404 here, where the mux would redirect to the
 	// path with a slash (and an empty id).
 	mux.HandleFunc("/v1/instances/{workflow}", func(w http.ResponseWriter, r *http.Request) {
@@ -160,6 +163,7 @@ func NewHandler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /v1/events", only(h.read(h.limited(h.events)), "after", "limit", "node", "workflow", "instance", "kind", "run", "since", "until"))
 	mux.HandleFunc("GET /v1/nodes", only(h.read(h.limited(h.listNodes))))
 	mux.HandleFunc("GET /v1/nodes/{name}", only(h.read(h.limited(h.getNode))))
+	h.consoleRoutes(mux)
 	if cfg.Metrics != nil {
 		// Open, like /healthz and /readyz: scraped by Prometheus.
 		mux.HandleFunc("GET /metrics", h.limited(cfg.Metrics.ServeHTTP))
@@ -175,7 +179,8 @@ func NewHandler(cfg Config) http.Handler {
 		}
 		writeError(w, http.StatusNotFound, "no such endpoint: "+quoteShort(r.Method)+" "+quoteShort(r.URL.Path))
 	})
-	return h.edge(mux)
+	h.api = h.edge(mux)
+	return h.api
 }
 
 // allowed lists the methods whose routes in mux take r's path (GET
@@ -198,6 +203,11 @@ type handler struct {
 	log   *slog.Logger
 	slots *slots
 	fails *authFailures
+	// sessions are the console's signed-in operators (session.go).
+	sessions *sessions
+	// api is the whole handler, edge included: the console's actions
+	// call its routes (console.go, callAPI).
+	api http.Handler
 }
 
 // DefaultTimeout of one request's database work.

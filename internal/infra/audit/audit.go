@@ -296,16 +296,21 @@ type ListParams struct {
 	RunID int64
 	// AfterID keeps events with a larger id (for paging and tailing).
 	AfterID int64
+	// Newest returns the newest events first; BeforeID, when set, keeps
+	// events with a smaller id (paging back in time: the next page is
+	// BeforeID set to the last id returned).
+	Newest   bool
+	BeforeID int64
 	// Limit of rows; default 100.
 	Limit int
 	// MaxTextBytes, when set, ends the page early once the text of its
 	// events adds up to more (the first event is always returned): an
 	// answer's size is bounded whatever the events hold. Page on with
-	// AfterID set to the last id returned.
+	// AfterID (or BeforeID, with Newest) set to the last id returned.
 	MaxTextBytes int
 }
 
-// List returns events in id order.
+// List returns events in id order (newest first with Newest).
 func (l *Log) List(ctx context.Context, db sqlx.QueryerContext, p ListParams) ([]Event, error) {
 	st, err := listSQL.Render(l.listArgs(p))
 	if err != nil {
@@ -329,7 +334,7 @@ func (l *Log) listArgs(p ListParams) (listSlots, sqltext.Args) {
 		maxBytes = math.MaxInt64
 	}
 	args := sqltext.Args{"after_id": p.AfterID, "limit": p.Limit, "max_bytes": maxBytes}
-	slots := listSlots{EventLog: l.view}
+	slots := listSlots{EventLog: l.view, Newest: p.Newest}
 	filter := func(on *bool, set bool, name string, v any) {
 		if *on = set; set {
 			args[name] = v
@@ -342,5 +347,6 @@ func (l *Log) listArgs(p ListParams) (listSlots, sqltext.Args) {
 	filter(&slots.RunID, p.RunID != 0, "run_id", p.RunID)
 	filter(&slots.Since, p.Since != nil, "since", utc(p.Since))
 	filter(&slots.Until, p.Until != nil, "until", utc(p.Until))
+	filter(&slots.Before, p.BeforeID != 0, "before_id", p.BeforeID)
 	return slots, args
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,26 @@ func TestListFilters(t *testing.T) {
 	}
 	if got := list(t, l, b, ListParams{AfterID: all[119].ID}); len(got) != 0 {
 		t.Fatalf("after the last id: %d events", len(got))
+	}
+
+	// Newest first, paged back in time with the last id seen: every
+	// event of the filter once, in descending id order.
+	var back []int64
+	for p := (ListParams{Node: "b", Newest: true, Limit: 7}); ; {
+		got := list(t, l, b, p)
+		if len(got) == 0 {
+			break
+		}
+		back = append(back, ids(got)...)
+		p.BeforeID = got[len(got)-1].ID
+	}
+	want := ids(byNode)
+	slices.Reverse(want)
+	if fmt.Sprint(back) != fmt.Sprint(want) {
+		t.Fatalf("newest first, node b: %v, want %v", back, want)
+	}
+	if got := list(t, l, b, ListParams{Newest: true, BeforeID: all[0].ID}); len(got) != 0 {
+		t.Fatalf("before the first id: %d events", len(got))
 	}
 }
 

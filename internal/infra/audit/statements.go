@@ -63,7 +63,9 @@ type (
 	expiredSinceSlots struct{ Events, Workflow, Instance, State, Since string }
 	// listSlots names the event_log view, and the filters switched on.
 	listSlots struct {
-		EventLog                                            string
-		Node, Workflow, Instance, Kind, RunID, Since, Until bool
+		EventLog                                                    string
+		Node, Workflow, Instance, Kind, RunID, Since, Until, Before bool
+		// Newest orders the page newest first.
+		Newest bool
 	}
 )

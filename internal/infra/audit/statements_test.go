@@ -40,6 +40,7 @@ func listShapes() map[string]ListParams {
 	return map[string]ListParams{
 		"list":          {},
 		"list_filtered": {Node: "a", Workflow: "w", Instance: "1", Kind: KindRepair, RunID: 7, Since: &at, Until: &at},
+		"list_newest":   {Workflow: "w", Instance: "1", Newest: true, BeforeID: 9},
 	}
 }
 

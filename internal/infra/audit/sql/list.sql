@@ -1,5 +1,5 @@
 {{/*
-list: a page of events in id order, through the event_log view, which
+list: a page of events in id order (newest first with Newest), through the event_log view, which
 gives run events their master and term back (Log.List, rendered at each
 call: the filters set decide its shape). A page ends early once the
 text of its events adds up to more than a limit; its first event is
@@ -8,6 +8,7 @@ at's bounds) apply when their switch is on, with their parameter.
 
 Parameters (numbered $1, $2, … in the order they first appear):
   after_id   events with a larger id
+  before_id  with Before: events with a smaller id
   node, workflow, instance, kind, run_id
              the filters switched on: the value kept
   since      with Since: events at or after it
@@ -23,6 +24,7 @@ FROM (SELECT e.*,
 			+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0) + coalesce(octet_length(via), 0)) OVER w AS text_bytes
 	FROM {{.EventLog}} e
 	WHERE id > {{arg "after_id"}}
+		{{- if .Before}} AND id < {{arg "before_id"}}{{end}}
 		{{- if .Node}} AND node = {{arg "node"}}{{end}}
 		{{- if .Workflow}} AND workflow = {{arg "workflow"}}{{end}}
 		{{- if .Instance}} AND instance = {{arg "instance"}}{{end}}
@@ -30,7 +32,7 @@ FROM (SELECT e.*,
 		{{- if .RunID}} AND run_id = {{arg "run_id"}}{{end}}
 		{{- if .Since}} AND at >= {{arg "since"}}{{end}}
 		{{- if .Until}} AND at < {{arg "until"}}{{end}}
-	WINDOW w AS (ORDER BY id)
-	ORDER BY id LIMIT {{arg "limit"}}) page
+	WINDOW w AS (ORDER BY id{{if .Newest}} DESC{{end}})
+	ORDER BY id{{if .Newest}} DESC{{end}} LIMIT {{arg "limit"}}) page
 WHERE n = 1 OR text_bytes <= {{arg "max_bytes"}}
-ORDER BY id
+ORDER BY id{{if .Newest}} DESC{{end}}

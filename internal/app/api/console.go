@@ -1,0 +1,608 @@
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
+	"github.com/enginehealth/enginehealth/recovery"
+)
+
+// The operator console under /console: sign-in (a session, session.go),
+// finding an instance by id, its page (state, claim, attempts rows and
+// its timeline from the events, newest first, paged back), and the
+// actions an operate operator takes there (a hold's retry or fail, a
+// retry now of an exhausted or failed instance, pause and resume), each
+// with a required reason.
+//
+// Pages are rendered on the server, with no script; their stylesheet is
+// the static /static/eh.css (the Content-Security-Policy allows no
+// inline style or script). Every action is a form posted to
+// /console/act with the session's CSRF token; the console checks the
+// session, the token and the role, then calls the API's own route
+// (POST /v1/holds/retry, /v1/retry, …) with the session's operator token,
+// as the CLI would: the same checks, the forwarding to the master, the
+// same audit event with the operator's name. The answer is shown on the
+// page the action redirects to, with the event it wrote.
+
+//go:embed console.html
+var consoleHTML string
+
+//go:embed static/eh.css
+var styleCSS []byte
+
+// consoleTemplate: the status page's functions, and show (TerminalSafe:
+// stored text with control, invisible or reordering characters shown as
+// escapes; the template escapes markup).
+var consoleTemplate = template.Must(template.New("console").Funcs(pageFuncs).Funcs(template.FuncMap{"show": TerminalSafe}).Parse(consoleHTML))
+
+// consoleCSP: nothing but this origin's stylesheet, forms posted here,
+// no script, no frame.
+const consoleCSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// viewer is who reads a console page: signed in (a session), named by a
+// client certificate, or no one (reads open without api.auth_reads).
+type viewer struct {
+	Name string
+	Role Role
+	Cert bool
+	// Signed means by a session (CSRF, cookie: only it can act).
+	Signed bool
+	CSRF   string
+
+	sess   session
+	cookie string
+	// stale means the request carried a session cookie that is no
+	// longer good (expired, signed out, its token removed).
+	stale bool
+}
+
+func (v viewer) canAct() bool { return v.Signed && v.Role.covers(RoleOperate) }
+
+// consoleData is what a console page shows.
+type consoleData struct {
+	Page, Title string
+	Self        string
+	Who         viewer
+	Flash       *flash
+	// Wrote is the event the flash's action wrote, when the page shows it.
+	Wrote   *apitype.Event
+	Problem string
+	CanAct  bool
+
+	// signin
+	Next        string
+	NoOperators bool
+	Insecure    bool
+	SessionTTL  string
+
+	// search
+	Workflows []string
+	Query     apitype.Ref
+	Searched  bool
+	Matches   []apitype.Ref
+	Pause     *apitype.Pause
+
+	// instance
+	View          *apitype.InstanceView
+	Before, Older int64
+}
+
+// Mine reports whether e was written by the action the page's flash
+// reports: after it began, by the viewer.
+func (d consoleData) Mine(e apitype.Event) bool {
+	return d.Flash != nil && d.Flash.After > 0 && e.ID > d.Flash.After && e.Actor == d.Who.Name+" (operator)"
+}
+
+// consoleRoutes adds the console's routes to mux.
+func (h *handler) consoleRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /static/eh.css", only(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(styleCSS)
+	}))
+	mux.HandleFunc("GET /console/signin", only(h.signinPage, "next"))
+	mux.HandleFunc("POST /console/signin", only(h.signin))
+	mux.HandleFunc("POST /console/signout", only(h.signout))
+	mux.HandleFunc("GET /console", only(h.consoleRead(h.searchPage), "workflow", "id"))
+	mux.HandleFunc("GET /console/instance", only(h.consoleRead(h.instancePage), "workflow", "id", "before"))
+	mux.HandleFunc("POST /console/act", only(h.act))
+}
+
+// viewerOf finds who sends r: its session, else what the authenticator
+// reads in the request itself (a client certificate, a bearer token).
+func (h *handler) viewerOf(r *http.Request) viewer {
+	var v viewer
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		ss, ok := h.sessions.get(c.Value)
+		if ok && h.cfg.Auth != nil {
+			if id, err := h.cfg.Auth.Authenticate(withToken(r, ss.token)); err == nil {
+				return viewer{Name: id.Name, Role: id.Role, Signed: true, CSRF: ss.csrf, sess: ss, cookie: c.Value}
+			}
+			h.sessions.drop(c.Value) // its token is no longer an operator's
+		}
+		v.stale = true
+	}
+	if h.cfg.Auth != nil {
+		if id, err := h.cfg.Auth.Authenticate(r); err == nil {
+			v.Name, v.Role, v.Cert = id.Name, id.Role, id.Cert
+		}
+	}
+	return v
+}
+
+// withToken returns a copy of r carrying token as its only credential.
+func withToken(r *http.Request, token string) *http.Request {
+	c := r.Clone(r.Context())
+	c.Header = http.Header{"Authorization": {"Bearer " + token}}
+	return c
+}
+
+// consoleRead serves a console page that reads: to anyone when reads
+// are open, else to a viewer with a name (others are sent to sign in).
+func (h *handler) consoleRead(next func(w http.ResponseWriter, r *http.Request, d consoleData)) http.HandlerFunc {
+	return h.limited(func(w http.ResponseWriter, r *http.Request) {
+		v := h.viewerOf(r)
+		if h.cfg.AuthReads && v.Name == "" {
+			http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		d := consoleData{Self: h.cfg.Self, Who: v, CanAct: v.canAct(), Flash: v.sess.flash}
+		if v.stale {
+			d.Problem = "Your session has ended (it expired, or you signed out, or your token was removed): sign in again to act."
+		}
+		next(w, r, d)
+	})
+}
+
+// renderConsole writes a console page.
+func (h *handler) renderConsole(w http.ResponseWriter, r *http.Request, code int, d consoleData) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", consoleCSP)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	// same-origin, not no-referrer: a browser then sends the Origin of
+	// this console's own forms (with no-referrer it sends "null", which
+	// sameOrigin refuses), and no URL (instance ids) to other sites.
+	hdr.Set("Referrer-Policy", "same-origin")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if err := consoleTemplate.Execute(w, d); err != nil {
+		h.reqLog(r).ErrorContext(r.Context(), "console: render", "page", d.Page, "err", err.Error())
+	}
+}
+
+// consoleProblem answers a console request that cannot be served with a
+// page saying why.
+func (h *handler) consoleProblem(w http.ResponseWriter, r *http.Request, code int, v viewer, text string) {
+	h.renderConsole(w, r, code, consoleData{Page: "message", Title: http.StatusText(code), Self: h.cfg.Self, Who: v, Problem: text})
+}
+
+// searchPage serves GET /console: the search form; with an id, the
+// instances of that id (a workflow's, or every workflow's): one found
+// opens its page.
+func (h *handler) searchPage(w http.ResponseWriter, r *http.Request, d consoleData) {
+	d.Page, d.Title, d.Workflows = "search", "find an instance", h.cfg.Ops.Workflows()
+	d.Query.Workflow, _ = queryValue(r, "workflow")
+	id, given := queryValue(r, "id")
+	d.Query.Instance = id
+	code := http.StatusOK
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	if given && id != "" {
+		if p := nameProblem(id, false); p != "" {
+			d.Problem, code = "The id: "+p+".", http.StatusBadRequest
+		} else {
+			wfs := d.Workflows
+			if d.Query.Workflow != "" {
+				wfs = []string{d.Query.Workflow}
+			}
+			d.Searched = true
+			for _, wf := range wfs {
+				v, err := h.cfg.Ops.Instance(ctx, recovery.Ref{Workflow: wf, Instance: id}, recovery.InstanceParams{Limit: 1})
+				switch {
+				case errors.Is(err, recovery.ErrNoInstance):
+				case errors.Is(err, recovery.ErrScope):
+					d.Problem, code = afterSentinel(err, recovery.ErrScope)+".", http.StatusNotFound
+				case err != nil:
+					h.consoleInternal(w, r, d.Who, err)
+					return
+				default:
+					d.Matches = append(d.Matches, apitype.Ref{Workflow: wf, Instance: v.Instance})
+				}
+			}
+			if len(d.Matches) == 1 {
+				m := d.Matches[0]
+				http.Redirect(w, r, instanceURL(m.Workflow, m.Instance, 0), http.StatusSeeOther)
+				return
+			}
+			if len(d.Matches) == 0 && code == http.StatusOK {
+				code = http.StatusNotFound
+			}
+		}
+	}
+	p, err := h.cfg.Ops.PauseState(ctx)
+	if err != nil {
+		h.consoleInternal(w, r, d.Who, err)
+		return
+	}
+	d.Pause = new(wirePause(p))
+	h.renderConsole(w, r, code, d)
+}
+
+// instanceURL is the console page of an instance (its events before
+// before, when set).
+func instanceURL(workflow, id string, before int64) string {
+	q := url.Values{"workflow": {workflow}, "id": {id}}
+	if before > 0 {
+		q.Set("before", fmt.Sprint(before))
+	}
+	return "/console/instance?" + q.Encode()
+}
+
+// consolePageEvents is the events an instance page shows at once.
+const consolePageEvents = 50
+
+// instancePage serves GET /console/instance?workflow=W&id=X[&before=N].
+func (h *handler) instancePage(w http.ResponseWriter, r *http.Request, d consoleData) {
+	d.Page = "instance"
+	var ref recovery.Ref
+	for _, p := range []struct {
+		name string
+		to   *string
+	}{{"workflow", &ref.Workflow}, {"id", &ref.Instance}} {
+		*p.to, _ = queryValue(r, p.name)
+		if prob := nameProblem(*p.to, false); prob != "" {
+			h.consoleProblem(w, r, http.StatusBadRequest, d.Who, "Query parameter "+p.name+": "+prob+".")
+			return
+		}
+	}
+	before, ok := idParam(w, r, "before")
+	if !ok {
+		return
+	}
+	d.Title, d.Before = ref.Workflow+" / "+ref.Instance, before
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	v, err := h.cfg.Ops.Instance(ctx, ref, recovery.InstanceParams{Limit: consolePageEvents, Newest: true, BeforeID: before})
+	switch {
+	case errors.Is(err, recovery.ErrScope):
+		h.consoleProblem(w, r, http.StatusNotFound, d.Who, afterSentinel(err, recovery.ErrScope)+".")
+		return
+	case errors.Is(err, recovery.ErrNoInstance):
+		h.consoleProblem(w, r, http.StatusNotFound, d.Who, afterSentinel(err, recovery.ErrNoInstance)+".")
+		return
+	case err != nil:
+		h.consoleInternal(w, r, d.Who, err)
+		return
+	}
+	wv := wireInstance(v)
+	d.View = &wv
+	if n := len(wv.Events); n > 0 && wv.Truncated {
+		d.Older = wv.Events[n-1].ID
+	}
+	for i := range wv.Events {
+		if d.Mine(wv.Events[i]) {
+			d.Wrote = &wv.Events[i] // the newest the action wrote
+			break
+		}
+	}
+	h.renderConsole(w, r, http.StatusOK, d)
+}
+
+func (h *handler) consoleInternal(w http.ResponseWriter, r *http.Request, v viewer, err error) {
+	h.reqLog(r).ErrorContext(r.Context(), "console: read failed", "err", err.Error())
+	h.consoleProblem(w, r, http.StatusServiceUnavailable, v,
+		"The database could not be read (the daemon logged the cause under request id "+w.Header().Get(requestIDHeader)+").")
+}
+
+// readForm parses a console form (at most maxBody bytes, urlencoded).
+func readForm(w http.ResponseWriter, r *http.Request) error {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+		return fmt.Errorf("a form (Content-Type application/x-www-form-urlencoded), not %s", quoteShort(ct))
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	if err := r.ParseForm(); err != nil {
+		return errors.New("a form that does not parse")
+	}
+	for k, vs := range r.PostForm {
+		if len(vs) > 1 {
+			return fmt.Errorf("field %s given more than once", quoteShort(k))
+		}
+	}
+	return nil
+}
+
+// sameOrigin reports whether a browser's Origin header, when sent,
+// names this server (a form posted from another site is refused even
+// before its CSRF token is looked at).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return o == scheme+"://"+r.Host
+}
+
+// safeNext is where a sign-in goes on: a console page, else /console.
+func safeNext(next string) string {
+	if strings.HasPrefix(next, "/console") && !strings.ContainsAny(next, "\\\r\n") && !strings.HasPrefix(next, "/console/sign") {
+		if u, err := url.Parse(next); err == nil && u.Host == "" && u.Scheme == "" {
+			return next
+		}
+	}
+	return "/console"
+}
+
+func (h *handler) signinData(r *http.Request, v viewer) consoleData {
+	next, _ := queryValue(r, "next")
+	if r.Method == http.MethodPost {
+		next = r.PostForm.Get("next")
+	}
+	return consoleData{Page: "signin", Title: "sign in", Self: h.cfg.Self, Who: v, Next: safeNext(next), NoOperators: h.cfg.Auth == nil,
+		Insecure: r.TLS == nil && !loopback(r), SessionTTL: h.sessions.ttl.String()}
+}
+
+// loopback reports whether r came from this machine.
+func loopback(r *http.Request) bool {
+	host := remoteHost(r)
+	return host == "127.0.0.1" || host == "::1"
+}
+
+func (h *handler) signinPage(w http.ResponseWriter, r *http.Request) {
+	h.renderConsole(w, r, http.StatusOK, h.signinData(r, h.viewerOf(r)))
+}
+
+// signin serves POST /console/signin: a token that names an operator
+// starts a session. A wrong one counts against the address, as a wrong
+// bearer token does (authFailures).
+func (h *handler) signin(w http.ResponseWriter, r *http.Request) {
+	if err := readForm(w, r); err != nil || !sameOrigin(r) {
+		msg := "not from this console's own page"
+		if err != nil {
+			msg = "the request is not " + err.Error()
+		}
+		h.consoleProblem(w, r, http.StatusBadRequest, viewer{}, "Sign-in refused: "+msg+".")
+		return
+	}
+	d := h.signinData(r, viewer{})
+	if h.cfg.Auth == nil {
+		h.renderConsole(w, r, http.StatusForbidden, d)
+		return
+	}
+	addr := remoteHost(r)
+	if wait, locked := h.fails.locked(addr); locked {
+		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds()+0.999)))
+		d.Problem = fmt.Sprintf("Too many failed sign-ins from this address: try again in %.0f s.", wait.Seconds()+0.5)
+		h.renderConsole(w, r, http.StatusTooManyRequests, d)
+		return
+	}
+	token := r.PostForm.Get("token")
+	id, err := h.cfg.Auth.Authenticate(withToken(r, token))
+	if token == "" || len(token) > maxBody || err != nil || id.Cert {
+		if token != "" && h.fails.fail(addr) {
+			h.reqLog(r).WarnContext(r.Context(), "too many failed authentications: locking the address out (logged once per lockout)",
+				"remote", addr, "failures", authFailLimit, "within", authFailWindow.String(), "for", authLockout.String())
+		}
+		d.Problem = "That token names no operator."
+		h.renderConsole(w, r, http.StatusUnauthorized, d)
+		return
+	}
+	value, expires := h.sessions.create(token)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: value, Path: "/console", Expires: expires,
+		MaxAge: int(h.sessions.ttl.Seconds()), HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+	h.reqLog(r).InfoContext(r.Context(), "console: signed in", "operator", id.Name, "role", string(id.Role), "remote", addr)
+	http.Redirect(w, r, d.Next, http.StatusSeeOther)
+}
+
+// signout serves POST /console/signout: ends the session (with its
+// CSRF token: another site cannot sign an operator out).
+func (h *handler) signout(w http.ResponseWriter, r *http.Request) {
+	v, ok := h.mutationViewer(w, r)
+	if !ok {
+		return
+	}
+	h.sessions.drop(v.cookie)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/console", MaxAge: -1, HttpOnly: true, Secure: true,
+		SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
+}
+
+// mutationViewer checks a console form that changes something: a form,
+// from this origin, by a session, with its CSRF token. It answers the
+// refusal itself.
+func (h *handler) mutationViewer(w http.ResponseWriter, r *http.Request) (viewer, bool) {
+	if err := readForm(w, r); err != nil {
+		h.consoleProblem(w, r, http.StatusBadRequest, viewer{}, "Refused: the request is not "+err.Error()+".")
+		return viewer{}, false
+	}
+	v := h.viewerOf(r)
+	switch {
+	case !sameOrigin(r):
+		h.consoleProblem(w, r, http.StatusForbidden, v, "Refused: the form was not sent from this console's own page.")
+	case !v.Signed && v.stale:
+		h.consoleProblem(w, r, http.StatusUnauthorized, v, "Refused: your session has ended (expired, or signed out): sign in again.")
+	case !v.Signed:
+		h.consoleProblem(w, r, http.StatusUnauthorized, v, "Refused: no console session (never signed in, signed out, or expired): sign in, then act.")
+	case !v.sess.csrfOK(r.PostForm.Get("csrf")):
+		h.consoleProblem(w, r, http.StatusForbidden, v, "Refused: the form's CSRF token is missing or not this session's (reload the page and try again).")
+	default:
+		return v, true
+	}
+	return v, false
+}
+
+// consoleAction is what a console form's action calls.
+type consoleAction struct {
+	path     string
+	instance bool // names an instance (workflow, id)
+	body     func(f url.Values) any
+	// done says what the API's answer (JSON) means.
+	done func(b []byte) (string, bool)
+}
+
+var consoleActions = map[string]consoleAction{
+	"hold-retry": {path: "/v1/holds/retry", instance: true, body: holdBody, done: holdDone},
+	"hold-fail":  {path: "/v1/holds/fail", instance: true, body: holdBody, done: holdDone},
+	"retry": {path: "/v1/retry", instance: true, body: func(f url.Values) any {
+		return apitype.RetryRequest{Workflow: f.Get("workflow"), Instance: f.Get("id"), Task: f.Get("task"), Reason: f.Get("reason")}
+	}, done: func(b []byte) (string, bool) {
+		var res apitype.RetryResult
+		if json.Unmarshal(b, &res) != nil {
+			return "", false
+		}
+		s := fmt.Sprintf("Retried: %s moved from %s to %s (manual retry %d).", res.Task, res.From, res.To, res.Manual)
+		if res.Replaced != "" {
+			s += " It replaced " + res.Replaced + "."
+		}
+		return s, true
+	}},
+	"pause":  {path: "/v1/pause", body: reasonBody, done: pauseDone},
+	"resume": {path: "/v1/resume", body: reasonBody, done: pauseDone},
+}
+
+func holdBody(f url.Values) any {
+	return apitype.HoldsRequest{Instances: []apitype.Ref{{Workflow: f.Get("workflow"), Instance: f.Get("id")}}, Reason: f.Get("reason")}
+}
+
+func holdDone(b []byte) (string, bool) {
+	var res apitype.HoldResult
+	if json.Unmarshal(b, &res) != nil {
+		return "", false
+	}
+	switch {
+	case res.Decided > 0:
+		return fmt.Sprintf("Hold decided: %s.", res.Action), true
+	case len(res.Cancelled) > 0:
+		return "The hold was closed without the decision: " + res.Cancelled[0].Reason + ".", false
+	}
+	return "Nothing was decided: the instance has no open hold (decided already, or being decided by another request).", false
+}
+
+func reasonBody(f url.Values) any { return apitype.AckRequest{Reason: f.Get("reason")} }
+
+func pauseDone(b []byte) (string, bool) {
+	var p apitype.Pause
+	if json.Unmarshal(b, &p) != nil {
+		return "", false
+	}
+	if p.Paused {
+		return "Automatic repair paused.", true
+	}
+	return "Automatic repair resumed.", true
+}
+
+// act serves POST /console/act: one action of an operate operator, with
+// a reason, through the API's route.
+func (h *handler) act(w http.ResponseWriter, r *http.Request) {
+	v, ok := h.mutationViewer(w, r)
+	if !ok {
+		return
+	}
+	f := r.PostForm
+	a, known := consoleActions[f.Get("action")]
+	var problem string
+	switch {
+	case !v.Role.covers(RoleOperate):
+		h.consoleProblem(w, r, http.StatusForbidden, v, "Refused: operator "+v.Name+" has role "+string(v.Role)+": actions need role operate.")
+		return
+	case !known:
+		problem = "no such action: " + quoteShort(f.Get("action"))
+	case strings.TrimSpace(f.Get("reason")) == "":
+		problem = "a reason is required: it is recorded in the audit trail"
+	case textProblem(f.Get("reason"), maxReason) != "":
+		problem = "the reason: " + textProblem(f.Get("reason"), maxReason)
+	case a.instance && (nameProblem(f.Get("workflow"), false) != "" || nameProblem(f.Get("id"), false) != ""):
+		problem = "the instance: its workflow and id must be non-empty text"
+	case nameProblem(f.Get("task"), true) != "":
+		problem = "the task: " + nameProblem(f.Get("task"), true)
+	}
+	if problem != "" {
+		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: "+problem+".")
+		return
+	}
+	var after int64
+	if h.cfg.LastEventID != nil {
+		var err error
+		if after, err = h.cfg.LastEventID(r.Context()); err != nil {
+			h.consoleInternal(w, r, v, err)
+			return
+		}
+	}
+	code, body := h.callAPI(r, v.sess.token, a.path, a.body(f))
+	fl := flash{After: after}
+	if code == http.StatusOK {
+		fl.Text, fl.OK = a.done(body)
+	} else {
+		var e apitype.ErrorBody
+		_ = json.Unmarshal(body, &e)
+		fl.Text = fmt.Sprintf("Refused (%d): %s", code, cmp.Or(e.Error, http.StatusText(code)))
+		if e.Detail != "" {
+			fl.Text += " — " + e.Detail
+		}
+	}
+	if fl.Text == "" {
+		fl.Text = "The API's answer could not be read."
+	}
+	h.sessions.setFlash(v.cookie, fl)
+	back := "/console"
+	if a.instance {
+		back = instanceURL(f.Get("workflow"), f.Get("id"), 0)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// callAPI sends a JSON POST to the API's route path, authenticated with
+// token, from r's peer (its address, its TLS state, its request id),
+// and returns the answer's status and body.
+func (h *handler) callAPI(r *http.Request, token, path string, body any) (int, []byte) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return http.StatusInternalServerError, nil
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, path, bytes.NewReader(b))
+	if err != nil {
+		return http.StatusInternalServerError, nil
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(requestIDHeader, requestID(r.Context()))
+	req.RemoteAddr, req.TLS, req.Host = r.RemoteAddr, r.TLS, r.Host
+	rec := &answer{hdr: http.Header{}}
+	h.api.ServeHTTP(rec, req)
+	return cmp.Or(rec.code, http.StatusOK), rec.body.Bytes()
+}
+
+// answer keeps what a route answered an internal request (callAPI).
+type answer struct {
+	hdr  http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (a *answer) Header() http.Header { return a.hdr }
+
+func (a *answer) WriteHeader(code int) {
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (a *answer) Write(p []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(p)
+}

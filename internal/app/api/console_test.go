@@ -1,0 +1,218 @@
+package api
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// consoleClient is a browser of the console over handler h: it keeps
+// the session cookie, as a browser would on this origin.
+type consoleClient struct {
+	t      *testing.T
+	h      http.Handler
+	cookie *http.Cookie
+}
+
+func (c *consoleClient) do(method, target string, form url.Values, edit ...func(*http.Request)) *httptest.ResponseRecorder {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req := httptest.NewRequest(method, target, body)
+	req.RemoteAddr = "127.0.0.1:4000"
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.cookie != nil {
+		req.AddCookie(c.cookie)
+	}
+	for _, e := range edit {
+		e(req)
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, req)
+	for _, ck := range rec.Result().Cookies() {
+		if ck.Name == sessionCookie {
+			c.cookie = ck
+			if ck.MaxAge < 0 {
+				c.cookie = nil
+			}
+		}
+	}
+	return rec
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf reads the session's CSRF token from a console page.
+func (c *consoleClient) csrf() string {
+	c.t.Helper()
+	rec := c.do("GET", "/console", nil)
+	m := csrfField.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		c.t.Fatalf("no CSRF token on the console page (%d): %s", rec.Code, rec.Body.String())
+	}
+	return m[1]
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newConsole(t *testing.T) (http.Handler, *store, *clock) {
+	t.Helper()
+	s := &store{}
+	clk := &clock{now: time.Now()}
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: operators(), AuthReads: true, Ops: s, Events: s.Events,
+		Clock: clk.Now, SessionTTL: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return h, s, clk
+}
+
+// TestConsoleSessions: sign-in with a named token gives a session
+// cookie (HttpOnly, Secure, SameSite=Strict, path /console, with an
+// expiry); a wrong token gives none; reads need a sign-in when reads
+// need a token; the session ends at its expiry and at sign-out.
+func TestConsoleSessions(t *testing.T) {
+	h, _, clk := newConsole(t)
+	c := &consoleClient{t: t, h: h}
+	if rec := c.do("GET", "/console?id=1", nil); rec.Code != http.StatusSeeOther ||
+		rec.Header().Get("Location") != "/console/signin?next=%2Fconsole%3Fid%3D1" {
+		t.Fatalf("a read without a session: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	if rec := c.do("POST", "/console/signin", url.Values{"token": {"nope"}}); rec.Code != http.StatusUnauthorized || c.cookie != nil ||
+		!strings.Contains(rec.Body.String(), "That token names no operator") {
+		t.Fatalf("a wrong token: %d, cookie %v", rec.Code, c.cookie)
+	}
+	rec := c.do("POST", "/console/signin", url.Values{"token": {"alice-token"}, "next": {"/console?id=1"}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/console?id=1" || c.cookie == nil {
+		t.Fatalf("sign-in: %d to %q, cookie %v", rec.Code, rec.Header().Get("Location"), c.cookie)
+	}
+	if ck := c.cookie; !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console" ||
+		ck.MaxAge != 3600 || len(ck.Value) < 40 {
+		t.Fatalf("the session cookie: %+v", ck)
+	}
+	page := c.do("GET", "/console", nil)
+	if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), "alice (operate)") {
+		t.Fatalf("signed in: %d %s", page.Code, page.Body.String())
+	}
+	if csp := page.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe") ||
+		strings.Contains(csp, "script-src") {
+		t.Fatalf("CSP %q", csp)
+	}
+	for _, next := range []string{"https://evil.example/", "//evil.example/console", "/console/signout", "/v1/pause", "/console\\@evil"} {
+		c2 := &consoleClient{t: t, h: h}
+		if rec := c2.do("POST", "/console/signin", url.Values{"token": {"alice-token"}, "next": {next}}); rec.Header().Get("Location") != "/console" {
+			t.Errorf("next %q: sent to %q", next, rec.Header().Get("Location"))
+		}
+	}
+
+	clk.add(time.Hour)
+	rec = c.do("GET", "/console", nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("an expired session still reads: %d", rec.Code)
+	}
+
+	c.cookie = nil
+	c.do("POST", "/console/signin", url.Values{"token": {"alice-token"}})
+	csrf := c.csrf()
+	old := c.cookie
+	if rec := c.do("POST", "/console/signout", url.Values{}); rec.Code != http.StatusForbidden {
+		t.Fatalf("sign-out without the CSRF token: %d", rec.Code)
+	}
+	if rec := c.do("POST", "/console/signout", url.Values{"csrf": {csrf}}); rec.Code != http.StatusSeeOther || c.cookie != nil {
+		t.Fatalf("sign-out: %d, cookie %v", rec.Code, c.cookie)
+	}
+	c.cookie = old // a copy of the cookie, kept: no good any more
+	if rec := c.do("GET", "/console", nil); rec.Code != http.StatusSeeOther {
+		t.Fatalf("a signed-out session still reads: %d", rec.Code)
+	}
+}
+
+// TestConsoleActions: an action goes through the API's route with the
+// session's operator (the store sees the name); without the session's
+// CSRF token, from another origin, by a read operator, with an expired
+// session or without a reason, it is refused and nothing is called.
+func TestConsoleActions(t *testing.T) {
+	h, s, clk := newConsole(t)
+	alice := &consoleClient{t: t, h: h}
+	alice.do("POST", "/console/signin", url.Values{"token": {"alice-token"}})
+	csrf := alice.csrf()
+	reader := &consoleClient{t: t, h: h}
+	reader.do("POST", "/console/signin", url.Values{"token": {"reader-token"}})
+	if page := reader.do("GET", "/console/instance?workflow=orders&id=a%2F..%2F%C3%A9", nil); page.Code != http.StatusOK ||
+		strings.Contains(page.Body.String(), `action="/console/act"`) {
+		t.Fatalf("a read operator's instance page: %d, with action forms: %s", page.Code, page.Body.String())
+	}
+	readerCSRF := reader.csrf()
+
+	hold := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "action": {"hold-retry"}, "workflow": {"orders"}, "id": {"a/../é"}, "reason": {"checked the payment"}}
+	}
+	before := s.count()
+	refusals := []struct {
+		name string
+		c    *consoleClient
+		form url.Values
+		edit func(*http.Request)
+		code int
+		want string
+	}{
+		{"no CSRF token", alice, url.Values{"action": {"hold-retry"}, "workflow": {"orders"}, "id": {"1"}, "reason": {"x"}}, nil, 403, "CSRF"},
+		{"another session's CSRF token", alice, hold(readerCSRF), nil, 403, "CSRF"},
+		{"from another origin", alice, hold(csrf), func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, 403, "not sent from this console"},
+		{"a read operator, forged form", reader, hold(readerCSRF), nil, 403, "has role read"},
+		{"no reason", alice, url.Values{"csrf": {csrf}, "action": {"hold-fail"}, "workflow": {"orders"}, "id": {"1"}, "reason": {"  "}}, nil, 400, "reason is required"},
+		{"unknown action", alice, url.Values{"csrf": {csrf}, "action": {"drop-table"}, "reason": {"x"}}, nil, 400, "no such action"},
+		{"no session", &consoleClient{t: t, h: h}, hold(csrf), nil, 401, "sign in"},
+		{"JSON, not a form", alice, nil, func(r *http.Request) { r.Header.Set("Content-Type", "application/json") }, 400, "not a form"},
+	}
+	for _, c := range refusals {
+		rec := c.c.do("POST", "/console/act", c.form, func(r *http.Request) {
+			if c.edit != nil {
+				c.edit(r)
+			}
+		})
+		if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s: %d, want %d with %q: %s", c.name, rec.Code, c.code, c.want, rec.Body.String())
+		}
+	}
+	if n := s.count(); n != before {
+		t.Fatalf("refused actions called the store: %v", s.calls[before:])
+	}
+
+	rec := alice.do("POST", "/console/act", hold(csrf))
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/console/instance?id=a%2F..%2F%C3%A9&workflow=orders" {
+		t.Fatalf("hold retry: %d to %q: %s", rec.Code, rec.Header().Get("Location"), rec.Body.String())
+	}
+	if got := s.calls[len(s.calls)-1]; got != "holds retry alice (operator)|me||checked the payment" {
+		t.Fatalf("the API decided %q", got)
+	}
+	// The result is shown once, on the page the action redirected to.
+	if page := alice.do("GET", rec.Header().Get("Location"), nil); !strings.Contains(page.Body.String(), `id="result"`) {
+		t.Fatalf("no result shown: %s", page.Body.String())
+	} else if again := alice.do("GET", rec.Header().Get("Location"), nil); strings.Contains(again.Body.String(), `id="result"`) {
+		t.Fatal("the result is shown twice")
+	}
+
+	clk.add(time.Hour)
+	if rec := alice.do("POST", "/console/act", hold(csrf)); rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "session has ended") {
+		t.Fatalf("an expired session's action: %d %s", rec.Code, rec.Body.String())
+	}
+}

@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+)
+
+// consoleID is an instance id an operator must be able to find: a
+// slash, empty and dot segments, non-ASCII and markup.
+const consoleID = `eu//./../7 é<b>x</b>`
+
+// docsWorkflow: a claimable workflow keyed by text, whose interrupted
+// instances are held.
+const docsWorkflow = `  - name: docs
+    table: demo.docs
+    id_column: id
+    status_column: state
+    claimable: true
+    claims: {table: demo.docs_claim}
+    tasks:
+      - name: index
+        begin: Queued
+        interim: Indexing
+        end: Indexed
+        failed: IndexFailed
+        on_interrupt: {strategy: hold}
+`
+
+// TestConsole: in Chromium, an operator signs in with a named token,
+// finds an instance with a hostile id by its id alone, sees its state,
+// hold and timeline, and decides the hold with a reason: the event
+// written names her. The same action without the CSRF token, by a read
+// operator (who sees no action) and with an expired session is refused
+// and changes nothing. The pages fit 1280 and 420 px without sideways
+// scroll.
+func TestConsole(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	tokens := filepath.Join(c.dir, "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte(operatorEntry("alice", "alice-token", "operate")+operatorEntry("reader", "reader-token", "read")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.db.MustExec(`CREATE SCHEMA IF NOT EXISTS demo;
+		CREATE TABLE demo.docs (id text PRIMARY KEY, state text NOT NULL);
+		CREATE TABLE demo.docs_claim (instance_id text PRIMARY KEY, node text NOT NULL, token text NOT NULL,
+			claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL)`)
+	base := c.config("NAME", demoengine.WorkflowsYAML(time.Minute)+docsWorkflow)
+	base = replaceOnce(t, base, "health:\n", "health:\n  schedule: \"@every 1h\"\n")
+	base = replaceOnce(t, base, "api:\n  listen: 127.0.0.1:0\n", "api:\n  listen: 127.0.0.1:0\n  tokens_file: "+tokens+"\n  auth_reads: true\n  session_ttl: TTL\n")
+	c.seed(strings.NewReplacer("NAME", "seed", "TTL", "1h").Replace(base), 5)
+	a := c.start("node-a", strings.NewReplacer("NAME", "node-a", "TTL", "1h").Replace(base))
+	// node-b's sessions last 2 s: the expired session's refusal.
+	b := c.start("node-b", strings.NewReplacer("NAME", "node-b", "TTL", "2s").Replace(base))
+	na := c.waitRegistered(a, 30*time.Second)
+	nb := c.waitRegistered(b, 30*time.Second)
+	c.waitTerm(t, 0, 30*time.Second)
+
+	// An instance left mid-task without a claim is held by a recover.
+	c.db.MustExec(`INSERT INTO demo.docs VALUES ($1, 'Indexing'), ('other', 'Queued')`, consoleID)
+	tok := []string{"ENGINEHEALTH_TOKEN=alice-token"}
+	if out, errOut, code := cli(t, tok, "recover", "--api", na.APIAddress); code != 0 {
+		t.Fatalf("recover: exit %d: %s%s", code, out, errOut)
+	}
+	held := func() int {
+		var n int
+		if err := c.db.Get(&n, `SELECT count(*) FROM enginehealth.attempts WHERE workflow = 'docs' AND instance = $1 AND state = 'held'`, consoleID); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if held() != 1 {
+		t.Fatal("the recover held no instance")
+	}
+
+	browser := chromium(t)
+	ctx, cancel := context.WithTimeout(browser, 90*time.Second)
+	defer cancel()
+	baseA := "http://" + na.APIAddress
+	text := func(sel string) string {
+		return must(chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))))(t)
+	}
+	shot := func(name string) {
+		png := must(chromedp.Run(ctx, chromedp.FullScreenshot(100)))(t)
+		p := filepath.Join(t.ArtifactDir(), name+".png")
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+	overflows := func() bool {
+		return must(chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)))(t)
+	}
+	signIn := func(base, token string) {
+		t.Helper()
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(base+"/console"),
+			chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SendKeys(chromedp.CSS("#token"), token),
+			chromedp.Click(chromedp.CSS("#signin")),
+		); err != nil {
+			t.Fatalf("sign in at %s: %v", base, err)
+		}
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		defer scancel()
+		if err := chromedp.Do(sctx, chromedp.WaitVisible(chromedp.CSS("#find"))); err != nil {
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("sign in at %s: %v; at %s: %s", base, err, loc, body)
+		}
+	}
+
+	// Reads need a sign-in: the console sends there first.
+	signIn(baseA, "alice-token")
+	if who := text("#who"); !strings.Contains(who, "alice (operate)") {
+		t.Fatalf("signed in as %q", who)
+	}
+	// The id alone, across workflows: one match opens its page.
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.SendKeys(chromedp.CSS("#id"), consoleID),
+		chromedp.Click(chromedp.CSS("#find")),
+		chromedp.WaitVisible(chromedp.CSS("#timeline")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if h := text("#instance"); h != "docs / "+consoleID {
+		t.Fatalf("instance page of %q", h)
+	}
+	if st, kinds := text("#state"), text("#timeline"); st != "Indexing" || !strings.Contains(kinds, "instance_held") {
+		t.Fatalf("state %q, timeline %q", st, kinds)
+	}
+	if overflows() {
+		t.Error("the instance page scrolls sideways at 1280 px")
+	}
+	shot("console-instance-1280")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(420, 900, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS("#timeline"))); err != nil {
+		t.Fatal(err)
+	}
+	if overflows() {
+		t.Error("the instance page scrolls sideways at 420 px")
+	}
+	shot("console-instance-420")
+	instancePage := must(chromedp.Run(ctx, chromedp.Location()))(t)
+
+	// Without the CSRF token (removed from the form): refused.
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('form[data-hold] input[name=csrf]').remove()`),
+		chromedp.SendKeys(chromedp.CSS(`form[data-hold] input[name=reason]`), "no token"),
+		chromedp.Click(chromedp.CSS("#hold-retry")),
+		chromedp.WaitVisible(chromedp.CSS("#problem")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if p := text("#problem"); !strings.Contains(p, "CSRF token is missing") || held() != 1 {
+		t.Fatalf("without the CSRF token: %q, %d held", p, held())
+	}
+
+	// With it: decided, and the event written names alice.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(instancePage),
+		chromedp.WaitVisible(chromedp.CSS(`form[data-hold]`)),
+		chromedp.SendKeys(chromedp.CSS(`form[data-hold] input[name=reason]`), "payment checked <by hand>"),
+		chromedp.Click(chromedp.CSS("#hold-retry")),
+		chromedp.WaitVisible(chromedp.CSS("#result")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	result := text("#result")
+	if !strings.Contains(result, "Hold decided: retry") || !strings.Contains(result, "hold_decided by alice (operator)") ||
+		!strings.Contains(result, "payment checked <by hand>") {
+		t.Fatalf("result %q", result)
+	}
+	var actor, reason string
+	if err := c.db.QueryRow(`SELECT actor, reason FROM enginehealth.events WHERE kind = 'hold_decided' AND instance = $1`, consoleID).Scan(&actor, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if actor != "alice (operator)" || !strings.Contains(reason, "payment checked <by hand>") || held() != 0 {
+		t.Fatalf("event by %q: %q; %d held", actor, reason, held())
+	}
+	if mine := must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#timeline li.mine').length`)))(t); mine != 1 {
+		t.Errorf("%d events marked as the action's", mine)
+	}
+	shot("console-decided")
+
+	// A read operator sees no action, and a forged one is refused.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#token"))); err != nil {
+		t.Fatal(err)
+	}
+	signIn(baseA, "reader-token")
+	c.db.MustExec(`UPDATE demo.docs SET state = 'Indexing' WHERE id = 'other'`)
+	if out, errOut, code := cli(t, tok, "recover", "--api", na.APIAddress); code != 0 {
+		t.Fatalf("recover: exit %d: %s%s", code, out, errOut)
+	}
+	otherPage := "/console/instance?workflow=docs&id=other"
+	if err := chromedp.Do(ctx, chromedp.Navigate(baseA+otherPage), chromedp.WaitVisible(chromedp.CSS("#timeline"))); err != nil {
+		t.Fatal(err)
+	}
+	if n := must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action="/console/act"]').length`)))(t); n != 0 {
+		t.Fatalf("a read operator is shown %d action forms", n)
+	}
+	forge := `(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/console/act';
+		for (const [k, v] of Object.entries({csrf: document.querySelector('input[name=csrf]').value, action: 'hold-fail',
+			workflow: 'docs', id: 'other', reason: 'forged'})) {
+			const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i) }
+		document.body.appendChild(f); f.submit() })()`
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](forge), chromedp.WaitVisible(chromedp.CSS("#problem"))); err != nil {
+		t.Fatal(err)
+	}
+	var stillHeld int
+	if err := c.db.Get(&stillHeld, `SELECT count(*) FROM enginehealth.attempts WHERE workflow = 'docs' AND instance = 'other' AND state = 'held'`); err != nil {
+		t.Fatal(err)
+	}
+	if p := text("#problem"); !strings.Contains(p, "has role read") || stillHeld != 1 {
+		t.Fatalf("a read operator's forged action: %q; held %d", p, stillHeld)
+	}
+
+	// An expired session (node-b's last 2 s): the page was loaded while
+	// it lasted, the action is sent after.
+	baseB := "http://" + nb.APIAddress
+	eventually(t, 60*time.Second, "a console page loaded at node-b within its session", func() (bool, error) {
+		signIn(baseB, "alice-token")
+		if err := chromedp.Do(ctx, chromedp.Navigate(baseB+otherPage)); err != nil {
+			return false, err
+		}
+		return chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('form[data-hold]')`))
+	})
+	cookies := must(chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{baseB + "/console"}}))(t)
+	if len(cookies.Cookies) != 1 {
+		t.Fatalf("node-b's console cookies: %v", cookies.Cookies)
+	}
+	session := cookies.Cookies[0].Name + "=" + cookies.Cookies[0].Value
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// The daemon ends the session at its expiry (the browser drops the
+	// cookie then too: both are asked).
+	eventually(t, 30*time.Second, "node-b's session expired", func() (bool, error) {
+		req, _ := http.NewRequest("GET", baseB+"/console", nil)
+		req.Header.Set("Cookie", session)
+		resp, err := plain.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusSeeOther, nil
+	})
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`form[data-hold] input[name=reason]`), "too late"),
+		chromedp.Click(chromedp.CSS("#hold-fail")),
+		chromedp.WaitVisible(chromedp.CSS("#problem")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.db.Get(&stillHeld, `SELECT count(*) FROM enginehealth.attempts WHERE workflow = 'docs' AND instance = 'other' AND state = 'held'`); err != nil {
+		t.Fatal(err)
+	}
+	// The browser dropped the cookie at its expiry; had it not, the
+	// daemon would refuse the session too (TestConsoleSessions).
+	if p := text("#problem"); !strings.Contains(p, "no console session") || stillHeld != 1 {
+		t.Fatalf("an expired session's action: %q; held %d", p, stillHeld)
+	}
+}
