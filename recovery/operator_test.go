@@ -226,6 +226,15 @@ func TestInstanceView(t *testing.T) {
 	if v, err := f.r.Instance(ctx, Ref{"orders", "1"}, InstanceParams{Limit: 1}); err != nil || len(v.Events) != 1 || !v.Truncated {
 		t.Fatalf("view with limit 1: %+v, %v", v, err)
 	}
+	// Newest first, paged back in time (the console's timeline).
+	newest, err := f.r.Instance(ctx, Ref{"orders", "1"}, InstanceParams{Limit: 1, Newest: true})
+	if err != nil || len(newest.Events) != 1 || !newest.Truncated || newest.Events[0].ID != v.Events[1].ID {
+		t.Fatalf("newest first: %+v, %v", newest.Events, err)
+	}
+	older, err := f.r.Instance(ctx, Ref{"orders", "1"}, InstanceParams{Limit: 1, Newest: true, BeforeID: newest.Events[0].ID})
+	if err != nil || len(older.Events) != 1 || older.Truncated || older.Events[0].ID != v.Events[0].ID {
+		t.Fatalf("the page before: %+v (truncated %v), %v", older.Events, older.Truncated, err)
+	}
 	// A live claim is shown.
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 3;
 		INSERT INTO app.orders_claim VALUES (3, 'n8', 'tok3', now(), now() + interval '1h')`)
