@@ -154,6 +154,12 @@ func (p *Ops) Instance(ctx context.Context, ref recovery.Ref, ip recovery.Instan
 	return p.reads().Instance(ctx, ref, ip)
 }
 
+// Parked lists the held or waiting instances a filter selects, and
+// counts them.
+func (p *Ops) Parked(ctx context.Context, f recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
+	return p.reads().Parked(ctx, f)
+}
+
 // Workflows returns the names of the configured workflows.
 func (p *Ops) Workflows() []string { return p.reads().Workflows() }
 

@@ -266,6 +266,11 @@ func ownStatements(gs *shapes, st statements) {
 		Indexes: []string{"attempts_held_idx"}})
 	gs.prepared(st.listWaiting, sqltext.Args{"workflow": "invoices", "limit": DefaultHoldsLimit}, sqltest.Shape{Name: "waiting",
 		About: "the retries waiting for their time", Indexes: []string{"attempts_due_idx"}})
+	filters := sqltext.Args{"workflow": "invoices", "task": "send", "node": "node-3", "cause": string(CauseInterrupt), "age_s": 60.0, "limit": 200}
+	gs.prepared(st.listHeldFiltered, filters, sqltest.Shape{Name: "held_filtered", About: "the open holds a console list filters, and their count",
+		Indexes: []string{"attempts_held_idx"}})
+	gs.prepared(st.listWaitingFiltered, filters, sqltest.Shape{Name: "waiting_filtered",
+		About: "the retries waiting a console list filters, and their count", Indexes: []string{"attempts_"}})
 	gs.prepared(st.holdsOpen, nil, sqltest.Shape{Indexes: []string{"attempts_held_idx"}})
 	gs.prepared(st.lockAllHolds, sqltext.Args{"workflow": "", "limit": 500}, sqltest.Shape{Name: "all", About: "a batch of every open hold",
 		Indexes: []string{"attempts_held_idx"}})

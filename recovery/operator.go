@@ -105,15 +105,7 @@ func (r *Repairer) Waiting(ctx context.Context, workflow string, limit int) ([]W
 	}
 	ws := make([]WaitingRetry, len(rows))
 	for i, row := range rows {
-		ws[i] = WaitingRetry{Hold: row.Hold}
-		if row.Due != nil && row.DueIn != nil {
-			ws[i].Due, ws[i].DueInSeconds = *row.Due, *row.DueIn
-		}
-		if w, err := r.workflow(row.Workflow); err == nil {
-			if j := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == row.Task }); j >= 0 {
-				ws[i].MaxAttempts = w.Tasks[j].Policy(row.Cause).MaxAttempts
-			}
-		}
+		ws[i] = r.waitingOf(row)
 	}
 	return ws, nil
 }
@@ -124,6 +116,71 @@ type parkedRow struct {
 	Hold
 	Due   *time.Time `db:"next_attempt_at"`
 	DueIn *float64   `db:"due_in"`
+	// Total counts the rows that match a filtered list (Parked).
+	Total int64 `db:"total"`
+}
+
+// ParkedFilter selects the parked instances a list shows (Parked).
+type ParkedFilter struct {
+	// State is AttemptHeld or AttemptWaiting.
+	State string
+	// Workflow, Task, Node (the last node it was interrupted on, or any)
+	// and Cause, when set, keep those; OlderThan keeps the instances
+	// parked at least that long.
+	Workflow, Task, Node string
+	Cause                Cause
+	OlderThan            time.Duration
+	// Limit of rows listed; default DefaultHoldsLimit.
+	Limit int
+}
+
+// Parked lists the parked instances that f selects, in the order of
+// Holds and Waiting, and counts all that match (the list holds at most
+// f.Limit). A held instance's Due is zero.
+func (r *Repairer) Parked(ctx context.Context, f ParkedFilter) ([]WaitingRetry, int64, error) {
+	var list sqltext.Prepared
+	switch f.State {
+	case AttemptHeld:
+		list = r.st.listHeldFiltered
+	case AttemptWaiting:
+		list = r.st.listWaitingFiltered
+	default:
+		return nil, 0, fmt.Errorf("recovery: no list of %q attempts", f.State)
+	}
+	if f.Workflow != "" {
+		if _, err := r.workflow(f.Workflow); err != nil {
+			return nil, 0, err
+		}
+	}
+	if f.Cause != "" && f.Cause != CauseInterrupt && f.Cause != CauseFailure {
+		return nil, 0, fmt.Errorf("%w: no cause %q (interrupt or failure)", ErrScope, f.Cause)
+	}
+	rows := []parkedRow{}
+	if err := list.Select(ctx, r.cfg.DB, &rows, sqltext.Args{"workflow": f.Workflow, "task": f.Task, "node": f.Node, "cause": string(f.Cause),
+		"age_s": max(f.OlderThan, 0).Seconds(), "limit": cmp.Or(f.Limit, DefaultHoldsLimit)}); err != nil {
+		return nil, 0, fmt.Errorf("list %s attempts: %w", f.State, err)
+	}
+	out := make([]WaitingRetry, len(rows))
+	var total int64
+	for i, row := range rows {
+		out[i], total = r.waitingOf(row), row.Total
+	}
+	return out, total, nil
+}
+
+// waitingOf is a parked row as a WaitingRetry: when it is due, and the
+// retries its task's policy allows.
+func (r *Repairer) waitingOf(row parkedRow) WaitingRetry {
+	w := WaitingRetry{Hold: row.Hold}
+	if row.Due != nil && row.DueIn != nil {
+		w.Due, w.DueInSeconds = *row.Due, *row.DueIn
+	}
+	if wf, err := r.workflow(row.Workflow); err == nil {
+		if j := slices.IndexFunc(wf.Tasks, func(t Task) bool { return t.Name == row.Task }); j >= 0 {
+			w.MaxAttempts = wf.Tasks[j].Policy(row.Cause).MaxAttempts
+		}
+	}
+	return w
 }
 
 // parked lists the attempts rows in state (AttemptHeld or

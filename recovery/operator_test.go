@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,6 +46,35 @@ func TestHoldDecisions(t *testing.T) {
 	}
 	if _, err := f.r.Holds(ctx, "nope", 0); !errors.Is(err, ErrScope) {
 		t.Fatalf("holds of an unknown workflow: %v", err)
+	}
+	// The console's filtered lists: each filter keeps what it says, and
+	// the count is of every match, whatever the limit.
+	f.db.MustExec(`UPDATE enginehealth.attempts SET last_node = 'n9', nodes = '{n8,n9}', since = now() - interval '2 hours' WHERE instance = '4'`)
+	for _, c := range []struct {
+		f     ParkedFilter
+		total int64
+		first string
+	}{
+		{ParkedFilter{State: AttemptHeld}, 3, "4"},
+		{ParkedFilter{State: AttemptHeld, Limit: 1}, 3, "4"},
+		{ParkedFilter{State: AttemptHeld, Workflow: "orders", Task: "ship", Cause: CauseInterrupt}, 3, "4"},
+		{ParkedFilter{State: AttemptHeld, Node: "n8"}, 1, "4"},
+		{ParkedFilter{State: AttemptHeld, OlderThan: time.Hour}, 1, "4"},
+		{ParkedFilter{State: AttemptHeld, Task: "pay"}, 0, ""},
+		{ParkedFilter{State: AttemptHeld, Cause: CauseFailure}, 0, ""},
+		{ParkedFilter{State: AttemptWaiting}, 0, ""},
+	} {
+		ps, total, err := f.r.Parked(ctx, c.f)
+		first := ""
+		if len(ps) > 0 {
+			first = ps[0].Instance
+		}
+		if err != nil || total != c.total || len(ps) != min(int(c.total), cmp.Or(c.f.Limit, DefaultHoldsLimit)) || first != c.first {
+			t.Errorf("Parked(%+v): %d rows of %d, first %q, %v; want %d, first %q", c.f, len(ps), total, first, err, c.total, c.first)
+		}
+	}
+	if _, _, err := f.r.Parked(ctx, ParkedFilter{State: AttemptHeld, Cause: "whim"}); !errors.Is(err, ErrScope) {
+		t.Errorf("an unknown cause: %v", err)
 	}
 
 	// "01" names row 1, whose hold is keyed "1".

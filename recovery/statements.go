@@ -45,7 +45,7 @@ type statements struct {
 	// Attempts rows: due retries (attempts.go), holds and operators'
 	// retries (operator.go), an instance's (instance.go), the settle
 	// pass's looks (settle.go).
-	due, listHeld, listWaiting, holdsOpen, lockAllHolds, lockHolds, lockAttempt, insertRetry, updateRetry,
+	due, listHeld, listWaiting, listHeldFiltered, listWaitingFiltered, holdsOpen, lockAllHolds, lockHolds, lockAttempt, insertRetry, updateRetry,
 	instanceAttempts, retriedExist, heldExist, waitingExist sqltext.Prepared
 	// The settle pass's cursor of retries at once (settle.go), and an
 	// instance's retries at once (instance.go).
@@ -70,8 +70,9 @@ func newStatements(schema string) statements {
 		marksTable    struct{ Marks string }
 		parkedList    struct {
 			Attempts string
-			// Waiting selects the waiting rows (else the held).
-			Waiting bool
+			// Waiting selects the waiting rows (else the held);
+			// Filtered adds the console's filters and the count.
+			Waiting, Filtered bool
 		}
 		holdsLock struct {
 			Attempts string
@@ -109,6 +110,8 @@ func newStatements(schema string) statements {
 	st.due = prepare("due", attemptsTable{attempts})
 	st.listHeld = prepare("list_parked", parkedList{Attempts: attempts})
 	st.listWaiting = prepare("list_parked", parkedList{Attempts: attempts, Waiting: true})
+	st.listHeldFiltered = prepare("list_parked", parkedList{Attempts: attempts, Filtered: true})
+	st.listWaitingFiltered = prepare("list_parked", parkedList{Attempts: attempts, Waiting: true, Filtered: true})
 	st.holdsOpen = prepare("holds_open", attemptsTable{attempts})
 	st.lockAllHolds = prepare("lock_holds", holdsLock{Attempts: attempts, All: true})
 	st.lockHolds = prepare("lock_holds", holdsLock{Attempts: attempts})

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/recovery"
@@ -43,7 +44,11 @@ var styleCSS []byte
 // consoleTemplate: the status page's functions, and show (TerminalSafe:
 // stored text with control, invisible or reordering characters shown as
 // escapes; the template escapes markup).
-var consoleTemplate = template.Must(template.New("console").Funcs(pageFuncs).Funcs(template.FuncMap{"show": TerminalSafe}).Parse(consoleHTML))
+var consoleTemplate = template.Must(template.New("console").Funcs(pageFuncs).Funcs(template.FuncMap{"show": TerminalSafe,
+	"list":  func(s ...string) []string { return s },
+	"int64": func(n int) int64 { return int64(n) },
+	"sub":   func(a int64, b int) int64 { return a - int64(b) },
+}).Parse(consoleHTML))
 
 // consoleCSP: nothing but this origin's stylesheet, forms posted here,
 // no script, no frame.
@@ -95,6 +100,39 @@ type consoleData struct {
 	// instance
 	View          *apitype.InstanceView
 	Before, Older int64
+
+	// held, waiting (lists), confirm (a bulk decision)
+	Filter  parkedFilter
+	Parked  []apitype.WaitingRetry
+	Total   int64
+	Bulk    *bulkDecision
+	Listed  int
+	ListMax int
+}
+
+// parkedFilter is a list's filters as the form has them.
+type parkedFilter struct {
+	Workflow, Task, Node, Cause, Older string
+}
+
+// query is the filters as a URL query (the list's link).
+func (f parkedFilter) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"workflow": f.Workflow, "task": f.Task, "node": f.Node, "cause": f.Cause, "older": f.Older} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// bulkDecision is a decision on every hold a filter selects, shown for
+// confirmation with their count.
+type bulkDecision struct {
+	Action, Reason string
+	Count          int64
+	// Capped: more match than one decision takes (maxRefs).
+	Capped bool
 }
 
 // Mine reports whether e was written by the action the page's flash
@@ -116,6 +154,8 @@ func (h *handler) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/signout", only(h.signout))
 	mux.HandleFunc("GET /console", only(h.consoleRead(h.searchPage), "workflow", "id"))
 	mux.HandleFunc("GET /console/instance", only(h.consoleRead(h.instancePage), "workflow", "id", "before"))
+	mux.HandleFunc("GET /console/held", only(h.consoleRead(h.parkedPage(recovery.AttemptHeld)), "workflow", "task", "node", "cause", "older"))
+	mux.HandleFunc("GET /console/waiting", only(h.consoleRead(h.parkedPage(recovery.AttemptWaiting)), "workflow", "task", "node", "cause", "older"))
 	mux.HandleFunc("POST /console/act", only(h.act))
 }
 
@@ -298,6 +338,166 @@ func (h *handler) instancePage(w http.ResponseWriter, r *http.Request, d console
 		}
 	}
 	h.renderConsole(w, r, http.StatusOK, d)
+}
+
+// consoleListMax is the rows a list page shows.
+const consoleListMax = 200
+
+// filterOf reads a list's filters from v (a query or a form): names as
+// the API takes them, a cause, an age as a Go duration ("90m").
+func filterOf(v url.Values, state string) (parkedFilter, recovery.ParkedFilter, string) {
+	pf := parkedFilter{Workflow: v.Get("workflow"), Task: v.Get("task"), Node: v.Get("node"), Cause: v.Get("cause"), Older: v.Get("older")}
+	f := recovery.ParkedFilter{State: state, Workflow: pf.Workflow, Task: pf.Task, Node: pf.Node, Cause: recovery.Cause(pf.Cause)}
+	for _, c := range []struct{ name, v string }{{"workflow", pf.Workflow}, {"task", pf.Task}, {"node", pf.Node}} {
+		if p := nameProblem(c.v, true); p != "" {
+			return pf, f, "the filter " + c.name + ": " + p
+		}
+	}
+	switch f.Cause {
+	case "", recovery.CauseInterrupt, recovery.CauseFailure:
+	default:
+		return pf, f, "the filter cause: " + quoteShort(pf.Cause) + " is not interrupt or failure"
+	}
+	if pf.Older != "" {
+		d, err := time.ParseDuration(pf.Older)
+		if err != nil || d < 0 || d > 366*24*time.Hour {
+			return pf, f, "the filter older: " + quoteShort(pf.Older) + " is not a duration such as 90m or 12h (at most a year)"
+		}
+		f.OlderThan = d
+	}
+	return pf, f, ""
+}
+
+// parkedPage serves GET /console/held and /console/waiting: the held
+// (or waiting) instances a filter selects, their count, and for an
+// operate operator the bulk decision on the holds.
+func (h *handler) parkedPage(state string) func(w http.ResponseWriter, r *http.Request, d consoleData) {
+	return func(w http.ResponseWriter, r *http.Request, d consoleData) {
+		d.Page, d.Title, d.Workflows, d.ListMax = state, state, h.cfg.Ops.Workflows(), consoleListMax
+		if state == recovery.AttemptHeld {
+			d.Title = "held instances"
+		} else {
+			d.Title = "retries waiting"
+		}
+		var f recovery.ParkedFilter
+		var problem string
+		d.Filter, f, problem = filterOf(r.URL.Query(), state)
+		if problem != "" {
+			d.Problem = "Refused: " + problem + "."
+			h.renderConsole(w, r, http.StatusBadRequest, d)
+			return
+		}
+		f.Limit = consoleListMax
+		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+		defer cancel()
+		ps, total, err := h.cfg.Ops.Parked(ctx, f)
+		switch {
+		case errors.Is(err, recovery.ErrScope):
+			d.Problem = afterSentinel(err, recovery.ErrScope) + "."
+			h.renderConsole(w, r, http.StatusNotFound, d)
+			return
+		case err != nil:
+			h.consoleInternal(w, r, d.Who, err)
+			return
+		}
+		d.Parked, d.Total, d.Listed = wireAll(ps, wireWaiting), total, len(ps)
+		h.renderConsole(w, r, http.StatusOK, d)
+	}
+}
+
+// bulk serves a bulk decision on the holds a filter selects: first
+// (without confirmed) a page that shows their count and asks to
+// confirm; then, with confirmed the count shown, the decision through
+// POST /v1/holds/{retry,fail} on the instances the filter selects now
+// (at most maxRefs), unless their count changed since.
+func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
+	form := r.PostForm
+	action := strings.TrimPrefix(form.Get("action"), "holds-bulk-")
+	pf, f, problem := filterOf(form, recovery.AttemptHeld)
+	reason := form.Get("reason")
+	switch {
+	case problem != "":
+	case strings.TrimSpace(reason) == "":
+		problem = "a reason is required: it is recorded in the audit trail"
+	case textProblem(reason, maxReason) != "":
+		problem = "the reason: " + textProblem(reason, maxReason)
+	}
+	if problem != "" {
+		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: "+problem+".")
+		return
+	}
+	f.Limit = maxRefs
+	ps, total, err := h.cfg.Ops.Parked(r.Context(), f)
+	switch {
+	case errors.Is(err, recovery.ErrScope):
+		h.consoleProblem(w, r, http.StatusNotFound, v, afterSentinel(err, recovery.ErrScope)+".")
+		return
+	case err != nil:
+		h.consoleInternal(w, r, v, err)
+		return
+	}
+	back := "/console/held"
+	if q := pf.query().Encode(); q != "" {
+		back += "?" + q
+	}
+	confirmed, given := form.Get("confirmed"), form.Has("confirmed")
+	if !given {
+		d := consoleData{Page: "confirm", Title: "confirm " + action + " of held instances", Self: h.cfg.Self, Who: v, CanAct: true, Filter: pf,
+			Parked: wireAll(ps[:min(len(ps), 20)], wireWaiting), Total: total,
+			Bulk: &bulkDecision{Action: action, Reason: reason, Count: total, Capped: total > maxRefs}}
+		h.renderConsole(w, r, http.StatusOK, d)
+		return
+	}
+	if confirmed != fmt.Sprint(total) {
+		h.sessions.setFlash(v.cookie, flash{Text: fmt.Sprintf("Nothing was decided: %s holds matched when you confirmed, %d match now. Review the list and decide again.",
+			quoteShort(confirmed), total)})
+		http.Redirect(w, r, back, http.StatusSeeOther)
+		return
+	}
+	refs := make([]apitype.Ref, len(ps))
+	for i, p := range ps {
+		refs[i] = apitype.Ref{Workflow: p.Workflow, Instance: p.Instance}
+	}
+	fl := flash{}
+	if h.cfg.LastEventID != nil {
+		if fl.After, err = h.cfg.LastEventID(r.Context()); err != nil {
+			h.consoleInternal(w, r, v, err)
+			return
+		}
+	}
+	if len(refs) == 0 {
+		fl.Text = "Nothing to decide: no hold matches."
+	} else {
+		code, body := h.callAPI(r, v.sess.token, "/v1/holds/"+action, apitype.HoldsRequest{Instances: refs, Reason: reason})
+		fl.Text, fl.OK = answerText(code, body, func(b []byte) (string, bool) {
+			var res apitype.HoldResult
+			if json.Unmarshal(b, &res) != nil {
+				return "", false
+			}
+			return fmt.Sprintf("%d of %d holds decided: %s; %d closed without the decision (the instance had moved), %d no longer held.",
+				res.Decided, len(refs), res.Action, len(res.Cancelled), len(res.NotHeld)), res.Decided > 0
+		})
+	}
+	h.sessions.setFlash(v.cookie, fl)
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// answerText says what an API answer means: done's reading of a 200,
+// else the error it names.
+func answerText(code int, body []byte, done func([]byte) (string, bool)) (string, bool) {
+	if code == http.StatusOK {
+		if s, ok := done(body); s != "" {
+			return s, ok
+		}
+		return "The API's answer could not be read.", false
+	}
+	var e apitype.ErrorBody
+	_ = json.Unmarshal(body, &e)
+	s := fmt.Sprintf("Refused (%d): %s", code, cmp.Or(e.Error, http.StatusText(code)))
+	if e.Detail != "" {
+		s += " — " + e.Detail
+	}
+	return s, false
 }
 
 func (h *handler) consoleInternal(w http.ResponseWriter, r *http.Request, v viewer, err error) {
@@ -514,6 +714,13 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if strings.HasPrefix(f.Get("action"), "holds-bulk-") && v.Role.covers(RoleOperate) {
+		switch f.Get("action") {
+		case "holds-bulk-retry", "holds-bulk-fail":
+			h.bulk(w, r, v)
+			return
+		}
+	}
 	a, known := consoleActions[f.Get("action")]
 	var problem string
 	switch {
@@ -545,19 +752,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	}
 	code, body := h.callAPI(r, v.sess.token, a.path, a.body(f))
 	fl := flash{After: after}
-	if code == http.StatusOK {
-		fl.Text, fl.OK = a.done(body)
-	} else {
-		var e apitype.ErrorBody
-		_ = json.Unmarshal(body, &e)
-		fl.Text = fmt.Sprintf("Refused (%d): %s", code, cmp.Or(e.Error, http.StatusText(code)))
-		if e.Detail != "" {
-			fl.Text += " — " + e.Detail
-		}
-	}
-	if fl.Text == "" {
-		fl.Text = "The API's answer could not be read."
-	}
+	fl.Text, fl.OK = answerText(code, body, a.done)
 	h.sessions.setFlash(v.cookie, fl)
 	back := "/console"
 	if a.instance {

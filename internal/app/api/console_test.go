@@ -211,6 +211,33 @@ func TestConsoleActions(t *testing.T) {
 		t.Fatal("the result is shown twice")
 	}
 
+	// A bulk decision shows its count first, and is not made when the
+	// count changed since it was confirmed.
+	bulk := url.Values{"csrf": {csrf}, "action": {"holds-bulk-fail"}, "workflow": {"orders"}, "task": {"ship"}, "older": {"1h"}, "reason": {"gone"}}
+	if rec := alice.do("POST", "/console/act", bulk); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `name="confirmed" value="0"`) {
+		t.Fatalf("bulk without confirmation: %d %s", rec.Code, rec.Body.String())
+	}
+	if got := s.calls[len(s.calls)-1]; got != "parked held orders|ship|||1h0m0s" {
+		t.Fatalf("the list read %q", got)
+	}
+	bulk.Set("confirmed", "5")
+	calls := s.count()
+	rec = alice.do("POST", "/console/act", bulk)
+	if page := alice.do("GET", rec.Header().Get("Location"), nil); rec.Code != http.StatusSeeOther ||
+		!strings.Contains(page.Body.String(), "Nothing was decided: &#34;5&#34; holds matched when you confirmed, 0 match now") {
+		t.Fatalf("bulk with a stale count: %d, then %s", rec.Code, page.Body.String())
+	}
+	for _, call := range s.calls[calls:] {
+		if strings.HasPrefix(call, "holds fail") {
+			t.Fatalf("a stale bulk decision was made: %q", call)
+		}
+	}
+	for _, q := range []string{"older=banana", "older=-1h", "cause=whim", "node=%00", "sort=1"} {
+		if rec := alice.do("GET", "/console/held?"+q, nil); rec.Code != http.StatusBadRequest {
+			t.Errorf("held list ?%s: %d", q, rec.Code)
+		}
+	}
+
 	clk.add(time.Hour)
 	if rec := alice.do("POST", "/console/act", hold(csrf)); rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "session has ended") {
 		t.Fatalf("an expired session's action: %d %s", rec.Code, rec.Body.String())

@@ -37,6 +37,7 @@ type MasterOps interface {
 	Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error)
 	Instance(ctx context.Context, ref recovery.Ref, p recovery.InstanceParams) (recovery.InstanceView, error)
 	Workflows() []string
+	Parked(ctx context.Context, f recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error)
 	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
 	HoldsOpen(ctx context.Context) (int64, time.Duration, error)
 	Run(ctx context.Context, id int64) (recovery.RunDetail, error)

@@ -182,6 +182,9 @@ func (downOps) Retry(context.Context, recovery.ManualRetry) (recovery.RetryResul
 	return recovery.RetryResult{}, errDown
 }
 func (downOps) Workflows() []string { return nil }
+func (downOps) Parked(context.Context, recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
+	return nil, 0, errDown
+}
 func (downOps) Instance(context.Context, recovery.Ref, recovery.InstanceParams) (recovery.InstanceView, error) {
 	return recovery.InstanceView{}, errDown
 }
@@ -375,6 +378,9 @@ func (o *specOps) Retry(_ context.Context, m recovery.ManualRetry) (recovery.Ret
 }
 
 func (o *specOps) Workflows() []string { return []string{"orders"} }
+func (o *specOps) Parked(context.Context, recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
+	return nil, 0, nil
+}
 
 func (o *specOps) Instance(_ context.Context, ref recovery.Ref, _ recovery.InstanceParams) (recovery.InstanceView, error) {
 	switch {

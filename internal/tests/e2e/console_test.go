@@ -194,6 +194,43 @@ func TestConsole(t *testing.T) {
 	}
 	shot("console-decided")
 
+	// Holds as a list with filters, and a bulk decision on the filtered
+	// set, confirmed with its count.
+	c.db.MustExec(`INSERT INTO demo.docs VALUES ('b/1', 'Indexing'), ('b/2', 'Indexing'), ('b/3', 'Indexing')`)
+	if out, errOut, code := cli(t, tok, "recover", "--api", na.APIAddress); code != 0 {
+		t.Fatalf("recover: exit %d: %s%s", code, out, errOut)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(baseA+"/console/held?workflow=docs&task=index&cause=interrupt"),
+		chromedp.WaitVisible(chromedp.CSS("#parked")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if n, rows := text("#count"), must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#parked tbody tr').length`)))(t); !strings.HasPrefix(n, "3 held match") || rows != 3 {
+		t.Fatalf("held list: %q, %d rows", n, rows)
+	}
+	shot("console-held")
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#bulk input[name=reason]`), "carrier back"),
+		chromedp.Click(chromedp.CSS("#bulk-retry")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if n := text("#confirm-count"); !strings.HasPrefix(n, "3 holds match the filter now") {
+		t.Fatalf("confirmation: %q", n)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result"))); err != nil {
+		t.Fatal(err)
+	}
+	var bulk int
+	if err := c.db.Get(&bulk, `SELECT count(*) FROM enginehealth.events WHERE kind = 'hold_decided' AND actor = 'alice (operator)' AND instance LIKE 'b/%'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := text("#result"); !strings.Contains(r, "3 of 3 holds decided: retry") || bulk != 3 {
+		t.Fatalf("bulk decision: %q; %d events", r, bulk)
+	}
+
 	// A read operator sees no action, and a forged one is refused.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#token"))); err != nil {
 		t.Fatal(err)
