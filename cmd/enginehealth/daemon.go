@@ -405,6 +405,12 @@ func (d *daemon) buildAPI() error {
 				return d.events.List(ctx, d.apiDB, p)
 			},
 			LastEventID: func(ctx context.Context) (int64, error) { return d.events.LastID(ctx, d.apiDB) },
+			Changes: func(ctx context.Context, since time.Time, limit int) ([]audit.Event, error) {
+				return d.events.Changes(ctx, d.apiDB, since, limit)
+			},
+			PerMinute: func(ctx context.Context, since time.Time) ([]audit.MinuteCount, error) {
+				return d.events.PerMinute(ctx, d.apiDB, since)
+			},
 			Live: []api.Check{
 				{Name: "heartbeat", Check: d.hb.Live},
 				{Name: "master", Check: d.master.Stuck},

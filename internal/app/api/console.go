@@ -108,6 +108,9 @@ type consoleData struct {
 	Bulk    *bulkDecision
 	Listed  int
 	ListMax int
+
+	// day
+	Day *dayChart
 }
 
 // parkedFilter is a list's filters as the form has them.
@@ -156,6 +159,7 @@ func (h *handler) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/instance", only(h.consoleRead(h.instancePage), "workflow", "id", "before"))
 	mux.HandleFunc("GET /console/held", only(h.consoleRead(h.parkedPage(recovery.AttemptHeld)), "workflow", "task", "node", "cause", "older"))
 	mux.HandleFunc("GET /console/waiting", only(h.consoleRead(h.parkedPage(recovery.AttemptWaiting)), "workflow", "task", "node", "cause", "older"))
+	mux.HandleFunc("GET /console/day", only(h.consoleRead(h.dayPage)))
 	mux.HandleFunc("POST /console/act", only(h.act))
 }
 

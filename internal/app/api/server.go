@@ -75,6 +75,11 @@ type Config struct {
 	// event's id (the status page shows the events before it).
 	Events      func(ctx context.Context, p audit.ListParams) ([]audit.Event, error)
 	LastEventID func(ctx context.Context) (int64, error)
+	// Changes lists the cluster's changes since a time, oldest first (at
+	// most limit), and PerMinute counts the events about instances by
+	// minute and kind: the console's day (nil: no day page).
+	Changes   func(ctx context.Context, since time.Time, limit int) ([]audit.Event, error)
+	PerMinute func(ctx context.Context, since time.Time) ([]audit.MinuteCount, error)
 	// Forward is the HTTP client used to reach the master.
 	Forward *http.Client
 	// Live checks decide GET /healthz.

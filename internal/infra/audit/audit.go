@@ -183,6 +183,33 @@ func (l *Log) RunCounts(ctx context.Context, q sqlx.QueryerContext, id int64, fr
 	return cs, nil
 }
 
+// Changes returns the changes of the cluster since a time (masters,
+// node statuses, registrations, grades), oldest first, at most limit.
+func (l *Log) Changes(ctx context.Context, q sqlx.QueryerContext, since time.Time, limit int) ([]Event, error) {
+	es := []Event{}
+	if err := l.st.changes.Select(ctx, q, &es, sqltext.Args{"since": since.UTC(), "limit": limit}); err != nil {
+		return nil, fmt.Errorf("read the cluster's changes: %w", err)
+	}
+	return es, nil
+}
+
+// MinuteCount is a number of events of a kind in one minute (Minute is
+// its start: a whole number of minutes after PerMinute's since).
+type MinuteCount struct {
+	Minute time.Time `db:"minute"`
+	Kind   Kind      `db:"kind"`
+	Count  int64     `db:"count"`
+}
+
+// PerMinute counts the events since a time by minute and kind.
+func (l *Log) PerMinute(ctx context.Context, q sqlx.QueryerContext, since time.Time) ([]MinuteCount, error) {
+	cs := []MinuteCount{}
+	if err := l.st.perMinute.Select(ctx, q, &cs, sqltext.Args{"since": since.UTC()}); err != nil {
+		return nil, fmt.Errorf("count the events by minute: %w", err)
+	}
+	return cs, nil
+}
+
 // utc is *t in UTC (lib/pq sends a time's own offset, and PostgreSQL
 // takes offsets up to ±15:59 only), or nil.
 func utc(t *time.Time) any {

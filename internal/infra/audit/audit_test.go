@@ -387,3 +387,43 @@ func TestWriteLogsAfterCommit(t *testing.T) {
 		t.Fatalf("run event stored with its master or term: %d (%v)", stored, err)
 	}
 }
+
+// TestDay: Changes lists the cluster's changes since a time (masters,
+// nodes, grades; not the events about instances), oldest first;
+// PerMinute counts every event since a time by minute and kind.
+func TestDay(t *testing.T) {
+	t.Parallel()
+	l, b := setup(t)
+	ctx := context.Background()
+	var since time.Time
+	if err := b.db.Get(&since, `SELECT now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	write(t, l, b, Event{Kind: KindNodeStatus, Actor: "m", Node: Str("a"), FromState: Str("Ready"), ToState: Str("Not responding")})
+	for range 3 {
+		write(t, l, b, Event{Kind: KindRepair, Actor: "m", Workflow: Str("w"), Instance: Str("1")})
+	}
+	write(t, l, b, Event{Kind: KindNodeGrade, Actor: "m", Node: Str("a"), FromState: Str("NORMAL"), ToState: Str("WARNING")})
+	b.db.MustExec(`INSERT INTO enginehealth.events (at, kind, actor, node) VALUES (now() - interval '2 hours', 'node_status', 'm', 'old')`)
+	cs, err := l.Changes(ctx, b.db, since, 10)
+	if err != nil || len(cs) != 2 || cs[0].Kind != KindNodeStatus || cs[1].Kind != KindNodeGrade {
+		t.Fatalf("changes: %v, %v", cs, err)
+	}
+	if cs, err := l.Changes(ctx, b.db, since, 1); err != nil || len(cs) != 1 {
+		t.Fatalf("changes, limit 1: %d, %v", len(cs), err)
+	}
+	ms, err := l.PerMinute(ctx, b.db, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[Kind]int64{}
+	for _, m := range ms {
+		counts[m.Kind] += m.Count
+		if d := m.Minute.Sub(since); d < 0 || d%time.Minute != 0 {
+			t.Errorf("minute %v is not a whole number of minutes after %v", m.Minute, since)
+		}
+	}
+	if counts[KindRepair] != 3 || counts[KindNodeStatus] != 1 || counts[KindNodeGrade] != 1 {
+		t.Fatalf("per minute: %v", counts)
+	}
+}

@@ -42,7 +42,7 @@ func fragment(t *sqltext.Template, slots any) string {
 // statements holds those whose text depends only on the schema, prepared once
 // by New; each call gives the parameters by name.
 type statements struct {
-	write, runCounts, lastID sqltext.Prepared
+	write, runCounts, lastID, changes, perMinute sqltext.Prepared
 }
 
 // events holds the slots of a statement over the events table (quoted).
@@ -53,6 +53,8 @@ func newStatements(table string) statements {
 		write:     sqlFiles.Load("write").MustPrepare(events{table}),
 		runCounts: sqlFiles.Load("run_counts").MustPrepare(events{table}),
 		lastID:    sqlFiles.Load("last_id").MustPrepare(events{table}),
+		changes:   sqlFiles.Load("cluster_changes").MustPrepare(events{table}),
+		perMinute: sqlFiles.Load("per_minute").MustPrepare(events{table}),
 	}
 }
 

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden statements in testda
 func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	t.Helper()
 	l := New("enginehealth")
-	gs := sqltest.ByName(l.st.write, l.st.runCounts, l.st.lastID)
+	gs := sqltest.ByName(l.st.write, l.st.runCounts, l.st.lastID, l.st.changes, l.st.perMinute)
 	arg := sqltext.Arg
 	gs["latest_expiry_node"] = sqltest.Fragment(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance")))
 	gs["expired_since"] = sqltest.Fragment(t, "expired_since", l.ExpiredSince(arg("workflow"), arg("instance"), arg("state"), arg("since")))
@@ -79,6 +79,8 @@ func TestStatements(t *testing.T) {
 		"write":              Event{Kind: KindRepair, RunID: &run, Workflow: Str("w"), Instance: Str("1"), Reason: "repaired"}.args(),
 		"run_counts":         {"run": int64(7), "from": at, "to": at},
 		"last_id":            nil,
+		"cluster_changes":    {"since": at, "limit": 1000},
+		"per_minute":         {"since": at},
 		"latest_expiry_node": {"workflow": "w", "instance": "1"},
 		"expired_since":      {"workflow": "w", "instance": "1", "state": "Sending", "since": at},
 	}

@@ -155,6 +155,8 @@ var rows = []row{
 	{"check pass, 1M rows, 100k retries waiting (none due) / idle pass", "BenchmarkCheckParked", "ratio-100k-waiting", fixed("≤ 1.5"), atMost(1.5)},
 	{"check pass, 1M old failures under on_failure / idle pass", "BenchmarkCheckParked", "ratio-1M-old-failures", fixed("≤ 1.5"), atMost(1.5)},
 	{"sweep of every interrupted instance, 100k waiting (first pass of an office)", "BenchmarkCheckParked", "sweep-100k-waiting-ms", fixed("—"), nil},
+	{"console: the last day's page, 1,000 nodes, 100k events about instances, median answer", "BenchmarkConsoleDay", "day-page-ms", fixed("≤ 300 ms"), atMost(300)},
+	{"console: the last day's page, 1,000 nodes, p90", "BenchmarkConsoleDay", "day-page-p90-ms", fixed("—"), nil},
 	{"instance view (events --instance) at 10M events, p99", "BenchmarkInstanceHistory", "instance-history-p99-ms", fixed("< 50 ms"), func(v float64, _ map[string]float64) bool { return v < 50 }},
 	{"scale: PostgreSQL commits/s, 10 heartbeating nodes (every 5 s)", "BenchmarkScale", "commits-per-s-10", fixed("—"), nil},
 	{"scale: PostgreSQL commits/s, 1,000 heartbeating nodes", "BenchmarkScale", "commits-per-s-1000", fixed("—"), nil},
