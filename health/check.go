@@ -275,6 +275,10 @@ type CheckResult struct {
 	Settled []recovery.SettleCounts
 	// Grades holds the failover grades the pass changed.
 	Grades []nodes.GradeChange
+	// Violations counts the protocol violations the pass found (new
+	// ones only: a lasting one is counted once), by kind, workflow and
+	// node.
+	Violations []recovery.ViolationCount
 	// Stale lists the nodes that looked unresponsive (nil when none).
 	Stale []string
 	Took  time.Duration
@@ -537,6 +541,11 @@ func (c *Checker) pass(ctx context.Context, o *leader.Office, params passParams,
 	// 5b. How retries ended: bookkeeping that moves no instance, so a
 	// pause does not stop it.
 	if res.Settled, err = c.cfg.Recovery.Settle(ctx, o, run, sweep); err != nil {
+		return err
+	}
+	// 5c. The protocol doctor: what engines did against the claim
+	// protocol, in this pass's run and in their claims now.
+	if res.Violations, err = c.cfg.Recovery.Doctor(ctx, o, run, append(slices.Clone(res.Recovery.Tasks), res.Failures...)); err != nil {
 		return err
 	}
 	// 6. Failover grades, from the interruptions of this pass and the

@@ -98,7 +98,10 @@ type batchMode struct {
 
 // batchCounts is what one batch did.
 type batchCounts struct {
-	picked                         int
+	picked int
+	// decided counts the picked instances that were decided; those of
+	// them not done were changed between the pick and the write (lost()).
+	decided                        int64
 	last                           cursor
 	retried, waiting, held, failed int64
 	// exhausted counts, of failed, those failed for good after max_attempts.
@@ -106,6 +109,10 @@ type batchCounts struct {
 }
 
 func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.failed }
+
+// lost counts the instances decided but changed before the batch wrote
+// them (moved, or claimed, by an engine since the pick).
+func (c batchCounts) lost() int64 { return max(c.decided-c.done(), 0) }
 
 // policyBatch handles one batch of a task's interrupted instances
 // (CauseInterrupt) or failed ones (CauseFailure) in tx, in one statement:
@@ -132,7 +139,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	from := t.from(c)
 	var want, wrote int64
 	var each []byte
-	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.last.id, &bc.last.at, &each)
+	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.decided, &bc.last.id, &bc.last.at, &each)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}

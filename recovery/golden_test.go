@@ -300,6 +300,15 @@ func ownStatements(gs *shapes, st statements) {
 		sqltest.Shape{Indexes: []string{"settle_cursors_pkey"}})
 	gs.prepared(st.instanceCases, sqltext.Args{"workflow": "invoices", "instance": "17"}, sqltest.Shape{Indexes: []string{"events_instance_", "attempts_pkey"}})
 
+	// The protocol doctor's findings.
+	gs.prepared(st.doctorRun, sqltext.Args{"run": 42, "workflows": pq.Array([]string{"invoices"}), "interims": pq.Array([]string{"Sending"})},
+		sqltest.Shape{Indexes: []string{"events_at_brin", "runs_pkey"}})
+	gs.prepared(st.doctorLate, sqltext.Args{"workflow": "invoices", "run": 42, "count": 3, "detail": "3 instances"}, sqltest.Shape{})
+	gs.prepared(st.doctorPrune, nil, sqltest.Shape{Indexes: []string{"protocol_violations_at_idx"}})
+	gs.prepared(st.doctorSummary, sqltext.Args{"since": "2026-11-26 09:00:00+00"}, sqltest.Shape{Indexes: []string{"protocol_violations_at_idx"}})
+	gs.prepared(st.doctorExamples, sqltext.Args{"since": "2026-11-26 09:00:00+00", "per_kind": 10},
+		sqltest.Shape{Indexes: []string{"protocol_violations_at_idx"}})
+
 	// Failure marks.
 	gs.prepared(st.insertMark, task, sqltest.Shape{})
 	gs.prepared(st.moveMark, sqltext.Args{"workflow": "invoices", "task": "send", "lag_ms": markLag.Milliseconds()},
@@ -348,6 +357,12 @@ func engineStatements(gs *shapes, r *Repairer) {
 	gs.all = append(gs.all, sqltest.Shape{Statement: "expire_record", About: "claims' expiry of a claimable workflow with the events it records",
 		Rendered: sqltext.Statement{SQL: expire, Args: []any{500, audit.KindClaimExpired, 42, invoices.Name}, Names: []string{"limit", "kind", "run", "workflow"}},
 		Indexes:  []string{"invoice_claim_expires_at"}})
+	// The protocol doctor's look at the claims: the claims table whole
+	// (a row per instance in flight), the instances and nodes through an
+	// index (by key, or hashed).
+	gs.rendered(doctorClaimsSQL, doctorSlotsOf(invoices, "enginehealth"), sqltext.Args{"interims": pq.Array([]string{"Sending"}),
+		"timeouts_s": pq.Array([]float64{60}), "workflow": "invoices", "run": 42},
+		sqltest.Shape{Scans: []string{"invoice_claim"}, Indexes: []string{"invoices_", "nodes_pkey"}})
 	pkey := []string{"invoices_pkey"}
 	// Through an index (the primary key, or the one on (status, id)).
 	gs.rendered(retryInstanceSQL, rowOf(invoices), sqltext.Args{"instance": "63", "to": "Created", "from": "SendFailed"},

@@ -255,6 +255,10 @@ type TaskResult struct {
 	// Exhausted counts, of Failed, those failed for good after the policy's
 	// last retry.
 	Exhausted int64
+	// Lost counts the instances decided but changed by someone else
+	// before their repair was written, left alone (the protocol doctor's
+	// late writes).
+	Lost int64
 }
 
 // Result of a run.
@@ -709,6 +713,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 		tr.Held += bc.held
 		tr.Failed += bc.failed
 		tr.Exhausted += bc.exhausted
+		tr.Lost += bc.lost()
 		if bc.picked > 0 {
 			cur.id, cur.at = bc.last.id, bc.last.at
 		}

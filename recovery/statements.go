@@ -52,6 +52,8 @@ type statements struct {
 	settleCursor, moveSettleCursor, instanceCases sqltext.Prepared
 	// Failure marks (failures.go).
 	insertMark, moveMark, readMarks, dropMarks sqltext.Prepared
+	// The protocol doctor (doctor.go).
+	doctorRun, doctorLate, doctorPrune, doctorSummary, doctorExamples sqltext.Prepared
 
 	// set holds every statement and fragment rendered, for the tests.
 	set *sqltext.Files
@@ -61,7 +63,7 @@ type statements struct {
 // schema.
 func newStatements(schema string) statements {
 	sc := pq.QuoteIdentifier(schema)
-	runs, attempts, marks := sc+".runs", sc+".attempts", sc+".failure_marks"
+	runs, attempts, marks, violations := sc+".runs", sc+".attempts", sc+".failure_marks", sc+".protocol_violations"
 	st := statements{set: sqltext.NewFiles(files)}
 	prepare := st.set.MustPrepare
 	runColumns := st.set.MustFragment("run_columns", nil)
@@ -95,6 +97,12 @@ func newStatements(schema string) statements {
 			Periodic string
 		}
 	)
+	type violationsTable struct{ Violations string }
+	st.doctorRun = prepare("doctor_run", struct{ Violations, Events, Runs, RepairKinds string }{violations, sc + ".events", runs, repairKinds()})
+	st.doctorLate = prepare("doctor_late", violationsTable{violations})
+	st.doctorPrune = prepare("doctor_prune", violationsTable{violations})
+	st.doctorSummary = prepare("doctor_summary", violationsTable{violations})
+	st.doctorExamples = prepare("doctor_examples", violationsTable{violations})
 	st.beginRun = prepare("begin_run", runsTable{runs})
 	st.endRun = prepare("end_run", runsTable{runs})
 	st.addPlanned = prepare("add_planned", runsTable{runs})

@@ -23,6 +23,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/nodes"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 const ns = "enginehealth"
@@ -86,6 +87,7 @@ type Metrics struct {
 	outcomes      *prometheus.CounterVec
 	gradeChanges  *prometheus.CounterVec
 	requests      *prometheus.CounterVec
+	violations    *prometheus.CounterVec
 }
 
 // New returns the daemon's metrics, registered with their own registry.
@@ -112,6 +114,9 @@ func New(src Source) *Metrics {
 			Help: "Failover grade changes this node made as master, by the grade a node went to."}, []string{"grade"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "api_requests_total",
 			Help: "API requests answered by this node, by route and status code."}, []string{"route", "code"}),
+		violations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "protocol_violations_total",
+			Help: "Violations of the claim protocol this node found as master (each once), by kind (claim_without_node, claim_not_interim, interim_without_claim, claim_by_not_responding, late_write), workflow and node (\"\" when unknown)."},
+			[]string{"kind", "workflow", "node"}),
 	}
 	for _, r := range []string{"ok", "failed", "disruption"} {
 		m.passes.WithLabelValues(r)
@@ -122,7 +127,14 @@ func New(src Source) *Metrics {
 	for _, g := range grades {
 		m.gradeChanges.WithLabelValues(g)
 	}
+	seen := map[string]bool{}
 	for _, t := range src.Tasks {
+		if !seen[t.Workflow] {
+			seen[t.Workflow] = true
+			for _, k := range recovery.ViolationKinds {
+				m.violations.WithLabelValues(k, t.Workflow, "")
+			}
+		}
 		for _, a := range actions {
 			m.repaired.WithLabelValues(t.Workflow, t.Task, a)
 		}
@@ -131,7 +143,7 @@ func New(src Source) *Metrics {
 		}
 	}
 	m.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
-		m.passDuration, m.passes, m.claimsExpired, m.repaired, m.retries, m.outcomes, m.gradeChanges, m.requests, newScrape(src))
+		m.passDuration, m.passes, m.claimsExpired, m.repaired, m.retries, m.outcomes, m.gradeChanges, m.requests, m.violations, newScrape(src))
 	return m
 }
 
@@ -172,6 +184,9 @@ func (m *Metrics) ObservePass(res health.CheckResult, err error) {
 	m.retries.WithLabelValues("cancelled").Add(float64(res.Retries.Cancelled))
 	for _, g := range res.Grades {
 		m.gradeChanges.WithLabelValues(g.To).Inc()
+	}
+	for _, v := range res.Violations {
+		m.add(m.violations, float64(v.Count), v.Kind, v.Workflow, v.Node)
 	}
 }
 

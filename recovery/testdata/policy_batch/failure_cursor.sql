@@ -171,9 +171,14 @@ WITH s AS MATERIALIZED (
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
+	-- Of those picked, the ones decided: those of them not done were
+	-- changed between the pick and the write (the protocol doctor's late
+	-- writes).
+	p.decidable,
 	-- The cursor of the next batch.
 	-- (ORDER BY, not max: an id of a type without max, uuid, has an
 	-- order.)
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''), coalesce(p.upd::text, ''),
 	t.each
-FROM tally t, (SELECT count(*) AS picked, max(p.upd) AS upd FROM pick p) AS p
+FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))) AS decidable,
+	max(a.upd) AS upd FROM pick a) AS p
