@@ -160,6 +160,12 @@ func (p *Ops) Parked(ctx context.Context, f recovery.ParkedFilter) ([]recovery.W
 	return p.reads().Parked(ctx, f)
 }
 
+// Violations returns the protocol violations found since a time,
+// counted, and the latest perKind of each kind.
+func (p *Ops) Violations(ctx context.Context, since time.Time, perKind int) ([]recovery.ViolationCount, []recovery.Violation, error) {
+	return p.reads().Violations(ctx, since, perKind)
+}
+
 // Workflows returns the names of the configured workflows.
 func (p *Ops) Workflows() []string { return p.reads().Workflows() }
 

@@ -111,6 +111,34 @@ type consoleData struct {
 
 	// day
 	Day *dayChart
+
+	// doctor
+	Doctor *doctorPage
+}
+
+// doctorPage is what the protocol doctor found in the last day.
+type doctorPage struct {
+	Kinds []doctorKind
+	Total int64
+}
+
+// doctorKind is one kind of violation: what it means, its counts by
+// workflow and node, its latest findings.
+type doctorKind struct {
+	Kind, About string
+	Total       int64
+	Counts      []recovery.ViolationCount
+	Latest      []recovery.Violation
+}
+
+// violationAbout says what each kind of violation means, and what an
+// engine did to cause it.
+var violationAbout = map[string]string{
+	recovery.ViolationClaimWithoutNode:     "A claim is held by a node name no sidecar registered: the engine's node.name differs from its sidecar's, or a node was forgotten while its engine went on.",
+	recovery.ViolationClaimNotInterim:      "A claim is on an instance that is gone, or in no task's interim state: the engine moved the instance without deleting its claim, or claimed without entering the interim state (rules 1 and 3).",
+	recovery.ViolationInterimWithoutClaim:  "An instance was repaired out of an interim state with no claim on it and none seen expiring: the engine entered the state without a claim, or deleted its claim and left the instance there.",
+	recovery.ViolationClaimByNotResponding: "A node marked Not responding took or renewed a claim after it was marked: its engine runs while its sidecar is down or cut off.",
+	recovery.ViolationLateWrite:            "A repair was lost to a late write: someone changed instances between the repair's read and its write, which the protocol rules out for unclaimed interim instances (an engine moved or claimed an instance it held no claim on).",
 }
 
 // parkedFilter is a list's filters as the form has them.
@@ -160,6 +188,7 @@ func (h *handler) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/held", only(h.consoleRead(h.parkedPage(recovery.AttemptHeld)), "workflow", "task", "node", "cause", "older"))
 	mux.HandleFunc("GET /console/waiting", only(h.consoleRead(h.parkedPage(recovery.AttemptWaiting)), "workflow", "task", "node", "cause", "older"))
 	mux.HandleFunc("GET /console/day", only(h.consoleRead(h.dayPage)))
+	mux.HandleFunc("GET /console/doctor", only(h.consoleRead(h.doctorPage)))
 	mux.HandleFunc("POST /console/act", only(h.act))
 }
 
@@ -502,6 +531,41 @@ func answerText(code int, body []byte, done func([]byte) (string, bool)) (string
 		s += " — " + e.Detail
 	}
 	return s, false
+}
+
+// doctorExamples is the latest findings of each kind the doctor page
+// shows.
+const doctorExamples = 10
+
+// doctorPage serves GET /console/doctor: the protocol doctor's findings
+// of the last day, by kind, workflow and node, with the latest of each
+// kind.
+func (h *handler) doctorPage(w http.ResponseWriter, r *http.Request, d consoleData) {
+	d.Page, d.Title = "doctor", "engine protocol doctor"
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	counts, latest, err := h.cfg.Ops.Violations(ctx, h.cfg.Clock().Add(-dayWindow), doctorExamples)
+	if err != nil {
+		h.consoleInternal(w, r, d.Who, err)
+		return
+	}
+	p := &doctorPage{}
+	for _, k := range recovery.ViolationKinds {
+		dk := doctorKind{Kind: k, About: violationAbout[k]}
+		for _, c := range counts {
+			if c.Kind == k {
+				dk.Counts, dk.Total = append(dk.Counts, c), dk.Total+c.Count
+			}
+		}
+		for _, v := range latest {
+			if v.Kind == k {
+				dk.Latest = append(dk.Latest, v)
+			}
+		}
+		p.Kinds, p.Total = append(p.Kinds, dk), p.Total+dk.Total
+	}
+	d.Doctor = p
+	h.renderConsole(w, r, http.StatusOK, d)
 }
 
 func (h *handler) consoleInternal(w http.ResponseWriter, r *http.Request, v viewer, err error) {

@@ -160,6 +160,10 @@ func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recover
 
 func (s *store) Workflows() []string { return []string{"orders"} }
 
+func (s *store) Violations(context.Context, time.Time, int) ([]recovery.ViolationCount, []recovery.Violation, error) {
+	return nil, nil, s.call("violations")
+}
+
 func (s *store) Parked(_ context.Context, f recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
 	return nil, 0, s.call("parked "+f.State, f.Workflow, f.Task, f.Node, string(f.Cause), f.OlderThan.String())
 }

@@ -38,6 +38,7 @@ type MasterOps interface {
 	Instance(ctx context.Context, ref recovery.Ref, p recovery.InstanceParams) (recovery.InstanceView, error)
 	Workflows() []string
 	Parked(ctx context.Context, f recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error)
+	Violations(ctx context.Context, since time.Time, perKind int) ([]recovery.ViolationCount, []recovery.Violation, error)
 	RetryStats(ctx context.Context) ([]recovery.RetryStats, error)
 	HoldsOpen(ctx context.Context) (int64, time.Duration, error)
 	Run(ctx context.Context, id int64) (recovery.RunDetail, error)

@@ -182,6 +182,9 @@ func (downOps) Retry(context.Context, recovery.ManualRetry) (recovery.RetryResul
 	return recovery.RetryResult{}, errDown
 }
 func (downOps) Workflows() []string { return nil }
+func (downOps) Violations(context.Context, time.Time, int) ([]recovery.ViolationCount, []recovery.Violation, error) {
+	return nil, nil, errDown
+}
 func (downOps) Parked(context.Context, recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
 	return nil, 0, errDown
 }
@@ -378,6 +381,9 @@ func (o *specOps) Retry(_ context.Context, m recovery.ManualRetry) (recovery.Ret
 }
 
 func (o *specOps) Workflows() []string { return []string{"orders"} }
+func (o *specOps) Violations(context.Context, time.Time, int) ([]recovery.ViolationCount, []recovery.Violation, error) {
+	return nil, nil, nil
+}
 func (o *specOps) Parked(context.Context, recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
 	return nil, 0, nil
 }

@@ -190,7 +190,7 @@ func TestAlertRulesAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules (Debian package prometheus; .ci/run installs it): %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "SUCCESS: 10 rules found") {
+	if !strings.Contains(string(out), "SUCCESS: 11 rules found") {
 		t.Fatalf("promtool: %s", out)
 	}
 	dash, err := os.ReadFile(dashboardFile)
@@ -264,7 +264,7 @@ func TestEtcdAlertRule(t *testing.T) {
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	rules := loadRules(t)
-	if len(rules) != 10 {
+	if len(rules) != 11 {
 		t.Fatalf("rules %v", rules)
 	}
 	c := newCluster(t)
@@ -351,6 +351,13 @@ func TestAlertRules(t *testing.T) {
 	expect("EnginehealthDisruptionMode", true)
 	c.db.MustExec(`DELETE FROM enginehealth.nodes WHERE name IN ('x', 'y', 'z')`)
 	expect("EnginehealthDisruptionMode", false)
+
+	// An engine claims an instance under a node name no sidecar has:
+	// the master's protocol doctor finds it.
+	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserving' WHERE id = 2;
+		INSERT INTO demo.orders_claim VALUES (2, 'ghost', 'tok-ghost', now(), now() + interval '1 hour')`)
+	expect("EnginehealthProtocolViolations", true)
+	c.db.MustExec(`DELETE FROM demo.orders_claim WHERE instance_id = 2`)
 
 	// node-b dies: it is marked Not responding.
 	b.signal(t, syscall.SIGKILL)
