@@ -11,10 +11,12 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
+	"github.com/enginehealth/enginehealth/nodes"
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
@@ -114,6 +116,24 @@ type consoleData struct {
 
 	// doctor
 	Doctor *doctorPage
+
+	// guard: a forced check's confirmation
+	Guard *guardView
+}
+
+// guardView is what the disruption guard sees, shown before a check is
+// forced through it.
+type guardView struct {
+	Reason string
+	// Holds is the acting master's last word on the guard ("" when its
+	// last pass was not stopped by it).
+	Holds string
+	// Master names the acting master ("" when none acts: a forced check
+	// then fails, as the CLI's would).
+	Master string
+	// Nodes are the nodes least recently active, first the stalest.
+	Nodes []apitype.NodeState
+	Total int
 }
 
 // doctorPage is what the protocol doctor found in the last day.
@@ -515,6 +535,75 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
 	http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: as above
 }
 
+// guardNodes bounds the nodes a forced check's confirmation lists.
+const guardNodes = 25
+
+// checkNow serves a check pass asked from the console: at once, or
+// forced through the disruption guard, which first (without confirmed)
+// shows what the guard sees and asks to confirm.
+func (h *handler) checkNow(w http.ResponseWriter, r *http.Request, v viewer, force bool) {
+	form := r.PostForm
+	reason := form.Get("reason")
+	switch {
+	case force && strings.TrimSpace(reason) == "":
+		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: a reason is required to force a check: it is recorded in a guard_override event.")
+		return
+	case textProblem(reason, maxReason) != "":
+		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: the reason: "+textProblem(reason, maxReason)+".")
+		return
+	}
+	if force && form.Get("confirmed") != "yes" {
+		g := &guardView{Reason: reason}
+		l, why, err := h.master(r)
+		switch {
+		case err != nil:
+			h.consoleInternal(w, r, v, err)
+			return
+		case l == nil:
+			g.Holds = "no node acts as master: " + why
+		default:
+			g.Master, g.Holds = l.Name, l.Passes.Disruption
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+		defer cancel()
+		ns, err := h.cfg.Nodes.List(ctx)
+		if err != nil {
+			h.consoleInternal(w, r, v, err)
+			return
+		}
+		slices.SortFunc(ns, func(a, b nodes.Node) int { return cmp.Compare(b.SecondsSinceActive, a.SecondsSinceActive) })
+		g.Total = len(ns)
+		for _, n := range ns[:min(len(ns), guardNodes)] {
+			g.Nodes = append(g.Nodes, nodeState(n))
+		}
+		h.renderConsole(w, r, http.StatusOK, consoleData{Page: "guard", Title: "force a check through the guard", Self: h.cfg.Self, Who: v,
+			CanAct: true, Guard: g})
+		return
+	}
+	fl := flash{}
+	code, body := h.callAPI(r, v.sess.token, "/v1/check", apitype.CheckRequest{Force: force, Reason: reason})
+	fl.Text, fl.OK = answerText(code, body, func(b []byte) (string, bool) {
+		var res apitype.CheckResult
+		if json.Unmarshal(b, &res) != nil {
+			return "", false
+		}
+		switch {
+		case res.Disruption:
+			return fmt.Sprintf("Check run %d did nothing: the disruption guard holds (%s).", res.RunID, res.DisruptionReason), false
+		case res.Paused != nil:
+			return fmt.Sprintf("Check run %d marked nodes but repaired nothing: automatic repair is paused.", res.RunID), true
+		}
+		s := fmt.Sprintf("Check run %d: %d claims expired, %d instances repaired, %d nodes marked Not responding.", res.RunID,
+			res.Recovery.ClaimsExpired, res.Recovery.Done(), len(res.NotResponding))
+		if res.Forced {
+			s += " The guard was overridden (" + res.DisruptionReason + "), recorded with your reason."
+		}
+		return s, true
+	})
+	h.sessions.setFlash(v.cookie, fl)
+	http.Redirect(w, r, "/console", http.StatusSeeOther)
+}
+
 // answerText says what an API answer means: done's reading of a 200,
 // else the error it names.
 func answerText(code int, body []byte, done func([]byte) (string, bool)) (string, bool) {
@@ -782,10 +871,13 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	if strings.HasPrefix(f.Get("action"), "holds-bulk-") && v.Role.covers(RoleOperate) {
+	if v.Role.covers(RoleOperate) {
 		switch f.Get("action") {
 		case "holds-bulk-retry", "holds-bulk-fail":
 			h.bulk(w, r, v)
+			return
+		case "check", "check-force":
+			h.checkNow(w, r, v, f.Get("action") == "check-force")
 			return
 		}
 	}

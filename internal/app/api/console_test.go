@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 )
 
 // consoleClient is a browser of the console over handler h: it keeps
@@ -81,6 +84,7 @@ func newConsole(t *testing.T) (http.Handler, *store, *clock) {
 	s := &store{}
 	clk := &clock{now: time.Now()}
 	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: operators(), AuthReads: true, Ops: s, Events: s.Events,
+		Local: func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") },
 		Clock: clk.Now, SessionTTL: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return h, s, clk
 }
@@ -236,6 +240,25 @@ func TestConsoleActions(t *testing.T) {
 		if rec := alice.do("GET", "/console/held?"+q, nil); rec.Code != http.StatusBadRequest {
 			t.Errorf("held list ?%s: %d", q, rec.Code)
 		}
+	}
+
+	// A check forced through the guard: first what the guard sees, then,
+	// confirmed, the check through the API with the reason.
+	force := url.Values{"csrf": {csrf}, "action": {"check-force"}, "reason": {""}}
+	if rec := alice.do("POST", "/console/act", force); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "reason is required") {
+		t.Fatalf("a forced check without a reason: %d", rec.Code)
+	}
+	force.Set("reason", "rack 7 is gone")
+	if rec := alice.do("POST", "/console/act", force); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `id="guard-nodes"`) ||
+		!strings.Contains(rec.Body.String(), "no node acts as master: me: not in office") || strings.Contains(s.calls[len(s.calls)-1], "check") {
+		t.Fatalf("a forced check's confirmation: %d %s", rec.Code, rec.Body.String())
+	}
+	force.Set("confirmed", "yes")
+	if rec := alice.do("POST", "/console/act", force); rec.Code != http.StatusSeeOther || s.calls[len(s.calls)-1] != "check rack 7 is gone" {
+		t.Fatalf("a confirmed forced check: %d, called %q", rec.Code, s.calls[len(s.calls)-1])
+	}
+	if page := alice.do("GET", "/console", nil); !strings.Contains(page.Body.String(), "Check run 1:") {
+		t.Fatalf("the check's result: %s", page.Body.String())
 	}
 
 	clk.add(time.Hour)

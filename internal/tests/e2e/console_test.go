@@ -237,6 +237,26 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("bulk decision: %q; %d events", r, bulk)
 	}
 
+	// A check forced through the guard: what the guard sees first, then
+	// the pass.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(baseA+"/console"),
+		chromedp.SendKeys(chromedp.CSS(`#check input[name=reason]`), "rack 7 is gone"),
+		chromedp.Click(chromedp.CSS("#check-force")),
+		chromedp.WaitVisible(chromedp.CSS("#guard-nodes")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if rows := must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#guard-nodes tbody tr').length`)))(t); rows != 2 {
+		t.Fatalf("the guard's view lists %d nodes", rows)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#confirm-force")), chromedp.WaitVisible(chromedp.CSS("#result"))); err != nil {
+		t.Fatal(err)
+	}
+	if r := text("#result"); !strings.HasPrefix(r, "Check run ") {
+		t.Fatalf("forced check: %q", r)
+	}
+
 	// A read operator sees no action, and a forged one is refused.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#token"))); err != nil {
 		t.Fatal(err)
