@@ -177,12 +177,13 @@ func (f parkedFilter) query() url.Values {
 	return q
 }
 
-// bulkDecision is a decision on every hold a filter selects, shown for
-// confirmation with their count.
+// bulkDecision is a decision on every held (or waiting) instance a
+// filter selects, shown for confirmation with their count.
 type bulkDecision struct {
-	Action, Reason string
-	Count          int64
-	// Capped: more match than one decision takes (maxRefs).
+	State, Action, Reason string
+	Count                 int64
+	// Capped: more match than one decision takes (Max).
+	Max    int
 	Capped bool
 }
 
@@ -458,15 +459,20 @@ func (h *handler) parkedPage(state string) func(w http.ResponseWriter, r *http.R
 	}
 }
 
-// bulk serves a bulk decision on the holds a filter selects: first
-// (without confirmed) a page that shows their count and asks to
-// confirm; then, with confirmed the count shown, the decision through
-// POST /v1/holds/{retry,fail} on the instances the filter selects now
-// (at most maxRefs), unless their count changed since.
-func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
+// bulkRetriesMax bounds the waiting retries one bulk "retry now" runs
+// (an API call each).
+const bulkRetriesMax = 200
+
+// bulk serves a bulk decision on the instances a filter selects: held
+// ones retried or failed (POST /v1/holds/{retry,fail}, at most maxRefs
+// at once), or waiting ones retried now (POST /v1/retry each, at most
+// bulkRetriesMax). First (without confirmed) a page shows their count
+// and asks to confirm; then, with confirmed the count shown, the
+// decision on the instances the filter selects now, unless their count
+// changed since.
+func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, action string) {
 	form := r.PostForm
-	action := strings.TrimPrefix(form.Get("action"), "holds-bulk-")
-	pf, f, problem := filterOf(form, recovery.AttemptHeld)
+	pf, f, problem := filterOf(form, state)
 	reason := form.Get("reason")
 	switch {
 	case problem != "":
@@ -480,6 +486,9 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
 		return
 	}
 	f.Limit = maxRefs
+	if state == recovery.AttemptWaiting {
+		f.Limit = bulkRetriesMax
+	}
 	ps, total, err := h.cfg.Ops.Parked(r.Context(), f)
 	switch {
 	case errors.Is(err, recovery.ErrScope):
@@ -489,27 +498,23 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
 		h.consoleInternal(w, r, v, err)
 		return
 	}
-	back := "/console/held"
+	back := "/console/" + state
 	if q := pf.query().Encode(); q != "" {
 		back += "?" + q
 	}
 	confirmed, given := form.Get("confirmed"), form.Has("confirmed")
 	if !given {
-		d := consoleData{Page: "confirm", Title: "confirm " + action + " of held instances", Self: h.cfg.Self, Who: v, CanAct: true, Filter: pf,
-			Parked: wireAll(ps[:min(len(ps), 20)], wireWaiting), Total: total,
-			Bulk: &bulkDecision{Action: action, Reason: reason, Count: total, Capped: total > maxRefs}}
+		d := consoleData{Page: "confirm", Title: "confirm " + action + " of " + state + " instances", Self: h.cfg.Self, Who: v, CanAct: true,
+			Filter: pf, Parked: wireAll(ps[:min(len(ps), 20)], wireWaiting), Total: total,
+			Bulk: &bulkDecision{State: state, Action: action, Reason: reason, Count: total, Max: f.Limit, Capped: total > int64(f.Limit)}}
 		h.renderConsole(w, r, http.StatusOK, d)
 		return
 	}
 	if confirmed != fmt.Sprint(total) {
-		h.sessions.setFlash(v.cookie, flash{Text: fmt.Sprintf("Nothing was decided: %s holds matched when you confirmed, %d match now. Review the list and decide again.",
+		h.sessions.setFlash(v.cookie, flash{Text: fmt.Sprintf("Nothing was decided: %s instances matched when you confirmed, %d match now. Review the list and decide again.",
 			quoteShort(confirmed), total)})
-		http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: /console/held and an encoded query, never another site
+		http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: /console/held or /console/waiting and an encoded query, never another site
 		return
-	}
-	refs := make([]apitype.Ref, len(ps))
-	for i, p := range ps {
-		refs[i] = apitype.Ref{Workflow: p.Workflow, Instance: p.Instance}
 	}
 	fl := flash{}
 	if h.cfg.LastEventID != nil {
@@ -518,9 +523,14 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
 			return
 		}
 	}
-	if len(refs) == 0 {
-		fl.Text = "Nothing to decide: no hold matches."
-	} else {
+	switch {
+	case len(ps) == 0:
+		fl.Text = "Nothing to decide: no instance matches."
+	case state == recovery.AttemptHeld:
+		refs := make([]apitype.Ref, len(ps))
+		for i, p := range ps {
+			refs[i] = apitype.Ref{Workflow: p.Workflow, Instance: p.Instance}
+		}
 		code, body := h.callAPI(r, v.sess.token, "/v1/holds/"+action, apitype.HoldsRequest{Instances: refs, Reason: reason})
 		fl.Text, fl.OK = answerText(code, body, func(b []byte) (string, bool) {
 			var res apitype.HoldResult
@@ -530,6 +540,29 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer) {
 			return fmt.Sprintf("%d of %d holds decided: %s; %d closed without the decision (the instance had moved), %d no longer held.",
 				res.Decided, len(refs), res.Action, len(res.Cancelled), len(res.NotHeld)), res.Decided > 0
 		})
+	default:
+		var retried int
+		var refused []string
+		for _, p := range ps {
+			code, body := h.callAPI(r, v.sess.token, "/v1/retry", apitype.RetryRequest{Workflow: p.Workflow, Instance: p.Instance, Task: p.Task, Reason: reason})
+			if code == http.StatusOK {
+				retried++
+				continue
+			}
+			if len(refused) < 3 {
+				text, _ := answerText(code, body, nil)
+				refused = append(refused, p.Workflow+"/"+p.Instance+": "+text)
+			}
+		}
+		fl.OK = retried > 0
+		fl.Text = fmt.Sprintf("%d of %d waiting retries run now.", retried, len(ps))
+		if len(refused) > 0 {
+			fl.Text += " Not retried: " + strings.Join(refused, "; ")
+			if n := len(ps) - retried - len(refused); n > 0 {
+				fl.Text += fmt.Sprintf("; and %d more", n)
+			}
+			fl.Text += "."
+		}
 	}
 	h.sessions.setFlash(v.cookie, fl)
 	http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: as above
@@ -874,7 +907,10 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	if v.Role.covers(RoleOperate) {
 		switch f.Get("action") {
 		case "holds-bulk-retry", "holds-bulk-fail":
-			h.bulk(w, r, v)
+			h.bulk(w, r, v, recovery.AttemptHeld, strings.TrimPrefix(f.Get("action"), "holds-bulk-"))
+			return
+		case "waiting-bulk-retry":
+			h.bulk(w, r, v, recovery.AttemptWaiting, "retry")
 			return
 		case "check", "check-force":
 			h.checkNow(w, r, v, f.Get("action") == "check-force")

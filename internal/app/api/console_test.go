@@ -228,7 +228,7 @@ func TestConsoleActions(t *testing.T) {
 	calls := s.count()
 	rec = alice.do("POST", "/console/act", bulk)
 	if page := alice.do("GET", rec.Header().Get("Location"), nil); rec.Code != http.StatusSeeOther ||
-		!strings.Contains(page.Body.String(), "Nothing was decided: &#34;5&#34; holds matched when you confirmed, 0 match now") {
+		!strings.Contains(page.Body.String(), "Nothing was decided: &#34;5&#34; instances matched when you confirmed, 0 match now") {
 		t.Fatalf("bulk with a stale count: %d, then %s", rec.Code, page.Body.String())
 	}
 	for _, call := range s.calls[calls:] {

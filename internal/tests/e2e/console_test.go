@@ -59,6 +59,8 @@ func TestConsole(t *testing.T) {
 	base := c.config("NAME", demoengine.WorkflowsYAML(time.Minute)+docsWorkflow)
 	base = replaceOnce(t, base, "health:\n", "health:\n  schedule: \"@every 1h\"\n")
 	base = replaceOnce(t, base, "api:\n  listen: 127.0.0.1:0\n", "api:\n  listen: 127.0.0.1:0\n  tokens_file: "+tokens+"\n  auth_reads: true\n  session_ttl: TTL\n")
+	base = replaceOnce(t, base, "atomic_internal: true\n",
+		"atomic_internal: true\n        on_interrupt: {strategy: retry, max_attempts: 3, backoff: {kind: fixed, base: 3h, max_delay: 3h, jitter: 0}}\n")
 	c.seed(strings.NewReplacer("NAME", "seed", "TTL", "1h").Replace(base), 5)
 	a := c.start("node-a", strings.NewReplacer("NAME", "node-a", "TTL", "1h").Replace(base))
 	// node-b's sessions last 2 s: the expired session's refusal.
@@ -111,6 +113,13 @@ func TestConsole(t *testing.T) {
 		if err := chromedp.Do(ctx,
 			chromedp.Navigate(base+"/console"),
 			chromedp.WaitVisible(chromedp.CSS("#token")),
+		); err != nil {
+			t.Fatalf("sign in at %s: %v", base, err)
+		}
+		if base == baseA && token == "alice-token" {
+			shot("console-signin")
+		}
+		if err := chromedp.Do(ctx,
 			chromedp.SendKeys(chromedp.CSS("#token"), token),
 			chromedp.Click(chromedp.CSS("#signin")),
 		); err != nil {
@@ -130,6 +139,7 @@ func TestConsole(t *testing.T) {
 	if who := text("#who"); !strings.Contains(who, "alice (operate)") {
 		t.Fatalf("signed in as %q", who)
 	}
+	shot("console-home")
 	// The id alone, across workflows: one match opens its page.
 	if err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(1280, 900),
@@ -226,6 +236,7 @@ func TestConsole(t *testing.T) {
 	if n := text("#confirm-count"); !strings.HasPrefix(n, "3 holds match the filter now") {
 		t.Fatalf("confirmation: %q", n)
 	}
+	shot("console-confirm")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result"))); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +246,39 @@ func TestConsole(t *testing.T) {
 	}
 	if r := text("#result"); !strings.Contains(r, "3 of 3 holds decided: retry") || bulk != 3 {
 		t.Fatalf("bulk decision: %q; %d events", r, bulk)
+	}
+
+	// A retry waiting three hours (past the next pass), run now from the
+	// waiting list.
+	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserving' WHERE id = 3`)
+	if out, errOut, code := cli(t, tok, "recover", "--api", na.APIAddress); code != 0 {
+		t.Fatalf("recover: exit %d: %s%s", code, out, errOut)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(baseA+"/console/waiting?workflow=orders&task=reserve"),
+		chromedp.WaitVisible(chromedp.CSS("#parked")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if n := text("#count"); !strings.HasPrefix(n, "1 waiting match") {
+		t.Fatalf("waiting list: %q", n)
+	}
+	shot("console-waiting")
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#bulk input[name=reason]`), "stock is back"),
+		chromedp.Click(chromedp.CSS("#bulk-retry")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#result")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	var waiting int
+	if err := c.db.Get(&waiting, `SELECT count(*) FROM enginehealth.attempts WHERE state = 'waiting'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := text("#result"); !strings.Contains(r, "1 of 1 waiting retries run now") || waiting != 0 {
+		t.Fatalf("waiting retried now: %q; %d still waiting", r, waiting)
 	}
 
 	// A check forced through the guard: what the guard sees first, then
@@ -302,23 +346,22 @@ func TestConsole(t *testing.T) {
 		return chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('form[data-hold]')`))
 	})
 	cookies := must(chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{baseB + "/console"}}))(t)
-	if len(cookies.Cookies) != 1 {
-		t.Fatalf("node-b's console cookies: %v", cookies.Cookies)
+	// The daemon ends the session at its expiry; the browser drops the
+	// cookie then too (it may have already).
+	if len(cookies.Cookies) == 1 {
+		session := cookies.Cookies[0].Name + "=" + cookies.Cookies[0].Value
+		plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		eventually(t, 30*time.Second, "node-b's session expired", func() (bool, error) {
+			req, _ := http.NewRequest("GET", baseB+"/console", nil)
+			req.Header.Set("Cookie", session)
+			resp, err := plain.Do(req)
+			if err != nil {
+				return false, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusSeeOther, nil
+		})
 	}
-	session := cookies.Cookies[0].Name + "=" + cookies.Cookies[0].Value
-	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	// The daemon ends the session at its expiry (the browser drops the
-	// cookie then too: both are asked).
-	eventually(t, 30*time.Second, "node-b's session expired", func() (bool, error) {
-		req, _ := http.NewRequest("GET", baseB+"/console", nil)
-		req.Header.Set("Cookie", session)
-		resp, err := plain.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusSeeOther, nil
-	})
 	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS(`form[data-hold] input[name=reason]`), "too late"),
 		chromedp.Click(chromedp.CSS("#hold-fail")),
