@@ -128,6 +128,9 @@ func (r *Repairer) Doctor(ctx context.Context, o *leader.Office, run int64, task
 				continue
 			}
 			detail := fmt.Sprintf("%d instances of task %s were changed by someone else between run %d's read and its write, and left alone", t.Lost, t.Task, run)
+			if t.Lost == 1 {
+				detail = fmt.Sprintf("1 instance of task %s was changed by someone else between run %d's read and its write, and left alone", t.Task, run)
+			}
 			var rows []ViolationCount
 			if err := r.st.doctorLate.Select(ctx, tx, &rows, sqltext.Args{"workflow": t.Workflow, "run": run, "count": t.Lost, "detail": detail}); err != nil {
 				return fmt.Errorf("a late write: %w", err)

@@ -25,6 +25,9 @@ type InstanceView struct {
 	Instance string
 	// State now; nil when the instance table has no such row (any more).
 	State *string
+	// FailedIn names the tasks whose failed state State is (an
+	// operator may retry it in those).
+	FailedIn []string
 	// Claim on it now, if any (nil when none).
 	Claim *claims.ClaimRow
 	// Attempts holds one per task a policy or an operator acted on.
@@ -89,6 +92,11 @@ func (r *Repairer) Instance(ctx context.Context, ref Ref, p InstanceParams) (Ins
 		// The id as the database prints it: what the attempts rows and
 		// events are keyed by.
 		ref.Instance, v.Instance, v.State = row.ID, row.ID, &row.State
+		for _, t := range w.Tasks {
+			if t.Failed == row.State {
+				v.FailedIn = append(v.FailedIn, t.Name)
+			}
+		}
 	case errors.Is(err, sql.ErrNoRows), isBadInput(err):
 	default:
 		return v, fmt.Errorf("read %s: %w", ref, err)

@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -50,6 +55,12 @@ var consoleTemplate = template.Must(template.New("console").Funcs(pageFuncs).Fun
 	"list":  func(s ...string) []string { return s },
 	"int64": func(n int) int64 { return int64(n) },
 	"sub":   func(a int64, b int) int64 { return a - int64(b) },
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + many
+	},
 }).Parse(consoleHTML))
 
 // consoleCSP: nothing but this origin's stylesheet, forms posted here,
@@ -85,6 +96,9 @@ type consoleData struct {
 	Wrote   *apitype.Event
 	Problem string
 	CanAct  bool
+	// StatusLink: the status page (/) reads without a token (it takes
+	// no console session).
+	StatusLink bool
 
 	// signin
 	Next        string
@@ -102,6 +116,8 @@ type consoleData struct {
 	// instance
 	View          *apitype.InstanceView
 	Before, Older int64
+	// RetryTasks are the tasks it may be retried in now (retry now).
+	RetryTasks []string
 
 	// held, waiting (lists), confirm (a bulk decision)
 	Filter  parkedFilter
@@ -134,6 +150,19 @@ type guardView struct {
 	// Nodes are the nodes least recently active, first the stalest.
 	Nodes []apitype.NodeState
 	Total int
+	// Seen names this view (a hash of what the guard holds and of the
+	// nodes' statuses): the confirmation carries it.
+	Seen string
+}
+
+// seen hashes what the guard holds and the nodes' names and statuses.
+func (g *guardView) seen() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", g.Holds, g.Master)
+	for _, n := range g.Nodes {
+		fmt.Fprintf(h, "%s\x00%s\x00", n.Name, n.Status)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // doctorPage is what the protocol doctor found in the last day.
@@ -185,6 +214,10 @@ type bulkDecision struct {
 	// Capped: more match than one decision takes (Max).
 	Max    int
 	Capped bool
+	// Set names the instances shown (setOf); Unnamed counts those of
+	// them whose ids the API takes no request for (left alone).
+	Set     string
+	Unnamed int
 }
 
 // Mine reports whether e was written by the action the page's flash
@@ -201,16 +234,57 @@ func (h *handler) consoleRoutes(mux *http.ServeMux) {
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(styleCSS)
 	}))
-	mux.HandleFunc("GET /console/signin", only(h.signinPage, "next"))
-	mux.HandleFunc("POST /console/signin", only(h.signin))
-	mux.HandleFunc("POST /console/signout", only(h.signout))
-	mux.HandleFunc("GET /console", only(h.consoleRead(h.searchPage), "workflow", "id"))
-	mux.HandleFunc("GET /console/instance", only(h.consoleRead(h.instancePage), "workflow", "id", "before"))
-	mux.HandleFunc("GET /console/held", only(h.consoleRead(h.parkedPage(recovery.AttemptHeld)), "workflow", "task", "node", "cause", "older"))
-	mux.HandleFunc("GET /console/waiting", only(h.consoleRead(h.parkedPage(recovery.AttemptWaiting)), "workflow", "task", "node", "cause", "older"))
-	mux.HandleFunc("GET /console/day", only(h.consoleRead(h.dayPage)))
-	mux.HandleFunc("GET /console/doctor", only(h.consoleRead(h.doctorPage)))
-	mux.HandleFunc("POST /console/act", only(h.act))
+	page := h.consoleOnly
+	mux.HandleFunc("GET /console/signin", page(h.signinPage, "next"))
+	mux.HandleFunc("POST /console/signin", page(h.signin))
+	mux.HandleFunc("POST /console/signout", page(h.signout))
+	mux.HandleFunc("GET /console", page(h.consoleRead(h.searchPage), "workflow", "id"))
+	mux.HandleFunc("GET /console/instance", page(h.consoleRead(h.instancePage), "workflow", "id", "before"))
+	mux.HandleFunc("GET /console/held", page(h.consoleRead(h.parkedPage(recovery.AttemptHeld)), "workflow", "task", "node", "cause", "older"))
+	mux.HandleFunc("GET /console/waiting", page(h.consoleRead(h.parkedPage(recovery.AttemptWaiting)), "workflow", "task", "node", "cause", "older"))
+	mux.HandleFunc("GET /console/day", page(h.consoleRead(h.dayPage)))
+	mux.HandleFunc("GET /console/doctor", page(h.consoleRead(h.doctorPage)))
+	mux.HandleFunc("POST /console/act", page(h.act))
+	// Any other path under /console: a page that says so (405 with
+	// Allow when the path is a page's under another method).
+	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			h.consoleProblem(w, r, http.StatusMethodNotAllowed, viewer{}, "No such action: "+quoteShort(r.Method)+" "+quoteShort(r.URL.Path)+
+				" (use "+strings.Join(allow, " or ")+").")
+			return
+		}
+		h.consoleProblem(w, r, http.StatusNotFound, viewer{}, "No such page: "+quoteShort(r.URL.Path)+".")
+	})
+}
+
+// consoleOnly is only for the console's pages: a query parameter the
+// page does not take is answered with a page naming it (a link a chat
+// tool added ?utm_… to says what is wrong).
+func (h *handler) consoleOnly(next http.HandlerFunc, names ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for k := range r.URL.Query() {
+			if !slices.Contains(names, k) {
+				takes := "this page takes none"
+				if len(names) > 0 {
+					takes = "this page takes " + strings.Join(names, ", ")
+				}
+				h.consoleProblem(w, r, http.StatusBadRequest, viewer{}, "Query parameter "+quoteShort(k)+" is unknown: "+takes+".")
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+// problem answers a request the edge refuses: a console page under
+// /console, else the API's error body.
+func (h *handler) problem(w http.ResponseWriter, r *http.Request, code int, msg, detail string) {
+	if r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
+		h.consoleProblem(w, r, code, viewer{}, strings.TrimSuffix("Refused: "+msg+"; "+detail, "; ")+".")
+		return
+	}
+	writeProblem(w, code, msg, detail)
 }
 
 // viewerOf finds who sends r: its session, else what the authenticator
@@ -251,7 +325,10 @@ func (h *handler) consoleRead(next func(w http.ResponseWriter, r *http.Request, 
 			http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		d := consoleData{Self: h.cfg.Self, Who: v, CanAct: v.canAct(), Flash: v.sess.flash}
+		d := consoleData{Self: h.cfg.Self, Who: v, CanAct: v.canAct(), StatusLink: !h.cfg.AuthReads}
+		if v.Signed {
+			d.Flash = h.sessions.takeFlash(v.cookie, r.URL.RequestURI())
+		}
 		if v.stale {
 			d.Problem = "Your session has ended (it expired, or you signed out, or your token was removed): sign in again to act."
 		}
@@ -294,7 +371,7 @@ func (h *handler) searchPage(w http.ResponseWriter, r *http.Request, d consoleDa
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	if given && id != "" {
-		if p := nameProblem(id, false); p != "" {
+		if p := idProblem(id); p != "" {
 			d.Problem, code = "The id: "+p+".", http.StatusBadRequest
 		} else {
 			wfs := d.Workflows
@@ -356,14 +433,23 @@ func (h *handler) instancePage(w http.ResponseWriter, r *http.Request, d console
 		to   *string
 	}{{"workflow", &ref.Workflow}, {"id", &ref.Instance}} {
 		*p.to, _ = queryValue(r, p.name)
-		if prob := nameProblem(*p.to, false); prob != "" {
+		prob := nameProblem(*p.to, false)
+		if p.name == "id" {
+			prob = idProblem(*p.to)
+		}
+		if prob != "" {
 			h.consoleProblem(w, r, http.StatusBadRequest, d.Who, "Query parameter "+p.name+": "+prob+".")
 			return
 		}
 	}
-	before, ok := idParam(w, r, "before")
-	if !ok {
-		return
+	var before int64
+	if v, given := queryValue(r, "before"); given {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			h.consoleProblem(w, r, http.StatusBadRequest, d.Who, "Query parameter before: not a positive event id (got "+quoteShort(v)+").")
+			return
+		}
+		before = n
 	}
 	d.Title, d.Before = ref.Workflow+" / "+ref.Instance, before
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
@@ -382,6 +468,24 @@ func (h *handler) instancePage(w http.ResponseWriter, r *http.Request, d console
 	}
 	wv := wireInstance(v)
 	d.View = &wv
+	// Retry now: in a task whose failed state it is in, or whose attempts
+	// row says exhausted or failed (not one it is held in: decided above).
+	held := map[string]bool{}
+	for _, a := range v.Attempts {
+		if a.State == recovery.AttemptHeld {
+			held[a.Task] = true
+		}
+	}
+	for _, a := range v.Attempts {
+		if (a.State == recovery.AttemptExhausted || a.State == recovery.AttemptFailed) && !slices.Contains(d.RetryTasks, a.Task) {
+			d.RetryTasks = append(d.RetryTasks, a.Task)
+		}
+	}
+	for _, t := range v.FailedIn {
+		if !held[t] && !slices.Contains(d.RetryTasks, t) {
+			d.RetryTasks = append(d.RetryTasks, t)
+		}
+	}
 	if n := len(wv.Events); n > 0 && wv.Truncated {
 		d.Older = wv.Events[n-1].ID
 	}
@@ -392,6 +496,24 @@ func (h *handler) instancePage(w http.ResponseWriter, r *http.Request, d console
 		}
 	}
 	h.renderConsole(w, r, http.StatusOK, d)
+}
+
+// idProblem says why an instance id cannot be looked up ("" when it
+// can): the console reads any id an engine may have written (its pages
+// escape what they show), but not an empty one, invalid UTF-8, a NUL
+// byte or a longer one than the API's names.
+func idProblem(id string) string {
+	switch {
+	case id == "":
+		return "empty"
+	case !utf8.ValidString(id):
+		return "not valid UTF-8"
+	case strings.ContainsRune(id, 0):
+		return "a NUL byte"
+	case len(id) > maxName:
+		return fmt.Sprintf("%d bytes, longer than %d", len(id), maxName)
+	}
+	return ""
 }
 
 // consoleListMax is the rows a list page shows.
@@ -414,8 +536,8 @@ func filterOf(v url.Values, state string) (parkedFilter, recovery.ParkedFilter, 
 	}
 	if pf.Older != "" {
 		d, err := time.ParseDuration(pf.Older)
-		if err != nil || d < 0 || d > 366*24*time.Hour {
-			return pf, f, "the filter older: " + quoteShort(pf.Older) + " is not a duration such as 90m or 12h (at most a year)"
+		if err != nil || d < 0 || d > 365*24*time.Hour {
+			return pf, f, "the filter older: " + quoteShort(pf.Older) + " is not a duration such as 90m or 12h, from 0 to a year (8760h)"
 		}
 		f.OlderThan = d
 	}
@@ -502,21 +624,39 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 	if q := pf.query().Encode(); q != "" {
 		back += "?" + q
 	}
-	confirmed, given := form.Get("confirmed"), form.Has("confirmed")
-	if !given {
+	// The instances the API can name (the others are left, and said).
+	var named []recovery.WaitingRetry
+	var unnamed []string
+	for _, p := range ps {
+		if nameProblem(p.Workflow, false) == "" && nameProblem(p.Instance, false) == "" {
+			named = append(named, p)
+		} else if len(unnamed) < 3 {
+			unnamed = append(unnamed, TerminalSafe(p.Workflow+"/"+p.Instance))
+		}
+	}
+	set := setOf(ps)
+	if !form.Has("confirmed") {
 		d := consoleData{Page: "confirm", Title: "confirm " + action + " of " + state + " instances", Self: h.cfg.Self, Who: v, CanAct: true,
 			Filter: pf, Parked: wireAll(ps[:min(len(ps), 20)], wireWaiting), Total: total,
-			Bulk: &bulkDecision{State: state, Action: action, Reason: reason, Count: total, Max: f.Limit, Capped: total > int64(f.Limit)}}
+			Bulk: &bulkDecision{State: state, Action: action, Reason: reason, Count: total, Max: f.Limit, Capped: total > int64(f.Limit), Set: set,
+				Unnamed: len(ps) - len(named)}}
 		h.renderConsole(w, r, http.StatusOK, d)
 		return
 	}
-	if confirmed != fmt.Sprint(total) {
-		h.sessions.setFlash(v.cookie, flash{Text: fmt.Sprintf("Nothing was decided: %s instances matched when you confirmed, %d match now. Review the list and decide again.",
-			quoteShort(confirmed), total)})
+	confirmed, err := strconv.ParseInt(form.Get("confirmed"), 10, 64)
+	if err != nil {
+		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: the confirmation's count "+quoteShort(form.Get("confirmed"))+" is not a number.")
+		return
+	}
+	if confirmed != total || form.Get("set") != set {
+		h.sessions.setFlash(v.cookie, flash{For: back, Text: fmt.Sprintf("Nothing was decided: the instances that match changed since you confirmed (%d then, %d now). Review the list and decide again.",
+			confirmed, total)})
 		http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: /console/held or /console/waiting and an encoded query, never another site
 		return
 	}
-	fl := flash{}
+	set0 := ps
+	ps = named
+	fl := flash{For: back}
 	if h.cfg.LastEventID != nil {
 		if fl.After, err = h.cfg.LastEventID(r.Context()); err != nil {
 			h.consoleInternal(w, r, v, err)
@@ -525,7 +665,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 	}
 	switch {
 	case len(ps) == 0:
-		fl.Text = "Nothing to decide: no instance matches."
+		fl.Text = "Nothing to decide: no instance the API can name matches."
 	case state == recovery.AttemptHeld:
 		refs := make([]apitype.Ref, len(ps))
 		for i, p := range ps {
@@ -564,8 +704,22 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 			fl.Text += "."
 		}
 	}
+	if left := len(set0) - len(ps); left > 0 {
+		fl.Text += fmt.Sprintf(" Left alone: %d whose ids the API cannot name (%s): decide them with holds retry --all (or holds fail --all) --workflow W.",
+			left, strings.Join(unnamed, ", "))
+	}
 	h.sessions.setFlash(v.cookie, fl)
 	http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: as above
+}
+
+// setOf names a set of instances (a hash of their workflows and ids): a
+// bulk decision confirmed for one set is not made on another.
+func setOf(ps []recovery.WaitingRetry) string {
+	h := sha256.New()
+	for _, p := range ps {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(p.Workflow), p.Workflow, len(p.Instance), p.Instance)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // guardNodes bounds the nodes a forced check's confirmation lists.
@@ -578,14 +732,14 @@ func (h *handler) checkNow(w http.ResponseWriter, r *http.Request, v viewer, for
 	form := r.PostForm
 	reason := form.Get("reason")
 	switch {
-	case force && strings.TrimSpace(reason) == "":
-		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: a reason is required to force a check: it is recorded in a guard_override event.")
+	case strings.TrimSpace(reason) == "":
+		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: a reason is required: it is recorded in the audit trail (a forced check's in a guard_override event).")
 		return
 	case textProblem(reason, maxReason) != "":
 		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: the reason: "+textProblem(reason, maxReason)+".")
 		return
 	}
-	if force && form.Get("confirmed") != "yes" {
+	if force {
 		g := &guardView{Reason: reason}
 		l, why, err := h.master(r)
 		switch {
@@ -609,9 +763,17 @@ func (h *handler) checkNow(w http.ResponseWriter, r *http.Request, v viewer, for
 		for _, n := range ns[:min(len(ns), guardNodes)] {
 			g.Nodes = append(g.Nodes, nodeState(n))
 		}
-		h.renderConsole(w, r, http.StatusOK, consoleData{Page: "guard", Title: "force a check through the guard", Self: h.cfg.Self, Who: v,
-			CanAct: true, Guard: g})
-		return
+		g.Seen = g.seen()
+		// Forced only as confirmed for what the guard sees now: a page
+		// confirmed later, on another view, is shown again.
+		if got := form.Get("confirmed"); got != g.Seen {
+			d := consoleData{Page: "guard", Title: "force a check through the guard", Self: h.cfg.Self, Who: v, CanAct: true, Guard: g}
+			if got != "" {
+				d.Problem = "What the guard sees changed since you confirmed: review it, and confirm again."
+			}
+			h.renderConsole(w, r, http.StatusOK, d)
+			return
+		}
 	}
 	fl := flash{}
 	code, body := h.callAPI(r, v.sess.token, "/v1/check", apitype.CheckRequest{Force: force, Reason: reason})
@@ -633,6 +795,7 @@ func (h *handler) checkNow(w http.ResponseWriter, r *http.Request, v viewer, for
 		}
 		return s, true
 	})
+	fl.For = "/console"
 	h.sessions.setFlash(v.cookie, fl)
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
 }
@@ -696,18 +859,33 @@ func (h *handler) consoleInternal(w http.ResponseWriter, r *http.Request, v view
 		"The database could not be read (the daemon logged the cause under request id "+w.Header().Get(requestIDHeader)+").")
 }
 
-// readForm parses a console form (at most maxBody bytes, urlencoded).
-func readForm(w http.ResponseWriter, r *http.Request) error {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
-		return fmt.Errorf("a form (Content-Type application/x-www-form-urlencoded), not %s", quoteShort(ct))
+// formError is why a console form was refused, and its status.
+type formError struct {
+	code int
+	msg  string
+}
+
+func (e *formError) Error() string { return e.msg }
+
+// readForm parses a console form (at most maxBody bytes, urlencoded):
+// 415 for another body, 413 for a bigger one, 400 for one that does not
+// parse or repeats a field.
+func readForm(w http.ResponseWriter, r *http.Request) *formError {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return &formError{http.StatusUnsupportedMediaType, "the body is not a form (Content-Type application/x-www-form-urlencoded), but " +
+			quoteShort(r.Header.Get("Content-Type"))}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	if err := r.ParseForm(); err != nil {
-		return errors.New("a form that does not parse")
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &formError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %d bytes", maxBody)}
+		}
+		return &formError{http.StatusBadRequest, "the form does not parse"}
 	}
 	for k, vs := range r.PostForm {
 		if len(vs) > 1 {
-			return fmt.Errorf("field %s given more than once", quoteShort(k))
+			return &formError{http.StatusBadRequest, "the field " + quoteShort(k) + " is given more than once"}
 		}
 	}
 	return nil
@@ -761,12 +939,12 @@ func (h *handler) signinPage(w http.ResponseWriter, r *http.Request) {
 // starts a session. A wrong one counts against the address, as a wrong
 // bearer token does (authFailures).
 func (h *handler) signin(w http.ResponseWriter, r *http.Request) {
-	if err := readForm(w, r); err != nil || !sameOrigin(r) {
-		msg := "not from this console's own page"
-		if err != nil {
-			msg = "the request is not " + err.Error()
-		}
-		h.consoleProblem(w, r, http.StatusBadRequest, viewer{}, "Sign-in refused: "+msg+".")
+	if err := readForm(w, r); err != nil {
+		h.consoleProblem(w, r, err.code, viewer{}, "Sign-in refused: "+err.msg+".")
+		return
+	}
+	if !sameOrigin(r) {
+		h.consoleProblem(w, r, http.StatusForbidden, viewer{}, "Sign-in refused: the form was not sent from this console's own page.")
 		return
 	}
 	d := h.signinData(r, viewer{})
@@ -792,10 +970,20 @@ func (h *handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.renderConsole(w, r, http.StatusUnauthorized, d)
 		return
 	}
-	value, expires := h.sessions.create(token)
+	value, expires := h.sessions.create(id.Name, token)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: value, Path: "/console", Expires: expires,
 		MaxAge: int(h.sessions.ttl.Seconds()), HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
 	h.reqLog(r).InfoContext(r.Context(), "console: signed in", "operator", id.Name, "role", string(id.Role), "remote", addr)
+	if d.Insecure {
+		// A browser keeps a Secure cookie only over HTTPS or on this
+		// machine's own address: say so, rather than land on a page
+		// that says "not signed in".
+		d.Page, d.Title = "message", "signed in over plain HTTP"
+		d.Problem = "Signed in as " + id.Name + ", but this page was served over plain HTTP to another host: your browser will not keep the session " +
+			"(its cookie is Secure), and your token crossed the network in clear. Serve the API over HTTPS (api.tls)."
+		h.renderConsole(w, r, http.StatusOK, d)
+		return
+	}
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 
@@ -817,7 +1005,7 @@ func (h *handler) signout(w http.ResponseWriter, r *http.Request) {
 // refusal itself.
 func (h *handler) mutationViewer(w http.ResponseWriter, r *http.Request) (viewer, bool) {
 	if err := readForm(w, r); err != nil {
-		h.consoleProblem(w, r, http.StatusBadRequest, viewer{}, "Refused: the request is not "+err.Error()+".")
+		h.consoleProblem(w, r, err.code, viewer{}, "Refused: "+err.msg+".")
 		return viewer{}, false
 	}
 	v := h.viewerOf(r)
@@ -929,8 +1117,10 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		problem = "a reason is required: it is recorded in the audit trail"
 	case textProblem(f.Get("reason"), maxReason) != "":
 		problem = "the reason: " + textProblem(f.Get("reason"), maxReason)
-	case a.instance && (nameProblem(f.Get("workflow"), false) != "" || nameProblem(f.Get("id"), false) != ""):
-		problem = "the instance: its workflow and id must be non-empty text"
+	case a.instance && nameProblem(f.Get("workflow"), false) != "":
+		problem = "the workflow: " + nameProblem(f.Get("workflow"), false)
+	case a.instance && nameProblem(f.Get("id"), false) != "":
+		problem = "the instance's id: " + nameProblem(f.Get("id"), false) + " (the API takes no such id: decide it with holds retry --all --workflow W)"
 	case nameProblem(f.Get("task"), true) != "":
 		problem = "the task: " + nameProblem(f.Get("task"), true)
 	}
@@ -949,11 +1139,12 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	code, body := h.callAPI(r, v.sess.token, a.path, a.body(f))
 	fl := flash{After: after}
 	fl.Text, fl.OK = answerText(code, body, a.done)
-	h.sessions.setFlash(v.cookie, fl)
 	back := "/console"
 	if a.instance {
 		back = instanceURL(f.Get("workflow"), f.Get("id"), 0)
 	}
+	fl.For = back
+	h.sessions.setFlash(v.cookie, fl)
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 

@@ -185,7 +185,7 @@ func TestConsoleActions(t *testing.T) {
 		{"no reason", alice, url.Values{"csrf": {csrf}, "action": {"hold-fail"}, "workflow": {"orders"}, "id": {"1"}, "reason": {"  "}}, nil, 400, "reason is required"},
 		{"unknown action", alice, url.Values{"csrf": {csrf}, "action": {"drop-table"}, "reason": {"x"}}, nil, 400, "no such action"},
 		{"no session", &consoleClient{t: t, h: h}, hold(csrf), nil, 401, "sign in"},
-		{"JSON, not a form", alice, nil, func(r *http.Request) { r.Header.Set("Content-Type", "application/json") }, 400, "not a form"},
+		{"JSON, not a form", alice, nil, func(r *http.Request) { r.Header.Set("Content-Type", "application/json") }, 415, "not a form"},
 	}
 	for _, c := range refusals {
 		rec := c.c.do("POST", "/console/act", c.form, func(r *http.Request) {
@@ -228,7 +228,7 @@ func TestConsoleActions(t *testing.T) {
 	calls := s.count()
 	rec = alice.do("POST", "/console/act", bulk)
 	if page := alice.do("GET", rec.Header().Get("Location"), nil); rec.Code != http.StatusSeeOther ||
-		!strings.Contains(page.Body.String(), "Nothing was decided: &#34;5&#34; instances matched when you confirmed, 0 match now") {
+		!strings.Contains(page.Body.String(), "Nothing was decided: the instances that match changed since you confirmed (5 then, 0 now)") {
 		t.Fatalf("bulk with a stale count: %d, then %s", rec.Code, page.Body.String())
 	}
 	for _, call := range s.calls[calls:] {
@@ -249,11 +249,21 @@ func TestConsoleActions(t *testing.T) {
 		t.Fatalf("a forced check without a reason: %d", rec.Code)
 	}
 	force.Set("reason", "rack 7 is gone")
-	if rec := alice.do("POST", "/console/act", force); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `id="guard-nodes"`) ||
+	rec = alice.do("POST", "/console/act", force)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `id="guard-nodes"`) ||
 		!strings.Contains(rec.Body.String(), "no node acts as master: me: not in office") || strings.Contains(s.calls[len(s.calls)-1], "check") {
 		t.Fatalf("a forced check's confirmation: %d %s", rec.Code, rec.Body.String())
 	}
-	force.Set("confirmed", "yes")
+	seen := regexp.MustCompile(`name="confirmed" value="([0-9a-f]+)"`).FindStringSubmatch(rec.Body.String())
+	if seen == nil {
+		t.Fatal("the confirmation carries no view of the guard")
+	}
+	// Confirmed for another view of the guard: shown again, not forced.
+	force.Set("confirmed", "0123456789abcdef0123456789abcdef")
+	if rec := alice.do("POST", "/console/act", force); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "What the guard sees changed") {
+		t.Fatalf("a confirmation of another view: %d", rec.Code)
+	}
+	force.Set("confirmed", seen[1])
 	if rec := alice.do("POST", "/console/act", force); rec.Code != http.StatusSeeOther || s.calls[len(s.calls)-1] != "check rack 7 is gone" {
 		t.Fatalf("a confirmed forced check: %d, called %q", rec.Code, s.calls[len(s.calls)-1])
 	}
@@ -264,5 +274,63 @@ func TestConsoleActions(t *testing.T) {
 	clk.add(time.Hour)
 	if rec := alice.do("POST", "/console/act", hold(csrf)); rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "session has ended") {
 		t.Fatalf("an expired session's action: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestConsoleEdges: what the outside review found: console refusals are
+// pages, not the API's JSON; an operator signing in again and again ends
+// only their own sessions; an action's result is shown on its own page
+// only.
+func TestConsoleEdges(t *testing.T) {
+	h, _, _ := newConsole(t)
+	alice := &consoleClient{t: t, h: h}
+	alice.do("POST", "/console/signin", url.Values{"token": {"alice-token"}})
+	for _, c := range []struct {
+		method, target string
+		code           int
+		want           string
+	}{
+		{"GET", "/console?fbclid=1", 400, `Query parameter &#34;fbclid&#34; is unknown`},
+		{"GET", "/console/held?older=1h&older=2h", 400, "given more than once"},
+		{"GET", "/console/instance?workflow=orders&id=1&before=-5", 400, "not a positive event id"},
+		{"GET", "/console/", 404, "No such page"},
+		{"GET", "/console/nonexistent", 404, "No such page"},
+		{"GET", "/console/act", 405, "No such action"},
+		{"GET", "/console/held?older=8761h", 400, "from 0 to a year"},
+	} {
+		rec := alice.do(c.method, c.target, nil)
+		if rec.Code != c.code || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s %s: %d %s, want %d with %q", c.method, c.target, rec.Code, rec.Header().Get("Content-Type"), c.code, c.want)
+		}
+	}
+	if rec := alice.do("GET", "/console/held?older=-1h", nil); strings.Contains(rec.Body.String(), `id="count"`) {
+		t.Error("a refused filter still shows a count")
+	}
+
+	// Another operator's sign-ins, many, end none of alice's sessions.
+	for range maxOperatorSessions + 5 {
+		(&consoleClient{t: t, h: h}).do("POST", "/console/signin", url.Values{"token": {"reader-token"}})
+	}
+	if rec := alice.do("GET", "/console", nil); rec.Code != http.StatusOK {
+		t.Fatalf("alice's session ended by another's sign-ins: %d", rec.Code)
+	}
+	// Her own, more than the limit: the oldest ends.
+	for range maxOperatorSessions {
+		(&consoleClient{t: t, h: h}).do("POST", "/console/signin", url.Values{"token": {"alice-token"}})
+	}
+	if rec := alice.do("GET", "/console", nil); rec.Code != http.StatusSeeOther {
+		t.Fatalf("alice's oldest session, past %d of hers: %d", maxOperatorSessions, rec.Code)
+	}
+
+	// A result is shown on its own page, not on another read meanwhile.
+	alice = &consoleClient{t: t, h: h}
+	alice.do("POST", "/console/signin", url.Values{"token": {"alice-token"}})
+	csrf := alice.csrf()
+	rec := alice.do("POST", "/console/act", url.Values{"csrf": {csrf}, "action": {"hold-fail"}, "workflow": {"orders"}, "id": {"3"}, "reason": {"x"}})
+	if other := alice.do("GET", "/console/instance?workflow=orders&id=4", nil); strings.Contains(other.Body.String(), `id="result"`) {
+		t.Fatal("the result of an action on orders/3 is shown on orders/4")
+	}
+	if own := alice.do("GET", rec.Header().Get("Location"), nil); !strings.Contains(own.Body.String(), `id="result"`) {
+		t.Fatal("the result is not shown on its own page")
 	}
 }

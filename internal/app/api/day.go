@@ -33,8 +33,9 @@ const (
 	// dayMaxBands bounds the nodes drawn with a band of their own (those
 	// that changed most); more changed nodes are counted.
 	dayMaxBands = 60
-	// dayListed bounds the changes listed under the chart.
-	dayListed = 300
+	// dayListed bounds the changes listed under the chart: those the
+	// drawn spans and marks link to, newest first.
+	dayListed = 2000
 )
 
 // daySeg is a span of a band: from X, W wide (SVG units), in a class,
@@ -83,9 +84,11 @@ type dayChart struct {
 	Groups      []dayGroup
 	MoreChanged int
 	Series      []daySeries
-	// Listed are the day's changes, newest first (at most dayListed);
-	// Truncated: the day had more than dayMaxChanges.
+	// Listed are the changes the chart links to, newest first (at most
+	// dayListed, of Linked); Truncated: the day had more than
+	// dayMaxChanges (the first are drawn).
 	Listed    []apitype.Event
+	Linked    int
 	Changes   int
 	Truncated bool
 	Nodes     int
@@ -273,9 +276,23 @@ func buildDay(now time.Time, ns []nodes.Node, changes []audit.Event, truncated b
 		c.Series = append(c.Series, s)
 	}
 
-	// The list under the chart, newest first.
+	// The list under the chart: the events its spans and marks link to
+	// (the master's, the drawn nodes'), newest first.
+	linked := map[int64]bool{}
+	for _, b := range append([]dayBand{c.Master}, c.Bands...) {
+		for _, sg := range b.Segs {
+			linked[sg.Event] = sg.Event != 0
+		}
+		for _, m := range b.Marks {
+			linked[m.Event] = true
+		}
+	}
+	delete(linked, 0)
+	c.Linked = len(linked)
 	for i := len(changes) - 1; i >= 0 && len(c.Listed) < dayListed; i-- {
-		c.Listed = append(c.Listed, wireEvent(changes[i]))
+		if linked[changes[i].ID] {
+			c.Listed = append(c.Listed, wireEvent(changes[i]))
+		}
 	}
 	return c
 }

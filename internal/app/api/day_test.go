@@ -74,8 +74,8 @@ func TestBuildDay(t *testing.T) {
 	if s := c.Series[2]; s.Name != "holds" || s.Total != 1 || s.Max != 1 {
 		t.Errorf("holds (one in the minute cut by the window's start) %+v", s)
 	}
-	if len(c.Listed) != 5 || c.Listed[0].ID != 5 {
-		t.Errorf("listed %d, first %d", len(c.Listed), c.Listed[0].ID)
+	if len(c.Listed) != 5 || c.Listed[0].ID != 5 || c.Linked != 5 {
+		t.Errorf("listed %d of %d, first %d", len(c.Listed), c.Linked, c.Listed[0].ID)
 	}
 
 	// Many changed nodes: the busiest are drawn, the rest counted.
@@ -89,5 +89,20 @@ func TestBuildDay(t *testing.T) {
 	c = buildDay(now, nil, changes, false, nil, nil)
 	if len(c.Bands) != dayMaxBands || c.MoreChanged != 40 || c.Bands[0].Changes != 3 {
 		t.Errorf("%d bands (first with %d changes), %d more", len(c.Bands), c.Bands[0].Changes, c.MoreChanged)
+	}
+	// Every span and mark drawn links to an event listed.
+	listed := map[int64]bool{}
+	for _, e := range c.Listed {
+		listed[e.ID] = true
+	}
+	for _, b := range c.Bands {
+		for _, sg := range b.Segs {
+			if sg.Event != 0 && !listed[sg.Event] {
+				t.Fatalf("band %s links to event %d, not listed", b.Name, sg.Event)
+			}
+		}
+	}
+	if c.Linked != len(c.Listed) || c.Linked >= len(changes) {
+		t.Errorf("listed %d of %d linked (of %d changes)", len(c.Listed), c.Linked, len(changes))
 	}
 }

@@ -91,7 +91,7 @@ func (h *handler) edge(next http.Handler) http.Handler {
 		// the mux would redirect them (307, text/html) or pick one of
 		// several values.
 		if !canonicalPath(r.URL.Path) {
-			writeProblem(ew, http.StatusBadRequest, "path: not in canonical form",
+			h.problem(ew, r, http.StatusBadRequest, "path: not in canonical form",
 				"got "+quoteShort(r.URL.Path)+"; no empty, . or .. segments")
 			return
 		}
@@ -100,18 +100,18 @@ func (h *handler) edge(next http.Handler) http.Handler {
 		// it rather than guess. An id with a slash is written as is, as
 		// the last segments of /v1/instances/{workflow}/{id}.
 		if p := r.URL.EscapedPath(); strings.Contains(strings.ToUpper(p), "%2F") {
-			writeProblem(ew, http.StatusBadRequest, "path: an encoded slash (%2F)",
+			h.problem(ew, r, http.StatusBadRequest, "path: an encoded slash (%2F)",
 				"got "+quoteShort(p)+"; write a slash as /")
 			return
 		}
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeProblem(ew, http.StatusBadRequest, "query: malformed", "got "+quoteShort(r.URL.RawQuery))
+			h.problem(ew, r, http.StatusBadRequest, "query: malformed", "got "+quoteShort(r.URL.RawQuery))
 			return
 		}
 		for k, vs := range q {
 			if len(vs) > 1 {
-				writeProblem(ew, http.StatusBadRequest, "query parameter "+quoteShort(k)+": given more than once", "")
+				h.problem(ew, r, http.StatusBadRequest, "query parameter "+quoteShort(k)+": given more than once", "")
 				return
 			}
 		}

@@ -189,11 +189,11 @@ func NewHandler(cfg Config) http.Handler {
 }
 
 // allowed lists the methods whose routes in mux take r's path (GET
-// with HEAD); none when only the catch-all "/" does.
+// with HEAD); none when only a catch-all ("/", "/console/") does.
 func allowed(mux *http.ServeMux, r *http.Request) []string {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
-		if _, pattern := mux.Handler(&http.Request{Method: m, URL: r.URL, Host: r.Host}); pattern != "" && pattern != "/" {
+		if _, pattern := mux.Handler(&http.Request{Method: m, URL: r.URL, Host: r.Host}); pattern != "" && pattern != "/" && pattern != "/console/" {
 			allow = append(allow, m)
 			if m == http.MethodGet {
 				allow = append(allow, http.MethodHead)

@@ -27,13 +27,20 @@ const (
 	// DefaultSessionTTL is how long a console session lasts after its
 	// sign-in (it is not extended by use).
 	DefaultSessionTTL = 8 * time.Hour
-	// maxSessions bounds the sessions kept at once: past it, a sign-in
-	// ends the session that would expire first.
-	maxSessions = 10000
+	// maxSessions bounds the sessions kept at once, and
+	// maxOperatorSessions those of one operator: past either, a sign-in
+	// ends the oldest session (of that operator, first).
+	// An operator signing in again and again ends only their own.
+	maxSessions         = 10000
+	maxOperatorSessions = 20
 )
 
 // session is one signed-in operator.
 type session struct {
+	// name is the operator's, when the session began; seq orders the
+	// sessions by their start.
+	name  string
+	seq   uint64
 	token string
 	// csrf is the token every form of the session carries, and every
 	// mutation must send back.
@@ -46,6 +53,9 @@ type session struct {
 
 // flash is the result of an action, shown on the page it redirected to.
 type flash struct {
+	// For is that page (its path and query): another page the session
+	// reads meanwhile does not show it.
+	For  string
 	OK   bool
 	Text string
 	// After is the newest event's id before the action: the page marks
@@ -55,6 +65,7 @@ type flash struct {
 
 type sessions struct {
 	mu  sync.Mutex
+	seq uint64
 	m   map[[sha256.Size]byte]*session
 	ttl time.Duration
 	now func() time.Time
@@ -70,29 +81,44 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// create starts a session for token and returns its cookie value and
-// expiry.
-func (s *sessions) create(token string) (string, time.Time) {
+// create starts a session of operator name, signed in with token, and
+// returns its cookie value and expiry.
+func (s *sessions) create(name, token string) (string, time.Time) {
 	id := randomToken()
 	now := s.now()
-	ss := &session{token: token, csrf: randomToken(), expires: now.Add(s.ttl)}
+	ss := &session{name: name, token: token, csrf: randomToken(), expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= maxSessions {
-		s.purgeLocked(now)
+	s.seq++
+	ss.seq = s.seq
+	s.purgeLocked(now)
+	mine := 0
+	for _, v := range s.m {
+		if v.name == name {
+			mine++
+		}
+	}
+	if mine >= maxOperatorSessions {
+		s.evictLocked(func(v *session) bool { return v.name == name })
 	}
 	if len(s.m) >= maxSessions {
-		var first [sha256.Size]byte
-		var at time.Time
-		for k, v := range s.m {
-			if at.IsZero() || v.expires.Before(at) {
-				first, at = k, v.expires
-			}
-		}
-		delete(s.m, first)
+		s.evictLocked(func(*session) bool { return true })
 	}
 	s.m[sha256.Sum256([]byte(id))] = ss
 	return id, ss.expires
+}
+
+// evictLocked ends the oldest session of those which (all last as
+// long: the oldest expires first).
+func (s *sessions) evictLocked(which func(*session) bool) {
+	var first [sha256.Size]byte
+	var oldest uint64
+	for k, v := range s.m {
+		if which(v) && (oldest == 0 || v.seq < oldest) {
+			first, oldest = k, v.seq
+		}
+	}
+	delete(s.m, first)
 }
 
 // purgeLocked drops the expired sessions.
@@ -105,7 +131,7 @@ func (s *sessions) purgeLocked(now time.Time) {
 }
 
 // get returns a copy of the session of cookie value id, if it exists
-// and has not expired, and takes its flash (shown once).
+// and has not expired.
 func (s *sessions) get(id string) (session, bool) {
 	k := sha256.Sum256([]byte(id))
 	s.mu.Lock()
@@ -118,9 +144,22 @@ func (s *sessions) get(id string) (session, bool) {
 		delete(s.m, k)
 		return session{}, false
 	}
-	out := *ss
+	return *ss, true
+}
+
+// takeFlash returns the flash of the session of cookie value id when it
+// is for page (a path and query), and forgets it: it is shown once, on
+// its own page.
+func (s *sessions) takeFlash(id, page string) *flash {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[sha256.Sum256([]byte(id))]
+	if !ok || ss.flash == nil || ss.flash.For != page {
+		return nil
+	}
+	f := ss.flash
 	ss.flash = nil
-	return out, true
+	return f
 }
 
 // setFlash gives the session of cookie value id a result to show once.

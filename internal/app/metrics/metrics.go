@@ -88,12 +88,23 @@ type Metrics struct {
 	gradeChanges  *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	violations    *prometheus.CounterVec
+
+	// violationNodes are the node label values of violations so far: an
+	// engine writes the node names its claims carry, so at most
+	// maxViolationNodes distinct valid names become labels (others are
+	// "(other)", and a name that is not a valid node name "(invalid)").
+	violationNodes map[string]bool
 }
+
+// maxViolationNodes bounds the node labels of
+// enginehealth_protocol_violations_total.
+const maxViolationNodes = 100
 
 // New returns the daemon's metrics, registered with their own registry.
 func New(src Source) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:            prometheus.NewRegistry(),
+		violationNodes: map[string]bool{"": true},
 		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "check_pass_duration_seconds",
 			Help:    "Duration of the CheckEngineHealth passes this node ran as master.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),
@@ -186,8 +197,24 @@ func (m *Metrics) ObservePass(res health.CheckResult, err error) {
 		m.gradeChanges.WithLabelValues(g.To).Inc()
 	}
 	for _, v := range res.Violations {
-		m.add(m.violations, float64(v.Count), v.Kind, v.Workflow, v.Node)
+		m.add(m.violations, float64(v.Count), v.Kind, v.Workflow, m.violationNode(v.Node))
 	}
+}
+
+// violationNode is the node label of a violation about node (see
+// Metrics.violationNodes). ObservePass runs on the master's pass
+// goroutine only.
+func (m *Metrics) violationNode(node string) string {
+	switch {
+	case m.violationNodes[node]:
+		return node
+	case nodes.ValidName(node) != nil:
+		return "(invalid)"
+	case len(m.violationNodes) > maxViolationNodes:
+		return "(other)"
+	}
+	m.violationNodes[node] = true
+	return node
 }
 
 // add adds n (when positive) to the counter of labels.

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -228,5 +229,39 @@ func TestCertificateExpiry(t *testing.T) {
 	now = now.Add(366 * 24 * time.Hour)
 	if v := value(); v != "-86400" {
 		t.Fatalf("expired a day ago: %s", v)
+	}
+}
+
+// TestViolationNodesBounded: the node label of the protocol violations
+// counter is the node an engine's claim names, at most a hundred
+// distinct valid names; past them "(other)", and a name that is no valid
+// node name "(invalid)".
+func TestViolationNodesBounded(t *testing.T) {
+	m := New(source(nil))
+	var vs []recovery.ViolationCount
+	for i := range 150 {
+		vs = append(vs, recovery.ViolationCount{Kind: recovery.ViolationClaimWithoutNode, Workflow: "orders", Node: fmt.Sprintf("ghost-%d", i), Count: 1})
+	}
+	vs = append(vs, recovery.ViolationCount{Kind: recovery.ViolationClaimWithoutNode, Workflow: "orders", Node: "<img src=x>", Count: 2},
+		recovery.ViolationCount{Kind: recovery.ViolationLateWrite, Workflow: "orders", Count: 3})
+	m.ObservePass(health.CheckResult{Violations: vs}, nil)
+	m.ObservePass(health.CheckResult{Violations: vs[:1]}, nil)
+	c := m.violations
+	// 100 nodes, "(other)", "(invalid)", and each kind's "" of orders
+	// (exported from the start).
+	if n := testutil.CollectAndCount(c); n != 100+2+len(recovery.ViolationKinds) {
+		t.Errorf("%d series", n)
+	}
+	for labels, want := range map[[3]string]float64{
+		{recovery.ViolationClaimWithoutNode, "orders", "ghost-0"}:   2,
+		{recovery.ViolationClaimWithoutNode, "orders", "ghost-99"}:  1,
+		{recovery.ViolationClaimWithoutNode, "orders", "(other)"}:   50,
+		{recovery.ViolationClaimWithoutNode, "orders", "(invalid)"}: 2,
+		{recovery.ViolationLateWrite, "orders", ""}:                 3,
+		{recovery.ViolationInterimWithoutClaim, "orders", ""}:       0,
+	} {
+		if got := testutil.ToFloat64(c.WithLabelValues(labels[0], labels[1], labels[2])); got != want {
+			t.Errorf("%v: %v, want %v", labels, got, want)
+		}
 	}
 }

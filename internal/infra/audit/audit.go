@@ -157,7 +157,8 @@ func New(schema string) *Log { return NewLogged(schema, nil) }
 // the repairs' statements are logged by their batch.)
 func NewLogged(schema string, log *slog.Logger) *Log {
 	t := pq.QuoteIdentifier(schema) + ".events"
-	return &Log{table: t, view: pq.QuoteIdentifier(schema) + ".event_log", st: newStatements(t), log: log}
+	v := pq.QuoteIdentifier(schema) + ".event_log"
+	return &Log{table: t, view: v, st: newStatements(t, v), log: log}
 }
 
 // Count is a number of events of one kind about one workflow task.

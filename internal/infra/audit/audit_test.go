@@ -403,10 +403,13 @@ func TestDay(t *testing.T) {
 	for range 3 {
 		write(t, l, b, Event{Kind: KindRepair, Actor: "m", Workflow: Str("w"), Instance: Str("1")})
 	}
-	write(t, l, b, Event{Kind: KindNodeGrade, Actor: "m", Node: Str("a"), FromState: Str("NORMAL"), ToState: Str("WARNING")})
-	b.db.MustExec(`INSERT INTO enginehealth.events (at, kind, actor, node) VALUES (now() - interval '2 hours', 'node_status', 'm', 'old')`)
+	// A grade a run changed: its event names neither actor nor term
+	// (the run has them).
+	b.db.MustExec(`INSERT INTO enginehealth.runs (id, term, master, kind, trigger, scope) VALUES (77, 9, 'node-m', 'check', 'periodic', '{}');
+		INSERT INTO enginehealth.events (kind, run_id, node, from_state, to_state) VALUES ('node_grade', 77, 'a', 'NORMAL', 'WARNING');
+		INSERT INTO enginehealth.events (at, kind, actor, node) VALUES (now() - interval '2 hours', 'node_status', 'm', 'old')`)
 	cs, err := l.Changes(ctx, b.db, since, 10)
-	if err != nil || len(cs) != 2 || cs[0].Kind != KindNodeStatus || cs[1].Kind != KindNodeGrade {
+	if err != nil || len(cs) != 2 || cs[0].Kind != KindNodeStatus || cs[1].Kind != KindNodeGrade || cs[1].Actor != "node-m" || cs[1].Term == nil || *cs[1].Term != 9 {
 		t.Fatalf("changes: %v, %v", cs, err)
 	}
 	if cs, err := l.Changes(ctx, b.db, since, 1); err != nil || len(cs) != 1 {

@@ -48,12 +48,12 @@ type statements struct {
 // events holds the slots of a statement over the events table (quoted).
 type events struct{ Events string }
 
-func newStatements(table string) statements {
+func newStatements(table, view string) statements {
 	return statements{
 		write:     sqlFiles.Load("write").MustPrepare(events{table}),
 		runCounts: sqlFiles.Load("run_counts").MustPrepare(events{table}),
 		lastID:    sqlFiles.Load("last_id").MustPrepare(events{table}),
-		changes:   sqlFiles.Load("cluster_changes").MustPrepare(events{table}),
+		changes:   sqlFiles.Load("cluster_changes").MustPrepare(struct{ EventLog string }{view}),
 		perMinute: sqlFiles.Load("per_minute").MustPrepare(events{table}),
 	}
 }

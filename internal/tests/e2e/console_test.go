@@ -281,6 +281,21 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("waiting retried now: %q; %d still waiting", r, waiting)
 	}
 
+	// An instance an engine failed (no attempts row): retried now from
+	// its page.
+	c.db.MustExec(`INSERT INTO demo.docs VALUES ('failed/1', 'IndexFailed')`)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(baseA+"/console/instance?workflow=docs&id=failed%2F1"),
+		chromedp.SendKeys(chromedp.CSS(`form[data-retry="index"] input[name=reason]`), "index rebuilt"),
+		chromedp.Click(chromedp.CSS("#retry-now")),
+		chromedp.WaitVisible(chromedp.CSS("#result")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if r, st := text("#result"), text("#state"); !strings.Contains(r, "Retried: index moved from IndexFailed to Queued") || st != "Queued" {
+		t.Fatalf("retry now of a failed instance: %q, state %q", r, st)
+	}
+
 	// A check forced through the guard: what the guard sees first, then
 	// the pass.
 	if err := chromedp.Do(ctx,

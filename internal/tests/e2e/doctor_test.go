@@ -86,7 +86,7 @@ func TestProtocolDoctor(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]string{"claim_without_node": "ghost", "claim_not_interim": "in Created", "claim_by_not_responding": "dead-engine",
-		"interim_without_claim": "orders / 4", "late_write": "1 instances of task reserve were changed"} {
+		"interim_without_claim": "orders / 4", "late_write": "1 instance of task reserve was changed"} {
 		if !strings.Contains(shown[kind], want) {
 			t.Errorf("%s: %q does not show %q", kind, shown[kind], want)
 		}
