@@ -1,6 +1,9 @@
 package api
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
 	"log/slog"
@@ -332,5 +335,30 @@ func TestConsoleEdges(t *testing.T) {
 	}
 	if own := alice.do("GET", rec.Header().Get("Location"), nil); !strings.Contains(own.Body.String(), `id="result"`) {
 		t.Fatal("the result is not shown on its own page")
+	}
+}
+
+// TestConsoleClientCertificate: under auth_reads, a client certificate
+// the handshake verified reads the console as its CN, with role read:
+// no action forms, and a forged action is refused (no session).
+func TestConsoleClientCertificate(t *testing.T) {
+	s := &store{}
+	h := NewHandler(Config{Self: "me", Nodes: s, Acker: s, Auth: Either(operators(), ClientCerts{}), AuthReads: true, Ops: s, Events: s.Events,
+		Local: func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") },
+		Log:   slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c := &consoleClient{t: t, h: h}
+	cert := func(r *http.Request) {
+		r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: "auditor"}}}}}
+	}
+	page := c.do("GET", "/console/instance?workflow=orders&id=1", nil, cert)
+	if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), "auditor (read, client certificate)") ||
+		strings.Contains(page.Body.String(), `action="/console/act"`) {
+		t.Fatalf("a client certificate's page: %d %s", page.Code, page.Body.String())
+	}
+	if rec := c.do("POST", "/console/act", url.Values{"action": {"pause"}, "reason": {"x"}}, cert); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a client certificate's action: %d", rec.Code)
+	}
+	if rec := c.do("GET", "/console", nil); rec.Code != http.StatusSeeOther {
+		t.Fatalf("without the certificate: %d", rec.Code)
 	}
 }
