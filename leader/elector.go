@@ -601,7 +601,13 @@ func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
 // trust window from the key's deletion, as after an expiry, and a
 // revocation made in error (the holder alive after all) costs a
 // failover, never two acting masters.
-func RevokeLease(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID, attempt time.Duration) (revoked bool, err error) {
+//
+// log, when not nil, gets the elector's debug line before the revocation
+// ("revoking the etcd lease", component leader).
+func RevokeLease(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID, attempt time.Duration, log *slog.Logger) (revoked bool, err error) {
+	if log != nil {
+		log.With("component", "leader").DebugContext(ctx, "revoking the etcd lease", "lease", fmt.Sprintf("%x", int64(id)))
+	}
 	_, err = call(ctx, attempt, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
 		return cli.Revoke(ctx, id)
 	})

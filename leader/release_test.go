@@ -46,7 +46,7 @@ func TestRevokeLeaseOfGoneHolder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	revokedAt := time.Now()
-	if revoked, err := RevokeLease(ctx, cli, lease, time.Second); !revoked || err != nil {
+	if revoked, err := RevokeLease(ctx, cli, lease, time.Second, nil); !revoked || err != nil {
 		t.Fatalf("RevokeLease of the master's lease: revoked %v, %v", revoked, err)
 	}
 	_, oc := waitOffice(t, c)
@@ -57,7 +57,7 @@ func TestRevokeLeaseOfGoneHolder(t *testing.T) {
 		t.Fatalf("the new master may act from %s, while the old one may trust its window until %s",
 			oc.ActingFrom().Format("15:04:05.000"), until.Format("15:04:05.000"))
 	}
-	if revoked, err := RevokeLease(ctx, cli, lease, time.Second); revoked || err != nil {
+	if revoked, err := RevokeLease(ctx, cli, lease, time.Second, nil); revoked || err != nil {
 		t.Fatalf("RevokeLease of a lease gone: revoked %v, %v; want false, nil", revoked, err)
 	}
 	testkit.Eventually(t, 5*time.Second, "the new master acting", func() (bool, error) {
