@@ -208,3 +208,32 @@ func TestReleaseLease(t *testing.T) {
 		t.Fatalf("--timeout 0: exit %d, %q; want 2", code, errOut)
 	}
 }
+
+// TestConfigCheckStateDirectory: config check says where the lease file
+// is kept: node.state_dir, else $STATE_DIRECTORY, else none.
+func TestConfigCheckStateDirectory(t *testing.T) {
+	noStateDirectory(t)
+	t.Setenv("EH_TEST_STATE_DSN", "postgres://eh@db.example/eh")
+	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body+"database: {dsn_env: EH_TEST_STATE_DSN}\netcd: {endpoints: [\"127.0.0.1:1\", \"127.0.0.2:1\"]}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name, body, env, want string
+	}{
+		{"neither", "", "", "state      none here"},
+		{"systemd", "", "/var/lib/enginehealth", "state      /var/lib/enginehealth (the etcd lease"},
+		{"the key", "node: {state_dir: /srv/eh}\n", "/var/lib/enginehealth", "state      /srv/eh (the etcd lease"},
+	} {
+		if c.env != "" {
+			t.Setenv("STATE_DIRECTORY", c.env)
+		}
+		write(c.body)
+		if out, errOut, code := runCLI(t, "config", "check", "--config", path); code != exitOK || !strings.Contains(out, c.want) {
+			t.Errorf("%s: exit %d, want %q in:\n%s%s", c.name, code, c.want, out, errOut)
+		}
+	}
+}
