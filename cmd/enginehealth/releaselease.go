@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,7 +44,9 @@ failover, never two acting masters. It never touches the node's record:
 a node that crashed still comes back in Unexpected shutdown.
 
 It reads the configuration for etcd's endpoints, TLS and user, as the
-daemon connects (the database's and the API's secrets are not needed),
+daemon connects (the database's and the API's secrets are not needed;
+systemd gives ExecStopPost= no credentials, so etcd's password and client
+key must be files the service's user reads, not credential:NAME),
 adds the endpoints the state file recorded, and gives up after --timeout.
 With nothing to release (no state file: the daemon stopped cleanly, or
 never held a lease) it does nothing and says nothing; a lease that is
@@ -66,7 +70,7 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 			// etcd's secrets alone: the DSN and the API token are not needed.
 			cfg, err := configs.LoadEtcd(path)
 			if err != nil {
-				return err
+				return noCredentials(err)
 			}
 			log, _, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
 			if err != nil {
@@ -117,6 +121,23 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 	configFlag(c, &path)
 	c.Flags().DurationVar(&timeout, "timeout", defaultReleaseTimeout, "give up after this long (the lease then expires after its TTL)")
 	return c
+}
+
+// noCredentials adds, to a configuration error that names an etcd secret
+// as a systemd credential while $CREDENTIALS_DIRECTORY is unset, why:
+// systemd gives ExecStopPost= no credentials.
+func noCredentials(err error) error {
+	var cerr *configs.Error
+	if !errors.As(err, &cerr) || os.Getenv("CREDENTIALS_DIRECTORY") != "" {
+		return err
+	}
+	for _, p := range cerr.Problems {
+		if strings.HasPrefix(p.Path, "etcd.") && strings.Contains(p.Msg, "CREDENTIALS_DIRECTORY is not set") {
+			return fmt.Errorf("%w\n(systemd gives ExecStopPost= no credentials: for release-lease, keep etcd's password and client key in files the service's user reads; "+
+				"until then a crashed master's lease expires after its TTL)", err)
+		}
+	}
+	return err
 }
 
 // revokeRecorded revokes rec's lease with a client made as the daemon's

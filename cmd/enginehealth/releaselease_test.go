@@ -209,6 +209,34 @@ func TestReleaseLease(t *testing.T) {
 	}
 }
 
+// TestReleaseLeaseWithoutCredentials: systemd gives ExecStopPost= no
+// credentials: an etcd password named credential:NAME cannot be read
+// there, and release-lease says why (exit 2), while the DSN as a
+// credential does not matter to it.
+func TestReleaseLeaseWithoutCredentials(t *testing.T) {
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	if err := os.Unsetenv("CREDENTIALS_DIRECTORY"); err != nil { // t.Setenv restores it
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
+	write := func(etcdLines string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("node: {state_dir: "+dir+"}\ndatabase: {dsn_file: \"credential:dsn\"}\netcd:\n  endpoints: [\""+etcd.Endpoint+"\"]\n"+etcdLines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("  username: sidecar\n  password_file: \"credential:etcd-password\"\n")
+	_, errOut, code := runCLI(t, "release-lease", "--config", path)
+	if code != exitUsage || !strings.Contains(errOut, "etcd.password_file") || !strings.Contains(errOut, "systemd gives ExecStopPost= no credentials") {
+		t.Fatalf("an etcd password as a credential: exit %d, %q; want 2 saying why", code, errOut)
+	}
+	write("")
+	if out, errOut, code := runCLI(t, "release-lease", "--config", path); code != exitOK || out != "" || errOut != "" {
+		t.Fatalf("the DSN as a credential, no state file: exit %d, %q %q; want 0 and silence", code, out, errOut)
+	}
+}
+
 // TestConfigCheckStateDirectory: config check says where the lease file
 // is kept: node.state_dir, else $STATE_DIRECTORY, else none.
 func TestConfigCheckStateDirectory(t *testing.T) {
