@@ -77,6 +77,14 @@ type Node struct {
 	// ack`. "recover": it is logged and the node goes through recovery
 	// like a new one.
 	OnUnexpectedShutdown string `yaml:"on_unexpected_shutdown"`
+	// StateDir is where the daemon records its etcd lease for
+	// `enginehealth release-lease` (an absolute path); default
+	// $STATE_DIRECTORY, which systemd's StateDirectory= sets.
+	StateDir string `yaml:"state_dir"`
+
+	// StateDirectory is the state directory in use: StateDir, else the
+	// first of $STATE_DIRECTORY; empty: none (no lease file).
+	StateDirectory string `yaml:"-"`
 }
 
 // Database is the PostgreSQL connection. Exactly one of DSNFile and DSNEnv.

@@ -511,3 +511,72 @@ api:
 		t.Fatalf("LoadDatabase without the DSN: %v, want database.dsn_env named", err)
 	}
 }
+
+// TestLoadEtcd: enginehealth release-lease reads etcd's secrets alone
+// (its user's password here; its TLS files likewise): it runs without the
+// DSN or the API token in its environment, the file is still checked
+// whole, and a missing etcd secret is still named.
+func TestLoadEtcd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
+	body := `
+database: {dsn_env: EH_TEST_LOADETCD_DSN}
+etcd:
+  endpoints: [127.0.0.1:2379]
+  username: sidecar
+  password_env: EH_TEST_LOADETCD_PASSWORD
+api:
+  token_env: EH_TEST_LOADETCD_TOKEN
+`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EH_TEST_LOADETCD_PASSWORD", "etcd-secret")
+	cfg, err := LoadEtcd(path)
+	if err != nil {
+		t.Fatalf("LoadEtcd: %v", err)
+	}
+	if cfg.Etcd.Password != "etcd-secret" || cfg.Database.DSN != "" || cfg.API.Token != "" {
+		t.Fatalf("LoadEtcd resolved etcd password set %v, DSN %q, token set %v", cfg.Etcd.Password != "", cfg.Database.DSN, cfg.API.Token != "")
+	}
+	if err := os.WriteFile(path, []byte(body+"health: {not_responding_after: -1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEtcd(path); err == nil || !strings.Contains(err.Error(), "health.not_responding_after") {
+		t.Fatalf("LoadEtcd of a file with a bad key: %v, want it named", err)
+	}
+	if err := os.Unsetenv("EH_TEST_LOADETCD_PASSWORD"); err != nil { // t.Setenv above restores it
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEtcd(path); err == nil || !strings.Contains(err.Error(), "etcd.password_env") {
+		t.Fatalf("LoadEtcd without the etcd password: %v, want etcd.password_env named", err)
+	}
+}
+
+// TestStateDirectory: the state directory is node.state_dir, else the
+// first directory of $STATE_DIRECTORY (systemd's StateDirectory=), else
+// none; a relative one is refused, at node.state_dir.
+func TestStateDirectory(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		env        []string
+		want       string
+	}{
+		{"neither", "", nil, ""},
+		{"systemd", "", []string{"STATE_DIRECTORY", "/var/lib/enginehealth"}, "/var/lib/enginehealth"},
+		{"systemd, several", "", []string{"STATE_DIRECTORY", "/var/lib/enginehealth:/var/lib/other"}, "/var/lib/enginehealth"},
+		{"the key", "node: {state_dir: /srv/eh}\n", nil, "/srv/eh"},
+		{"the key over systemd", "node: {state_dir: /srv/eh}\n", []string{"STATE_DIRECTORY", "/var/lib/enginehealth"}, "/srv/eh"},
+	} {
+		cfg, err := Parse([]byte(minimal+c.yaml), "c.yaml", env(append([]string{"ENGINEHEALTH_DSN", "postgres://eh@h/eh"}, c.env...)...))
+		if err != nil || cfg.Node.StateDirectory != c.want {
+			t.Errorf("%s: state directory %q (%v), want %q", c.name, cfg.Node.StateDirectory, err, c.want)
+		}
+	}
+	_, err := Parse([]byte(minimal+"node: {state_dir: var/lib/eh}\n"), "c.yaml", testEnv)
+	problemAt(t, err, "node.state_dir", "not an absolute path", 0)
+	_, err = Parse([]byte(minimal), "c.yaml", env("ENGINEHEALTH_DSN", "postgres://eh@h/eh", "STATE_DIRECTORY", "relative"))
+	problemAt(t, err, "node.state_dir", "$STATE_DIRECTORY", 0)
+}

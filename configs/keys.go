@@ -12,6 +12,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/health"
+	"github.com/enginehealth/enginehealth/internal/infra/leasefile"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -166,7 +167,7 @@ const required = "required"
 // without an entry, or an entry without a field, fails configdoc and
 // TestEveryKeyIsDocumented.
 var Keys = map[string]KeyDoc{
-	"Config.node":      {Doc: "this node: its name, heartbeat and shutdown"},
+	"Config.node":      {Doc: "this node: its name, heartbeat, shutdown and state directory"},
 	"Config.database":  {Doc: "the PostgreSQL connection (the engine's database, which holds the sidecar's own schema too)", Rule: "exactly one of `dsn_file` and `dsn_env`"},
 	"Config.etcd":      {Doc: "the etcd cluster the master is elected in"},
 	"Config.health":    {Doc: "CheckEngineHealth, the master's periodic pass over the nodes and their instances"},
@@ -179,6 +180,7 @@ var Keys = map[string]KeyDoc{
 	"Node.name":                   {Doc: "the name of this node's record", DefaultText: "the hostname", Rule: "letters, digits, `.`, `_`, `-`; starts with a letter or digit; at most 63 characters"},
 	"Node.heartbeat_interval":     {Doc: "how often this node sets its `last_active` (on the database's clock)", Default: nodes.DefaultHeartbeatInterval, Min: minHeartbeatInterval, Max: maxHeartbeatInterval},
 	"Node.shutdown_timeout":       {Doc: "the bound of a clean shutdown (resign, delete the record)", Default: DefaultShutdownTimeout, Min: minShutdownTimeout, Max: maxShutdownTimeout},
+	"Node.state_dir":              {Doc: "where this node records its etcd lease (the file `" + leasefile.Name + "`), which `enginehealth release-lease` (the unit's `ExecStopPost=`) reads to revoke the lease of a daemon whose process is gone, so that the next master takes office at once instead of after `etcd.lease_ttl`; see [Fast failover after a crash](operations.md#fast-failover-after-a-crash)", DefaultText: "`$STATE_DIRECTORY` (systemd's `StateDirectory=`), else none: no lease file, a crashed master is replaced after its lease's TTL", Rule: "an absolute path"},
 	"Node.on_unexpected_shutdown": {Doc: "when a restart finds the record of a run that did not shut down cleanly: `ack` keeps the node in `Unexpected shutdown`, out of service, until `enginehealth node ack`; `recover` logs it and lets the node recover like a new one", Default: nodes.DefaultOnUnexpectedShutdown, Values: unexpectedShutdowns},
 
 	"Database.dsn_file":          {Doc: "a file holding the DSN (a `postgres://` URL or `key=value` pairs), a secret: never logged but with its password replaced"},

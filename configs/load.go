@@ -93,17 +93,39 @@ func LoadDatabase(path string) (*Config, error) {
 	if err != nil {
 		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
 	}
-	return parse(data, path, os.LookupEnv, true)
+	return parse(data, path, os.LookupEnv, databaseSecrets)
+}
+
+// LoadEtcd is Load for commands that use etcd alone (enginehealth
+// release-lease): the whole file is read and checked, but of the secrets
+// only etcd's are resolved (its TLS files and its user's password), so
+// that they run without the DSN or the API's secrets. The database's
+// DSN, the API token, operators and TLS of the result are empty.
+func LoadEtcd(path string) (*Config, error) {
+	data, err := readFile(path, MaxConfigBytes)
+	if err != nil {
+		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
+	}
+	return parse(data, path, os.LookupEnv, etcdSecrets)
 }
 
 // Parse is Load on bytes already read; path names the file in messages and
 // anchors relative secret file paths. lookupEnv resolves *_env keys.
 func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Config, error) {
-	return parse(data, path, lookupEnv, false)
+	return parse(data, path, lookupEnv, allSecrets)
 }
 
-// parse is Parse, resolving only the database's secrets when databaseOnly.
-func parse(data []byte, path string, lookupEnv func(string) (string, bool), databaseOnly bool) (*Config, error) {
+// Which secrets parse resolves.
+type secretSet int
+
+const (
+	allSecrets      secretSet = iota
+	databaseSecrets           // the DSN alone (LoadDatabase)
+	etcdSecrets               // etcd's TLS files and password alone (LoadEtcd)
+)
+
+// parse is Parse, resolving only the secrets of set.
+func parse(data []byte, path string, lookupEnv func(string) (string, bool), set secretSet) (*Config, error) {
 	fail := func(p Problem) (*Config, error) { return nil, &Error{File: path, Problems: []Problem{p}} }
 	if len(data) > MaxConfigBytes {
 		return fail(Problem{Path: docPath, Msg: fmt.Sprintf("%d bytes, more than the limit of %d", len(data), MaxConfigBytes)})
@@ -135,11 +157,15 @@ func parse(data []byte, path string, lookupEnv func(string) (string, bool), data
 	cfg.idlePolicyKeys(v)
 	cfg.applyDefaults()
 	dec.explicitZeros()
-	if databaseOnly {
+	switch set {
+	case databaseSecrets:
 		cfg.Database.DSN = v.secret("database", "dsn", cfg.Database.DSNFile, cfg.Database.DSNEnv, true, filepath.Dir(path), lookupEnv)
-	} else {
+	case etcdSecrets:
+		cfg.resolveEtcd(v, filepath.Dir(path), lookupEnv)
+	default:
 		cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
 	}
+	cfg.resolveStateDir(lookupEnv)
 	cfg.validate(v)
 	if v.dropped > 0 {
 		v.problems = append(v.problems, Problem{Path: docPath, Msg: fmt.Sprintf("%d more problems not listed (the first %d are)", v.dropped, maxProblems)})
@@ -374,6 +400,11 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 	c.API.Token = v.secret("api", "token", c.API.TokenFile, c.API.TokenEnv, false, dir, lookupEnv)
 	c.resolveOperators(v, dir, lookupEnv)
 	c.resolveAPITLS(v, dir, lookupEnv)
+	c.resolveEtcd(v, dir, lookupEnv)
+}
+
+// resolveEtcd loads the etcd TLS files and reads the etcd user's password.
+func (c *Config) resolveEtcd(v *validator, dir string, lookupEnv func(string) (string, bool)) {
 	e := &c.Etcd
 	if t := e.TLS; t != nil {
 		before := len(v.problems)
@@ -410,6 +441,17 @@ func (c *Config) resolveSecrets(v *validator, dir string, lookupEnv func(string)
 		v.add("etcd.password_file", "set, but etcd.username is not: the password is a user's")
 	case e.PasswordEnv != "":
 		v.add("etcd.password_env", "set, but etcd.username is not: the password is a user's")
+	}
+}
+
+// resolveStateDir sets Node.StateDirectory: node.state_dir, else the
+// first directory of $STATE_DIRECTORY (systemd's StateDirectory= sets it,
+// colon-separated when the unit names several), else none.
+func (c *Config) resolveStateDir(lookupEnv func(string) (string, bool)) {
+	c.Node.StateDirectory = c.Node.StateDir
+	if env, ok := lookupEnv("STATE_DIRECTORY"); ok && c.Node.StateDir == "" {
+		first, _, _ := strings.Cut(env, ":")
+		c.Node.StateDirectory = first
 	}
 }
 

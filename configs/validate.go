@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -176,6 +177,12 @@ func (c *Config) validate(v *validator) {
 	v.within("node.shutdown_timeout", c.Node.ShutdownTimeout, minShutdownTimeout, maxShutdownTimeout)
 	if o := c.Node.OnUnexpectedShutdown; !slices.Contains(unexpectedShutdowns, o) {
 		v.add("node.on_unexpected_shutdown", "%s: want ack or recover", excerpt(o))
+	}
+	switch d := c.Node.StateDirectory; {
+	case c.Node.StateDir != "" && !filepath.IsAbs(c.Node.StateDir):
+		v.add("node.state_dir", "%s is not an absolute path", excerpt(c.Node.StateDir))
+	case c.Node.StateDir == "" && d != "" && !filepath.IsAbs(d):
+		v.add("node.state_dir", "empty, and $STATE_DIRECTORY %s is not an absolute path", excerpt(d))
 	}
 
 	// database

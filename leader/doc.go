@@ -93,6 +93,19 @@
 // a check of the term row in every acting answer (the answer still races
 // with the successor's first action, by a read's latency).
 //
+// A master whose process died on a host that lives (SIGKILL, an OOM kill,
+// a panic) cannot resign, but systemd knows it is gone: the daemon keeps
+// its lease in a state file (Config.OnLease), and `enginehealth
+// release-lease`, the unit's ExecStopPost=, revokes it (RevokeLease) once
+// every process of the unit has exited. The successor then takes office
+// at once instead of after the TTL, and still acts W later: the
+// revocation writes no resignation marker, since only a holder knows that
+// it stopped acting. So a revocation made in error (the holder alive
+// after all, a person running it by hand past its own checks) costs a
+// failover, never two acting masters. A host that dies runs no
+// ExecStopPost=: its lease expires after the TTL, as before. Measured in
+// BenchmarkFailover/crash-released.
+//
 // # What etcd 3.7 does with leases on a busy host
 //
 // etcd renews leases in its raft leader's memory, not through raft, and

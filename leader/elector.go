@@ -71,6 +71,13 @@ type Config struct {
 	ResignTimeout time.Duration
 	// Log is where the elector reports its rounds; none by default.
 	Log *slog.Logger
+	// OnLease, when set, is called with each lease the elector is
+	// granted, before it campaigns with it: the daemon records the lease
+	// in its state file for `enginehealth release-lease` (RevokeLease),
+	// so that a record exists before the lease can hold an election key.
+	// A lease lost or revoked is followed by a new one, and a new call.
+	// It runs on the election's goroutine, and must return promptly.
+	OnLease func(id clientv3.LeaseID)
 }
 
 // ElectionPrefix returns the prefix of the election keys under a cluster
@@ -319,6 +326,9 @@ func (e *Elector) serve(ctx context.Context, lead func(ctx context.Context, o *O
 	kctx, kstop := context.WithCancel(ctx)
 	kdone := make(chan struct{})
 	go func() { defer close(kdone); e.keepAlive(kctx, l) }()
+	if e.cfg.OnLease != nil {
+		e.cfg.OnLease(l.id)
+	}
 	// On shutdown, resign at once: the next master need not wait for our
 	// duties to wind down (their writes are fenced).
 	stopResign := context.AfterFunc(ctx, func() { e.revoke(ctx, l) })
@@ -573,6 +583,41 @@ func (e *Elector) revokeOnce(ctx context.Context, l *lease) {
 	if _, err := e.cfg.Client.Revoke(rctx, l.id); err != nil && l.err() == nil {
 		e.log.WarnContext(ctx, "could not revoke the etcd lease; it expires after its TTL", "lease", fmt.Sprintf("%x", int64(l.id)), slog.Any("err", err))
 	}
+}
+
+// RevokeLease revokes lease id for a holder whose process is gone
+// (`enginehealth release-lease`, run by systemd once the daemon's
+// process has exited): its election key goes with it, and the next
+// candidate takes office at once instead of after the lease's TTL. It
+// sends the revocation as the elector sends its requests (call: each
+// attempt bounded by attempt, a failed one sent again to two members at
+// once), within ctx. A lease etcd no longer has (expired, revoked
+// already, or by a first attempt that timed out and was applied all the
+// same) is no error: revoked is false then.
+//
+// It writes no resignation marker (ResignedPrefix), unlike a holder that
+// resigns: the marker says that the holder stopped acting, and only the
+// holder knows that. The successor therefore waits out the holder's
+// trust window from the key's deletion, as after an expiry, and a
+// revocation made in error (the holder alive after all) costs a
+// failover, never two acting masters.
+//
+// log, when not nil, gets the elector's debug line before the revocation
+// ("revoking the etcd lease", component leader).
+func RevokeLease(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID, attempt time.Duration, log *slog.Logger) (revoked bool, err error) {
+	if log != nil {
+		log.With("component", "leader").DebugContext(ctx, "revoking the etcd lease", "lease", fmt.Sprintf("%x", int64(id)))
+	}
+	_, err = call(ctx, attempt, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
+		return cli.Revoke(ctx, id)
+	})
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("revoke etcd lease %x: %w", int64(id), err)
+	}
+	return true, nil
 }
 
 // errResigned ends an office whose node resigns.

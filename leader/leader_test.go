@@ -80,6 +80,8 @@ type candidate struct {
 	// started: when its latest office began (the leader function was
 	// called): from then on it acts.
 	started atomic.Pointer[time.Time]
+	// leases: each lease its elector was granted (Config.OnLease).
+	leases chan clientv3.LeaseID
 }
 
 func (b bundle) start(t *testing.T, name string) *candidate {
@@ -90,7 +92,8 @@ func (b bundle) start(t *testing.T, name string) *candidate {
 // startWith runs a candidate with its own client, TTL and trust margin.
 func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, margin time.Duration) *candidate {
 	t.Helper()
-	c := &candidate{name: name, offices: make(chan *Office, 10), lost: make(chan error, 10), done: make(chan struct{}), cli: cli}
+	c := &candidate{name: name, offices: make(chan *Office, 10), lost: make(chan error, 10), done: make(chan struct{}), cli: cli,
+		leases: make(chan clientv3.LeaseID, 100)}
 	inc := uuid.NewString()
 	// The node's record, as the registry (which leader knows nothing of)
 	// would write it.
@@ -110,6 +113,12 @@ func (b bundle) startWith(t *testing.T, name string, cli *clientv3.Client, ttl, 
 			return nil
 		},
 		Log: quiet,
+		OnLease: func(id clientv3.LeaseID) {
+			select {
+			case c.leases <- id:
+			default: // a test that reads none
+			}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

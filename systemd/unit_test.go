@@ -67,7 +67,8 @@ func TestUnitVerifies(t *testing.T) {
 
 func verifyUnit(t *testing.T, analyze string, unit []byte) {
 	for _, want := range []string{"Type=notify", "WatchdogSec=", "Restart=on-failure", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict",
-		"WatchdogSignal=SIGTERM", "PrivateMounts=yes", "RemoveIPC=yes", "ProcSubset=pid", "RestartPreventExitStatus=2", "ExecReload=/bin/kill -HUP $MAINPID"} {
+		"WatchdogSignal=SIGTERM", "PrivateMounts=yes", "RemoveIPC=yes", "ProcSubset=pid", "RestartPreventExitStatus=2", "ExecReload=/bin/kill -HUP $MAINPID",
+		"StateDirectory=enginehealth\n", "\nExecStopPost=-/usr/local/bin/enginehealth release-lease --config /etc/enginehealth/enginehealth.yaml\n"} {
 		if !bytes.Contains(unit, []byte(want)) {
 			t.Errorf("unit lacks %s", want)
 		}

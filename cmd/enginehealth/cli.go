@@ -537,6 +537,11 @@ func configSummary(w io.Writer, cfg *configs.Config) error {
 	fmt.Fprintf(w, "database   %s, schema %s\n", cfg.Database.RedactedDSN(), cfg.Database.Schema)
 	fmt.Fprintf(w, "etcd       %s, prefix %s, lease TTL %s, trust margin %s\n", strings.Join(cfg.Etcd.RedactedEndpoints(), ","), cfg.Etcd.Prefix, cfg.Etcd.LeaseTTL, cfg.Etcd.TrustMargin)
 	fmt.Fprintf(w, "etcd auth  %s\n", etcdAccess(cfg.Etcd))
+	if dir := cfg.Node.StateDirectory; dir != "" {
+		fmt.Fprintf(w, "state      %s (the etcd lease, for release-lease after a crash)\n", dir)
+	} else {
+		fmt.Fprintf(w, "state      none here (node.state_dir, else $STATE_DIRECTORY, which systemd's StateDirectory= sets): no lease file, a crashed master is replaced after its lease's TTL\n")
+	}
 	fmt.Fprintf(w, "health     %s, not responding after %s, forget after %s, sweep every %s\n", cfg.Health.Schedule, cfg.Health.NotRespondingAfter,
 		cfg.Health.ForgetAfter, cfg.Health.SweepInterval)
 	roles := map[string]int{}

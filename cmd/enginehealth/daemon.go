@@ -23,6 +23,7 @@ import (
 	"github.com/enginehealth/enginehealth/internal/app/metrics"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/certexpiry"
+	"github.com/enginehealth/enginehealth/internal/infra/leasefile"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/leader"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -46,6 +47,10 @@ type daemon struct {
 	certs             *certexpiry.Watch
 	certLog           *slog.Logger
 	tokens            *api.Tokens // the operators' tokens; nil: mutations off
+	// stateDir holds the lease file (recordLease), written by this
+	// process (self); "": none is kept.
+	stateDir string
+	self     leasefile.Process
 
 	// Opened by newDaemon and closed by shutdown (close); nil until
 	// opened.
@@ -111,6 +116,16 @@ func newDaemon(ctx context.Context, cfg *configs.Config, log *slog.Logger, level
 	d.certs.Check(ctx, d.certLog)
 	if d.tokens, err = apiAuth(cfg.API.Operators); err != nil {
 		return nil, usageError{err}
+	}
+	if dir := cfg.Node.StateDirectory; dir != "" {
+		// Without its own start time, release-lease could not tell this
+		// process from a later one with the same pid: no lease file then.
+		if d.self, err = leasefile.Self(); err != nil {
+			d.log.WarnContext(ctx, "no lease file: this process's start time cannot be read; a master that crashes is replaced after its lease's TTL",
+				"state_directory", dir, slog.Any("err", err))
+		} else {
+			d.stateDir = dir
+		}
 	}
 
 	defer func() {
@@ -268,6 +283,7 @@ func (d *daemon) buildMaster(ctx context.Context) error {
 		Gate:          d.hb.Gate,
 		ResignTimeout: min(cfg.Node.ShutdownTimeout/4, 2*time.Second),
 		Log:           log,
+		OnLease:       d.recordLease,
 	})
 	if err != nil {
 		return err
@@ -312,6 +328,37 @@ func (d *daemon) buildMaster(ctx context.Context) error {
 		Log:      log,
 	})
 	return err
+}
+
+// recordLease writes the lease the elector was granted into the state
+// file (the elector's OnLease), for enginehealth release-lease, which the
+// unit runs once this process is gone: it revokes the lease, so that the
+// next master takes office without waiting for its TTL. A write that
+// fails is logged: the lease then expires after its TTL, as without the
+// file.
+func (d *daemon) recordLease(id clientv3.LeaseID) {
+	if d.stateDir == "" {
+		return
+	}
+	r := leasefile.Record{Lease: leasefile.LeaseID(id), Prefix: d.cfg.Etcd.Prefix, Endpoints: d.etcd.Endpoints(),
+		Node: d.name, Incarnation: d.incarnation, Process: d.self, WrittenAt: time.Now()}
+	if err := leasefile.Write(d.stateDir, r); err != nil {
+		d.log.Warn("could not record the etcd lease in the state directory; if this process crashes, its lease expires after its TTL",
+			"path", leasefile.Path(d.stateDir), "lease", r.Lease.String(), slog.Any("err", err))
+		return
+	}
+	d.log.Debug("recorded the etcd lease", "path", leasefile.Path(d.stateDir), "lease", r.Lease.String())
+}
+
+// forgetLease removes the lease file this process wrote: on a clean
+// shutdown the elector resigned, revoking its lease.
+func (d *daemon) forgetLease(ctx context.Context) {
+	if d.stateDir == "" {
+		return
+	}
+	if _, err := leasefile.RemoveFor(d.stateDir, d.self); err != nil {
+		d.log.WarnContext(ctx, "could not remove the lease file", "path", leasefile.Path(d.stateDir), slog.Any("err", err))
+	}
 }
 
 // observePass counts a check pass in the metrics (the checker's OnPass).
@@ -525,7 +572,8 @@ func (d *daemon) campaign(ctx context.Context) error {
 //     (a quarter), then closes them;
 //  3. the loops end (loops.Wait): the election resigns (its lease
 //     revoked, so that the next master need not wait out a TTL), the
-//     master's duties leave office, the heartbeat stops;
+//     master's duties leave office, the heartbeat stops; the lease file
+//     (node.state_dir) is removed: nothing is left for release-lease;
 //  4. the node's record is deleted (a half), once no beat can write it
 //     again: kept when it awaits an operator's ack, left alone when the
 //     loops ended because another process took it (ErrNotRegistered);
@@ -548,6 +596,7 @@ func (d *daemon) shutdown(ctx context.Context, loops *errgroup.Group) error {
 		}
 		cancel()
 		runErr = loops.Wait()
+		d.forgetLease(ctx) // the election resigned with the loops
 		if runErr != nil {
 			d.log.ErrorContext(ctx, "stopping on error", slog.Any("err", runErr))
 		} else {

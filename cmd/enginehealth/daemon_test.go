@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/enginehealth/enginehealth/configs"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/infra/leasefile"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit"
 	"github.com/enginehealth/enginehealth/leader"
@@ -32,8 +37,12 @@ import (
 // (the lease revoked); the log ends "shutting down", then "stopped"; the
 // API's address refuses connections and the pools and the etcd client
 // are closed (the package's goleak check finds nothing of it left).
+// While it runs, its state directory holds the lease file: the lease of
+// its election key, this process by pid and start time (release-lease
+// refuses it: the daemon runs); the clean stop removes it.
 func TestDaemonStartsAndStops(t *testing.T) {
 	cfg := daemonConfig(t, "inproc", pg.NewDatabase(t))
+	cfg.Node.StateDirectory = t.TempDir()
 	db, err := pgdb.Open(pgdb.Config{DSN: cfg.Database.DSN})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +72,7 @@ func TestDaemonStartsAndStops(t *testing.T) {
 		return resp.StatusCode == http.StatusOK, errors.New(resp.Status)
 	})
 	waitReadyMaster(t, cfg, done)
+	checkLeaseFile(t, cfg)
 
 	cancel()
 	select {
@@ -96,6 +106,10 @@ func TestDaemonStartsAndStops(t *testing.T) {
 		t.Fatalf("election keys after the stop: %v %v, want none (the lease revoked)", resp, err)
 	}
 
+	if _, err := os.Stat(leasefile.Path(cfg.Node.StateDirectory)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the lease file after a clean stop: %v, want it removed", err)
+	}
+
 	var msgs []string
 	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
 		var rec struct{ Msg string }
@@ -119,6 +133,39 @@ func TestDaemonStartsAndStops(t *testing.T) {
 	}
 	if d.etcd.Ctx().Err() == nil {
 		t.Error("the etcd client is still open after the stop")
+	}
+}
+
+// checkLeaseFile checks the lease file of cfg's daemon, running in this
+// process and master: its lease holds the node's election key, it names
+// this process, and release-lease refuses to release it.
+func checkLeaseFile(t *testing.T, cfg *configs.Config) {
+	t.Helper()
+	rec, err := leasefile.Read(cfg.Node.StateDirectory)
+	if err != nil {
+		t.Fatalf("the lease file of a running master: %v", err)
+	}
+	self, err := leasefile.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Process != self || rec.Node != cfg.Node.Name || rec.Prefix != cfg.Etcd.Prefix || len(rec.Endpoints) == 0 {
+		t.Fatalf("lease file %+v: want this process (%+v), node %s, prefix %s, endpoints", rec, self, cfg.Node.Name, cfg.Etcd.Prefix)
+	}
+	cli := etcdClient(t)
+	resp, err := cli.Get(context.Background(), leader.ElectionPrefix(cfg.Etcd.Prefix)+rec.Lease.String())
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease != int64(rec.Lease) {
+		t.Fatalf("the election key of lease %s: %v %v", rec.Lease, resp, err)
+	}
+	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
+	if err := os.WriteFile(path, []byte("node: {state_dir: "+cfg.Node.StateDirectory+"}\ndatabase: {dsn_env: EH_TEST_NO_DSN}\netcd: {endpoints: [\""+etcd.Endpoint+"\"]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "release-lease", "--config", path); code != exitRefused || !strings.Contains(errOut, "still running") {
+		t.Fatalf("release-lease beside the running daemon: exit %d, %s; want it refused", code, errOut)
+	}
+	if ttl := leaseTTLOf(t, cli, rec.Lease); ttl <= 0 {
+		t.Fatalf("the daemon's lease after a refused release-lease: TTL %d", ttl)
 	}
 }
 

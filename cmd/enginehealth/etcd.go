@@ -33,8 +33,40 @@ import (
 // endpoints those of the cluster's members (not the client's own
 // AutoSyncInterval, which would not dial through the daemon's TLS).
 func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*clientv3.Client, error) {
+	ccfg, endpoints, user := etcdClientConfig(ctx, cfg)
+	var cli *clientv3.Client
+	err := retry(ctx, log, "connect to etcd", cfg.Etcd.DialTimeout, func(ctx context.Context) error {
+		if cli == nil {
+			// With a user, New authenticates: it fails when etcd cannot
+			// be reached, so it is retried like the read.
+			c, err := clientv3.New(ccfg)
+			if err != nil {
+				return explainEtcd(ctx, cfg, endpoints, user, err)
+			}
+			cli = c
+		}
+		_, err := cli.Get(ctx, cfg.Etcd.Prefix, clientv3.WithCountOnly())
+		return explainEtcd(ctx, cfg, endpoints, user, err)
+	})
+	if err != nil {
+		if cli != nil {
+			_ = cli.Close()
+		}
+		return nil, err
+	}
+	log.InfoContext(ctx, "connected to etcd", "tls", cfg.Etcd.ClientTLS != nil, "client_certificate", cfg.Etcd.ClientCert != nil, "user", user)
+	warnSeeds(ctx, cfg.Etcd, cli, endpoints, ccfg.Endpoints, log)
+	return cli, nil
+}
+
+// etcdClientConfig is the configuration of the daemon's etcd client for
+// cfg, which enginehealth release-lease uses too (the same members, TLS
+// and user): the client's, the endpoints as configured (credentials
+// taken out) and the user. The client keeps ctx's values, not its end:
+// it lives until it is closed.
+func etcdClientConfig(ctx context.Context, cfg *configs.Config) (ccfg clientv3.Config, endpoints []string, user string) {
 	endpoints, user, password := cfg.Etcd.ClientEndpoints()
-	ccfg := clientv3.Config{
+	ccfg = clientv3.Config{
 		// Every member: the client balances over them and moves on from
 		// one that does not answer; each request has its own deadline.
 		Endpoints:   endpoints,
@@ -59,29 +91,7 @@ func connectEtcd(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*c
 		ccfg.Endpoints = dialledByUs(endpoints)
 		ccfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(tlsfiles.GRPCDialer(cfg.Etcd.ClientTLS, cfg.Etcd.CAs))}
 	}
-	var cli *clientv3.Client
-	err := retry(ctx, log, "connect to etcd", cfg.Etcd.DialTimeout, func(ctx context.Context) error {
-		if cli == nil {
-			// With a user, New authenticates: it fails when etcd cannot
-			// be reached, so it is retried like the read.
-			c, err := clientv3.New(ccfg)
-			if err != nil {
-				return explainEtcd(ctx, cfg, endpoints, user, err)
-			}
-			cli = c
-		}
-		_, err := cli.Get(ctx, cfg.Etcd.Prefix, clientv3.WithCountOnly())
-		return explainEtcd(ctx, cfg, endpoints, user, err)
-	})
-	if err != nil {
-		if cli != nil {
-			_ = cli.Close()
-		}
-		return nil, err
-	}
-	log.InfoContext(ctx, "connected to etcd", "tls", cfg.Etcd.ClientTLS != nil, "client_certificate", cfg.Etcd.ClientCert != nil, "user", user)
-	warnSeeds(ctx, cfg.Etcd, cli, endpoints, ccfg.Endpoints, log)
-	return cli, nil
+	return ccfg, endpoints, user
 }
 
 // clusterKey holds, under the etcd prefix, the system_identifier of the

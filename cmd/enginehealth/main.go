@@ -116,6 +116,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newPauseCmd(true),
 		newPauseCmd(false),
 		newRecoverCmd(),
+		newReleaseLeaseCmd(),
 		newRunsCmd(),
 		newEventsCmd(),
 		newHoldsCmd(),

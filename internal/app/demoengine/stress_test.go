@@ -68,7 +68,7 @@ CREATE TRIGGER track AFTER UPDATE ON demo.orders FOR EACH ROW EXECUTE FUNCTION d
 func loadWorkflows(t testing.TB, claimTimeout time.Duration) []recovery.Workflow {
 	t.Helper()
 	y := "database: {dsn_env: X}\netcd:\n  endpoints: [\"127.0.0.1:1\"]\n" + WorkflowsYAML(time.Second)
-	cfg, err := configs.Parse([]byte(y), "demo.yaml", func(string) (string, bool) { return "postgres://x@y/z", true })
+	cfg, err := configs.Parse([]byte(y), "demo.yaml", func(k string) (string, bool) { return "postgres://x@y/z", k == "X" })
 	if err != nil {
 		t.Fatal(err)
 	}

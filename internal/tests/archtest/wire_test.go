@@ -36,6 +36,8 @@ var jsonFormats = map[string]string{
 	"internal/infra/pgdb.ClusterState":    "in MigrationStatus (migrate --status -o json)",
 	"internal/infra/pgdb.NodeSchema":      "in MigrationStatus (migrate --status -o json)",
 	"cmd/enginehealth.statusReport":       "status -o json: the CLI's document, which wraps the API's answers",
+	"internal/infra/leasefile.Record":     "the lease file in the state directory, which enginehealth release-lease reads",
+	"internal/infra/leasefile.Process":    "in Record (the lease file): the process that wrote it",
 }
 
 // TestJSONTagsOnlyInAPIType: a struct field with a json tag is declared

@@ -196,6 +196,7 @@ func (r *faultRun) leaseReport() leaseReport {
 	for _, d := range r.incarnations {
 		logs = append(logs, d.stderr.String())
 	}
+	logs = append(logs, r.releaseLogs...) // release-lease revokes a killed sidecar's lease
 	r.mu.Unlock()
 	return r.leases.report(logs, leaseTTL)
 }

@@ -222,7 +222,15 @@ type faultRun struct {
 	// hit the next master after moveOffice; skipped: those that found
 	// none.
 	substituted, skipped map[string]int
+	// masterKills counts the kill-master faults; releaseLogs holds what
+	// release-lease logged after those it followed.
+	masterKills int
+	releaseLogs []string
 }
+
+// killMasterReleased is how the report names a kill-master fault followed
+// by release-lease (half of them): its times beside kill-master's.
+const killMasterReleased = "kill-master+release"
 
 // note logs what the run does, with the wall-clock time to the
 // millisecond, so that the schedule can be read beside the daemons' and
@@ -900,10 +908,30 @@ func (r *faultRun) inject(kind string) {
 	case "kill-master", "kill-sidecar":
 		s := r.target(kind, m)
 		old := r.incarnation(s)
+		// Every other kill of the master (the first, the third…) is
+		// followed by what systemd runs once the process is gone, the
+		// unit's ExecStopPost= (release-lease), and reported apart
+		// (killMasterReleased); the others wait for the lease's TTL.
+		release := false
+		if kind == "kill-master" {
+			r.masterKills++
+			release = r.masterKills%2 == 1
+		}
 		r.note("  SIGKILL %s", s.name)
 		r.signal(s, syscall.SIGKILL)
 		recovered = r.recoveryFrom(time.Now())
 		<-s.d.done
+		if release {
+			kind = killMasterReleased
+			_, errOut, code := runReleaseLease(r.t, s.d)
+			r.note("  release-lease for %s: exit %d", s.name, code)
+			r.mu.Lock()
+			r.releaseLogs = append(r.releaseLogs, errOut)
+			r.mu.Unlock()
+			if code != 0 {
+				r.violation("release-lease for %s after its SIGKILL: exit %d: %s", s.name, code, lastLine(errOut))
+			}
+		}
 		// For the checker: it must come back in Unexpected shutdown.
 		if _, err := r.c.db.Exec(`INSERT INTO faults.kills (name) VALUES ($1)`, s.name); err != nil {
 			r.t.Fatal(err)

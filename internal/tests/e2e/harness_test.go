@@ -211,6 +211,8 @@ type daemon struct {
 	stderr *testkit.Buffer
 	done   chan struct{}
 	err    error
+	// config is its configuration file's path.
+	config string
 }
 
 // start runs `enginehealth run` with the given configuration.
@@ -252,9 +254,11 @@ func (c *cluster) startProcess(name, cfg string, env []string, program string, a
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
-	d := &daemon{name: name, stderr: &testkit.Buffer{}, done: make(chan struct{})}
+	d := &daemon{name: name, stderr: &testkit.Buffer{}, done: make(chan struct{}), config: path}
 	d.cmd = exec.Command(program, append(args, "--config", path)...)
-	d.cmd.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn), env...)
+	// A state directory of its own, as systemd's StateDirectory= gives
+	// the unit: the daemon keeps its lease file there (releaseLease).
+	d.cmd.Env = append(append(os.Environ(), "ENGINEHEALTH_DSN="+c.dsn, "STATE_DIRECTORY="+c.stateDir(name)), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.stderr, d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
@@ -274,6 +278,38 @@ func (c *cluster) startProcess(name, cfg string, env []string, program string, a
 		}
 	})
 	return d
+}
+
+// stateDir is the state directory ($STATE_DIRECTORY) of the processes
+// named name.
+func (c *cluster) stateDir(name string) string { return filepath.Join(c.dir, "state", name) }
+
+// releaseLease runs `enginehealth release-lease` for d as systemd runs
+// the unit's ExecStopPost=: with d's configuration and environment
+// (STATE_DIRECTORY included), once d's process is gone (it waits for
+// that first, up to 30 s). It returns the command's output and exit code.
+func releaseLease(t testing.TB, d *daemon) (stdout, stderr string, code int) {
+	t.Helper()
+	d.wait(t, 30*time.Second)
+	return runReleaseLease(t, d)
+}
+
+// runReleaseLease runs release-lease for d at once, whether d's process
+// runs or not (a person at the host).
+func runReleaseLease(t testing.TB, d *daemon) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "release-lease", "--config", d.config)
+	cmd.Env = d.cmd.Env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("release-lease for %s: %v", d.name, err)
+		}
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
 // warnings returns the daemon's log lines at WARN and above.

@@ -100,15 +100,24 @@ type renewal struct {
 	raftTerm       int64
 }
 
-// leaseLogs reads, from sidecar logs, the keep-alives counted per lease
-// (hex id) and when each sidecar began to revoke its own lease.
-func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string]time.Time) {
-	renewals, revoked = map[string][]renewal{}, map[string]time.Time{}
+// leaseLogs reads, from sidecar logs (and release-lease's), the
+// keep-alives counted per lease (hex id), when each sidecar (or
+// release-lease, for a killed one) began to revoke its own lease, and
+// the leases release-lease released.
+func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string]time.Time, released map[string]bool) {
+	renewals, revoked, released = map[string][]renewal{}, map[string]time.Time{}, map[string]bool{}
 	for _, log := range logs {
 		sc := bufio.NewScanner(strings.NewReader(log))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			line := sc.Bytes()
+			if strings.Contains(string(line), `"msg":"released the etcd lease of a daemon whose process is gone`) {
+				var l struct{ Lease string }
+				if json.Unmarshal(line, &l) == nil {
+					released[l.Lease] = true
+				}
+				continue
+			}
 			if !strings.Contains(string(line), `"component":"leader"`) {
 				continue
 			}
@@ -134,7 +143,7 @@ func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string
 			}
 		}
 	}
-	return renewals, revoked
+	return renewals, revoked, released
 }
 
 // leaseReport says how etcd treated the sidecars' leases: the election
@@ -149,13 +158,13 @@ func leaseLogs(logs []string) (renewals map[string][]renewal, revoked map[string
 // rest on it (a new master waits out every earlier holder's window), so
 // this is a report, not an invariant.
 type leaseReport struct {
-	deleted, self, early int
-	examples             []string
+	deleted, self, released, early int
+	examples                       []string
 }
 
 func (r leaseReport) String() string {
-	s := fmt.Sprintf("etcd deleted %d election keys (%d revoked by their own sidecar); %d earlier than a TTL after a keep-alive their sidecar counted",
-		r.deleted, r.self, r.early)
+	s := fmt.Sprintf("etcd deleted %d election keys (%d revoked by their own sidecar, %d of them by release-lease after a kill); %d earlier than a TTL after a keep-alive their sidecar counted",
+		r.deleted, r.self, r.released, r.early)
 	for _, e := range r.examples {
 		s += "\n  early: " + e
 	}
@@ -163,7 +172,7 @@ func (r leaseReport) String() string {
 }
 
 func (w *leaseWatch) report(logs []string, ttl time.Duration) leaseReport {
-	renewals, revoked := leaseLogs(logs)
+	renewals, revoked, released := leaseLogs(logs)
 	w.mu.Lock()
 	deletions := append([]leaseDeletion(nil), w.deletions...)
 	w.mu.Unlock()
@@ -174,6 +183,9 @@ func (w *leaseWatch) report(logs []string, ttl time.Duration) leaseReport {
 		// seen; one that tries after finds the lease gone already).
 		if at, ok := revoked[id]; (ok && at.Before(d.seen)) || d.lease == 0 {
 			r.self++
+			if released[id] {
+				r.released++
+			}
 			continue
 		}
 		for _, rn := range renewals[id] {

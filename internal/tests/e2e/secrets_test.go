@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/enginehealth/enginehealth/internal/app/demoengine"
+	"github.com/enginehealth/enginehealth/internal/infra/leasefile"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
 	"github.com/enginehealth/enginehealth/nodes"
@@ -35,8 +36,9 @@ const (
 // (one forwarded to the master), a wrong token, a check pass, config
 // check, the CLI's listings, every read route, the status page and
 // /metrics. No secret, nor any 6 characters of one, appears in the
-// daemons' logs, the events, runs and node records, the API's answers,
-// the page, the metrics or the CLI's output.
+// daemons' logs, their lease files (the state directory), the events,
+// runs and node records, the API's answers, the page, the metrics or the
+// CLI's output.
 func TestSecretsNeverShow(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.New(t)
@@ -125,6 +127,17 @@ func TestSecretsNeverShow(t *testing.T) {
 	eventually(t, 30*time.Second, "node-lost logged its connection errors", func() (bool, error) {
 		return strings.Count(lost.stderr.String(), "\n") >= 3, nil
 	})
+	// The lease files the two candidates keep in their state directories
+	// (for release-lease): their endpoints without the credentials.
+	for _, d := range []*daemon{a, b} {
+		var data []byte
+		eventually(t, 30*time.Second, d.name+"'s lease file", func() (bool, error) {
+			var err error
+			data, err = os.ReadFile(leasefile.Path(c.stateDir(d.name)))
+			return err == nil, err
+		})
+		seen = append(seen, string(data))
+	}
 	for _, d := range []*daemon{a, b, lost} {
 		d.signal(t, syscall.SIGTERM)
 		d.wait(t, 30*time.Second)

@@ -276,7 +276,8 @@ func TestMaintainerScriptsNeverStart(t *testing.T) {
 
 // TestInstalledTree: the extracted .deb, over a base of systemd's own
 // targets and /bin/kill, passes systemd-analyze verify with the unit's
-// real ExecStart (/usr/bin/enginehealth, the packaged binary), and the
+// real ExecStart and ExecStopPost (/usr/bin/enginehealth, the packaged
+// binary: run, and release-lease), and the
 // installed binary runs: its version is the package's, and it checks
 // the installed example configuration.
 func TestInstalledTree(t *testing.T) {
@@ -286,8 +287,9 @@ func TestInstalledTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(unit), "\nExecStart=/usr/bin/enginehealth run --config /etc/enginehealth/enginehealth.yaml\n") {
-		t.Fatalf("the packaged unit does not run /usr/bin/enginehealth:\n%s", unit)
+	if !strings.Contains(string(unit), "\nExecStart=/usr/bin/enginehealth run --config /etc/enginehealth/enginehealth.yaml\n") ||
+		!strings.Contains(string(unit), "\nExecStopPost=-/usr/bin/enginehealth release-lease --config /etc/enginehealth/enginehealth.yaml\n") {
+		t.Fatalf("the packaged unit does not run /usr/bin/enginehealth (run, and release-lease after a stop):\n%s", unit)
 	}
 	dropIn, err := os.ReadFile(filepath.Join(root, "usr/share/doc/enginehealth/examples/engine-wait-enginehealth.conf"))
 	if err != nil || !strings.Contains(string(dropIn), "ExecStartPre=/usr/bin/enginehealth wait ready") {

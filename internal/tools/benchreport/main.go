@@ -92,6 +92,12 @@ var rows = []row{
 		},
 		func(v float64, m map[string]float64) bool { return v <= 2*m["ttl-ms"] }},
 	{"acting master after SIGTERM of the master (it resigned: no wait)", "BenchmarkFailover/graceful", "acting-ms", fixed("≤ 1000 ms"), atMost(1000)},
+	{"failover after SIGKILL of the master and release-lease (the unit's ExecStopPost=)", "BenchmarkFailover/crash-released", "failover-ms", fixed("≤ 1000 ms"), atMost(1000)},
+	{"acting master after SIGKILL of the master and release-lease (waits out its trust window)", "BenchmarkFailover/crash-released", "acting-ms",
+		func(m map[string]float64) string {
+			return fmt.Sprintf("≤ trust window + 1000 = %.0f ms", m["ttl-ms"])
+		},
+		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"] }},
 	{"failover after SIGKILL of the master, TLS everywhere", "BenchmarkTLSFailover", "tls-failover-ms",
 		func(m map[string]float64) string { return fmt.Sprintf("≤ TTL + 1000 = %.0f ms", m["ttl-ms"]+1000) },
 		func(v float64, m map[string]float64) bool { return v <= m["ttl-ms"]+1000 }},

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/enginehealth/enginehealth/configs"
+	"github.com/enginehealth/enginehealth/internal/infra/leasefile"
+	"github.com/enginehealth/enginehealth/leader"
+)
+
+// defaultReleaseTimeout bounds release-lease: systemd runs it before it
+// restarts the unit, and it must never hold the restart up for long.
+const defaultReleaseTimeout = 5 * time.Second
+
+func newReleaseLeaseCmd() *cobra.Command {
+	var (
+		path    string
+		timeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "release-lease",
+		Short: "Revoke the etcd lease of this node's daemon once its process is gone (the unit's ExecStopPost=)",
+		Long: `Revoke the etcd election lease that this node's daemon recorded in its
+state file (lease.json in node.state_dir, default $STATE_DIRECTORY), so
+that after a crash (SIGKILL, an OOM kill, a panic) the next master takes
+office at once instead of when the lease's TTL runs out (etcd.lease_ttl).
+The unit runs it as ExecStopPost=, which systemd starts only once every
+process of the unit has exited: the lease belongs to no living process.
+The new master still acts only once the dead one's trust window has
+surely closed (lease_ttl − trust_margin after the revocation), and the
+fence in PostgreSQL is unchanged: a revocation made in error costs a
+failover, never two acting masters. It never touches the node's record:
+a node that crashed still comes back in Unexpected shutdown.
+
+It reads the configuration for etcd's endpoints, TLS and user, as the
+daemon connects (the database's and the API's secrets are not needed;
+systemd gives ExecStopPost= no credentials, so etcd's password and client
+key must be files the service's user reads, not credential:NAME),
+adds the endpoints the state file recorded, and gives up after --timeout.
+With nothing to release (no state file: the daemon stopped cleanly, or
+never held a lease) it does nothing and says nothing; a lease that is
+gone already (expired, revoked) is no error; either way the state file is
+removed once done. It refuses (exit 4), saying why, while the process
+that recorded the lease is still running, or when it cannot tell (the pid
+and the process's start time are compared, so a later process given the
+same pid is not mistaken for it). Exit 1 when the state file cannot be
+read or etcd did not revoke the lease in time (it then expires after its
+TTL); exit 2 for an invalid configuration.
+
+A host that dies (power, a kernel panic, a network cut) runs no
+ExecStopPost=: its master is replaced when the lease expires, as before.`,
+		Example: `  ExecStopPost=/usr/local/bin/enginehealth release-lease --config /etc/enginehealth/enginehealth.yaml
+  sudo env STATE_DIRECTORY=/var/lib/enginehealth enginehealth release-lease --config /etc/enginehealth/enginehealth.yaml`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if timeout <= 0 {
+				return usageError{fmt.Errorf("--timeout %s: want a positive duration", timeout)}
+			}
+			// etcd's secrets alone: the DSN and the API token are not needed.
+			cfg, err := configs.LoadEtcd(path)
+			if err != nil {
+				return noCredentials(err)
+			}
+			log, _, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			dir := cfg.Node.StateDirectory
+			if dir == "" {
+				fmt.Fprintln(c.OutOrStdout(), "nothing to release: no state directory (node.state_dir, or $STATE_DIRECTORY as systemd's StateDirectory= sets it)")
+				return nil
+			}
+			rec, err := leasefile.Read(dir)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // a clean stop removed it, or no lease was ever held
+			case err != nil:
+				return fmt.Errorf("state file %s: %w", leasefile.Path(dir), err)
+			}
+			who := fmt.Sprintf("lease %s of node %s (incarnation %s, pid %d)", rec.Lease, safe(rec.Node), safe(rec.Incarnation), rec.Process.PID)
+			switch alive, err := leasefile.Alive(rec.Process); {
+			case err != nil:
+				return refusedError{fmt.Errorf("not releasing %s: %w", who, err)}
+			case alive:
+				return refusedError{fmt.Errorf("not releasing %s: that daemon is still running (the same pid and start time); "+
+					"release-lease is for a daemon whose process is gone, as systemd runs it (ExecStopPost=). "+
+					"To hand over from a running master, stop it (systemctl stop enginehealth): it resigns at once", who)}
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), timeout)
+			defer cancel()
+			start := time.Now()
+			revoked, err := revokeRecorded(ctx, cfg, rec, timeout, log)
+			if err != nil {
+				return fmt.Errorf("%s: %w; it expires after its TTL (etcd.lease_ttl %s)", who, err, cfg.Etcd.LeaseTTL)
+			}
+			if _, err := leasefile.RemoveFor(dir, rec.Process); err != nil {
+				return fmt.Errorf("%s released, but the state file %s could not be removed: %w", who, leasefile.Path(dir), err)
+			}
+			if revoked {
+				log.InfoContext(ctx, "released the etcd lease of a daemon whose process is gone: the next master takes office now",
+					"lease", rec.Lease.String(), "node", rec.Node, "incarnation", rec.Incarnation, "pid", rec.Process.PID,
+					"took", time.Since(start).Round(time.Millisecond))
+			} else {
+				log.DebugContext(ctx, "the recorded etcd lease was gone already (expired or revoked): nothing to release",
+					"lease", rec.Lease.String(), "node", rec.Node)
+			}
+			return nil
+		},
+	}
+	configFlag(c, &path)
+	c.Flags().DurationVar(&timeout, "timeout", defaultReleaseTimeout, "give up after this long (the lease then expires after its TTL)")
+	return c
+}
+
+// noCredentials adds, to a configuration error that names an etcd secret
+// as a systemd credential while $CREDENTIALS_DIRECTORY is unset, why:
+// systemd gives ExecStopPost= no credentials.
+func noCredentials(err error) error {
+	var cerr *configs.Error
+	if !errors.As(err, &cerr) || os.Getenv("CREDENTIALS_DIRECTORY") != "" {
+		return err
+	}
+	for _, p := range cerr.Problems {
+		if strings.HasPrefix(p.Path, "etcd.") && strings.Contains(p.Msg, "CREDENTIALS_DIRECTORY is not set") {
+			return fmt.Errorf("%w\n(systemd gives ExecStopPost= no credentials: for release-lease, keep etcd's password and client key in files the service's user reads; "+
+				"until then a crashed master's lease expires after its TTL)", err)
+		}
+	}
+	return err
+}
+
+// revokeRecorded revokes rec's lease with a client made as the daemon's
+// (etcdClientConfig: the configured members, TLS and user), given the
+// endpoints the state file recorded too (the members the daemon followed
+// last), within ctx, logging to log. revoked is false when the lease was
+// gone already.
+func revokeRecorded(ctx context.Context, cfg *configs.Config, rec leasefile.Record, timeout time.Duration, log *slog.Logger) (revoked bool, err error) {
+	ccfg, endpoints, user := etcdClientConfig(ctx, cfg)
+	for _, ep := range rec.Endpoints {
+		if !slices.Contains(ccfg.Endpoints, ep) {
+			ccfg.Endpoints = append(ccfg.Endpoints, ep)
+		}
+	}
+	ccfg.Context = ctx
+	ccfg.DialTimeout = min(ccfg.DialTimeout, timeout)
+	explain := func(err error) error {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Not probed (explainEtcd would): the timeout bounds it all.
+			return fmt.Errorf("etcd did not revoke it within %s (%w)", timeout, err)
+		}
+		return explainEtcd(ctx, cfg, endpoints, user, err)
+	}
+	cli, err := clientv3.New(ccfg) // with a user, it authenticates: bounded by ctx
+	if err != nil {
+		return false, explain(err)
+	}
+	defer func() { _ = cli.Close() }() // done with it: nothing to act on
+	// Half the time each: one attempt, then two at once (to two members).
+	revoked, err = leader.RevokeLease(ctx, cli, clientv3.LeaseID(rec.Lease), timeout/2, log)
+	if err != nil {
+		return false, explain(err)
+	}
+	return revoked, nil
+}

@@ -1,0 +1,9 @@
+package leasefile
+
+import (
+	"testing"
+
+	"github.com/enginehealth/enginehealth/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m, nil) }
