@@ -245,6 +245,17 @@ func TestConsoleActions(t *testing.T) {
 		}
 	}
 
+	// Pause and resume, with the reason, through the API.
+	for _, action := range []string{"pause", "resume"} {
+		rec := alice.do("POST", "/console/act", url.Values{"csrf": {csrf}, "action": {action}, "reason": {"db upgrade"}})
+		if rec.Code != http.StatusSeeOther || s.calls[len(s.calls)-1] != action+" db upgrade" {
+			t.Fatalf("%s: %d, called %q", action, rec.Code, s.calls[len(s.calls)-1])
+		}
+		if page := alice.do("GET", "/console", nil); !strings.Contains(page.Body.String(), "Automatic repair "+action+"d.") {
+			t.Fatalf("%s's result not shown", action)
+		}
+	}
+
 	// A check forced through the guard: first what the guard sees, then,
 	// confirmed, the check through the API with the reason.
 	force := url.Values{"csrf": {csrf}, "action": {"check-force"}, "reason": {""}}
