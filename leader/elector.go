@@ -620,6 +620,41 @@ func RevokeLease(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID,
 	return true, nil
 }
 
+// LeaseHolders returns, for lease id, the candidates named by the
+// election keys under prefix attached to it, and the other keys
+// attached to it (outside prefix, or not an election value); found is
+// false when the lease is gone. Before revoking a lease a file names
+// (release-lease), whose it is.
+func LeaseHolders(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID, prefix string, attempt time.Duration) (cands []Candidate, others []string, found bool, err error) {
+	ttl, err := call(ctx, attempt, func(ctx context.Context) (*clientv3.LeaseTimeToLiveResponse, error) {
+		return cli.TimeToLive(ctx, id, clientv3.WithAttachedKeys())
+	})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read etcd lease %x: %w", int64(id), err)
+	}
+	if ttl.TTL < 0 {
+		return nil, nil, false, nil
+	}
+	for _, k := range ttl.Keys {
+		key := string(k)
+		if !strings.HasPrefix(key, prefix) {
+			others = append(others, key)
+			continue
+		}
+		resp, err := call(ctx, attempt, func(ctx context.Context) (*clientv3.GetResponse, error) { return cli.Get(ctx, key) })
+		if err != nil {
+			return nil, nil, true, fmt.Errorf("read %s: %w", key, err)
+		}
+		var c Candidate
+		if len(resp.Kvs) == 0 || json.Unmarshal(resp.Kvs[0].Value, &c) != nil || c.Name == "" {
+			others = append(others, key)
+			continue
+		}
+		cands = append(cands, c)
+	}
+	return cands, others, true, nil
+}
+
 // errResigned ends an office whose node resigns.
 var errResigned = errors.New("leader: resigned")
 

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -89,6 +88,14 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 				return fmt.Errorf("state file %s: %w", leasefile.Path(dir), err)
 			}
 			who := fmt.Sprintf("lease %s of node %s (incarnation %s, pid %d)", rec.Lease, safe(rec.Node), safe(rec.Incarnation), rec.Process.PID)
+			self, err := cfg.NodeName(os.Hostname)
+			if err != nil {
+				return err
+			}
+			if rec.Node != self || rec.Prefix != cfg.Etcd.Prefix {
+				return refusedError{fmt.Errorf("not releasing %s: the state file is of node %s under prefix %s, this configuration's node.name is %s and etcd.prefix %s",
+					who, safe(rec.Node), safe(rec.Prefix), safe(self), safe(cfg.Etcd.Prefix))}
+			}
 			switch alive, err := leasefile.Alive(rec.Process); {
 			case err != nil:
 				return refusedError{fmt.Errorf("not releasing %s: %w", who, err)}
@@ -100,7 +107,11 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 			ctx, cancel := context.WithTimeout(c.Context(), timeout)
 			defer cancel()
 			start := time.Now()
-			revoked, err := revokeRecorded(ctx, cfg, rec, timeout, log)
+			revoked, err := revokeRecorded(ctx, cfg, self, rec, timeout, log)
+			var refused refusedError
+			if errors.As(err, &refused) {
+				return refusedError{fmt.Errorf("not releasing %s: %w", who, refused.error)}
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w; it expires after its TTL (etcd.lease_ttl %s)", who, err, cfg.Etcd.LeaseTTL)
 			}
@@ -141,17 +152,16 @@ func noCredentials(err error) error {
 }
 
 // revokeRecorded revokes rec's lease with a client made as the daemon's
-// (etcdClientConfig: the configured members, TLS and user), given the
-// endpoints the state file recorded too (the members the daemon followed
-// last), within ctx, logging to log. revoked is false when the lease was
-// gone already.
-func revokeRecorded(ctx context.Context, cfg *configs.Config, rec leasefile.Record, timeout time.Duration, log *slog.Logger) (revoked bool, err error) {
+// (etcdClientConfig: the configured members, TLS and user; never the
+// endpoints the file names, which anyone could have written), once its
+// election key is seen to name this node (self) and the recorded
+// incarnation, within ctx, logging to log. revoked is false when the
+// lease was gone already; a refusedError when the lease is another's.
+func revokeRecorded(ctx context.Context, cfg *configs.Config, self string, rec leasefile.Record, timeout time.Duration, log *slog.Logger) (revoked bool, err error) {
+	// The configured members only: the file's endpoints are what the
+	// daemon followed, but a file names what anyone wrote in it, and the
+	// client would send etcd's password there.
 	ccfg, endpoints, user := etcdClientConfig(ctx, cfg)
-	for _, ep := range rec.Endpoints {
-		if !slices.Contains(ccfg.Endpoints, ep) {
-			ccfg.Endpoints = append(ccfg.Endpoints, ep)
-		}
-	}
 	ccfg.Context = ctx
 	ccfg.DialTimeout = min(ccfg.DialTimeout, timeout)
 	explain := func(err error) error {
@@ -166,8 +176,26 @@ func revokeRecorded(ctx context.Context, cfg *configs.Config, rec leasefile.Reco
 		return false, explain(err)
 	}
 	defer func() { _ = cli.Close() }() // done with it: nothing to act on
-	// Half the time each: one attempt, then two at once (to two members).
-	revoked, err = leader.RevokeLease(ctx, cli, clientv3.LeaseID(rec.Lease), timeout/2, log)
+	// Whose the lease is: only this node's recorded daemon's (its
+	// election key names the node and its incarnation), never another's
+	// working master, whatever a file says.
+	cands, others, found, err := leader.LeaseHolders(ctx, cli, clientv3.LeaseID(rec.Lease), cfg.Etcd.Prefix, timeout/4)
+	switch {
+	case err != nil:
+		return false, explain(err)
+	case !found:
+		return false, nil
+	case len(others) > 0:
+		return false, refusedError{fmt.Errorf("the lease holds keys that are not this cluster's election keys (%s): not this daemon's lease", safe(strings.Join(others, ", ")))}
+	}
+	for _, c := range cands {
+		if c.Name != self || c.Incarnation != rec.Incarnation {
+			return false, refusedError{fmt.Errorf("the lease is the election key of node %s (incarnation %s), not of this node's recorded daemon: not released",
+				safe(c.Name), safe(c.Incarnation))}
+		}
+	}
+	// A quarter of the time each attempt: the look, then the revocation.
+	revoked, err = leader.RevokeLease(ctx, cli, clientv3.LeaseID(rec.Lease), timeout/4, log)
 	if err != nil {
 		return false, explain(err)
 	}

@@ -23,9 +23,9 @@ import (
 // one sets: release-lease needs only etcd's.
 func releaseConfig(t *testing.T, endpoint, stateDir string) string {
 	t.Helper()
-	node := ""
+	node := "node:\n  name: node-a\n"
 	if stateDir != "" {
-		node = "node:\n  state_dir: " + stateDir + "\n"
+		node += "  state_dir: " + stateDir + "\n"
 	}
 	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
 	if err := os.WriteFile(path, []byte(node+`database:
@@ -110,7 +110,7 @@ func TestReleaseLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := "/" + t.Name() + "/leader/" + leasefile.LeaseID(grant.ID).String()
-	if _, err := cli.Put(ctx, key, "{}", clientv3.WithLease(grant.ID)); err != nil {
+	if _, err := cli.Put(ctx, key, `{"name":"node-a","incarnation":"inc-1","trust_window_ms":2000}`, clientv3.WithLease(grant.ID)); err != nil {
 		t.Fatal(err)
 	}
 	self, err := leasefile.Self()
@@ -134,6 +134,32 @@ func TestReleaseLease(t *testing.T) {
 	}
 
 	rec.Process.StartTime++ // this pid, another process: the recorder is gone
+
+	// What a file says is not believed: a record of another node, of
+	// another incarnation than the lease's election key names, or a lease
+	// holding keys outside the cluster's prefix (another's lease) is
+	// refused, the lease left alive.
+	other, err := cli.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/otherapp/lock", "x", clientv3.WithLease(other.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for name, forged := range map[string]leasefile.Record{
+		"another node's file":       {Lease: rec.Lease, Prefix: rec.Prefix, Node: "node-b", Incarnation: "inc-1", Process: rec.Process, WrittenAt: rec.WrittenAt},
+		"another prefix":            {Lease: rec.Lease, Prefix: "/victim/", Node: "node-a", Incarnation: "inc-1", Process: rec.Process, WrittenAt: rec.WrittenAt},
+		"another incarnation's key": {Lease: rec.Lease, Prefix: rec.Prefix, Node: "node-a", Incarnation: "inc-0", Process: rec.Process, WrittenAt: rec.WrittenAt},
+		"another application's key": {Lease: leasefile.LeaseID(other.ID), Prefix: rec.Prefix, Node: "node-a", Incarnation: "inc-1", Process: rec.Process, WrittenAt: rec.WrittenAt},
+	} {
+		if err := leasefile.Write(dir, forged); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code := runCLI(t, "release-lease", "--config", cfg)
+		if code != exitRefused || leaseTTLOf(t, cli, rec.Lease) <= 0 || leaseTTLOf(t, cli, leasefile.LeaseID(other.ID)) <= 0 {
+			t.Fatalf("%s: exit %d, %q; want 4 and the leases alive", name, code, errOut)
+		}
+	}
 	if err := leasefile.Write(dir, rec); err != nil {
 		t.Fatal(err)
 	}

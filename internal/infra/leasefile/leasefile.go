@@ -148,6 +148,9 @@ func syncDir(dir string) error {
 // error that errors.Is fs.ErrNotExist; a file that is not a regular one,
 // is larger than MaxBytes, or holds no valid record is an *Error.
 func Read(dir string) (Record, error) {
+	if err := trusted(dir); err != nil {
+		return Record{}, err
+	}
 	data, err := safefile.Read(Path(dir), MaxBytes)
 	var serr *safefile.Error
 	if errors.As(err, &serr) {
@@ -158,7 +161,18 @@ func Read(dir string) (Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Record{}, &Error{fmt.Sprintf("not a lease record: %v", err)}
+		// Where, not what: the file may be another's, and its content
+		// is not repeated.
+		where := "a field's value is invalid"
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			where = fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
+		case errors.As(err, &typ):
+			where = "field " + strconv.Quote(typ.Field) + " has the wrong type"
+		}
+		return Record{}, &Error{"not a lease record (" + where + ")"}
 	}
 	switch {
 	case r.Version != version:
@@ -169,6 +183,32 @@ func Read(dir string) (Record, error) {
 		return Record{}, &Error{fmt.Sprintf("no valid process in the record (pid %d, start time %d)", r.Process.PID, r.Process.StartTime)}
 	}
 	return r, nil
+}
+
+// trusted refuses a state file another user could have written: a
+// symbolic link, a file not owned by this process's user (or root), one
+// others may write, or one in a directory others may write (a sticky
+// /tmp). A missing file is fs.ErrNotExist.
+func trusted(dir string) error {
+	me := os.Geteuid()
+	for _, c := range []struct {
+		path, what string
+	}{{dir, "the state directory"}, {Path(dir), "the state file"}} {
+		fi, err := os.Lstat(c.path)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return &Error{c.what + " is a symbolic link: refused (a link can name another node's file, or any file)"}
+		case ok && int64(st.Uid) != int64(me) && st.Uid != 0:
+			return &Error{fmt.Sprintf("%s belongs to user %d, not this user (%d) or root: refused", c.what, st.Uid, me)}
+		case fi.Mode().Perm()&0o022 != 0:
+			return &Error{fmt.Sprintf("%s is writable by others (mode %s): refused", c.what, fi.Mode().Perm())}
+		}
+	}
+	return nil
 }
 
 // Remove deletes the state file in dir; a missing one is no error.

@@ -69,7 +69,7 @@ func TestReadRefuses(t *testing.T) {
 		"corrupt":    {"{not json", "not a lease record"},
 		"truncated":  {`{"version":1,"lease":"12`, "not a lease record"},
 		"trailing":   {`{"version":1,"lease":"12","process":{"pid":1,"start_time":2}} {}`, "not a lease record"},
-		"bad lease":  {`{"version":1,"lease":"xyz","process":{"pid":1,"start_time":2}}`, "not a lease id in hex"},
+		"bad lease":  {`{"version":1,"lease":"SECRETxyz","process":{"pid":1,"start_time":2}}`, "a field's value is invalid"},
 		"no lease":   {`{"version":1,"process":{"pid":1,"start_time":2}}`, "no lease"},
 		"no process": {`{"version":1,"lease":"12"}`, "no valid process"},
 		"version":    {`{"version":2,"lease":"12","process":{"pid":1,"start_time":2}}`, "format version 2"},
@@ -80,6 +80,32 @@ func TestReadRefuses(t *testing.T) {
 			if err := os.WriteFile(Path(dir), []byte(c.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			var e *Error
+			if _, err := Read(dir); !errors.As(err, &e) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("%v, want an *Error with %q (and no content of the file)", err, c.want)
+			}
+		})
+	}
+	// A file another could have written: a link (to another node's file,
+	// or any), or one others may write, or in a directory others may.
+	good := t.TempDir()
+	if err := Write(good, Record{Lease: 0x12, Process: Process{PID: 1, StartTime: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		setup func(dir string) error
+		want  string
+	}{
+		"symlink":         {func(dir string) error { return os.Symlink(Path(good), Path(dir)) }, "symbolic link"},
+		"writable file":   {func(dir string) error { return os.WriteFile(Path(dir), []byte("{}"), 0o666) }, "writable by others"},
+		"writable folder": {func(dir string) error { return os.Chmod(dir, 0o1777) }, "writable by others"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := c.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Chmod(Path(dir), 0o666) // WriteFile's mode is masked by the umask
 			var e *Error
 			if _, err := Read(dir); !errors.As(err, &e) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%v, want an *Error with %q", err, c.want)
