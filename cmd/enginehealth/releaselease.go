@@ -46,7 +46,10 @@ It reads the configuration for etcd's endpoints, TLS and user, as the
 daemon connects (the database's and the API's secrets are not needed;
 systemd gives ExecStopPost= no credentials, so etcd's password and client
 key must be files the service's user reads, not credential:NAME),
-adds the endpoints the state file recorded, and gives up after --timeout.
+talks to the configured endpoints only, and gives up after --timeout. It
+revokes only a lease whose election key names this node and the
+incarnation the file records (a state file is this user's or root's, not
+writable by others, no symbolic link), and refuses any other (exit 4).
 With nothing to release (no state file: the daemon stopped cleanly, or
 never held a lease) it does nothing and says nothing; a lease that is
 gone already (expired, revoked) is no error; either way the state file is
