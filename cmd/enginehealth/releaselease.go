@@ -66,8 +66,8 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
   sudo env STATE_DIRECTORY=/var/lib/enginehealth enginehealth release-lease --config /etc/enginehealth/enginehealth.yaml`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if timeout <= 0 {
-				return usageError{fmt.Errorf("--timeout %s: want a positive duration", timeout)}
+			if timeout <= 0 || timeout > maxReleaseTimeout {
+				return usageError{fmt.Errorf("--timeout %s: want a positive duration of at most %s (it holds up the unit's restart)", timeout, maxReleaseTimeout)}
 			}
 			// etcd's secrets alone: the DSN and the API token are not needed.
 			cfg, err := configs.LoadEtcd(path)
@@ -136,6 +136,11 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 	c.Flags().DurationVar(&timeout, "timeout", defaultReleaseTimeout, "give up after this long (the lease then expires after its TTL)")
 	return c
 }
+
+// maxReleaseTimeout bounds --timeout: release-lease runs before systemd
+// restarts the daemon, and past the lease's TTL there is nothing left to
+// gain.
+const maxReleaseTimeout = time.Minute
 
 // noCredentials adds, to a configuration error that names an etcd secret
 // as a systemd credential while $CREDENTIALS_DIRECTORY is unset, why:

@@ -239,7 +239,7 @@ func RemoveFor(dir string, p Process) (bool, error) {
 // Self returns this process.
 func Self() (Process, error) {
 	pid := os.Getpid()
-	start, err := startTime(pid)
+	start, _, err := startTime(pid)
 	if err != nil {
 		return Process{}, err
 	}
@@ -249,16 +249,17 @@ func Self() (Process, error) {
 // Alive reports whether p is still running: a process with p's pid
 // exists and started at p's start time. A process that exists under
 // that pid but started at another time got the pid later (p is gone). A
-// zombie that was not reaped yet counts as alive. It fails when it
+// zombie (exited, not yet reaped) is gone: it acts no more. It fails when it
 // cannot tell: a process with that pid exists but its /proc entry cannot
 // be read (another user's, under hidepid, or another pid namespace's).
 func Alive(p Process) (bool, error) {
 	if p.PID <= 0 {
 		return false, fmt.Errorf("pid %d: not a process", p.PID)
 	}
-	start, err := startTime(p.PID)
+	start, zombie, err := startTime(p.PID)
 	if err == nil {
-		return start == p.StartTime, nil
+		// A zombie has exited: only its parent has not reaped it yet.
+		return start == p.StartTime && !zombie, nil
 	}
 	// No /proc entry: gone, unless the kernel knows the pid (the entry is
 	// hidden from us).
@@ -272,13 +273,20 @@ func Alive(p Process) (bool, error) {
 	}
 }
 
-// startTime reads field 22 (starttime) of /proc/PID/stat.
-func startTime(pid int) (uint64, error) {
+// startTime reads field 22 (starttime) of /proc/PID/stat, and whether
+// the process is a zombie (field 3, state Z: exited, not yet reaped).
+func startTime(pid int) (uint64, bool, error) {
 	data, err := safefile.Read(fmt.Sprintf("/proc/%d/stat", pid), 4096)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return parseStartTime(string(data))
+	v, err := parseStartTime(string(data))
+	if err != nil {
+		return 0, false, err
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	fields := strings.Fields(string(data)[i+1:])
+	return v, fields[0] == "Z", nil
 }
 
 // parseStartTime returns field 22 of a /proc/PID/stat line. Field 2, the
