@@ -158,7 +158,8 @@ func checkLeaseFile(t *testing.T, cfg *configs.Config) {
 		t.Fatalf("the election key of lease %s: %v %v", rec.Lease, resp, err)
 	}
 	path := filepath.Join(t.TempDir(), "enginehealth.yaml")
-	if err := os.WriteFile(path, []byte("node: {state_dir: "+cfg.Node.StateDirectory+"}\ndatabase: {dsn_env: EH_TEST_NO_DSN}\netcd: {endpoints: [\""+etcd.Endpoint+"\"]}\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("node: {name: "+cfg.Node.Name+", state_dir: "+cfg.Node.StateDirectory+"}\ndatabase: {dsn_env: EH_TEST_NO_DSN}\n"+
+		"etcd: {endpoints: [\""+etcd.Endpoint+"\"], prefix: "+cfg.Etcd.Prefix+"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut, code := runCLI(t, "release-lease", "--config", path); code != exitRefused || !strings.Contains(errOut, "still running") {
