@@ -159,7 +159,10 @@ type guardView struct {
 func (g *guardView) seen() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", g.Holds, g.Master)
-	for _, n := range g.Nodes {
+	// By name: the list's order (staleness) changes from one look to
+	// the next.
+	ns := slices.SortedFunc(slices.Values(g.Nodes), func(a, b apitype.NodeState) int { return cmp.Compare(a.Name, b.Name) })
+	for _, n := range ns {
 		fmt.Fprintf(h, "%s\x00%s\x00", n.Name, n.Status)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
@@ -634,12 +637,12 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 			unnamed = append(unnamed, TerminalSafe(p.Workflow+"/"+p.Instance))
 		}
 	}
-	set := setOf(ps)
+	set, left := setOf(ps), len(ps)-len(named)
 	if !form.Has("confirmed") {
 		d := consoleData{Page: "confirm", Title: "confirm " + action + " of " + state + " instances", Self: h.cfg.Self, Who: v, CanAct: true,
 			Filter: pf, Parked: wireAll(ps[:min(len(ps), 20)], wireWaiting), Total: total,
 			Bulk: &bulkDecision{State: state, Action: action, Reason: reason, Count: total, Max: f.Limit, Capped: total > int64(f.Limit), Set: set,
-				Unnamed: len(ps) - len(named)}}
+				Unnamed: left}}
 		h.renderConsole(w, r, http.StatusOK, d)
 		return
 	}
@@ -654,7 +657,6 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 		http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: /console/held or /console/waiting and an encoded query, never another site
 		return
 	}
-	set0 := ps
 	ps = named
 	fl := flash{For: back}
 	if h.cfg.LastEventID != nil {
@@ -704,7 +706,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 			fl.Text += "."
 		}
 	}
-	if left := len(set0) - len(ps); left > 0 {
+	if left > 0 {
 		fl.Text += fmt.Sprintf(" Left alone: %d whose ids the API cannot name (%s): decide them with holds retry --all (or holds fail --all) --workflow W.",
 			left, strings.Join(unnamed, ", "))
 	}

@@ -281,13 +281,14 @@ func buildDay(now time.Time, ns []nodes.Node, changes []audit.Event, truncated b
 	linked := map[int64]bool{}
 	for _, b := range append([]dayBand{c.Master}, c.Bands...) {
 		for _, sg := range b.Segs {
-			linked[sg.Event] = sg.Event != 0
+			if sg.Event != 0 {
+				linked[sg.Event] = true
+			}
 		}
 		for _, m := range b.Marks {
 			linked[m.Event] = true
 		}
 	}
-	delete(linked, 0)
 	c.Linked = len(linked)
 	for i := len(changes) - 1; i >= 0 && len(c.Listed) < dayListed; i-- {
 		if linked[changes[i].ID] {
