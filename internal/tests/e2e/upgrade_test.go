@@ -304,9 +304,14 @@ func (r *faultRun) retriedAtOnce(master string, term int64, wantRow bool) {
 	r.t.Helper()
 	after := r.lastEvent()
 	// One without an attempts row in the task (a row it has is kept up
-	// to date by every release).
+	// to date by every release), and never repaired in it: a first
+	// interruption (an instance interrupted again and again, as the
+	// killed engines' oldest claims are, exhausts its retries at once
+	// and fails).
 	id := r.interruptWhere("Reserving", `NOT EXISTS (SELECT 1 FROM enginehealth.attempts a
-		WHERE a.workflow = 'orders' AND a.instance = o.id::text AND a.task = 'reserve')`)
+		WHERE a.workflow = 'orders' AND a.instance = o.id::text AND a.task = 'reserve')
+		AND NOT EXISTS (SELECT 1 FROM enginehealth.events e WHERE e.instance = o.id::text AND e.workflow = 'orders'
+		AND e.task = 'reserve' AND e.kind = 'instance_repaired')`)
 	var ev struct {
 		Actor string `db:"actor"`
 		Term  int64  `db:"term"`
