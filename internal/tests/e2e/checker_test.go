@@ -158,7 +158,7 @@ const sidecarApp = `app LIKE 'enginehealth/%'`
 // check runs every invariant over the record.
 func (r *faultRun) check() []checkResult {
 	// Its own pool: the record of a long run takes a while to check.
-	db, err := pgdb.Open(pgdb.Config{DSN: r.c.dsn, ConnectTimeout: time.Second, StatementTimeout: 10 * time.Minute})
+	db, err := pgdb.Open(pgdb.Config{DSN: r.c.dsn, ConnectTimeout: harnessConnectTimeout, StatementTimeout: 10 * time.Minute})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -536,7 +536,10 @@ func startFaultRun(t *testing.T, seed uint64, opts ...faultOpts) *faultRun {
 	r.leases = startLeaseWatch(t, r.etcd.ClientConfig(), electionPrefix(t))
 	c.seed(base("seed", r.etcd.Endpoints(), ""), 100, "EH_TOKEN=tok")
 	migrate := filepath.Join(c.dir, "migrate.yaml")
-	if err := os.WriteFile(migrate, []byte(base("migrate", r.etcd.Endpoints(), "")), 0o600); err != nil {
+	// The migration is the harness's, not under test: the harness's
+	// connect timeout, not the daemons' 1 s.
+	migrateCfg := strings.Replace(base("migrate", r.etcd.Endpoints(), ""), "connect_timeout: 1s", "connect_timeout: "+harnessConnectTimeout.String(), 1)
+	if err := os.WriteFile(migrate, []byte(migrateCfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Migrated by the sidecars' own binary (the previous release's, in

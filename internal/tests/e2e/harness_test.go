@@ -102,9 +102,16 @@ func newCluster(t testing.TB) *cluster {
 	return newClusterOn(t, pg.NewDatabase(t))
 }
 
+// harnessConnectTimeout bounds the test's own connections (its reads of
+// the cluster's tables, its migrations): pgdb's default, not the daemons'
+// 1 s. A backend forked on a starved host took longer than 1 s to answer,
+// and a test failed reading its own database ("begin: read tcp: i/o
+// timeout") with nothing wrong in what it tests.
+const harnessConnectTimeout = pgdb.DefaultConnectTimeout
+
 func newClusterOn(t testing.TB, dsn string) *cluster {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: time.Second})
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: harnessConnectTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +123,7 @@ func newClusterOn(t testing.TB, dsn string) *cluster {
 // address) from now on.
 func (c *cluster) useDSN(t testing.TB, dsn string) {
 	t.Helper()
-	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: time.Second})
+	db, err := pgdb.Open(pgdb.Config{DSN: dsn, ConnectTimeout: harnessConnectTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
