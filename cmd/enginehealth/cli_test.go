@@ -254,3 +254,19 @@ func TestVersionJSON(t *testing.T) {
 		t.Fatalf("version -o yaml: exit %d: %s", code, errOut)
 	}
 }
+
+// TestErrorsAreTerminalSafe: what an error quotes (a path, a server's
+// message: anyone's bytes) reaches the terminal with its control and
+// format characters escaped, its lines kept.
+func TestErrorsAreTerminalSafe(t *testing.T) {
+	_, errOut, code := runCLI(t, "config", "check", "--config", "/nonexistent/\x1b[31mred\r\u202eevil")
+	if code == exitOK || strings.ContainsAny(errOut, "\x1b\r\u202e") {
+		t.Fatalf("exit %d, stderr %q: want an error with its control characters escaped", code, errOut)
+	}
+	if !strings.Contains(errOut, `\x1b[31mred\r\u202eevil`) {
+		t.Fatalf("stderr %q does not name the path, escaped", errOut)
+	}
+	if got := terminalLines("a\x1bb\n\tc\rd\n"); got != "a\\x1bb\n\tc\\rd\n" {
+		t.Fatalf("terminalLines: %q", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if !errors.Is(err, errNotReady) {
-		fmt.Fprintln(stderr, "enginehealth:", err)
+		fmt.Fprintln(stderr, "enginehealth:", terminalLines(err.Error()))
 	}
 	var cerr *configs.Error
 	var uerr usageError
@@ -87,6 +88,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // failure (exit 1): e.g. the database is down.
 func refusal(e *api.StatusError) bool {
 	return e.Code == http.StatusConflict || e.Code == http.StatusServiceUnavailable && e.Refused && e.Method != http.MethodGet
+}
+
+// terminalLines is s with what could rewrite a terminal (escape
+// sequences, carriage returns, bidirectional overrides…) escaped as
+// api.TerminalSafe does, its line breaks and tabs kept: an error quotes
+// paths, etcd's and servers' messages, which anyone may have written.
+func terminalLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = api.TerminalSafe(c)
+		}
+		lines[i] = strings.Join(cells, "\t")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
