@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -451,6 +452,26 @@ func TestCredentialFiles(t *testing.T) {
 	}
 	if cfg.Database.DSN != "postgres://eh:s3cret@db:5432/eh?sslmode=disable" || cfg.API.Token != "tok-123" {
 		t.Fatalf("DSN %q, token %q: want the credentials' contents", cfg.Database.RedactedDSN(), cfg.API.Token)
+	}
+
+	releaseWarned := func(cfg *Config) bool {
+		return slices.ContainsFunc(cfg.Warnings, func(p Problem) bool { return strings.Contains(p.Msg, "release-lease cannot reach etcd") })
+	}
+	if releaseWarned(cfg) {
+		t.Fatalf("warnings %v, want none about release-lease (no etcd secret is a credential)", cfg.Warnings)
+	}
+	// An etcd secret as a credential: valid, with a warning that
+	// release-lease (ExecStopPost=, which gets no credentials) cannot use it.
+	if err := os.WriteFile(filepath.Join(dir, "etcd-pw"), []byte("pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Parse([]byte("database: {dsn_file: \"credential:dsn\"}\netcd: {endpoints: [\"h:2379\"], username: eh, password_file: \"credential:etcd-pw\"}\n"),
+		"c.yaml", env("CREDENTIALS_DIRECTORY", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(cfg.Warnings, func(p Problem) bool { return p.Path == "etcd.password_file" }); i < 0 || !releaseWarned(cfg) {
+		t.Fatalf("warnings %v, want one at etcd.password_file about release-lease", cfg.Warnings)
 	}
 
 	_, err = Parse([]byte(doc), "c.yaml", env())

@@ -639,6 +639,12 @@ func (v *validator) filePath(key, file, dir string, lookupEnv func(string) (stri
 	}
 	file = filepath.Join(credDir, name)
 	v.files = append(v.files, file)
+	if strings.HasPrefix(key, "etcd.") {
+		// systemd gives ExecStopPost= no credentials: the unit's
+		// release-lease then cannot reach etcd.
+		v.warn(key, "%s: systemd gives ExecStopPost= no credentials, so release-lease cannot reach etcd after a crash: "+
+			"the crashed master's lease expires after its TTL instead (keep etcd's secrets in files the service's user reads for a fast failover)", pathText(file))
+	}
 	return file
 }
 
