@@ -614,6 +614,11 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 	if state == recovery.AttemptWaiting {
 		f.Limit = bulkRetriesMax
 	}
+	if form.Has("confirmed") {
+		// One decision of the session at a time: the second post of a
+		// double-click reads the set after the first decided it.
+		defer h.sessions.lockBulk(v.cookie)()
+	}
 	ps, total, err := h.cfg.Ops.Parked(r.Context(), f)
 	switch {
 	case errors.Is(err, recovery.ErrScope):
@@ -651,7 +656,15 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: the confirmation's count "+quoteShort(form.Get("confirmed"))+" is not a number.")
 		return
 	}
+	key := state + "\n" + action + "\n" + form.Get("set")
 	if confirmed != total || form.Get("set") != set {
+		if last, ok := h.sessions.lastDecided(v.cookie); ok && last.key == key {
+			// This very decision was just made (a double-click, a
+			// resubmitted form): its result again, not "nothing decided".
+			h.sessions.setFlash(v.cookie, last.fl)
+			http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: /console/held or /console/waiting and an encoded query, never another site
+			return
+		}
 		h.sessions.setFlash(v.cookie, flash{For: back, Text: fmt.Sprintf("Nothing was decided: the instances that match changed since you confirmed (%d then, %d now). Review the list and decide again.",
 			confirmed, total)})
 		http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: /console/held or /console/waiting and an encoded query, never another site
@@ -710,7 +723,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 		fl.Text += fmt.Sprintf(" Left alone: %d whose ids the API cannot name (%s): decide them with holds retry --all (or holds fail --all) --workflow W.",
 			left, strings.Join(unnamed, ", "))
 	}
-	h.sessions.setFlash(v.cookie, fl)
+	h.sessions.setDecided(v.cookie, key, fl)
 	http.Redirect(w, r, back, http.StatusSeeOther) //nolint:gosec // G710: as above
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
+	"github.com/enginehealth/enginehealth/recovery"
 )
 
 // consoleClient is a browser of the console over handler h: it keeps
@@ -238,6 +239,36 @@ func TestConsoleActions(t *testing.T) {
 		if strings.HasPrefix(call, "holds fail") {
 			t.Fatalf("a stale bulk decision was made: %q", call)
 		}
+	}
+	// A double-click posts a confirmed decision twice: the second shows
+	// the first's result, not "nothing was decided", and decides nothing.
+	s.mu.Lock()
+	s.held = []recovery.WaitingRetry{{Hold: recovery.Hold{Workflow: "orders", Instance: "41", Task: "ship"}}, {Hold: recovery.Hold{Workflow: "orders", Instance: "42", Task: "ship"}}}
+	s.mu.Unlock()
+	bulk.Del("confirmed")
+	confirm := alice.do("POST", "/console/act", bulk)
+	m := regexp.MustCompile(`name="set" value="([0-9a-f]+)"`).FindStringSubmatch(confirm.Body.String())
+	if confirm.Code != http.StatusOK || m == nil {
+		t.Fatalf("the confirmation of 2: %d %s", confirm.Code, confirm.Body.String())
+	}
+	bulk.Set("confirmed", "2")
+	bulk.Set("set", m[1])
+	calls = s.count()
+	for i := range 2 {
+		rec := alice.do("POST", "/console/act", bulk)
+		page := alice.do("GET", rec.Header().Get("Location"), nil)
+		if rec.Code != http.StatusSeeOther || !strings.Contains(page.Body.String(), "2 of 2 holds decided: fail") {
+			t.Fatalf("post %d of a double-click: %d, then %s", i+1, rec.Code, page.Body.String())
+		}
+	}
+	decisions := 0
+	for _, call := range s.calls[calls:] {
+		if strings.HasPrefix(call, "holds fail") {
+			decisions++
+		}
+	}
+	if decisions != 1 {
+		t.Fatalf("a double-click decided %d times: %v", decisions, s.calls[calls:])
 	}
 	for _, q := range []string{"older=banana", "older=-1h", "cause=whim", "node=%00", "sort=1"} {
 		if rec := alice.do("GET", "/console/held?"+q, nil); rec.Code != http.StatusBadRequest {

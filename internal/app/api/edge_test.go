@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,9 @@ type store struct {
 	mu    sync.Mutex
 	calls []string
 	slow  func() // runs inside Check and List, when set
+	// held: what Parked lists (of any state) until a hold decision
+	// decides them.
+	held []recovery.WaitingRetry
 }
 
 func (s *store) call(op string, text ...string) error {
@@ -155,7 +159,11 @@ func (s *store) Waiting(_ context.Context, wf string, _ int) ([]recovery.Waiting
 }
 
 func (s *store) DecideHolds(_ context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
-	return recovery.HoldResult{}, s.call("holds "+d.Action, d.By.Actor, d.By.Via, d.Workflow, d.Reason)
+	s.mu.Lock()
+	n := len(s.held)
+	s.held = nil
+	s.mu.Unlock()
+	return recovery.HoldResult{Action: d.Action, Decided: int64(n)}, s.call("holds "+d.Action, d.By.Actor, d.By.Via, d.Workflow, d.Reason)
 }
 
 func (s *store) Workflows() []string { return []string{"orders"} }
@@ -165,7 +173,10 @@ func (s *store) Violations(context.Context, time.Time, int) ([]recovery.Violatio
 }
 
 func (s *store) Parked(_ context.Context, f recovery.ParkedFilter) ([]recovery.WaitingRetry, int64, error) {
-	return nil, 0, s.call("parked "+f.State, f.Workflow, f.Task, f.Node, string(f.Cause), f.OlderThan.String())
+	s.mu.Lock()
+	held := slices.Clone(s.held)
+	s.mu.Unlock()
+	return held, int64(len(held)), s.call("parked "+f.State, f.Workflow, f.Task, f.Node, string(f.Cause), f.OlderThan.String())
 }
 
 func (s *store) Instance(_ context.Context, ref recovery.Ref, _ recovery.InstanceParams) (recovery.InstanceView, error) {

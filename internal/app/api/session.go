@@ -49,6 +49,18 @@ type session struct {
 	// flash is shown once, by the next page the session reads (the
 	// result of an action, after its redirect).
 	flash *flash
+	// bulk serialises the session's bulk decisions (a double-click posts
+	// one twice); decided is the last one made, its key and result (the
+	// second post of a double-click shows the first's result).
+	bulk    *sync.Mutex
+	decided *decided
+}
+
+// decided is a bulk decision made: what it was made on (bulkKey) and what
+// it did.
+type decided struct {
+	key string
+	fl  flash
 }
 
 // flash is the result of an action, shown on the page it redirected to.
@@ -86,7 +98,7 @@ func randomToken() string {
 func (s *sessions) create(name, token string) (string, time.Time) {
 	id := randomToken()
 	now := s.now()
-	ss := &session{name: name, token: token, csrf: randomToken(), expires: now.Add(s.ttl)}
+	ss := &session{name: name, token: token, csrf: randomToken(), expires: now.Add(s.ttl), bulk: new(sync.Mutex)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -168,6 +180,43 @@ func (s *sessions) setFlash(id string, f flash) {
 	defer s.mu.Unlock()
 	if ss, ok := s.m[sha256.Sum256([]byte(id))]; ok {
 		ss.flash = &f
+	}
+}
+
+// lockBulk takes the bulk-decision lock of the session of cookie value
+// id (a session that ended meanwhile: a lock of its own) and returns its
+// unlock.
+func (s *sessions) lockBulk(id string) func() {
+	s.mu.Lock()
+	mu := new(sync.Mutex)
+	if ss, ok := s.m[sha256.Sum256([]byte(id))]; ok {
+		mu = ss.bulk
+	}
+	s.mu.Unlock()
+	mu.Lock()
+	return mu.Unlock
+}
+
+// lastDecided returns the last bulk decision of the session of cookie
+// value id, if it made one.
+func (s *sessions) lastDecided(id string) (decided, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[sha256.Sum256([]byte(id))]
+	if !ok || ss.decided == nil {
+		return decided{}, false
+	}
+	return *ss.decided, true
+}
+
+// setDecided records the session's bulk decision of key, and gives it
+// fl to show once.
+func (s *sessions) setDecided(id, key string, fl flash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.m[sha256.Sum256([]byte(id))]; ok {
+		ss.decided = &decided{key: key, fl: fl}
+		ss.flash = &fl
 	}
 }
 
