@@ -61,10 +61,10 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	if len(e.Problems) == 1 {
-		fmt.Fprintf(&b, "config %s: %s", e.File, e.Problems[0])
+		fmt.Fprintf(&b, "config %s: %s", pathText(e.File), e.Problems[0])
 		return b.String()
 	}
-	fmt.Fprintf(&b, "config %s: %d problems:", e.File, len(e.Problems))
+	fmt.Fprintf(&b, "config %s: %d problems:", pathText(e.File), len(e.Problems))
 	for _, p := range e.Problems {
 		b.WriteString("\n  - ")
 		b.WriteString(p.String())
@@ -109,6 +109,19 @@ func LoadEtcd(path string) (*Config, error) {
 	return parse(data, path, os.LookupEnv, etcdSecrets)
 }
 
+// LoadState is Load without any secret resolved, for what needs none: the
+// node's name, etcd's prefix and the state directory (release-lease's
+// first look: with no lease file left it has nothing to do, even where
+// the secrets cannot be read, as under ExecStopPost=). The secrets of the
+// result are empty.
+func LoadState(path string) (*Config, error) {
+	data, err := readFile(path, MaxConfigBytes)
+	if err != nil {
+		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
+	}
+	return parse(data, path, os.LookupEnv, noSecrets)
+}
+
 // Parse is Load on bytes already read; path names the file in messages and
 // anchors relative secret file paths. lookupEnv resolves *_env keys.
 func Parse(data []byte, path string, lookupEnv func(string) (string, bool)) (*Config, error) {
@@ -122,6 +135,7 @@ const (
 	allSecrets      secretSet = iota
 	databaseSecrets           // the DSN alone (LoadDatabase)
 	etcdSecrets               // etcd's TLS files and password alone (LoadEtcd)
+	noSecrets                 // none (LoadState)
 )
 
 // parse is Parse, resolving only the secrets of set.
@@ -162,6 +176,7 @@ func parse(data []byte, path string, lookupEnv func(string) (string, bool), set 
 		cfg.Database.DSN = v.secret("database", "dsn", cfg.Database.DSNFile, cfg.Database.DSNEnv, true, filepath.Dir(path), lookupEnv)
 	case etcdSecrets:
 		cfg.resolveEtcd(v, filepath.Dir(path), lookupEnv)
+	case noSecrets:
 	default:
 		cfg.resolveSecrets(v, filepath.Dir(path), lookupEnv)
 	}
@@ -643,7 +658,7 @@ func (v *validator) filePath(key, file, dir string, lookupEnv func(string) (stri
 		// systemd gives ExecStopPost= no credentials: the unit's
 		// release-lease then cannot reach etcd.
 		v.warn(key, "%s: systemd gives ExecStopPost= no credentials, so release-lease cannot reach etcd after a crash: "+
-			"the crashed master's lease expires after its TTL instead (keep etcd's secrets in files the service's user reads for a fast failover)", pathText(file))
+			"the crashed master's lease expires after its TTL instead (for a fast failover, keep etcd's password, CA, client certificate and key in files the service's user reads)", pathText(file))
 	}
 	return file
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -524,11 +525,16 @@ func etcdAccess(e configs.Etcd) string {
 	return strings.Join(parts, "; ")
 }
 
-func configSummary(w io.Writer, cfg *configs.Config) error {
+// configSummary writes config check's summary of cfg to out, with what
+// could rewrite a terminal escaped (paths, the prefix: the file's text).
+func configSummary(out io.Writer, cfg *configs.Config) error {
 	name, err := cfg.NodeName(os.Hostname)
 	if err != nil {
 		return usageError{err}
 	}
+	var buf bytes.Buffer
+	w := &buf
+	defer func() { _, _ = io.WriteString(out, terminalText(buf.String())) }()
 	fmt.Fprintf(w, "%s: valid\n", cfg.Path)
 	for _, warning := range cfg.Warnings {
 		fmt.Fprintf(w, "warning    %s\n", warning)

@@ -266,7 +266,24 @@ func TestErrorsAreTerminalSafe(t *testing.T) {
 	if !strings.Contains(errOut, `\x1b[31mred\r\u202eevil`) {
 		t.Fatalf("stderr %q does not name the path, escaped", errOut)
 	}
-	if got := terminalLines("a\x1bb\n\tc\rd\n"); got != "a\\x1bb\n\tc\\rd\n" {
+	if got := terminalLines("a\x1bb\n\tc\rd\n  - e\nenginehealth: forged\n"); got != "a\\x1bb\n\tc\\rd\n  - e\n  enginehealth: forged\n" {
 		t.Fatalf("terminalLines: %q", got)
+	}
+	// config check's summary shows the file's text (its path, etcd's
+	// prefix) escaped too.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "v\u202e\x1b[7m.yaml")
+	t.Setenv("ENGINEHEALTH_DSN", "postgres://h/db")
+	if err := os.WriteFile(path, []byte("database: {dsn_env: ENGINEHEALTH_DSN}\netcd: {endpoints: [\"127.0.0.1:1\"], prefix: \"/eh\\u202e\\u200b/\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "config", "check", "--config", path)
+	if code != exitOK || strings.ContainsAny(out, "\x1b\u202e\u200b") || !strings.Contains(out, `prefix /eh\u202e\u200b/`) || !strings.Contains(out, "\nnode ") {
+		t.Fatalf("config check of a hostile prefix and path: exit %d, stdout %q %q", code, out, errOut)
+	}
+	// A line break in a path cannot start a line at the margin.
+	_, errOut, _ = runCLI(t, "config", "check", "--config", "/nonexistent/x\nenginehealth: forged")
+	if strings.Contains(errOut, "\nenginehealth: forged") {
+		t.Fatalf("stderr %q: a path's line break started a line of its own", errOut)
 	}
 }

@@ -90,11 +90,10 @@ func refusal(e *api.StatusError) bool {
 	return e.Code == http.StatusConflict || e.Code == http.StatusServiceUnavailable && e.Refused && e.Method != http.MethodGet
 }
 
-// terminalLines is s with what could rewrite a terminal (escape
+// terminalText is s with what could rewrite a terminal (escape
 // sequences, carriage returns, bidirectional overrides…) escaped as
-// api.TerminalSafe does, its line breaks and tabs kept: an error quotes
-// paths, etcd's and servers' messages, which anyone may have written.
-func terminalLines(s string) string {
+// api.TerminalSafe does, its line breaks and tabs kept.
+func terminalText(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		cells := strings.Split(l, "\t")
@@ -102,6 +101,21 @@ func terminalLines(s string) string {
 			cells[j] = api.TerminalSafe(c)
 		}
 		lines[i] = strings.Join(cells, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// terminalLines is an error's text made terminalText (an error quotes
+// paths, etcd's and servers' messages, which anyone may have written),
+// each line after the first indented unless it is already (a list of
+// problems is), so that a line break in what it quotes cannot start a
+// line of its own ("enginehealth: …") at the margin.
+func terminalLines(s string) string {
+	lines := strings.Split(terminalText(s), "\n")
+	for i, l := range lines {
+		if i > 0 && l != "" && l[0] != ' ' && l[0] != '\t' {
+			lines[i] = "  " + l
+		}
 	}
 	return strings.Join(lines, "\n")
 }
