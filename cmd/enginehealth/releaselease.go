@@ -72,6 +72,18 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 			// etcd's secrets alone: the DSN and the API token are not needed.
 			cfg, err := configs.LoadEtcd(path)
 			if err != nil {
+				// With nothing to release, no etcd secret is needed: a
+				// clean stop stays silent where they cannot be read (as
+				// under ExecStopPost=, which gets no credentials).
+				if st, serr := configs.LoadState(path); serr == nil {
+					if st.Node.StateDirectory == "" {
+						fmt.Fprintln(c.OutOrStdout(), nothingToReleaseMsg)
+						return nil
+					}
+					if _, rerr := leasefile.Read(st.Node.StateDirectory); errors.Is(rerr, fs.ErrNotExist) {
+						return nil
+					}
+				}
 				return noCredentials(err)
 			}
 			log, _, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
@@ -80,7 +92,7 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 			}
 			dir := cfg.Node.StateDirectory
 			if dir == "" {
-				fmt.Fprintln(c.OutOrStdout(), "nothing to release: no state directory (node.state_dir, or $STATE_DIRECTORY as systemd's StateDirectory= sets it)")
+				fmt.Fprintln(c.OutOrStdout(), nothingToReleaseMsg)
 				return nil
 			}
 			rec, err := leasefile.Read(dir)
@@ -137,6 +149,10 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 	return c
 }
 
+// nothingToReleaseMsg is what release-lease says when no state directory is
+// configured.
+const nothingToReleaseMsg = "nothing to release: no state directory (node.state_dir, or $STATE_DIRECTORY as systemd's StateDirectory= sets it)"
+
 // maxReleaseTimeout bounds --timeout: release-lease runs before systemd
 // restarts the daemon, and past the lease's TTL there is nothing left to
 // gain.
@@ -152,7 +168,7 @@ func noCredentials(err error) error {
 	}
 	for _, p := range cerr.Problems {
 		if strings.HasPrefix(p.Path, "etcd.") && strings.Contains(p.Msg, "CREDENTIALS_DIRECTORY is not set") {
-			return fmt.Errorf("%w\n(systemd gives ExecStopPost= no credentials: for release-lease, keep etcd's password and client key in files the service's user reads; "+
+			return fmt.Errorf("%w\n(systemd gives ExecStopPost= no credentials: for release-lease, keep etcd's password, CA, client certificate and key in files the service's user reads; "+
 				"until then a crashed master's lease expires after its TTL)", err)
 		}
 	}

@@ -237,8 +237,8 @@ func TestReleaseLease(t *testing.T) {
 
 // TestReleaseLeaseWithoutCredentials: systemd gives ExecStopPost= no
 // credentials: an etcd password named credential:NAME cannot be read
-// there, and release-lease says why (exit 2), while the DSN as a
-// credential does not matter to it.
+// there, and release-lease says why (exit 2) when a lease file is left,
+// and nothing when none is; the DSN as a credential does not matter to it.
 func TestReleaseLeaseWithoutCredentials(t *testing.T) {
 	t.Setenv("CREDENTIALS_DIRECTORY", "")
 	if err := os.Unsetenv("CREDENTIALS_DIRECTORY"); err != nil { // t.Setenv restores it
@@ -253,9 +253,19 @@ func TestReleaseLeaseWithoutCredentials(t *testing.T) {
 		}
 	}
 	write("  username: sidecar\n  password_file: \"credential:etcd-password\"\n")
+	// Nothing to release (a clean stop removed the file): silent.
+	if out, errOut, code := runCLI(t, "release-lease", "--config", path); code != exitOK || out != "" || errOut != "" {
+		t.Fatalf("an etcd password as a credential, no state file: exit %d, %q %q; want 0 and silence", code, out, errOut)
+	}
+	if err := leasefile.Write(dir, leasefile.Record{Lease: 1, Node: "n", Prefix: "/p/", Incarnation: "i"}); err != nil {
+		t.Fatal(err)
+	}
 	_, errOut, code := runCLI(t, "release-lease", "--config", path)
 	if code != exitUsage || !strings.Contains(errOut, "etcd.password_file") || !strings.Contains(errOut, "systemd gives ExecStopPost= no credentials") {
 		t.Fatalf("an etcd password as a credential: exit %d, %q; want 2 saying why", code, errOut)
+	}
+	if err := leasefile.Remove(dir); err != nil {
+		t.Fatal(err)
 	}
 	write("")
 	if out, errOut, code := runCLI(t, "release-lease", "--config", path); code != exitOK || out != "" || errOut != "" {
