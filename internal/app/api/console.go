@@ -656,7 +656,8 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request, v viewer, state, 
 		h.consoleProblem(w, r, http.StatusBadRequest, v, "Refused: the confirmation's count "+quoteShort(form.Get("confirmed"))+" is not a number.")
 		return
 	}
-	key := state + "\n" + action + "\n" + form.Get("set")
+	// The decision: its page (the list and its filters), action and set.
+	key := back + "\n" + action + "\n" + form.Get("set")
 	if confirmed != total || form.Get("set") != set {
 		if last, ok := h.sessions.lastDecided(v.cookie); ok && last.key == key {
 			// This very decision was just made (a double-click, a
