@@ -76,11 +76,7 @@ func (e *Error) Error() string {
 // path. Secrets are read from the files or environment variables it names.
 // The returned error is an *Error listing every problem.
 func Load(path string) (*Config, error) {
-	data, err := readFile(path, MaxConfigBytes)
-	if err != nil {
-		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
-	}
-	return Parse(data, path, os.LookupEnv)
+	return load(path, allSecrets)
 }
 
 // LoadDatabase is Load for commands that use the database alone
@@ -89,11 +85,7 @@ func Load(path string) (*Config, error) {
 // without the service's API token or etcd password in its environment can
 // run them. The API, TLS and etcd credentials of the result are empty.
 func LoadDatabase(path string) (*Config, error) {
-	data, err := readFile(path, MaxConfigBytes)
-	if err != nil {
-		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
-	}
-	return parse(data, path, os.LookupEnv, databaseSecrets)
+	return load(path, databaseSecrets)
 }
 
 // LoadEtcd is Load for commands that use etcd alone (enginehealth
@@ -102,11 +94,7 @@ func LoadDatabase(path string) (*Config, error) {
 // that they run without the DSN or the API's secrets. The database's
 // DSN, the API token, operators and TLS of the result are empty.
 func LoadEtcd(path string) (*Config, error) {
-	data, err := readFile(path, MaxConfigBytes)
-	if err != nil {
-		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
-	}
-	return parse(data, path, os.LookupEnv, etcdSecrets)
+	return load(path, etcdSecrets)
 }
 
 // LoadState is Load without any secret resolved, for what needs none: the
@@ -115,11 +103,16 @@ func LoadEtcd(path string) (*Config, error) {
 // the secrets cannot be read, as under ExecStopPost=). The secrets of the
 // result are empty.
 func LoadState(path string) (*Config, error) {
+	return load(path, noSecrets)
+}
+
+// load reads the file at path and parses it, resolving the secrets of set.
+func load(path string, set secretSet) (*Config, error) {
 	data, err := readFile(path, MaxConfigBytes)
 	if err != nil {
 		return nil, &Error{File: path, Problems: []Problem{{Path: docPath, Msg: fmt.Sprintf("cannot read: %v", err)}}}
 	}
-	return parse(data, path, os.LookupEnv, noSecrets)
+	return parse(data, path, os.LookupEnv, set)
 }
 
 // Parse is Load on bytes already read; path names the file in messages and

@@ -69,38 +69,33 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 			if timeout <= 0 || timeout > maxReleaseTimeout {
 				return usageError{fmt.Errorf("--timeout %s: want a positive duration of at most %s (it holds up the unit's restart)", timeout, maxReleaseTimeout)}
 			}
+			// No secret is needed to find the lease file: with none left
+			// (a clean stop), release-lease is silent even where etcd's
+			// secrets cannot be read (ExecStopPost= gets no credentials).
+			st, err := configs.LoadState(path)
+			if err != nil {
+				return err
+			}
+			dir := st.Node.StateDirectory
+			if dir == "" {
+				fmt.Fprintln(c.OutOrStdout(), "nothing to release: no state directory (node.state_dir, or $STATE_DIRECTORY as systemd's StateDirectory= sets it)")
+				return nil
+			}
+			rec, readErr := leasefile.Read(dir)
+			if errors.Is(readErr, fs.ErrNotExist) {
+				return nil // a clean stop removed it, or no lease was ever held
+			}
 			// etcd's secrets alone: the DSN and the API token are not needed.
 			cfg, err := configs.LoadEtcd(path)
 			if err != nil {
-				// With nothing to release, no etcd secret is needed: a
-				// clean stop stays silent where they cannot be read (as
-				// under ExecStopPost=, which gets no credentials).
-				if st, serr := configs.LoadState(path); serr == nil {
-					if st.Node.StateDirectory == "" {
-						fmt.Fprintln(c.OutOrStdout(), nothingToReleaseMsg)
-						return nil
-					}
-					if _, rerr := leasefile.Read(st.Node.StateDirectory); errors.Is(rerr, fs.ErrNotExist) {
-						return nil
-					}
-				}
 				return noCredentials(err)
 			}
 			log, _, err := newLogger(cfg.Log.Format, cfg.Log.Level, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			dir := cfg.Node.StateDirectory
-			if dir == "" {
-				fmt.Fprintln(c.OutOrStdout(), nothingToReleaseMsg)
-				return nil
-			}
-			rec, err := leasefile.Read(dir)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return nil // a clean stop removed it, or no lease was ever held
-			case err != nil:
-				return fmt.Errorf("state file %s: %w", leasefile.Path(dir), err)
+			if readErr != nil {
+				return fmt.Errorf("state file %s: %w", leasefile.Path(dir), readErr)
 			}
 			who := fmt.Sprintf("lease %s of node %s (incarnation %s, pid %d)", rec.Lease, safe(rec.Node), safe(rec.Incarnation), rec.Process.PID)
 			self, err := cfg.NodeName(os.Hostname)
@@ -148,10 +143,6 @@ ExecStopPost=: its master is replaced when the lease expires, as before.`,
 	c.Flags().DurationVar(&timeout, "timeout", defaultReleaseTimeout, "give up after this long (the lease then expires after its TTL)")
 	return c
 }
-
-// nothingToReleaseMsg is what release-lease says when no state directory is
-// configured.
-const nothingToReleaseMsg = "nothing to release: no state directory (node.state_dir, or $STATE_DIRECTORY as systemd's StateDirectory= sets it)"
 
 // maxReleaseTimeout bounds --timeout: release-lease runs before systemd
 // restarts the daemon, and past the lease's TTL there is nothing left to
