@@ -125,7 +125,9 @@ func TestConsole(t *testing.T) {
 		); err != nil {
 			t.Fatalf("sign in at %s: %v", base, err)
 		}
-		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		// The page after the sign-in's redirect, on a host busy with the
+		// rest of the suite: 5 s was once not enough for it to render.
+		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
 		defer scancel()
 		if err := chromedp.Do(sctx, chromedp.WaitVisible(chromedp.CSS("#find"))); err != nil {
 			loc, _ := chromedp.Run(ctx, chromedp.Location())
