@@ -106,6 +106,9 @@ type batchCounts struct {
 	retried, waiting, held, failed int64
 	// exhausted counts, of failed, those failed for good after max_attempts.
 	exhausted int64
+	// cursor: the batch wrote its task's first settle cursor, or found
+	// one (only a batch that could write it says so: batchSlots.Start).
+	cursor bool
 }
 
 func (c batchCounts) done() int64 { return c.retried + c.waiting + c.held + c.failed }
@@ -139,7 +142,7 @@ func (r *Repairer) policyBatch(ctx context.Context, tx *leader.Tx, run int64, w 
 	from := t.from(c)
 	var want, wrote int64
 	var each []byte
-	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.decided, &bc.last.id, &bc.last.at, &each)
+	err = tx.QueryRowContext(ctx, q.SQL, q.Args...).Scan(&bc.retried, &bc.waiting, &bc.held, &bc.failed, &bc.exhausted, &want, &wrote, &bc.picked, &bc.decided, &bc.last.id, &bc.last.at, &each, &bc.cursor)
 	if err != nil {
 		return bc, fmt.Errorf("repair batch: %w", err)
 	}
@@ -268,6 +271,9 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	}
 	sp := stepsOf(t, c, patterns)
 	sl.Keeps, sl.Waits = slices.Contains(sp.to, ""), slices.Contains(sp.kind, ActWait)
+	// Only a retry at once can be written without a row: a table without
+	// one (strategy none, hold, a delay) never writes the cursor.
+	sl.Start = sl.Start && slices.Contains(sp.kind, ActRetry)
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.from(c), "batch_size": r.cfg.BatchSize, "run": run,
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),

@@ -144,6 +144,9 @@ type Repairer struct {
 	// onTaskWait, when set, is told that a repair waits for a task's
 	// lock (tests).
 	onTaskWait func(workflow, task string)
+	// onBatch, when set, is told each repair batch's mode before it runs
+	// (tests).
+	onBatch func(batchMode)
 }
 
 // New returns a repairer. It fails without a pool (a nil *sqlx.DB in
@@ -633,7 +636,8 @@ func (r *Repairer) withTask(ctx context.Context, w Workflow, t Task, work func()
 // after that are its own, of instances it picked before the batch's
 // (keyset order), which the batch does not pick again. Without a cursor
 // (cursor false) the window is empty: the task's first retry without a
-// row writes it (policy_batch's started).
+// row writes it (policy_batch's started), and the repair's batches after
+// that one render no started (batchCounts.cursor).
 type histWindow struct {
 	after, upto int64
 	cursor      bool
@@ -689,8 +693,12 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 					return err
 				}
 			}
+			m := batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist}
+			if r.onBatch != nil {
+				r.onBatch(m)
+			}
 			var err error
-			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist})
+			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, m)
 			return err
 		})
 		r.events.Release(1)
@@ -706,6 +714,13 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 			// One line per batch, with the counts its events hold.
 			r.log.InfoContext(ctx, "repair batch", "run", run, "workflow", w.Name, "task", t.Name, "cause", string(c),
 				"retried", bc.retried, "scheduled", bc.waiting, "held", bc.held, "failed", bc.failed, "exhausted", bc.exhausted)
+		}
+		if bc.cursor {
+			// The task's settle cursor exists now: the next batches
+			// neither write it nor read their events back for it (their
+			// history window stays empty: the events after it are this
+			// repair's own).
+			hist.cursor = true
 		}
 		tr.Done += bc.done()
 		tr.Retried += bc.retried

@@ -10,6 +10,7 @@ package recovery
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -529,5 +530,76 @@ func TestBatchWaitEndsWithContext(t *testing.T) {
 	var planned int64
 	if err := f.db.Get(&planned, `SELECT planned FROM enginehealth.runs WHERE id = $1`, res.RunID); err != nil || planned != 1 {
 		t.Fatalf("the run planned %d (%v): it stopped before its first batch", planned, err)
+	}
+}
+
+// TestCursorWrittenOnce: a task's first repair writes its settle cursor
+// in the batch that writes its first retry at once without a row, and its
+// batches after that one know the task has one (they render no started:
+// no RETURNING of their events, no look for the cursor). A policy whose
+// decision table has no retry at once (strategy none: each fails) writes
+// none, and its batches do not look for it.
+func TestCursorWrittenOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy Policy
+		cursor bool
+	}{
+		{"retried at once", Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}}, true},
+		{"strategy none", Policy{Strategy: StrategyNone}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := policySetup(t, tc.policy)
+			f.db.MustExec(`UPDATE app.orders SET status = 'Shipping'`) // 7 instances: batches of 2
+			var modes []batchMode
+			f.r.onBatch = func(m batchMode) {
+				if m.rowless {
+					modes = append(modes, m)
+				}
+			}
+			res := f.pass()
+			if res.Done() != 7 {
+				t.Fatalf("repaired %d, want 7", res.Done())
+			}
+			var firstEvent, cursors int64
+			var after sql.NullInt64
+			if err := f.db.QueryRow(`SELECT (SELECT min(id) FROM enginehealth.events WHERE task = 'ship'), count(*), max(after_id)
+				FROM enginehealth.settle_cursors WHERE workflow = 'orders' AND task = 'ship'`).Scan(&firstEvent, &cursors, &after); err != nil {
+				t.Fatal(err)
+			}
+			if len(modes) < 4 {
+				t.Fatalf("%d rowless batches of the task, want 4 (7 instances, 2 a batch)", len(modes))
+			}
+			if !tc.cursor {
+				if cursors != 0 {
+					t.Fatalf("strategy none wrote a settle cursor (after %d)", after.Int64)
+				}
+				w := f.r.cfg.Workflows[0]
+				st, err := f.r.renderBatch(w, w.Tasks[0], CauseInterrupt, w.Claims, attribution{}, cursor{}, modes[0], 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(st.SQL, "started AS") {
+					t.Fatal("strategy none's batch looks for the settle cursor")
+				}
+				for i, m := range modes {
+					if m.hist.cursor {
+						t.Fatalf("batch %d was told the task has a cursor", i+1)
+					}
+				}
+				return
+			}
+			if cursors != 1 || after.Int64 != firstEvent-1 {
+				t.Fatalf("the settle cursor: %d rows, after %d; want 1, just before the first event %d", cursors, after.Int64, firstEvent)
+			}
+			if modes[0].hist.cursor {
+				t.Fatal("the first batch was told the task has a cursor")
+			}
+			for i, m := range modes[1:] {
+				if !m.hist.cursor {
+					t.Fatalf("batch %d, after the cursor was written, was not told of it", i+2)
+				}
+			}
+		})
 	}
 }

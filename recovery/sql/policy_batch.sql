@@ -232,6 +232,7 @@ WITH s AS MATERIALIZED (
 	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
 	HAVING count(*) > 0
 	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
+	RETURNING 1
 ){{end}}{{if .Interruptions}}, intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
@@ -262,7 +263,10 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	{{- else}}
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.id DESC LIMIT 1), ''), '',
 	{{- end}}
-	t.each
+	t.each,
+	-- Whether the task has a settle cursor now (this batch wrote it, or
+	-- another's had): the task's next batches need not write one.
+	{{if .Start}}EXISTS (SELECT 1 FROM started) OR EXISTS (SELECT 1 FROM {{.Cursors}} AS k WHERE k.workflow = {{arg "workflow"}} AND k.task = {{arg "task"}}){{else}}false{{end}}
 FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE {{.Decidable}}
 	{{- if .Failure}} AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd)){{end}}) AS decidable,
 	max(a.upd) AS upd FROM pick a) AS p

@@ -184,6 +184,9 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- (ORDER BY, not max: an id of a type without max, uuid, has an
 	-- order.)
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.id DESC LIMIT 1), ''), '',
-	t.each
+	t.each,
+	-- Whether the task has a settle cursor now (this batch wrote it, or
+	-- another's had): the task's next batches need not write one.
+	false
 FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)) AS decidable,
 	max(a.upd) AS upd FROM pick a) AS p

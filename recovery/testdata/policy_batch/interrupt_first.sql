@@ -153,18 +153,6 @@ WITH s AS MATERIALIZED (
 		$18, x.node, $11, x.sid, $15, $12, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
-	RETURNING id
-), started AS (
-	-- The task's settle cursor (settle_events reads its retries at once
-	-- after it), just before this batch's events, when it has none yet
-	-- and the batch wrote a retry at once without a row (of two first
-	-- batches at once, the lower start stays).
-	INSERT INTO "enginehealth".settle_cursors AS c (workflow, task, after_id)
-	SELECT $11, $15, min(ev.id) - 1 FROM ev
-	WHERE NOT EXISTS (SELECT 1 FROM "enginehealth".settle_cursors AS k WHERE k.workflow = $11 AND k.task = $15)
-	  AND EXISTS (SELECT 1 FROM done x WHERE x.kind = 'retry' AND NOT x.writes_row)
-	HAVING count(*) > 0
-	ON CONFLICT (workflow, task) DO UPDATE SET after_id = least(c.after_id, EXCLUDED.after_id)
 ), tally AS (
 	-- The batch counted, in one read of it.
 	SELECT count(*) AS done, count(*) FILTER (WHERE kind = 'retry') AS retried, count(*) FILTER (WHERE kind = 'wait') AS waiting,
@@ -185,6 +173,9 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- (ORDER BY, not max: an id of a type without max, uuid, has an
 	-- order.)
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.id DESC LIMIT 1), ''), '',
-	t.each
+	t.each,
+	-- Whether the task has a settle cursor now (this batch wrote it, or
+	-- another's had): the task's next batches need not write one.
+	false
 FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)) AS decidable,
 	max(a.upd) AS upd FROM pick a) AS p
