@@ -34,14 +34,18 @@ import (
 // the product's statement must do for safety and nothing else: the same
 // pick (state, unclaimed), the same re-check of both in the UPDATE, in a
 // fenced transaction per batch of the same size, writing per instance
-// what their name says. A repair's fraction of its floor is what its
-// decision costs: against the mean of the floor timed just before and
-// just after it, in each round (a shared host's speed changes from one
-// second to the next; the median of the rounds is reported; beside it,
-// for each, the run's fastest floor over its fastest repair, the figure
-// the noise moves least). Targets (repair-speed issue): the default
-// policy and strategy none ≥ 0.8 of floor-event-only, the parking policy
-// ≥ 0.8 of floor-attempts-row-and-event.
+// what their name says, moving the rows where the repair moves them (the
+// task's begin state; its failed state, with strategy none's event, for
+// strategy none). A repair's fraction of its floor is what its decision
+// costs, measured twice in each round (a shared host's speed changes
+// from one second to the next): against the mean of a whole floor timed
+// just before and just after it (*-of-floor-*; beside it the run's
+// fastest floor over its fastest repair, *-fastest), and against a floor
+// on a twin table whose batches run one before each of the repair's
+// (*-interleaved: each pair within a second). The medians of the rounds
+// are reported. Targets (repair-speed issue): the default policy and
+// strategy none ≥ 0.8 of floor-event-only, the parking policy ≥ 0.8 of
+// floor-attempts-row-and-event.
 func BenchmarkRepair(b *testing.B) {
 	for _, batch := range []int{1000, DefaultBatchSize} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchRepair(b, batch) })
@@ -81,6 +85,11 @@ func benchRepair(b *testing.B, batch int) {
 			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
 		CREATE INDEX ON app.orders_claim (expires_at);`)
 	db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, $1)`, rows)
+	// Its twin, for the floor timed batch by batch beside the repair
+	// (twinRatio): the same rows, of a workflow of its own.
+	db.MustExec(`CREATE TABLE app.twin (LIKE app.orders INCLUDING ALL);
+		CREATE TABLE app.twin_claim (LIKE app.orders_claim INCLUDING ALL);
+		INSERT INTO app.twin SELECT * FROM app.orders`)
 	wf := Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status",
 		Claims: &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
 			Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
@@ -147,9 +156,34 @@ func benchRepair(b *testing.B, batch int) {
 	// the repair picks, moves the rows re-checking state and claim as the
 	// repair does, and writes, per row, what the write list says (an
 	// attempts row, an event; nothing but the UPDATE when empty).
-	var floorProbing func(probe string, history string, writes ...string) time.Duration
-	floor := func(writes ...string) time.Duration { return floorProbing("NULL::int", "", writes...) }
-	floorProbing = func(probe string, history string, writes ...string) time.Duration {
+	// floorBatch is one batch of it on table (app.orders, or its twin),
+	// after *cur, which it moves on; it returns the rows it moved.
+	floorBatch := func(table, to, probe string, cur *int64, writes ...string) int {
+		b.Helper()
+		ctx := context.Background()
+		var n int
+		err := cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
+				return err
+			}
+			return tx.QueryRowContext(ctx, `WITH pick AS MATERIALIZED (
+					SELECT b.ctid AS tid, b.id, `+probe+` AS prev FROM `+table+` b WHERE b.status = 'Reserving' AND b.id > $1
+					  AND NOT EXISTS (SELECT 1 FROM `+table+`_claim c WHERE c.instance_id = b.id) ORDER BY b.id LIMIT $2
+				), moved AS (
+					UPDATE `+table+` t SET status = '`+to+`' FROM pick p WHERE t.ctid = p.tid AND t.status = 'Reserving'
+					  AND NOT EXISTS (SELECT 1 FROM `+table+`_claim c WHERE c.instance_id = t.id)
+					RETURNING t.id, p.prev
+				)`+strings.Join(writes, "")+`
+				SELECT count(*), coalesce(max(id), $1) FROM moved`, *cur, batch).Scan(&n, cur)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	// floorInto: a whole run of it that moves the rows to the state to
+	// (the task's begin state, or its failed state for strategy none).
+	floorInto := func(to, probe string, history string, writes ...string) time.Duration {
 		b.Helper()
 		reset()
 		if history != "" {
@@ -162,39 +196,28 @@ func benchRepair(b *testing.B, batch int) {
 					'an earlier case' FROM app.orders`, floorRun, history)
 			db.MustExec(`ANALYZE enginehealth.events`)
 		}
-		ctx := context.Background()
 		start := time.Now()
 		cur := int64(0)
-		for {
-			var n int
-			err := cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-				if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
-					return err
-				}
-				return tx.QueryRowContext(ctx, `WITH pick AS MATERIALIZED (
-						SELECT b.ctid AS tid, b.id, `+probe+` AS prev FROM app.orders b WHERE b.status = 'Reserving' AND b.id > $1
-						  AND NOT EXISTS (SELECT 1 FROM app.orders_claim c WHERE c.instance_id = b.id) ORDER BY b.id LIMIT $2
-					), moved AS (
-						UPDATE app.orders t SET status = 'Created' FROM pick p WHERE t.ctid = p.tid AND t.status = 'Reserving'
-						  AND NOT EXISTS (SELECT 1 FROM app.orders_claim c WHERE c.instance_id = t.id)
-						RETURNING t.id, p.prev
-					)`+strings.Join(writes, "")+`
-					SELECT count(*), coalesce(max(id), $1) FROM moved`, cur, batch).Scan(&n, &cur)
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n < batch {
-				break
-			}
+		for moved := batch; moved == batch; {
+			moved = floorBatch("app.orders", to, probe, &cur, writes...)
 		}
 		return time.Since(start)
 	}
+	floorProbing := func(probe string, history string, writes ...string) time.Duration {
+		return floorInto("Created", probe, history, writes...)
+	}
+	floor := func(writes ...string) time.Duration { return floorInto("Created", "NULL::int", "", writes...) }
+	// floorFailed: the floor of strategy none, which fails each instance
+	// (to the task's failed state, an event without an attempt).
+	floorFailed := func(writes ...string) time.Duration { return floorInto("Failed", "NULL::int", "", writes...) }
 	const (
 		attemptsRow = `, a AS (INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, last_reason)
 			SELECT 'orders', id::text, 'reserve', 1, 'retried', 'interrupt', 'Reserving', now(), 'interrupted: retry 1 of 10, at once' FROM moved)`
 		eventRowTmpl = `, e AS (INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 			SELECT 'instance_repaired', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', 'Created', coalesce(prev, 0) + 1, 'interrupted: retry 1 of 10, at once' FROM moved)`
+		// failedRowTmpl: strategy none's event.
+		failedRowTmpl = `, e AS (INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+			SELECT 'instance_repaired', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', 'Failed', NULL, 'interrupted task failed (on_interrupt: none)' FROM moved)`
 		// historyProbe: an instance's retries read from its latest repair
 		// event (the hash index on instance), as a write model without
 		// attempts rows for retries at once would count them.
@@ -207,6 +230,42 @@ func benchRepair(b *testing.B, batch int) {
 			AND a.task = 'reserve' LIMIT 1)`
 	)
 	eventRow := strings.Replace(eventRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
+	failedRow := strings.Replace(failedRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
+	// twinRatio runs the repair r and, before each of its batches, one
+	// batch of the floor with the writes on the twin table (its own
+	// workflow's rows): each floor batch and the repair's next one see
+	// the machine within a second of each other, where a whole floor
+	// and a whole repair are seconds apart. It returns the floor's time
+	// over the repair's (the run's time less the floor's batches).
+	twinRatio := func(r *Repairer, to string, writes ...string) float64 {
+		b.Helper()
+		db.MustExec(`UPDATE app.twin SET status = 'Reserving'`)
+		db.MustExec(`VACUUM ANALYZE app.twin`)
+		reset()
+		var twinWrites []string
+		for _, w := range writes {
+			twinWrites = append(twinWrites, strings.ReplaceAll(w, "'orders'", "'twin'"))
+		}
+		var floorTook time.Duration
+		cur := int64(0)
+		r.onBatch = func(batchMode) {
+			start := time.Now()
+			floorBatch("app.twin", to, "NULL::int", &cur, twinWrites...)
+			floorTook += time.Since(start)
+		}
+		defer func() { r.onBatch = nil }()
+		start := time.Now()
+		res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
+		took := time.Since(start) - floorTook
+		if err != nil || res.Done() != rows {
+			b.Fatalf("repaired %d of %d: %v", res.Done(), rows, err)
+		}
+		var left int
+		if err := db.Get(&left, `SELECT count(*) FROM app.twin WHERE status = 'Reserving'`); err != nil || left != 0 {
+			b.Fatalf("the twin floor left %d rows (%v)", left, err)
+		}
+		return floorTook.Seconds() / took.Seconds()
+	}
 	var withEvents, withoutEvents, ratios, ratiosNoEvents, ratiosNone, ratiosPark, floorUpdate, floorEvent, floorAttempts, floorBoth []float64
 	var ofFloorDefault, ofFloorNone, ofFloorPark, floorProbe, withNone, withParks []float64
 	var floorFirst, floorParked, floorBothProbes []float64
@@ -214,6 +273,9 @@ func benchRepair(b *testing.B, batch int) {
 	// figure the host's noise moves least (a busy host only ever slows a
 	// statement down).
 	var secsFloorDefault, secsFloorNone, secsFloorParks, secsOurs, secsNone, secsParks []float64
+	// Each repair's ratio to its floor timed batch by batch beside it
+	// (twinRatio), every round.
+	var twinDefault, twinNone, twinParks []float64
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
@@ -233,28 +295,34 @@ func benchRepair(b *testing.B, batch int) {
 			// the next, both then see the same machine.
 			var ours, nonePolicy, parks time.Duration
 			if batch == DefaultBatchSize {
+				twinDefault = append(twinDefault, twinRatio(rep, "Created", eventRow))
+				twinNone = append(twinNone, twinRatio(none, "Failed", failedRow))
+				twinParks = append(twinParks, twinRatio(park, "Created", attemptsRow, eventRow))
+				b.Logf("round %d, batch by batch beside the floor: default %.3f none %.3f parks %.3f",
+					len(twinDefault), twinDefault[len(twinDefault)-1], twinNone[len(twinNone)-1], twinParks[len(twinParks)-1])
 				f0 := floor(eventRow)
 				ours = repair(rep)
 				f1 := floor(eventRow)
+				g0 := floorFailed(failedRow)
 				nonePolicy = repair(none)
-				f2 := floor(eventRow)
+				g1 := floorFailed(failedRow)
 				b0 := floor(attemptsRow, eventRow)
 				parks = repair(park)
 				b1 := floor(attemptsRow, eventRow)
 				ofFloorDefault = append(ofFloorDefault, (f0+f1).Seconds()/2/ours.Seconds())
-				ofFloorNone = append(ofFloorNone, (f1+f2).Seconds()/2/nonePolicy.Seconds())
+				ofFloorNone = append(ofFloorNone, (g0+g1).Seconds()/2/nonePolicy.Seconds())
 				ofFloorPark = append(ofFloorPark, (b0+b1).Seconds()/2/parks.Seconds())
-				floorEvent = append(floorEvent, bare.Seconds()/f0.Seconds(), bare.Seconds()/f1.Seconds(), bare.Seconds()/f2.Seconds())
+				floorEvent = append(floorEvent, bare.Seconds()/f0.Seconds(), bare.Seconds()/f1.Seconds())
 				floorBoth = append(floorBoth, bare.Seconds()/b0.Seconds(), bare.Seconds()/b1.Seconds())
 				// Each repair's floor: the mean of the two beside it (as
 				// many of them as of the repair, so that the fastest of
 				// each is drawn from as many).
 				secsFloorDefault = append(secsFloorDefault, (f0+f1).Seconds()/2)
-				secsFloorNone = append(secsFloorNone, (f1+f2).Seconds()/2)
+				secsFloorNone = append(secsFloorNone, (g0+g1).Seconds()/2)
 				secsFloorParks = append(secsFloorParks, (b0+b1).Seconds()/2)
 				secsOurs, secsNone, secsParks = append(secsOurs, ours.Seconds()), append(secsNone, nonePolicy.Seconds()), append(secsParks, parks.Seconds())
-				b.Logf("round %d (s): floor %.2f default %.2f floor %.2f none %.2f floor %.2f | floor %.2f parks %.2f floor %.2f",
-					len(secsOurs), f0.Seconds(), ours.Seconds(), f1.Seconds(), nonePolicy.Seconds(), f2.Seconds(), b0.Seconds(), parks.Seconds(), b1.Seconds())
+				b.Logf("round %d (s): floor %.2f default %.2f floor %.2f | floor %.2f none %.2f floor %.2f | floor %.2f parks %.2f floor %.2f",
+					len(secsOurs), f0.Seconds(), ours.Seconds(), f1.Seconds(), g0.Seconds(), nonePolicy.Seconds(), g1.Seconds(), b0.Seconds(), parks.Seconds(), b1.Seconds())
 			} else {
 				ours, nonePolicy, parks = repair(rep), repair(none), repair(park)
 			}
@@ -290,6 +358,9 @@ func benchRepair(b *testing.B, batch int) {
 		b.ReportMetric(median(ofFloorDefault), "default-of-floor-event-only")
 		b.ReportMetric(median(ofFloorNone), "none-of-floor-event-only")
 		b.ReportMetric(median(ofFloorPark), "parks-of-floor-attempts-row-and-event")
+		b.ReportMetric(median(twinDefault), "default-of-floor-event-only-interleaved")
+		b.ReportMetric(median(twinNone), "none-of-floor-event-only-interleaved")
+		b.ReportMetric(median(twinParks), "parks-of-floor-attempts-row-and-event-interleaved")
 		b.ReportMetric(slices.Min(secsFloorDefault)/slices.Min(secsOurs), "default-of-floor-event-only-fastest")
 		b.ReportMetric(slices.Min(secsFloorNone)/slices.Min(secsNone), "none-of-floor-event-only-fastest")
 		b.ReportMetric(slices.Min(secsFloorParks)/slices.Min(secsParks), "parks-of-floor-attempts-row-and-event-fastest")

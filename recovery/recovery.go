@@ -144,8 +144,8 @@ type Repairer struct {
 	// onTaskWait, when set, is told that a repair waits for a task's
 	// lock (tests).
 	onTaskWait func(workflow, task string)
-	// onBatch, when set, is told each repair batch's mode before it runs
-	// (tests).
+	// onBatch, when set, is told each repair batch's mode before the
+	// batch begins (tests, benchmarks).
 	onBatch func(batchMode)
 }
 
@@ -684,6 +684,10 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 	cur := params.start
 	for {
 		var bc batchCounts
+		m := batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist}
+		if r.onBatch != nil {
+			r.onBatch(m)
+		}
 		if err := r.events.Acquire(ctx, 1); err != nil {
 			return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
@@ -692,10 +696,6 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 				if _, err := r.st.lockTimeout.Exec(ctx, tx, sqltext.Args{"ms": strconv.FormatInt(r.lockWaitOf().Milliseconds(), 10)}); err != nil {
 					return err
 				}
-			}
-			m := batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist}
-			if r.onBatch != nil {
-				r.onBatch(m)
 			}
 			var err error
 			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, m)
