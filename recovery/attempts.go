@@ -237,7 +237,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
-		Hist: m.hist.upto > m.hist.after, Start: m.rowless && c == CauseInterrupt && !r.noEvents && !m.hist.cursor,
+		Hist:     m.hist.upto > m.hist.after,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
@@ -273,7 +273,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	sl.Keeps, sl.Waits = slices.Contains(sp.to, ""), slices.Contains(sp.kind, ActWait)
 	// Only a retry at once can be written without a row: a table without
 	// one (strategy none, hold, a delay) never writes the cursor.
-	sl.Start = sl.Start && slices.Contains(sp.kind, ActRetry)
+	sl.Start = sl.Rowless && !r.noEvents && !m.hist.cursor && slices.Contains(sp.kind, ActRetry)
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.from(c), "batch_size": r.cfg.BatchSize, "run": run,
 		"known": pq.BoolArray(sp.known), "prev": pq.Int64Array(sp.prev), "match": pq.Int64Array(sp.match),
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
