@@ -94,6 +94,9 @@ type cursor struct {
 type batchMode struct {
 	skipLocked, rowless, debug bool
 	hist                       histWindow
+	// maxID: max() takes the ids' type (idHasMax): the cursor is read
+	// with it.
+	maxID bool
 }
 
 // batchCounts is what one batch did.
@@ -186,6 +189,10 @@ type batchSlots struct {
 	// task has no settle cursor yet (a batch that writes its first retry
 	// at once without a row writes it).
 	Cursor, IDs, SkipLocked, Rowless, Hist, Start bool
+	// MaxID means the cursor of the next batch, the greatest id picked,
+	// is read with max() in the pass that counts the pick (interrupted
+	// instances of ids whose type max takes), not by sorting the pick.
+	MaxID bool
 	// Keeps means the decision table leaves some instances where they
 	// are (to_state ''): waiting, held, or a failure already failed;
 	// Waits: it schedules retries (a delay is drawn).
@@ -237,7 +244,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
-		Hist:     m.hist.upto > m.hist.after,
+		Hist: m.hist.upto > m.hist.after, MaxID: m.maxID && c == CauseInterrupt,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,

@@ -61,8 +61,8 @@ func goldenBatches() []goldenBatch {
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00"}},
 		{name: "failure_cursor", about: "a later batch of failed instances, after the last (updated, id) picked",
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00", id: "17"}},
-		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read)",
-			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 200, upto: 200, cursor: true}}},
+		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read), whose ids' type max takes (the cursor read with it)",
+			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 200, upto: 200, cursor: true}, maxID: true}},
 	}
 }
 
@@ -328,6 +328,7 @@ func catalogShapes(gs *shapes) {
 	gs.prepared(catalog.patternCompiles, sqltext.Args{"pattern": `^card declined`}, sqltest.Shape{})
 	gs.prepared(catalog.updatedColumn, sqltext.Args{"table": `"app"."invoices"`, "status": "status", "updated": "updated_at"}, sqltest.Shape{})
 	gs.prepared(catalog.idType, sqltext.Args{"table": `"app"."invoices"`, "column": "id"}, sqltest.Shape{})
+	gs.prepared(catalog.idHasMax, sqltext.Args{"table": `"app"."invoices"`, "column": "id"}, sqltest.Shape{})
 }
 
 // engineStatements adds the shapes of the statements over an engine's

@@ -682,9 +682,12 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 	}
 	skipLocked := false
 	cur := params.start
+	// maxID: whether max() takes the ids' type, asked before a second
+	// batch (a first one sorts its pick for the cursor).
+	var maxID, askedMax bool
 	for {
 		var bc batchCounts
-		m := batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist}
+		m := batchMode{skipLocked: skipLocked, rowless: rowless, hist: hist, maxID: maxID}
 		if r.onBatch != nil {
 			r.onBatch(m)
 		}
@@ -734,6 +737,12 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 		}
 		if bc.picked < r.cfg.BatchSize {
 			return skipLocked, nil
+		}
+		if !askedMax && c == CauseInterrupt {
+			if maxID, err = r.idHasMax(ctx, w); err != nil {
+				return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
+			}
+			askedMax = true
 		}
 	}
 }

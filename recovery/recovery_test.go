@@ -480,3 +480,53 @@ func TestRepairsUUIDIds(t *testing.T) {
 		t.Fatalf("failed uuid instances: %d retries scheduled, %d attempts rows waiting; want 5 and 5 (%+v)", scheduled, waiting, fs)
 	}
 }
+
+// TestCursorByMax: a task's batches after its first read their cursor,
+// the greatest id picked, with max() where the ids' type has one (bigint,
+// text in the column's collation), and by sorting the pick where it has
+// none (uuid); either way every instance is repaired once.
+func TestCursorByMax(t *testing.T) {
+	for _, tc := range []struct {
+		typ, ids string
+		max      bool
+	}{
+		{"bigint", "SELECT i FROM generate_series(1, 5) i", true},
+		{"text", "SELECT i::text FROM unnest(ARRAY[1, 2, 9, 10, 100]) i", true},
+		{"uuid", "SELECT gen_random_uuid() FROM generate_series(1, 5)", false},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			db := pg.MigratedDB(t)
+			db.MustExec(`CREATE SCHEMA app; CREATE TABLE app.items (id ` + tc.typ + ` PRIMARY KEY, status text NOT NULL);
+				CREATE TABLE app.items_claim (instance_id ` + tc.typ + ` PRIMARY KEY, node text NOT NULL, token text NOT NULL,
+					claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL)`)
+			db.MustExec(`INSERT INTO app.items (id, status) SELECT i, 'Packing' FROM (` + tc.ids + `) AS s(i)`)
+			items := Workflow{Name: "items", Table: "app.items", IDColumn: "id", StatusColumn: "status",
+				Claims: &claims.Table{Instances: "app.items", IDColumn: "id", StatusColumn: "status", Claims: "app.items_claim",
+					InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token", ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+				Tasks: []Task{{Task: claims.Task{Name: "pack", Begin: "Queued", Interim: "Packing", Ends: []string{"Packed"}, Failed: "Failed"}, AtomicInternal: true}}}
+			o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
+			events := audit.New("enginehealth")
+			r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
+				Events: events, Schema: "enginehealth", Workflows: []Workflow{items}, BatchSize: 2, Log: leadertest.Quiet}))
+			var maxIDs []bool
+			r.onBatch = func(m batchMode) { maxIDs = append(maxIDs, m.maxID) }
+			res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
+			if err != nil || res.Done() != 5 {
+				t.Fatalf("repaired %d of 5: %v", res.Done(), err)
+			}
+			// 5 instances, 2 a batch: three batches; the first sorts.
+			want := []bool{false, tc.max, tc.max}
+			if !slices.Equal(maxIDs, want) {
+				t.Fatalf("batches read their cursor by max: %v, want %v", maxIDs, want)
+			}
+			var events5, queued int
+			if err := db.QueryRow(`SELECT (SELECT count(DISTINCT instance) FROM enginehealth.events WHERE workflow = 'items' AND kind = 'instance_repaired'),
+				(SELECT count(*) FROM app.items WHERE status = 'Queued')`).Scan(&events5, &queued); err != nil {
+				t.Fatal(err)
+			}
+			if events5 != 5 || queued != 5 {
+				t.Fatalf("%d instances with a repair event, %d queued; want 5 and 5", events5, queued)
+			}
+		})
+	}
+}

@@ -496,3 +496,12 @@ func (r *Repairer) idType(ctx context.Context, w Workflow) (string, error) {
 	}
 	return idType, nil
 }
+
+// idHasMax reports whether max() takes w's id column's type (id_has_max).
+func (r *Repairer) idHasMax(ctx context.Context, w Workflow) (bool, error) {
+	var ok bool
+	if err := catalog.idHasMax.Get(ctx, r.cfg.DB, &ok, sqltext.Args{"table": claims.Ident(w.Table), "column": w.IDColumn}); err != nil {
+		return false, fmt.Errorf("whether max takes the ids of %s: %w", w.Name, err)
+	}
+	return ok, nil
+}

@@ -256,11 +256,17 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- writes).
 	p.decidable,
 	-- The cursor of the next batch.
+	{{- if .Failure}}
 	-- (ORDER BY, not max: an id of a type without max, uuid, has an
 	-- order.)
-	{{- if .Failure}}
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.upd DESC, p.id DESC LIMIT 1), ''), coalesce(p.upd::text, ''),
+	{{- else if .MaxID}}
+	-- (The greatest id picked, read in the pass that counts the pick:
+	-- the ids' type has a max.)
+	coalesce(p.last::text, ''), '',
 	{{- else}}
+	-- (ORDER BY, not max: an id of a type without max, uuid, has an
+	-- order.)
 	coalesce((SELECT p.id::text FROM pick p ORDER BY p.id DESC LIMIT 1), ''), '',
 	{{- end}}
 	t.each,
@@ -269,4 +275,4 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	{{if .Start}}EXISTS (SELECT 1 FROM started) OR EXISTS (SELECT 1 FROM {{.Cursors}} AS k WHERE k.workflow = {{arg "workflow"}} AND k.task = {{arg "task"}}){{else}}false{{end}}
 FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE {{.Decidable}}
 	{{- if .Failure}} AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd)){{end}}) AS decidable,
-	max(a.upd) AS upd FROM pick a) AS p
+	max(a.upd) AS upd{{if .MaxID}}, max(a.id) AS last{{end}} FROM pick a) AS p

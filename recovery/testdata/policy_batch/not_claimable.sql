@@ -1,4 +1,4 @@
--- policy_batch: an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read)
+-- policy_batch: an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read), whose ids' type max takes (the cursor read with it)
 -- $1 max_attempts
 -- $2 known
 -- $3 prev
@@ -160,12 +160,12 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- writes).
 	p.decidable,
 	-- The cursor of the next batch.
-	-- (ORDER BY, not max: an id of a type without max, uuid, has an
-	-- order.)
-	coalesce((SELECT p.id::text FROM pick p ORDER BY p.id DESC LIMIT 1), ''), '',
+	-- (The greatest id picked, read in the pass that counts the pick:
+	-- the ids' type has a max.)
+	coalesce(p.last::text, ''), '',
 	t.each,
 	-- Whether the task has a settle cursor now (this batch wrote it, or
 	-- another's had): the task's next batches need not write one.
 	false
 FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)) AS decidable,
-	max(a.upd) AS upd FROM pick a) AS p
+	max(a.upd) AS upd, max(a.id) AS last FROM pick a) AS p
