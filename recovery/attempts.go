@@ -94,7 +94,7 @@ type cursor struct {
 type batchMode struct {
 	skipLocked, rowless, debug bool
 	hist                       histWindow
-	// maxID: max() takes the ids' type (idHasMax): the cursor is read
+	// maxID: max() takes the ids' type (idColumnOf): the cursor is read
 	// with it.
 	maxID bool
 }

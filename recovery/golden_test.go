@@ -328,7 +328,6 @@ func catalogShapes(gs *shapes) {
 	gs.prepared(catalog.patternCompiles, sqltext.Args{"pattern": `^card declined`}, sqltest.Shape{})
 	gs.prepared(catalog.updatedColumn, sqltext.Args{"table": `"app"."invoices"`, "status": "status", "updated": "updated_at"}, sqltest.Shape{})
 	gs.prepared(catalog.idType, sqltext.Args{"table": `"app"."invoices"`, "column": "id"}, sqltest.Shape{})
-	gs.prepared(catalog.idHasMax, sqltext.Args{"table": `"app"."invoices"`, "column": "id"}, sqltest.Shape{})
 }
 
 // engineStatements adds the shapes of the statements over an engine's

@@ -682,8 +682,8 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 	}
 	skipLocked := false
 	cur := params.start
-	// maxID: whether max() takes the ids' type, asked before a second
-	// batch (a first one sorts its pick for the cursor).
+	// maxID: whether max() takes the ids' type (idColumnOf), asked
+	// before a second batch (a first one sorts its pick for the cursor).
 	var maxID, askedMax bool
 	for {
 		var bc batchCounts
@@ -739,9 +739,11 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 			return skipLocked, nil
 		}
 		if !askedMax && c == CauseInterrupt {
-			if maxID, err = r.idHasMax(ctx, w); err != nil {
+			id, err := r.idColumnOf(ctx, w)
+			if err != nil {
 				return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 			}
+			maxID = id.HasMax
 			askedMax = true
 		}
 	}

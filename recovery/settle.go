@@ -486,22 +486,27 @@ func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, 
 	return settleParkedSQL.Render(sl, args)
 }
 
+// idColumn is what the catalog says of a workflow's id column (id_type).
+type idColumn struct {
+	// Type is its SQL type, as the catalog names it.
+	Type string `db:"type"`
+	// HasMax: max() takes the type.
+	HasMax bool `db:"has_max"`
+}
+
+// idColumnOf returns what the catalog says of workflow w's id column.
+func (r *Repairer) idColumnOf(ctx context.Context, w Workflow) (idColumn, error) {
+	var c idColumn
+	if err := catalog.idType.Get(ctx, r.cfg.DB, &c, sqltext.Args{"table": claims.Ident(w.Table), "column": w.IDColumn}); err != nil {
+		return c, fmt.Errorf("id type of %s: %w", w.Name, err)
+	}
+	return c, nil
+}
+
 // idType returns the SQL type of workflow w's id column, as the catalog
 // names it (to cast an attempts row's instance text to it, so that the
 // instance table is read through its primary key).
 func (r *Repairer) idType(ctx context.Context, w Workflow) (string, error) {
-	var idType string
-	if err := catalog.idType.Get(ctx, r.cfg.DB, &idType, sqltext.Args{"table": claims.Ident(w.Table), "column": w.IDColumn}); err != nil {
-		return "", fmt.Errorf("id type of %s: %w", w.Name, err)
-	}
-	return idType, nil
-}
-
-// idHasMax reports whether max() takes w's id column's type (id_has_max).
-func (r *Repairer) idHasMax(ctx context.Context, w Workflow) (bool, error) {
-	var ok bool
-	if err := catalog.idHasMax.Get(ctx, r.cfg.DB, &ok, sqltext.Args{"table": claims.Ident(w.Table), "column": w.IDColumn}); err != nil {
-		return false, fmt.Errorf("whether max takes the ids of %s: %w", w.Name, err)
-	}
-	return ok, nil
+	c, err := r.idColumnOf(ctx, w)
+	return c.Type, err
 }

@@ -148,7 +148,7 @@ func newStatements(schema string) statements {
 var catalog = newCatalog()
 
 type catalogStatements struct {
-	tableExists, tableColumns, patternCompiles, updatedColumn, idType, idHasMax sqltext.Prepared
+	tableExists, tableColumns, patternCompiles, updatedColumn, idType sqltext.Prepared
 	// set holds every statement rendered, for the tests.
 	set *sqltext.Files
 }
@@ -160,6 +160,5 @@ func newCatalog() catalogStatements {
 	c.patternCompiles = c.set.MustPrepare("pattern_compiles", nil)
 	c.updatedColumn = c.set.MustPrepare("updated_column", nil)
 	c.idType = c.set.MustPrepare("id_type", nil)
-	c.idHasMax = c.set.MustPrepare("id_has_max", nil)
 	return c
 }
