@@ -36,6 +36,17 @@ type steps struct {
 	capMS, jitter           float64
 }
 
+// drawn reports whether a scheduled retry's delay is random: some wait
+// step's interval is wider than a point, or the backoff has a jitter.
+func (st steps) drawn() bool {
+	for i, k := range st.kind {
+		if k == ActWait && (st.hi[i] != st.lo[i] || st.jitter != 0) {
+			return true
+		}
+	}
+	return false
+}
+
 func stepsOf(t Task, c Cause, patterns []string) steps {
 	p := t.Policy(c)
 	st := steps{jitter: p.Backoff.Jitter, capMS: p.Backoff.limit() / 1e6}
@@ -195,8 +206,9 @@ type batchSlots struct {
 	MaxID bool
 	// Keeps means the decision table leaves some instances where they
 	// are (to_state ''): waiting, held, or a failure already failed;
-	// Waits: it schedules retries (a delay is drawn).
-	Keeps, Waits bool
+	// Waits: it schedules retries; Drawn: a delay is random (drawn once
+	// per instance: steps.drawn).
+	Keeps, Waits, Drawn bool
 	// Patterns means non-retryable patterns are matched against the error.
 	Patterns bool
 	// ExpiryNode is the SQL expression of the node whose claim on b
@@ -256,14 +268,16 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		claims: tbl,
 	}
 	var err error
-	if sl.Sample, err = sampleDelay("s"); err != nil {
+	sp := stepsOf(t, c, patterns)
+	sl.Keeps, sl.Waits, sl.Drawn = slices.Contains(sp.to, ""), slices.Contains(sp.kind, ActWait), sp.drawn()
+	if sl.Sample, err = sampleDelay("s", sl.Drawn); err != nil {
 		return sqltext.Statement{}, err
 	}
 	// The retries at once of the picked instances without an attempts
-	// row that have some (touched) are read for the whole pick at once
-	// (hist).
+	// row that have some (touched) are read instance by instance (hist:
+	// u, each of touched).
 	sl.Again = r.againSQL(c, tbl, "p.upd", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))
-	if sl.CaseRetries, err = r.caseRetries("= ANY (ARRAY(SELECT u.instance FROM touched u))"); err != nil {
+	if sl.CaseRetries, err = r.caseRetries("= u.instance"); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
@@ -276,8 +290,6 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	if attr.on {
 		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
 	}
-	sp := stepsOf(t, c, patterns)
-	sl.Keeps, sl.Waits = slices.Contains(sp.to, ""), slices.Contains(sp.kind, ActWait)
 	// Only a retry at once can be written without a row: a table without
 	// one (strategy none, hold, a delay) never writes the cursor.
 	sl.Start = sl.Rowless && !r.noEvents && !m.hist.cursor && slices.Contains(sp.kind, ActRetry)

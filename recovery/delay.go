@@ -51,9 +51,13 @@ func (b Backoff) Delay(k int, rnd func() float64) (time.Duration, bool) {
 var sampleDelaySQL = load("sample_delay")
 
 // sampleDelay is Delay's draw over the decision table's row alias step,
-// in SQL (sample_delay.sql).
-func sampleDelay(step string) (string, error) {
-	f, err := sampleDelaySQL.Fragment(struct{ Step string }{step})
+// in SQL (sample_delay.sql); drawn: some step's delay is random (without,
+// the expression calls no random()).
+func sampleDelay(step string, drawn bool) (string, error) {
+	f, err := sampleDelaySQL.Fragment(struct {
+		Step  string
+		Drawn bool
+	}{step, drawn})
 	return strings.TrimRight(f, "\n"), err
 }
 

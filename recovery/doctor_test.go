@@ -46,7 +46,7 @@ func TestDoctor(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var waiting int
-		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pick AS%'`); err != nil {
+		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH s AS MATERIALIZED (%'`); err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {

@@ -310,7 +310,9 @@ func TestMovedRetryIsCancelled(t *testing.T) {
 }
 
 // TestSampleSQL: the delays a repair batch draws in SQL (sampleDelay) lie
-// within the bounds of Delay for the same retry, and spread over them.
+// within the bounds of Delay for the same retry, and spread over them; a
+// delay without randomness (no jitter, an interval of one point) is
+// Delay's, without random().
 func TestSampleSQL(t *testing.T) {
 	db := pg.MigratedDB(t)
 	for _, b := range []Backoff{
@@ -319,6 +321,8 @@ func TestSampleSQL(t *testing.T) {
 		{Kind: BackoffRandomizedExponential, Base: 35 * time.Second, MaxDelay: 24 * time.Hour},
 		{Kind: BackoffRandomizedExponential, Base: 35 * time.Second, MaxDelay: 24 * time.Hour, Jitter: 0.3},
 		{Kind: BackoffFibonacci, Base: time.Second, Jitter: 0.1},
+		{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour},
+		{Kind: BackoffExponential, Base: 1500 * time.Millisecond, MaxDelay: time.Minute},
 	} {
 		for _, k := range []int{1, 4, 10} {
 			lo, hi, _ := b.interval(k)
@@ -328,9 +332,13 @@ func TestSampleSQL(t *testing.T) {
 				Min float64 `db:"min"`
 				Max float64 `db:"max"`
 			}
-			sample, err := sampleDelay("s")
+			drawn := hi != lo || b.Jitter != 0
+			sample, err := sampleDelay("s", drawn)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if strings.Contains(sample, "random()") != drawn {
+				t.Errorf("%s k=%d: drawn %v, but the SQL is %s", b.Kind, k, drawn, sample)
 			}
 			q := `SELECT min(d), max(d) FROM (SELECT ` + sample + ` AS d
 				FROM (SELECT $1::float8 AS lo, $2::float8 AS hi, $3::float8 AS cap, $4::float8 AS jitter) s, generate_series(1, 2000)) x`
@@ -340,6 +348,9 @@ func TestSampleSQL(t *testing.T) {
 			minMS, maxMS := float64(low)/1e6, float64(high)/1e6
 			if got.Min < minMS-1e-6 || got.Max > maxMS+1e-6 {
 				t.Errorf("%s k=%d: SQL drew [%v, %v] ms, Delay bounds [%v, %v]", b.Kind, k, got.Min, got.Max, minMS, maxMS)
+			}
+			if !drawn && (got.Min != minMS || got.Max != minMS) {
+				t.Errorf("%s k=%d: SQL gave [%v, %v] ms, Delay %v", b.Kind, k, got.Min, got.Max, minMS)
 			}
 			if mid := (minMS + maxMS) / 2; maxMS > minMS && (got.Min > mid || got.Max < mid) {
 				t.Errorf("%s k=%d: SQL drew [%v, %v] ms, not spread over [%v, %v]", b.Kind, k, got.Min, got.Max, minMS, maxMS)

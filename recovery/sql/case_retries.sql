@@ -2,7 +2,9 @@
 case_retries: the retries at once of instances without an attempts row,
 one row per instance (instance, attempt, nodes, last_at, last_node)
 whose id as text is
-matched by Match (e.g. "= b.id::text", or "= ANY (…)" for a batch):
+matched by Match (e.g. "= b.id::text"; a batch joins it to each
+instance, "= u.instance": PostgreSQL checks an "= ANY" of a list that is
+not a constant against each row read, the whole list each time):
 the retries at once of the task (instance_repaired with an attempt) of
 an instance without a row are all of its open case (a case that ends
 gets its row: settle_events), so its retries are their highest attempt,

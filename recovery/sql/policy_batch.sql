@@ -36,8 +36,19 @@ WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
 	-- made, pattern matched); k numbers the three (decided, below, is
 	-- joined on k alone, so that the planner counts one row of the table
-	-- per instance).
-	SELECT s.*, s.match * ({{arg "max_attempts"}} + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
+	-- per instance). What a row decides beyond its columns is worked
+	-- out here, once per row of the table, not once per instance.
+	{{- /* st: the state written (a history without a state of its own
+	ends failed: known holds exactly when the instance has a history);
+	adds, adds_made: what the attempt and the retries made add; plain: the
+	reason is said as it is (no delay, not exhausted); has_state, with
+	not_retry: the attempts row is written (a state; for an instance
+	without a row, with Rowless, not a retry at once). */}}
+	SELECT s.*, s.match * ({{arg "max_attempts"}} + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k,
+		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
+		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
+		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry
+	FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
 		{{arg "state"}}::text[], {{arg "reason"}}::text[], {{arg "lo"}}::float8[], {{arg "hi"}}::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi){{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
 ), pick AS MATERIALIZED (
@@ -89,8 +100,11 @@ WITH s AS MATERIALIZED (
 	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
 	-- Their retries at once (their events hold them), every one of the
-	-- case, read for the batch at once.
-	{{.CaseRetries}}
+	-- case: a probe of the events' instance index per instance touched
+	-- (not one "= ANY" of them all, which PostgreSQL checks against
+	-- each event read, the whole list for each).
+	SELECT h.* FROM touched u CROSS JOIN LATERAL (
+	{{.CaseRetries}}) AS h
 {{- end}}
 ), known AS {{if .Hist}}MATERIALIZED {{end}}(
 	-- Each instance to decide (not parked, or run again since{{if .Failure}}; not
@@ -115,21 +129,25 @@ WITH s AS MATERIALIZED (
 	{{- if .Failure}}
 		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
 	{{- end}}
-), d AS {{if or .Keeps .Waits}}MATERIALIZED{{else}}NOT MATERIALIZED{{end}} (
+), d AS {{if .Drawn}}MATERIALIZED{{else}}NOT MATERIALIZED{{end}} (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
-	-- Materialized when a delay is drawn (once per instance) or kept
-	-- reads it too; otherwise computed as moved reads it (no copy).
+	-- Materialized when a delay is drawn (once per instance, random);
+	-- otherwise computed as moved, and kept, read it (no copy: each
+	-- instance goes one way).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
 		-- and one run again while parked (by whom it was not).
-		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
+		CASE WHEN y.plain AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > {{arg "max_attempts"}} THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
+		-- waitSuffix (decide.go): the seconds to the millisecond (the
+		-- whole milliseconds and their thousandths, as integers: to_char
+		-- cost a parking batch 5%).
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (y.delay_ms::bigint / 1000) || '.' || lpad((y.delay_ms::bigint % 1000)::text, 3, '0') || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN {{.NodesSuffix}} || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
@@ -138,12 +156,10 @@ WITH s AS MATERIALIZED (
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
 		-- (its event holds its attempt: hist reads it there).
-		y.state <> ''{{if .Rowless}} AND (y.att IS NOT NULL OR y.kind <> 'retry'){{end}} AS writes_row
+		y.has_state{{if .Rowless}} AND (y.att IS NOT NULL OR y.not_retry){{end}} AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
-			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
-			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
-			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
+			s.st AS state, s.plain, s.has_state, s.not_retry, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
 			{{if .Waits}}CASE WHEN s.kind = 'wait' THEN {{.Sample}} END{{else}}NULL::float8{{end}} AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
@@ -177,10 +193,11 @@ WITH s AS MATERIALIZED (
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
 		last_at, last_node FROM kept
 	{{- end}}
-), w AS MATERIALIZED (
+), w AS {{if .Keeps}}NOT {{end}}MATERIALIZED (
 	-- The instances whose attempts rows are written or checked (for
 	-- the default policy's retries at once, with Rowless, none: one read
-	-- of the batch for both writes below).
+	-- of the batch for both writes below; where instances are kept,
+	-- most write one, and each write reads the batch itself, no copy).
 	SELECT * FROM done WHERE writes_row OR att IS NOT NULL
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the

@@ -44,7 +44,7 @@ func TestProtocolDoctor(t *testing.T) {
 	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserving' WHERE id IN (4, 5)`)
 	eventually(t, 60*time.Second, "a repair batch in its race window", func() (bool, error) {
 		var n int
-		err := c.db.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%pick AS%'`)
+		err := c.db.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE 'WITH s AS MATERIALIZED (%'`)
 		return n > 0, err
 	})
 	c.db.MustExec(`UPDATE demo.orders SET status = 'Reserved' WHERE id = 5`)

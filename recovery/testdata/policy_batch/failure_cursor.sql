@@ -22,8 +22,13 @@ WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
 	-- made, pattern matched); k numbers the three (decided, below, is
 	-- joined on k alone, so that the planner counts one row of the table
-	-- per instance).
-	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
+	-- per instance). What a row decides beyond its columns is worked
+	-- out here, once per row of the table, not once per instance.
+	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k,
+		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
+		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
+		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry
+	FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
 		$7::text[], $8::text[], $9::float8[], $10::float8[])
 		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
 ), pick AS MATERIALIZED (
@@ -64,21 +69,25 @@ WITH s AS MATERIALIZED (
 	FROM pick a
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
-), d AS MATERIALIZED (
+), d AS NOT MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
-	-- Materialized when a delay is drawn (once per instance) or kept
-	-- reads it too; otherwise computed as moved reads it (no copy).
+	-- Materialized when a delay is drawn (once per instance, random);
+	-- otherwise computed as moved, and kept, read it (no copy: each
+	-- instance goes one way).
 	SELECT y.*,
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
 		-- and one run again while parked (by whom it was not).
-		CASE WHEN y.kind <> 'wait' AND y.state <> 'exhausted' AND NOT y.again THEN y.reason ELSE
+		CASE WHEN y.plain AND NOT y.again THEN y.reason ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || to_char(y.delay_ms / 1000.0, 'FM999999999990.000') || 's' -- waitSuffix (decide.go)
+		-- waitSuffix (decide.go): the seconds to the millisecond (the
+		-- whole milliseconds and their thousandths, as integers: to_char
+		-- cost a parking batch 5%).
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (y.delay_ms::bigint / 1000) || '.' || lpad((y.delay_ms::bigint % 1000)::text, 3, '0') || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
@@ -87,13 +96,11 @@ WITH s AS MATERIALIZED (
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, an interruption retried at once gets none
 		-- (its event holds its attempt: hist reads it there).
-		y.state <> '' AS writes_row
+		y.has_state AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
-			CASE WHEN s.state = '' AND p.prev IS NOT NULL THEN 'failed' ELSE s.state END AS state,
-			coalesce(p.prev, 0) + CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS attempt,
-			coalesce(p.prev, 0) + CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS made,
-			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
+			s.st AS state, s.plain, s.has_state, s.not_retry, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
+			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo))) END AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
 		FROM known p JOIN (SELECT s.*, $17::float8 AS cap, $18::float8 AS jitter FROM s) AS s
@@ -122,10 +129,11 @@ WITH s AS MATERIALIZED (
 	UNION ALL
 	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
 		last_at, last_node FROM kept
-), w AS MATERIALIZED (
+), w AS NOT MATERIALIZED (
 	-- The instances whose attempts rows are written or checked (for
 	-- the default policy's retries at once, with Rowless, none: one read
-	-- of the batch for both writes below).
+	-- of the batch for both writes below; where instances are kept,
+	-- most write one, and each write reads the batch itself, no copy).
 	SELECT * FROM done WHERE writes_row OR att IS NOT NULL
 ), ins AS (
 	-- A new attempts row where one is written and none exists (the
