@@ -47,8 +47,18 @@ func goldenWorkflows() (invoices, reports Workflow) {
 	return invoices, reports
 }
 
+// varied is w with its first task's interruption policy p, and its error
+// column errs ("" for none: no patterns matched).
+func varied(w Workflow, p Policy, errs string) Workflow {
+	w.Tasks = slices.Clone(w.Tasks)
+	w.Tasks[0].OnInterrupt = p
+	w.ErrorColumn = errs
+	return w
+}
+
 func goldenBatches() []goldenBatch {
 	invoices, reports := goldenWorkflows()
+	send := invoices.Tasks[0].OnInterrupt
 	return []goldenBatch{
 		{name: "interrupt_first", about: "the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events, the task's first (no settle cursor yet: it writes it)",
 			w: invoices, c: CauseInterrupt, mode: batchMode{rowless: true}},
@@ -63,6 +73,15 @@ func goldenBatches() []goldenBatch {
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00", id: "17"}},
 		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read), whose ids' type max takes (the cursor read with it)",
 			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 200, upto: 200, cursor: true}, maxID: true}},
+		{name: "no_error_column", about: "a later batch of a claimable task's interruptions, retried with a backoff, in a workflow without an error column (no pattern matched), some retries at once not settled yet (the history window: read)",
+			w: varied(invoices, send, ""), c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 100, upto: 200, cursor: true}, maxID: true}},
+		{name: "not_claimable_error_column", about: "the first batch of a task without claims whose workflow has an error column: retried at once, up to 2 times, but for non-retryable errors",
+			w: varied(reports, Policy{Strategy: StrategyRetry, MaxAttempts: 2, NonRetryable: []string{`\bfatal\b`}}, "last_error"), c: CauseInterrupt,
+			mode: batchMode{rowless: true, hist: histWindow{cursor: true}}},
+		{name: "strategy_none", about: "a later batch of a claimable task's interruptions under strategy none (each instance failed, its attempts row, if it has one, closed)",
+			w: varied(invoices, Policy{Strategy: StrategyNone}, "last_error"), c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{cursor: true}, maxID: true}},
+		{name: "strategy_hold", about: "the first batch of a claimable task's interruptions under strategy hold (each instance held for an operator: an attempts row each, the instances left where they are)",
+			w: varied(invoices, Policy{Strategy: StrategyHold}, "last_error"), c: CauseInterrupt, mode: batchMode{rowless: true, hist: histWindow{cursor: true}}},
 	}
 }
 
@@ -432,5 +451,5 @@ const goldenDDL = `CREATE SCHEMA app;
 	CREATE TABLE app.invoice_claim (instance_id bigint PRIMARY KEY, node text NOT NULL, token text NOT NULL,
 		claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
 	CREATE INDEX ON app.invoice_claim (expires_at);
-	CREATE TABLE app.reports (id bigserial PRIMARY KEY, state text NOT NULL);
+	CREATE TABLE app.reports (id bigserial PRIMARY KEY, state text NOT NULL, last_error text);
 	CREATE INDEX ON app.reports (state, id);`

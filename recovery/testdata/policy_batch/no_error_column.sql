@@ -1,0 +1,217 @@
+-- policy_batch: a later batch of a claimable task's interruptions, retried with a backoff, in a workflow without an error column (no pattern matched), some retries at once not settled yet (the history window: read)
+-- $1 max_attempts
+-- $2 known
+-- $3 prev
+-- $4 match
+-- $5 kind
+-- $6 to_state
+-- $7 state
+-- $8 reason
+-- $9 lo
+-- $10 hi
+-- $11 workflow
+-- $12 from
+-- $13 cursor
+-- $14 batch_size
+-- $15 task
+-- $16 hist_after
+-- $17 hist_upto
+-- $18 cap_ms
+-- $19 jitter
+-- $20 run
+WITH s AS MATERIALIZED (
+	-- The decision table: one row per (attempts row known, retries
+	-- made, pattern matched); k numbers the three (decided, below, is
+	-- joined on k alone, so that the planner counts one row of the table
+	-- per instance). What a row decides beyond its columns is worked
+	-- out here, once per row of the table, not once per instance.
+	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k,
+		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
+		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
+		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry
+	FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::float8[], $10::float8[])
+		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+), pick AS MATERIALIZED (
+	-- Up to batch_size instances in the state, unclaimed, after the
+	-- cursor (the batch's keyset: the next batch starts after its last),
+	-- with their attempts rows, if any. again: a parked row's instance
+	-- ran again since it was parked.
+	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+	FROM (
+		SELECT b.ctid AS tid, b."id" AS id,
+			NULL::text AS node,
+			0 AS match,
+			NULL::text AS err,
+			NULL::timestamptz AS upd
+		FROM "app"."invoices" AS b
+		WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+			AND b."id" > $13
+		ORDER BY b."id" LIMIT $14
+	) AS p LEFT JOIN LATERAL (
+		-- LIMIT 1 keeps this a probe of the primary key per instance,
+		-- whatever the planner thinks of the table's size (a hash of
+		-- the task's rows, on statistics older than a run that parks
+		-- thousands, read them all for every batch).
+		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
+		WHERE a.workflow = $11 AND a.instance = p.id::text AND a.task = $15 LIMIT 1) AS a ON true
+), touched AS MATERIALIZED (
+	-- The picked instances without an attempts row that have retries at
+	-- once in the events: those with one in the window (hist_after,
+	-- hist_upto], after the task's settle cursor (an instance's latest
+	-- retry without a row is never before it) and up to the newest event
+	-- when this task's repair began (those after it are its own, of
+	-- instances before this batch's). One range of the events' primary
+	-- key, or a probe per instance, as the planner finds cheaper.
+	SELECT DISTINCT e.instance FROM "enginehealth".events AS e JOIN pick p ON e.instance = p.id::text
+	WHERE p.att IS NULL AND e.id > $16 AND e.id <= $17
+	  AND e.workflow = $11 AND e.task = $15 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+), hist AS MATERIALIZED (
+	-- Their retries at once (their events hold them), every one of the
+	-- case: a probe of the events' instance index per instance touched
+	-- (not one "= ANY" of them all, which PostgreSQL checks against
+	-- each event read, the whole list for each).
+	SELECT h.* FROM touched u CROSS JOIN LATERAL (
+	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
+		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
+		FROM "enginehealth".events AS e
+		WHERE e.instance = u.instance AND e.workflow = $11 AND e.task = $15
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+		GROUP BY e.instance) AS h
+), known AS MATERIALIZED (
+	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
+	-- at once's (state retried). Materialized, so that the
+	-- decision table is joined on all three of its keys.
+	SELECT a.tid, a.id::text AS sid, a.att, a.attempt AS read, a.again, a.node, a.err, a.upd, a.match,
+		coalesce(a.state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state, coalesce(CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END, h.attempt) AS prev,
+		CASE WHEN a.att IS NULL THEN coalesce(h.nodes, '{}') WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
+		h.last_at, h.last_node
+	FROM pick a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+), d AS MATERIALIZED (
+	-- Each instance decided: its row of the decision table, the attempt
+	-- it makes, the delay of a scheduled retry, the reason said.
+	-- Materialized when a delay is drawn (once per instance, random);
+	-- otherwise computed as moved, and kept, read it (no copy: each
+	-- instance goes one way).
+	SELECT y.*,
+		-- The table's reason as it is, but for a scheduled retry (its
+		-- delay), an exhausted instance (the retries made, its nodes)
+		-- and one run again while parked (by whom it was not).
+		CASE WHEN y.plain AND NOT y.again THEN y.reason ELSE
+		-- The decision table stops at max_attempts: more retries
+		-- made (max_attempts lowered since) are said as they are.
+		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
+			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
+		-- waitSuffix (decide.go): the seconds to the millisecond (the
+		-- whole milliseconds and their thousandths, as integers: to_char
+		-- cost a parking batch 5%).
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (y.delay_ms::bigint / 1000) || '.' || lpad((y.delay_ms::bigint % 1000)::text, 3, '0') || 's'
+		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
+		        ELSE '' END
+		|| CASE WHEN NOT y.again THEN ''
+		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
+		        ELSE '; it was run again by someone else while held' END END AS full_reason,
+		-- Whether its attempts row is written: one it has is kept up to
+		-- date; with Rowless, an interruption retried at once gets none
+		-- (its event holds its attempt: hist reads it there).
+		y.has_state AND (y.att IS NOT NULL OR y.not_retry) AS writes_row
+	FROM (
+		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
+			s.st AS state, s.plain, s.has_state, s.not_retry, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
+			CASE WHEN s.kind = 'wait' THEN least(s.cap, greatest(0, least(s.cap, s.lo + random() * (s.hi - s.lo)) * (1 + s.jitter * (2 * random() - 1)))) END AS delay_ms,
+			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
+			s.reason
+		FROM known p JOIN (SELECT s.*, $18::float8 AS cap, $19::float8 AS jitter FROM s) AS s
+			ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
+	) AS y
+), moved AS (
+	-- The instances that move, re-asserting the pick's predicate: a
+	-- row changed since is left alone.
+	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
+	WHERE t.ctid = r.tid AND r.to_state <> ''
+	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row, r.last_at, r.last_node
+), kept AS (
+	-- Those that stay where they are (parked), under the same predicate.
+	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
+		r.writes_row, r.last_at, r.last_node
+	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
+	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	FOR NO KEY UPDATE OF t
+), done AS NOT MATERIALIZED (
+	-- Every instance decided, moved or kept (read where it is used:
+	-- no copy).
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason AS reason, writes_row,
+		last_at, last_node FROM moved
+	UNION ALL
+	SELECT sid, att, read, read_state, node, err, upd, kind, to_state, state, attempt, made, delay_ms, nodes, full_reason, writes_row,
+		last_at, last_node FROM kept
+), w AS NOT MATERIALIZED (
+	-- The instances whose attempts rows are written or checked (for
+	-- the default policy's retries at once, with Rowless, none: one read
+	-- of the batch for both writes below; where instances are kept,
+	-- most write one, and each write reads the batch itself, no copy).
+	SELECT * FROM done WHERE writes_row OR att IS NOT NULL
+), ins AS (
+	-- A new attempts row where one is written and none exists (the
+	-- primary key; a conflict fails the batch); after retries at once
+	-- without one, their last time and node, as a row kept since would
+	-- say.
+	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+		last_node, nodes, last_reason, last_error, stamp)
+	SELECT $11, x.sid, $15, x.made, x.state, 'interrupt', $12,
+		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
+		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
+	FROM w x WHERE x.writes_row AND x.att IS NULL
+	RETURNING 1
+), upd AS (
+	-- The row read by the pick, by tuple id: if it changed since, it
+	-- is not found, and the counts below differ (the attempt-number
+	-- guard).
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
+		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
+		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
+		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
+		stamp = coalesce(x.upd, a.stamp)
+	FROM w x
+	WHERE x.att IS NOT NULL AND a.ctid = x.att AND a.attempt = x.read AND a.state = x.read_state
+	RETURNING 1
+), ev AS (
+	-- One event per instance.
+	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
+		$20, x.node, $11, x.sid, $15, $12, nullif(x.to_state, ''),
+		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
+	FROM done x
+), tally AS (
+	-- The batch counted, in one read of it.
+	SELECT count(*) AS done, count(*) FILTER (WHERE kind = 'retry') AS retried, count(*) FILTER (WHERE kind = 'wait') AS waiting,
+		count(*) FILTER (WHERE kind = 'hold') AS held, count(*) FILTER (WHERE kind = 'fail') AS failed,
+		count(*) FILTER (WHERE state = 'exhausted') AS exhausted, count(*) FILTER (WHERE writes_row) AS writes,
+		NULL::json AS each
+	FROM done
+), counted AS (
+	UPDATE "enginehealth".runs SET done = done + (SELECT t.done FROM tally t) WHERE id = $20
+)
+SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
+	p.picked,
+	-- Of those picked, the ones decided: those of them not done were
+	-- changed between the pick and the write (the protocol doctor's late
+	-- writes).
+	p.decidable,
+	-- The cursor of the next batch.
+	-- (The greatest id picked, read in the pass that counts the pick:
+	-- the ids' type has a max.)
+	coalesce(p.last::text, ''), '',
+	t.each,
+	-- Whether the task has a settle cursor now (this batch wrote it, or
+	-- another's had): the task's next batches need not write one.
+	false
+FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)) AS decidable,
+	max(a.upd) AS upd, max(a.id) AS last FROM pick a) AS p
