@@ -144,6 +144,40 @@ func benchRepair(b *testing.B, batch int) {
 		}
 		return took
 	}
+	// repairAgain: a second interruption of every instance, timed: a
+	// first repair (untimed), then every instance back in the interim
+	// state, its first retry at once still open in the events (no settle
+	// pass between): each batch reads its instances' retries there
+	// (touched, hist), and each instance is retried a second time.
+	repairAgain := func(r *Repairer) time.Duration {
+		b.Helper()
+		reset()
+		if res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil); err != nil || res.Done() != rows {
+			b.Fatalf("first repair: %d of %d: %v", res.Done(), rows, err)
+		}
+		db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
+		db.MustExec(`VACUUM ANALYZE app.orders`)
+		db.MustExec(`ANALYZE enginehealth.events`)
+		db.MustExec(`CHECKPOINT`)
+		withHist := 0
+		r.onBatch = func(m batchMode) {
+			if m.hist.upto > m.hist.after {
+				withHist++
+			}
+		}
+		defer func() { r.onBatch = nil }()
+		start := time.Now()
+		res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
+		took := time.Since(start)
+		if err != nil || res.Done() != rows {
+			b.Fatalf("second repair: %d of %d: %v", res.Done(), rows, err)
+		}
+		var second int
+		if err := db.Get(&second, `SELECT count(*) FROM enginehealth.events WHERE workflow = 'orders' AND attempt = 2`); err != nil || second != rows || withHist < rows/batch {
+			b.Fatalf("second repair: %d instances at attempt 2 of %d, %d batches read the history (%v)", second, rows, withHist, err)
+		}
+		return took
+	}
 	update := func() time.Duration {
 		reset()
 		start := time.Now()
@@ -153,11 +187,23 @@ func benchRepair(b *testing.B, batch int) {
 	// floor: what the data model itself allows, without the decision:
 	// the product's keyset batches, each one fenced transaction (with the
 	// repair's lock timeout) of one hand-written statement that picks as
-	// the repair picks, moves the rows re-checking state and claim as the
-	// repair does, and writes, per row, what the write list says (an
-	// attempts row, an event; nothing but the UPDATE when empty).
-	// floorBatch is one batch of it on table (app.orders, or its twin),
-	// after *cur, which it moves on; it returns the rows it moved.
+	// the repair picks, moves the rows to state to re-checking state and
+	// claim as the repair does (with to "", as a parking repair does:
+	// re-checks and locks them, and leaves them where they are), and
+	// writes, per row, what the write list says (an attempts row, an
+	// event; nothing but the UPDATE when empty), from done, the rows
+	// moved or kept. floorBatch is one batch of it on table (app.orders,
+	// or its twin), after *cur, which it moves on; it returns the rows it
+	// moved or kept.
+	floorDone := func(table, to string) string {
+		if to == "" {
+			return `SELECT t.id, p.prev FROM ` + table + ` t JOIN pick p ON t.ctid = p.tid WHERE t.status = 'Reserving'
+					  AND NOT EXISTS (SELECT 1 FROM ` + table + `_claim c WHERE c.instance_id = t.id) FOR NO KEY UPDATE OF t`
+		}
+		return `UPDATE ` + table + ` t SET status = '` + to + `' FROM pick p WHERE t.ctid = p.tid AND t.status = 'Reserving'
+					  AND NOT EXISTS (SELECT 1 FROM ` + table + `_claim c WHERE c.instance_id = t.id)
+					RETURNING t.id, p.prev`
+	}
 	floorBatch := func(table, to, probe string, cur *int64, writes ...string) int {
 		b.Helper()
 		ctx := context.Background()
@@ -169,12 +215,8 @@ func benchRepair(b *testing.B, batch int) {
 			return tx.QueryRowContext(ctx, `WITH pick AS MATERIALIZED (
 					SELECT b.ctid AS tid, b.id, `+probe+` AS prev FROM `+table+` b WHERE b.status = 'Reserving' AND b.id > $1
 					  AND NOT EXISTS (SELECT 1 FROM `+table+`_claim c WHERE c.instance_id = b.id) ORDER BY b.id LIMIT $2
-				), moved AS (
-					UPDATE `+table+` t SET status = '`+to+`' FROM pick p WHERE t.ctid = p.tid AND t.status = 'Reserving'
-					  AND NOT EXISTS (SELECT 1 FROM `+table+`_claim c WHERE c.instance_id = t.id)
-					RETURNING t.id, p.prev
-				)`+strings.Join(writes, "")+`
-				SELECT count(*), coalesce(max(id), $1) FROM moved`, *cur, batch).Scan(&n, cur)
+				), done AS (`+floorDone(table, to)+`)`+strings.Join(writes, "")+`
+				SELECT count(*), coalesce(max(id), $1) FROM done`, *cur, batch).Scan(&n, cur)
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -182,7 +224,8 @@ func benchRepair(b *testing.B, batch int) {
 		return n
 	}
 	// floorInto: a whole run of it that moves the rows to the state to
-	// (the task's begin state, or its failed state for strategy none).
+	// (the task's begin state, or its failed state for strategy none), or
+	// keeps them (to "").
 	floorInto := func(to, probe string, history string, writes ...string) time.Duration {
 		b.Helper()
 		reset()
@@ -212,12 +255,19 @@ func benchRepair(b *testing.B, batch int) {
 	floorFailed := func(writes ...string) time.Duration { return floorInto("Failed", "NULL::int", "", writes...) }
 	const (
 		attemptsRow = `, a AS (INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, last_reason)
-			SELECT 'orders', id::text, 'reserve', 1, 'retried', 'interrupt', 'Reserving', now(), 'interrupted: retry 1 of 10, at once' FROM moved)`
+			SELECT 'orders', id::text, 'reserve', 1, 'retried', 'interrupt', 'Reserving', now(), 'interrupted: retry 1 of 10, at once' FROM done)`
+		// parkedRow, parkedEventRow: what parking an instance writes (its
+		// waiting attempts row, its event, without a move).
+		parkedRow = `, a AS (INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, next_attempt_at, nodes, last_reason)
+			SELECT 'orders', id::text, 'reserve', 0, 'waiting', 'interrupt', 'Reserving', now() + interval '1 hour', '{}',
+				'interrupted: retry 1 of 3 in 3600.000s' FROM done)`
+		parkedEventRowTmpl = `, e AS (INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+			SELECT 'retry_scheduled', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', NULL, 1, 'interrupted: retry 1 of 3 in 3600.000s' FROM done)`
 		eventRowTmpl = `, e AS (INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
-			SELECT 'instance_repaired', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', 'Created', coalesce(prev, 0) + 1, 'interrupted: retry 1 of 10, at once' FROM moved)`
+			SELECT 'instance_repaired', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', 'Created', coalesce(prev, 0) + 1, 'interrupted: retry 1 of 10, at once' FROM done)`
 		// failedRowTmpl: strategy none's event.
 		failedRowTmpl = `, e AS (INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
-			SELECT 'instance_repaired', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', 'Failed', NULL, 'interrupted task failed (on_interrupt: none)' FROM moved)`
+			SELECT 'instance_repaired', ` + "{{run}}" + `, NULL, 'orders', id::text, 'reserve', 'Reserving', 'Failed', NULL, 'interrupted task failed (on_interrupt: none)' FROM done)`
 		// historyProbe: an instance's retries read from its latest repair
 		// event (the hash index on instance), as a write model without
 		// attempts rows for retries at once would count them.
@@ -231,6 +281,11 @@ func benchRepair(b *testing.B, batch int) {
 	)
 	eventRow := strings.Replace(eventRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
 	failedRow := strings.Replace(failedRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
+	parkedEventRow := strings.Replace(parkedEventRowTmpl, "{{run}}", fmt.Sprint(floorRun), 1)
+	// floorParks: the floor of the parking policy, which leaves each
+	// instance where it is (locked, re-checked) and writes its waiting
+	// attempts row and its event.
+	floorParks := func() time.Duration { return floorInto("", "NULL::int", "", parkedRow, parkedEventRow) }
 	// twinRatio runs the repair r and, before each of its batches, one
 	// batch of the floor with the writes on the twin table (its own
 	// workflow's rows): each floor batch and the repair's next one see
@@ -278,14 +333,18 @@ func benchRepair(b *testing.B, batch int) {
 			b.Fatalf("repaired %d of %d: %v", res.Done(), rows, err)
 		}
 		var left int
-		if err := db.Get(&left, `SELECT count(*) FROM app.twin WHERE status = 'Reserving'`); err != nil || left != 0 {
-			b.Fatalf("the twin floor left %d rows (%v)", left, err)
+		if err := db.Get(&left, `SELECT count(*) FROM app.twin WHERE status = 'Reserving'`); err != nil || (to != "") != (left == 0) {
+			b.Fatalf("the twin floor left %d rows in the state, moving them to %q (%v)", left, to, err)
+		}
+		var written int
+		if err := db.Get(&written, `SELECT count(*) FROM enginehealth.events WHERE workflow = 'twin'`); err != nil || written != rows {
+			b.Fatalf("the twin floor wrote %d events of %d (%v)", written, rows, err)
 		}
 		return floorTook.Seconds() / took.Seconds()
 	}
 	var withEvents, withoutEvents, ratios, ratiosNoEvents, ratiosNone, ratiosPark, floorUpdate, floorEvent, floorAttempts, floorBoth []float64
 	var ofFloorDefault, ofFloorNone, ofFloorPark, floorProbe, withNone, withParks []float64
-	var floorFirst, floorParked, floorBothProbes []float64
+	var floorFirst, floorParked, floorBothProbes, ofFloorSecond []float64
 	// The seconds each took, every round: the fastest of each is the
 	// figure the host's noise moves least (a busy host only ever slows a
 	// statement down).
@@ -301,7 +360,6 @@ func benchRepair(b *testing.B, batch int) {
 			if batch == DefaultBatchSize {
 				floorUpdate = append(floorUpdate, bare.Seconds()/floor().Seconds())
 				floorAttempts = append(floorAttempts, bare.Seconds()/floor(attemptsRow).Seconds())
-				floorProbe = append(floorProbe, bare.Seconds()/floorProbing(historyProbe, "own", eventRow).Seconds())
 				floorFirst = append(floorFirst, bare.Seconds()/floorProbing(historyProbe, "other", eventRow).Seconds())
 				floorParked = append(floorParked, bare.Seconds()/floorProbing(parkedProbe, "", eventRow).Seconds())
 				floorBothProbes = append(floorBothProbes, bare.Seconds()/floorProbing(
@@ -315,18 +373,26 @@ func benchRepair(b *testing.B, batch int) {
 			if batch == DefaultBatchSize {
 				twinDefault = append(twinDefault, twinRatio(rep, "Created", eventRow))
 				twinNone = append(twinNone, twinRatio(none, "Failed", failedRow))
-				twinParks = append(twinParks, twinRatio(park, "Created", attemptsRow, eventRow))
+				twinParks = append(twinParks, twinRatio(park, "", parkedRow, parkedEventRow))
 				b.Logf("round %d, batch by batch beside the floor: default %.3f none %.3f parks %.3f",
 					len(twinDefault), twinDefault[len(twinDefault)-1], twinNone[len(twinNone)-1], twinParks[len(twinParks)-1])
+				// A second interruption, against the floor that reads each
+				// instance's retries from its latest event (before and after).
+				h0 := floorProbing(historyProbe, "own", eventRow)
+				second := repairAgain(rep)
+				h1 := floorProbing(historyProbe, "own", eventRow)
+				floorProbe = append(floorProbe, bare.Seconds()/h0.Seconds(), bare.Seconds()/h1.Seconds())
+				ofFloorSecond = append(ofFloorSecond, (h0+h1).Seconds()/2/second.Seconds())
+				b.Logf("round %d, second interruption (s): floor %.2f default %.2f floor %.2f", len(ofFloorSecond), h0.Seconds(), second.Seconds(), h1.Seconds())
 				f0 := floor(eventRow)
 				ours = repair(rep)
 				f1 := floor(eventRow)
 				g0 := floorFailed(failedRow)
 				nonePolicy = repair(none)
 				g1 := floorFailed(failedRow)
-				b0 := floor(attemptsRow, eventRow)
+				b0 := floorParks()
 				parks = repair(park)
-				b1 := floor(attemptsRow, eventRow)
+				b1 := floorParks()
 				ofFloorDefault = append(ofFloorDefault, (f0+f1).Seconds()/2/ours.Seconds())
 				ofFloorNone = append(ofFloorNone, (g0+g1).Seconds()/2/nonePolicy.Seconds())
 				ofFloorPark = append(ofFloorPark, (b0+b1).Seconds()/2/parks.Seconds())
@@ -378,6 +444,7 @@ func benchRepair(b *testing.B, batch int) {
 		b.ReportMetric(median(twinDefault), "default-of-floor-event-only-interleaved")
 		b.ReportMetric(median(twinNone), "none-of-floor-event-only-interleaved")
 		b.ReportMetric(median(twinParks), "parks-of-floor-attempts-row-and-event-interleaved")
+		b.ReportMetric(median(ofFloorSecond), "default-second-of-floor-event-and-history-probe")
 		b.ReportMetric(slices.Min(secsFloorDefault)/slices.Min(withEvents), "default-of-floor-event-only-fastest")
 		b.ReportMetric(slices.Min(secsFloorNone)/slices.Min(withNone), "none-of-floor-event-only-fastest")
 		b.ReportMetric(slices.Min(secsFloorParks)/slices.Min(withParks), "parks-of-floor-attempts-row-and-event-fastest")
