@@ -219,6 +219,81 @@ func TestSettleEventsCursor(t *testing.T) {
 	}
 }
 
+// TestSettleEventsTail: after a full settle pass that read a mass
+// interruption's retries at once (settleTailFrom events or more) and left
+// them open, the passes within settleRecheck read only the events written
+// since: a new case that ended is settled at once, an old one that ended
+// waits for the next full pass, which settles it and moves the cursor.
+func TestSettleEventsTail(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	ctx := context.Background()
+	f.r.cfg.BatchSize = 5000
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped'`)
+	f.db.MustExec(`INSERT INTO app.orders (id, status) SELECT i, 'Shipping' FROM generate_series(1001, 1000 + $1) i`, settleTailFrom)
+	if res := f.check(); res.Done() < settleTailFrom {
+		t.Fatalf("repaired %d, want at least %d", res.Done(), settleTailFrom)
+	}
+	now := time.Now()
+	f.r.settledAt = func() time.Time { return now }
+	settle := func(at time.Duration) SettleCounts {
+		t.Helper()
+		now = now.Add(at)
+		sc, err := f.r.Settle(ctx, f.o, 0, false)
+		if err != nil || len(sc) > 1 {
+			t.Fatalf("settled %+v, %v", sc, err)
+		}
+		if len(sc) == 0 {
+			return SettleCounts{}
+		}
+		return sc[0]
+	}
+	cursor := func() (c int64) {
+		t.Helper()
+		if err := f.db.Get(&c, `SELECT after_id FROM enginehealth.settle_cursors WHERE workflow = 'orders' AND task = 'ship'`); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// Every case runs: the full pass reads them all and settles none.
+	if sc := settle(0); sc.Succeeded != 0 {
+		t.Fatalf("settled %+v while every retry runs", sc)
+	}
+	before := cursor()
+	// An old case ends (the first after the cursor); a new one is made,
+	// and ends.
+	var first string
+	if err := f.db.Get(&first, `SELECT instance FROM enginehealth.events WHERE kind = 'instance_repaired' AND id > $1 ORDER BY id LIMIT 1`, before); err != nil {
+		t.Fatal(err)
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = $1::bigint`, first)
+	f.db.MustExec(`INSERT INTO app.orders (id, status) VALUES (20001, 'Shipping')`)
+	f.check()
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = 20001`)
+	if sc := settle(time.Second); sc.Succeeded != 1 {
+		t.Fatalf("a tail pass settled %+v, want the new case", sc)
+	}
+	if a := attemptOf(t, f.db, "orders", "20001", "ship"); a.State != AttemptSucceeded {
+		t.Fatalf("the new case: %+v, want succeeded", a)
+	}
+	var old int
+	if err := f.db.Get(&old, `SELECT count(*) FROM enginehealth.attempts WHERE instance = $1`, first); err != nil || old != 0 {
+		t.Fatalf("the old case has %d rows (%v): a tail pass read it", old, err)
+	}
+	if c := cursor(); c != before {
+		t.Fatalf("a tail pass moved the cursor from %d to %d", before, c)
+	}
+	// The next full pass, settleRecheck after the last.
+	if sc := settle(settleRecheck); sc.Succeeded != 1 {
+		t.Fatalf("the full pass settled %+v, want the old case", sc)
+	}
+	if a := attemptOf(t, f.db, "orders", first, "ship"); a.State != AttemptSucceeded {
+		t.Fatalf("the old case: %+v, want succeeded", a)
+	}
+	if c := cursor(); c <= before {
+		t.Fatalf("the full pass left the cursor at %d, want past the old case", c)
+	}
+}
+
 // TestUpgradeKeepsAttemptsRows: a database of the release before retries
 // at once went rowless (schema 16: waiting, held, retried and exhausted
 // attempts rows, with the repair events that release wrote beside them)
