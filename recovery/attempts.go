@@ -245,6 +245,14 @@ func (s batchSlots) Unclaimed(alias string) string {
 	return s.claims.Unclaimed(alias)
 }
 
+// Seconds is the SQL text of the delay ms (an SQL expression, in
+// milliseconds, not negative) in seconds to the millisecond, as
+// waitSuffix (decide.go) writes it: the whole milliseconds and their
+// thousandths, as integers (to_char cost a parking batch 5%).
+func (batchSlots) Seconds(ms string) string {
+	return "((" + ms + ")::bigint / 1000) || '.' || lpad(((" + ms + ")::bigint % 1000)::text, 3, '0')"
+}
+
 // renderBatch renders the statement of one repair batch and its
 // parameters.
 func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, attr attribution, cur cursor, m batchMode, run int64) (sqltext.Statement, error) {

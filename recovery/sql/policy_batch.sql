@@ -43,14 +43,18 @@ WITH s AS MATERIALIZED (
 	adds, adds_made: what the attempt and the retries made add; plain: the
 	reason is said as it is (no delay, not exhausted); has_state, with
 	not_retry: the attempts row is written (a state; for an instance
-	without a row, with Rowless, not a retry at once). */}}
+	without a row, with Rowless, not a retry at once); said: a scheduled
+	retry's reason with its delay, where the delay is not drawn (the same
+	for every instance). */}}
 	SELECT s.*, s.match * ({{arg "max_attempts"}} + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k,
 		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
 		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
-		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry
-	FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
-		{{arg "state"}}::text[], {{arg "reason"}}::text[], {{arg "lo"}}::float8[], {{arg "hi"}}::float8[])
-		AS s(known, prev, match, kind, to_state, state, reason, lo, hi){{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
+		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry,
+		{{if and .Waits (not .Drawn)}}CASE WHEN s.kind = 'wait' THEN s.reason || ' in ' || {{.Seconds .Sample}} || 's' END{{else}}NULL::text{{end}} AS said
+	FROM (SELECT u.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter
+		FROM unnest({{arg "known"}}::bool[], {{arg "prev"}}::int[], {{arg "match"}}::int[], {{arg "kind"}}::text[], {{arg "to_state"}}::text[],
+			{{arg "state"}}::text[], {{arg "reason"}}::text[], {{arg "lo"}}::float8[], {{arg "hi"}}::float8[])
+			AS u(known, prev, match, kind, to_state, state, reason, lo, hi)) AS s{{if .RaceWindow}} CROSS JOIN pg_sleep(0.8){{end}}
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor (the batch's keyset: the next batch starts after its last),
@@ -139,15 +143,13 @@ WITH s AS MATERIALIZED (
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
 		-- and one run again while parked (by whom it was not).
-		CASE WHEN y.plain AND NOT y.again THEN y.reason ELSE
+		CASE WHEN y.plain AND NOT y.again THEN y.reason WHEN y.said IS NOT NULL AND NOT y.again THEN y.said ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > {{arg "max_attempts"}} THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-		-- waitSuffix (decide.go): the seconds to the millisecond (the
-		-- whole milliseconds and their thousandths, as integers: to_char
-		-- cost a parking batch 5%).
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (y.delay_ms::bigint / 1000) || '.' || lpad((y.delay_ms::bigint % 1000)::text, 3, '0') || 's'
+		-- waitSuffix (decide.go).
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || {{.Seconds "y.delay_ms"}} || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN {{.NodesSuffix}} || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
@@ -159,12 +161,11 @@ WITH s AS MATERIALIZED (
 		y.has_state{{if .Rowless}} AND (y.att IS NOT NULL OR y.not_retry){{end}} AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
-			s.st AS state, s.plain, s.has_state, s.not_retry, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
+			s.st AS state, s.plain, s.has_state, s.not_retry, s.said, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
 			{{if .Waits}}CASE WHEN s.kind = 'wait' THEN {{.Sample}} END{{else}}NULL::float8{{end}} AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM known p JOIN (SELECT s.*, {{arg "cap_ms"}}::float8 AS cap, {{arg "jitter"}}::float8 AS jitter FROM s) AS s
-			ON s.k = p.match * ({{arg "max_attempts"}} + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, {{arg "max_attempts"}}) + 1 END
+		FROM known p JOIN s ON s.k = p.match * ({{arg "max_attempts"}} + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, {{arg "max_attempts"}}) + 1 END
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a

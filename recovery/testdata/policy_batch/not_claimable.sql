@@ -1,21 +1,21 @@
 -- policy_batch: an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read), whose ids' type max takes (the cursor read with it)
 -- $1 max_attempts
--- $2 known
--- $3 prev
--- $4 match
--- $5 kind
--- $6 to_state
--- $7 state
--- $8 reason
--- $9 lo
--- $10 hi
--- $11 from
--- $12 cursor
--- $13 batch_size
--- $14 workflow
--- $15 task
--- $16 cap_ms
--- $17 jitter
+-- $2 cap_ms
+-- $3 jitter
+-- $4 known
+-- $5 prev
+-- $6 match
+-- $7 kind
+-- $8 to_state
+-- $9 state
+-- $10 reason
+-- $11 lo
+-- $12 hi
+-- $13 from
+-- $14 cursor
+-- $15 batch_size
+-- $16 workflow
+-- $17 task
 -- $18 run
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
@@ -26,10 +26,12 @@ WITH s AS MATERIALIZED (
 	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k,
 		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
 		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
-		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry
-	FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::float8[], $10::float8[])
-		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry,
+		NULL::text AS said
+	FROM (SELECT u.*, $2::float8 AS cap, $3::float8 AS jitter
+		FROM unnest($4::bool[], $5::int[], $6::int[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::float8[], $12::float8[])
+			AS u(known, prev, match, kind, to_state, state, reason, lo, hi)) AS s
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor (the batch's keyset: the next batch starts after its last),
@@ -44,16 +46,16 @@ WITH s AS MATERIALIZED (
 			NULL::text AS err,
 			NULL::timestamptz AS upd
 		FROM "app"."reports" AS b
-		WHERE b."state" = $11 AND TRUE
-			AND b."id" > $12
-		ORDER BY b."id" LIMIT $13
+		WHERE b."state" = $13 AND TRUE
+			AND b."id" > $14
+		ORDER BY b."id" LIMIT $15
 	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $14 AND a.instance = p.id::text AND a.task = $15 LIMIT 1) AS a ON true
+		WHERE a.workflow = $16 AND a.instance = p.id::text AND a.task = $17 LIMIT 1) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried).
@@ -73,15 +75,13 @@ WITH s AS MATERIALIZED (
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
 		-- and one run again while parked (by whom it was not).
-		CASE WHEN y.plain AND NOT y.again THEN y.reason ELSE
+		CASE WHEN y.plain AND NOT y.again THEN y.reason WHEN y.said IS NOT NULL AND NOT y.again THEN y.said ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-		-- waitSuffix (decide.go): the seconds to the millisecond (the
-		-- whole milliseconds and their thousandths, as integers: to_char
-		-- cost a parking batch 5%).
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (y.delay_ms::bigint / 1000) || '.' || lpad((y.delay_ms::bigint % 1000)::text, 3, '0') || 's'
+		-- waitSuffix (decide.go).
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || ((y.delay_ms)::bigint / 1000) || '.' || lpad(((y.delay_ms)::bigint % 1000)::text, 3, '0') || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
@@ -93,19 +93,18 @@ WITH s AS MATERIALIZED (
 		y.has_state AND (y.att IS NOT NULL OR y.not_retry) AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
-			s.st AS state, s.plain, s.has_state, s.not_retry, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
+			s.st AS state, s.plain, s.has_state, s.not_retry, s.said, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
 			NULL::float8 AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM known p JOIN (SELECT s.*, $16::float8 AS cap, $17::float8 AS jitter FROM s) AS s
-			ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
+		FROM known p JOIN s ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a
 	-- row changed since is left alone.
 	UPDATE "app"."reports" AS t SET "state" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."state" = $11 AND TRUE
+	  AND t."state" = $13 AND TRUE
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), done AS NOT MATERIALIZED (
@@ -126,7 +125,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $14, x.sid, $15, x.made, x.state, 'interrupt', $11,
+	SELECT $16, x.sid, $17, x.made, x.state, 'interrupt', $13,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -136,7 +135,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $11, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $13, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -148,7 +147,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$18, x.node, $14, x.sid, $15, $11, nullif(x.to_state, ''),
+		$18, x.node, $16, x.sid, $17, $13, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), tally AS (

@@ -1,20 +1,20 @@
 -- policy_batch: the first batch of a claimable task's interruptions under strategy hold (each instance held for an operator: an attempts row each, the instances left where they are)
 -- $1 max_attempts
--- $2 known
--- $3 prev
--- $4 match
--- $5 kind
--- $6 to_state
--- $7 state
--- $8 reason
--- $9 lo
--- $10 hi
--- $11 workflow
--- $12 from
--- $13 batch_size
--- $14 task
--- $15 cap_ms
--- $16 jitter
+-- $2 cap_ms
+-- $3 jitter
+-- $4 known
+-- $5 prev
+-- $6 match
+-- $7 kind
+-- $8 to_state
+-- $9 state
+-- $10 reason
+-- $11 lo
+-- $12 hi
+-- $13 workflow
+-- $14 from
+-- $15 batch_size
+-- $16 task
 -- $17 run
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
@@ -25,17 +25,19 @@ WITH s AS MATERIALIZED (
 	SELECT s.*, s.match * ($1 + 2) + CASE WHEN s.known THEN s.prev + 1 ELSE 0 END AS k,
 		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
 		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
-		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry
-	FROM unnest($2::bool[], $3::int[], $4::int[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::float8[], $10::float8[])
-		AS s(known, prev, match, kind, to_state, state, reason, lo, hi)
+		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry,
+		NULL::text AS said
+	FROM (SELECT u.*, $2::float8 AS cap, $3::float8 AS jitter
+		FROM unnest($4::bool[], $5::int[], $6::int[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::float8[], $12::float8[])
+			AS u(known, prev, match, kind, to_state, state, reason, lo, hi)) AS s
 ), pick AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor (the batch's keyset: the next batch starts after its last),
 	-- with their attempts rows, if any. again: a parked row's instance
 	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $11 AND e.instance = a.instance AND e.from_state = $12 AND e.at > a.since) ELSE false END AS again
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
 	FROM (
 		SELECT b.ctid AS tid, b."id" AS id,
 			NULL::text AS node,
@@ -43,15 +45,15 @@ WITH s AS MATERIALIZED (
 			left(b."last_error"::text, 2000) AS err,
 			NULL::timestamptz AS upd
 		FROM "app"."invoices" AS b
-		WHERE b."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-		ORDER BY b."id" LIMIT $13
+		WHERE b."status" = $14 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
+		ORDER BY b."id" LIMIT $15
 	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
-		WHERE a.workflow = $11 AND a.instance = p.id::text AND a.task = $14 LIMIT 1) AS a ON true
+		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $16 LIMIT 1) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried).
@@ -71,15 +73,13 @@ WITH s AS MATERIALIZED (
 		-- The table's reason as it is, but for a scheduled retry (its
 		-- delay), an exhausted instance (the retries made, its nodes)
 		-- and one run again while parked (by whom it was not).
-		CASE WHEN y.plain AND NOT y.again THEN y.reason ELSE
+		CASE WHEN y.plain AND NOT y.again THEN y.reason WHEN y.said IS NOT NULL AND NOT y.again THEN y.said ELSE
 		-- The decision table stops at max_attempts: more retries
 		-- made (max_attempts lowered since) are said as they are.
 		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
-		-- waitSuffix (decide.go): the seconds to the millisecond (the
-		-- whole milliseconds and their thousandths, as integers: to_char
-		-- cost a parking batch 5%).
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (y.delay_ms::bigint / 1000) || '.' || lpad((y.delay_ms::bigint % 1000)::text, 3, '0') || 's'
+		-- waitSuffix (decide.go).
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || ((y.delay_ms)::bigint / 1000) || '.' || lpad(((y.delay_ms)::bigint % 1000)::text, 3, '0') || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
@@ -91,19 +91,18 @@ WITH s AS MATERIALIZED (
 		y.has_state AND (y.att IS NOT NULL OR y.not_retry) AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
-			s.st AS state, s.plain, s.has_state, s.not_retry, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
+			s.st AS state, s.plain, s.has_state, s.not_retry, s.said, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
 			NULL::float8 AS delay_ms,
 			CASE WHEN p.node IS NULL OR p.node = ANY (p.nodes) THEN p.nodes ELSE p.nodes || p.node END AS nodes,
 			s.reason
-		FROM known p JOIN (SELECT s.*, $15::float8 AS cap, $16::float8 AS jitter FROM s) AS s
-			ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
+		FROM known p JOIN s ON s.k = p.match * ($1 + 2) + CASE WHEN p.prev IS NULL THEN 0 ELSE least(p.prev, $1) + 1 END
 	) AS y
 ), moved AS (
 	-- The instances that move, re-asserting the pick's predicate: a
 	-- row changed since is left alone.
 	UPDATE "app"."invoices" AS t SET "status" = r.to_state FROM d AS r
 	WHERE t.ctid = r.tid AND r.to_state <> ''
-	  AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	  AND t."status" = $14 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	RETURNING r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 ), kept AS (
@@ -111,7 +110,7 @@ WITH s AS MATERIALIZED (
 	SELECT r.sid, r.att, r.read, r.read_state, r.node, r.err, r.upd, r.kind, r.to_state, r.state, r.attempt, r.made, r.delay_ms, r.nodes, r.full_reason,
 		r.writes_row, r.last_at, r.last_node
 	FROM "app"."invoices" AS t JOIN d AS r ON t.ctid = r.tid
-	WHERE r.to_state = '' AND t."status" = $12 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
+	WHERE r.to_state = '' AND t."status" = $14 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = t."id")
 	FOR NO KEY UPDATE OF t
 ), done AS NOT MATERIALIZED (
 	-- Every instance decided, moved or kept (read where it is used:
@@ -134,7 +133,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $11, x.sid, $14, x.made, x.state, 'interrupt', $12,
+	SELECT $13, x.sid, $16, x.made, x.state, 'interrupt', $14,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -144,7 +143,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $12, since = now(),
+	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -156,7 +155,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$17, x.node, $11, x.sid, $14, $12, nullif(x.to_state, ''),
+		$17, x.node, $13, x.sid, $16, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), tally AS (
