@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lib/pq"
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 var (
@@ -71,11 +71,7 @@ type Table struct {
 // Ident quotes a table or column name, optionally schema-qualified
 // ("app.orders" → "app"."orders").
 func Ident(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = pq.QuoteIdentifier(p)
-	}
-	return strings.Join(parts, ".")
+	return sqltext.Ident(strings.Split(name, ".")...)
 }
 
 // Task is the part of a state task the protocol needs.

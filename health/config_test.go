@@ -89,7 +89,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			t.Errorf("pause switch, %s: %v, want an error naming PausesConfig.DB, Events", name, err)
 		}
 	}
-	if p, err := NewPauses(PausesConfig{DB: db, Events: events}); err != nil || !strings.Contains(p.st.readPause.SQL, `"enginehealth".pause`) {
+	if p, err := NewPauses(PausesConfig{DB: db, Events: events}); err != nil || !strings.Contains(p.st.readPause.SQL, `"enginehealth"."pause"`) {
 		t.Fatalf("the pause switch's default schema: %v", err)
 	}
 }

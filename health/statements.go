@@ -3,8 +3,6 @@ package health
 import (
 	"embed"
 
-	"github.com/lib/pq"
-
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
@@ -28,7 +26,7 @@ type statements struct {
 // newStatements renders the statements for the sidecar schema.
 func newStatements(schema string) statements {
 	st := statements{rendered: sqltext.NewFiles(files)}
-	pause := struct{ Pause, Columns string }{pq.QuoteIdentifier(schema) + ".pause", st.rendered.MustFragment("pause_columns", nil)}
+	pause := struct{ Pause, Columns string }{sqltext.Ident(schema, "pause"), st.rendered.MustFragment("pause_columns", nil)}
 	st.readPause = st.rendered.MustPrepare("read_pause", pause)
 	st.lockPause = st.rendered.MustPrepare("lock_pause", pause)
 	st.setPause = st.rendered.MustPrepare("set_pause", pause)

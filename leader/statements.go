@@ -3,8 +3,6 @@ package leader
 import (
 	"embed"
 
-	"github.com/lib/pq"
-
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
@@ -25,7 +23,7 @@ type statements struct {
 
 // newStatements renders the fence's statements for the sidecar schema.
 func newStatements(schema string) statements {
-	terms := struct{ Terms string }{pq.QuoteIdentifier(schema) + ".leader_term"}
+	terms := struct{ Terms string }{sqltext.Ident(schema, "leader_term")}
 	var st statements
 	prepare := func(name string, slots any) sqltext.Prepared {
 		p := sqltext.Load(files, "sql/"+name+".sql").MustPrepare(slots)

@@ -4,8 +4,6 @@ import (
 	"embed"
 	"strings"
 
-	"github.com/lib/pq"
-
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
@@ -37,7 +35,7 @@ type statements struct {
 // ackOff: a faultinject build with the operator's ack turned off
 // (PromoteRecovering takes nodes in Unexpected shutdown too).
 func newStatements(schema string, ackOff bool) statements {
-	sc := pq.QuoteIdentifier(schema)
+	sc := sqltext.Ident(schema)
 	nodes, grades, intr := sc+".nodes", sc+".node_grades", sc+".interruptions"
 	var st statements
 	fragment := func(name string, slots any) string {

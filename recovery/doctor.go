@@ -79,7 +79,7 @@ type doctorSlots struct {
 
 func doctorSlotsOf(w Workflow, schema string) doctorSlots {
 	c := w.Claims
-	sc := pq.QuoteIdentifier(schema)
+	sc := sqltext.Ident(schema)
 	return doctorSlots{Claims: claims.Ident(c.Claims), Instance: claims.Ident(c.InstanceColumn), Node: claims.Ident(c.NodeColumn),
 		Token: claims.Ident(c.TokenColumn), ClaimedAt: claims.Ident(c.ClaimedAtColumn), ExpiresAt: claims.Ident(c.ExpiresAtColumn),
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),

@@ -179,10 +179,10 @@ func New(cfg Config) (*Repairer, error) {
 	return &Repairer{
 		cfg:           cfg,
 		st:            newStatements(cfg.Schema),
-		runs:          pq.QuoteIdentifier(cfg.Schema) + ".runs",
-		attempts:      pq.QuoteIdentifier(cfg.Schema) + ".attempts",
-		interruptions: pq.QuoteIdentifier(cfg.Schema) + ".interruptions",
-		cursors:       pq.QuoteIdentifier(cfg.Schema) + ".settle_cursors",
+		runs:          sqltext.Ident(cfg.Schema, "runs"),
+		attempts:      sqltext.Ident(cfg.Schema, "attempts"),
+		interruptions: sqltext.Ident(cfg.Schema, "interruptions"),
+		cursors:       sqltext.Ident(cfg.Schema, "settle_cursors"),
 		log:           cfg.Log.With("component", "recovery"),
 
 		caseHorizon: eventCaseHorizon,

@@ -62,7 +62,7 @@ type statements struct {
 // newStatements renders the repairer's own statements for the sidecar
 // schema.
 func newStatements(schema string) statements {
-	sc := pq.QuoteIdentifier(schema)
+	sc := sqltext.Ident(schema)
 	runs, attempts, marks, violations := sc+".runs", sc+".attempts", sc+".failure_marks", sc+".protocol_violations"
 	st := statements{set: sqltext.NewFiles(files)}
 	prepare := st.set.MustPrepare

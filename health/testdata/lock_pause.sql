@@ -1,2 +1,2 @@
 -- lock_pause
-SELECT paused, changed_at, actor, reason, term FROM "enginehealth".pause FOR UPDATE
+SELECT paused, changed_at, actor, reason, term FROM "enginehealth"."pause" FOR UPDATE

@@ -1,2 +1,2 @@
 -- read_pause
-SELECT paused, changed_at, actor, reason, term FROM "enginehealth".pause
+SELECT paused, changed_at, actor, reason, term FROM "enginehealth"."pause"

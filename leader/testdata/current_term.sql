@@ -1,2 +1,2 @@
 -- current_term
-SELECT term, node, incarnation, since FROM "enginehealth".leader_term
+SELECT term, node, incarnation, since FROM "enginehealth"."leader_term"

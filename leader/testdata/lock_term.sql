@@ -1,2 +1,2 @@
 -- lock_term
-SELECT term, node, incarnation, since FROM "enginehealth".leader_term FOR UPDATE
+SELECT term, node, incarnation, since FROM "enginehealth"."leader_term" FOR UPDATE

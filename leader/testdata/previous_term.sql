@@ -1,2 +1,2 @@
 -- previous_term
-SELECT term FROM "enginehealth".leader_term FOR UPDATE
+SELECT term FROM "enginehealth"."leader_term" FOR UPDATE

@@ -2,5 +2,5 @@
 -- $1 term
 -- $2 node
 -- $3 incarnation
-UPDATE "enginehealth".leader_term SET term = $1, node = $2, incarnation = $3, since = now()
+UPDATE "enginehealth"."leader_term" SET term = $1, node = $2, incarnation = $3, since = now()
 WHERE term < $1

@@ -15,7 +15,7 @@ WITH gone AS (
 	SELECT g.inst::text AS instance, g.node, g.token, g.claimed_at, g.expires_at, i."status"::text AS state
 	FROM gone g LEFT JOIN "app"."invoices" i ON i."id" = g.inst
 ), recorded AS (
-	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, from_state, reason)
+	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, from_state, reason)
 SELECT $2, $3, x.node, $4, x.instance, x.state,
 	'claim ' || x.token || ' of node ' || x.node || ' expired at ' || x.expires_at ||
 		' (claimed at ' || x.claimed_at || ', held ' || date_trunc('millisecond', x.expires_at - x.claimed_at) || ')'

@@ -16,15 +16,15 @@ WITH a AS (
 		count(*) FILTER (WHERE a.state IN ('exhausted', 'failed') AND a.attempt + a.manual > 0) AS ran,
 		count(*) FILTER (WHERE a.state = 'succeeded' AND NOT a.ended_parked OR a.state = 'retried' AND EXISTS (
 			SELECT 1 FROM "app"."invoices" AS t WHERE t."id" = a.instance::bigint AND t."status"::text = ANY ($1::text[]))) AS succeeded
-	FROM "enginehealth".attempts AS a WHERE a.workflow = $2 AND a.task = $3
+	FROM "enginehealth"."attempts" AS a WHERE a.workflow = $2 AND a.task = $3
 ), o AS (
 	SELECT count(*) AS cases, coalesce(sum(e.attempt), 0) AS retries,
 		count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "app"."invoices" AS t
 			WHERE t."id" = e.instance::bigint AND t."status"::text = ANY ($1::text[]))) AS succeeded
-	FROM "enginehealth".events AS e
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".attempts AS a
+	FROM "enginehealth"."events" AS e
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $2 AND a.instance = e.instance AND a.task = $3 LIMIT 1) AS kept ON true
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".events AS l
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth"."events" AS l
 		WHERE l.instance = e.instance AND l.workflow = $2 AND l.task = $3 AND l.id > e.id
 		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS later ON true
 	WHERE e.id > $4 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL

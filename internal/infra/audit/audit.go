@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
@@ -156,8 +155,8 @@ func New(schema string) *Log { return NewLogged(schema, nil) }
 // operator actions, master changes. (Instance events written in bulk by
 // the repairs' statements are logged by their batch.)
 func NewLogged(schema string, log *slog.Logger) *Log {
-	t := pq.QuoteIdentifier(schema) + ".events"
-	v := pq.QuoteIdentifier(schema) + ".event_log"
+	t := sqltext.Ident(schema, "events")
+	v := sqltext.Ident(schema, "event_log")
 	return &Log{table: t, view: v, st: newStatements(t, v), log: log}
 }
 

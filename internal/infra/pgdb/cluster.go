@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
+
+	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
 // liveIdentifier reads the server's cluster identifier. pg_control_system()
@@ -50,7 +51,7 @@ func (e *WrongClusterError) Error() string {
 		"the schema %s was migrated on cluster %d (a replica promoted from that cluster keeps its identifier; this server is another cluster): "+
 		"nothing is written to it; if the database was moved on purpose (pg_upgrade, a restore into a new cluster), record the new cluster with "+
 		"UPDATE %s.cluster_identity SET system_identifier = (SELECT system_identifier FROM pg_control_system()) and restart the nodes",
-		e.Got, e.Schema, e.Want, pq.QuoteIdentifier(e.Schema))
+		e.Got, e.Schema, e.Want, sqltext.Ident(e.Schema))
 }
 
 // Cluster guards pools against a server of another PostgreSQL cluster
@@ -101,7 +102,7 @@ func (c *Cluster) Learn(ctx context.Context, db *sqlx.DB) error {
 		Recorded *int64 `db:"recorded"`
 	}
 	q := `SELECT s.system_identifier AS live, s.server, (SELECT system_identifier FROM ` +
-		pq.QuoteIdentifier(c.schema) + `.cluster_identity) AS recorded FROM (` + liveServer + `) AS s (system_identifier, server)`
+		sqltext.Ident(c.schema) + `.cluster_identity) AS recorded FROM (` + liveServer + `) AS s (system_identifier, server)`
 	if err := db.GetContext(ctx, &ids, q); err != nil {
 		return fmt.Errorf("read the cluster's system_identifier: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
@@ -102,7 +101,7 @@ func Migrate(ctx context.Context, db *sqlx.DB, schema string) (applied []int, er
 			_ = tx.Rollback()
 		}
 	}()
-	q := pq.QuoteIdentifier(schema)
+	q := sqltext.Ident(schema)
 	steps := []string{
 		fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", lockKey(schema)),
 		"CREATE SCHEMA IF NOT EXISTS " + q,

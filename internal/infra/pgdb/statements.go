@@ -4,8 +4,6 @@ import (
 	"embed"
 	"sync"
 
-	"github.com/lib/pq"
-
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
 
@@ -56,7 +54,7 @@ func statusStatementsOf(schema string) statusStatements {
 	if st, ok := statusPrepared.Load(schema); ok {
 		return st.(statusStatements)
 	}
-	q := pq.QuoteIdentifier(schema)
+	q := sqltext.Ident(schema)
 	nodes := sqlFiles.Load("node_schemas")
 	st := statusStatements{
 		tables:           sqlFiles.Load("status_tables").MustPrepare(nil),

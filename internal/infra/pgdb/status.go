@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
 )
@@ -97,7 +96,7 @@ func Status(ctx context.Context, db *sqlx.DB, schema string) (MigrationStatus, e
 		return st, fmt.Errorf("migration status: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	q := pq.QuoteIdentifier(schema)
+	q := sqltext.Ident(schema)
 	sts := statusStatementsOf(schema)
 	var tables struct {
 		Migrations bool `db:"migrations"`

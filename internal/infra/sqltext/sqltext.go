@@ -10,9 +10,10 @@
 // the text never names, is an error, so the text and the code that fills
 // it cannot drift apart. A parameter named in the rendered text but not
 // given, or given but not named, is an error too. Slots hold identifiers
-// quoted by one function: claims.Ident for the engine tables, and
-// pq.QuoteIdentifier(schema) + ".table" for the sidecar's own (a schema
-// name may hold a dot).
+// quoted by one function, Ident: Ident(schema, "table") for the
+// sidecar's own tables (a schema name may hold a dot: it is one part),
+// and claims.Ident, Ident of each dotted part, for the engine tables the
+// configuration names.
 //
 // A statement whose text depends only on what is fixed for a process (a
 // schema's name) is prepared once (Prepare) and run with its parameters
@@ -36,7 +37,19 @@ import (
 	"text/template/parse"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
+
+// Ident quotes an SQL identifier of one or more parts (a schema, then a
+// table or other name in it), each as a whole, joined by dots: every
+// identifier the project writes into SQL text is quoted here.
+func Ident(parts ...string) string {
+	q := make([]string, len(parts))
+	for i, p := range parts {
+		q[i] = pq.QuoteIdentifier(p)
+	}
+	return strings.Join(q, ".")
+}
 
 // Template is one named statement.
 type Template struct {

@@ -2,6 +2,9 @@ package sqltext
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,5 +154,47 @@ func TestFilesKeepWhatTheyRender(t *testing.T) {
 	}
 	if len(f.All) != 1 || f.All[0].SQL != p.SQL || !slices.Equal(f.Fragments, []string{"columns"}) {
 		t.Fatalf("kept %v and fragments %v", f.All, f.Fragments)
+	}
+}
+
+// TestIdent: each part is quoted as a whole (a dot or a quote inside a
+// part stays in it), and no other code of the module quotes an
+// identifier itself.
+func TestIdent(t *testing.T) {
+	for _, c := range []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"enginehealth", "runs"}, `"enginehealth"."runs"`},
+		{[]string{"my.schema", "runs"}, `"my.schema"."runs"`},
+		{[]string{`Od"d`}, `"Od""d"`},
+		{[]string{"App", "Orders"}, `"App"."Orders"`},
+	} {
+		if got := Ident(c.parts...); got != c.want {
+			t.Errorf("Ident(%q) = %s, want %s", c.parts, got, c.want)
+		}
+	}
+	root := filepath.Join("..", "..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "test-output" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, filepath.Join("sqltext", "sqltext.go")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), "pq."+"QuoteIdentifier(") {
+			t.Errorf("%s quotes an identifier itself: use sqltext.Ident", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

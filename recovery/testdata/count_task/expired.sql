@@ -10,6 +10,6 @@ WHERE b."status" = $1 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHER
 	-- anti-join: a probe of the primary key per instance, or one read
 	-- of the parked rows through their partial indexes, as the planner
 	-- finds cheaper).
-	AND NOT EXISTS (SELECT 1 FROM "enginehealth".attempts AS a
+	AND NOT EXISTS (SELECT 1 FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $3 AND a.instance = b."id"::text AND a.task = $4
-		  AND (a.state = 'waiting' OR a.state = 'held') AND NOT EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $3 AND e.instance = a.instance AND e.from_state = $1 AND e.at > a.since))
+		  AND (a.state = 'waiting' OR a.state = 'held') AND NOT EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $3 AND e.instance = a.instance AND e.from_state = $1 AND e.at > a.since))

@@ -9,6 +9,6 @@ WHERE b."state" = $1 AND TRUE
 	-- anti-join: a probe of the primary key per instance, or one read
 	-- of the parked rows through their partial indexes, as the planner
 	-- finds cheaper).
-	AND NOT EXISTS (SELECT 1 FROM "enginehealth".attempts AS a
+	AND NOT EXISTS (SELECT 1 FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $2 AND a.instance = b."id"::text AND a.task = $3
 		  AND (a.state = 'waiting' OR a.state = 'held') AND NOT false)

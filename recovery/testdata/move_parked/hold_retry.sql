@@ -19,7 +19,7 @@
 -- $18 via
 WITH due AS MATERIALIZED (
 	-- The rows, still parked.
-	SELECT a.instance AS id, a.attempt FROM "enginehealth".attempts AS a
+	SELECT a.instance AS id, a.attempt FROM "enginehealth"."attempts" AS a
 	WHERE a.workflow = $1 AND a.task = $2 AND a.instance = ANY ($3::text[]) AND a.state = $4
 ), cur AS MATERIALIZED (
 	-- Where their instances are now.
@@ -47,7 +47,7 @@ WITH due AS MATERIALIZED (
 	-- a row changes only in the state and with the count read. A row
 	-- whose instance ended is succeeded (a later case of the task counts
 	-- from 0; ended_parked: statistics count it cancelled).
-	UPDATE "enginehealth".attempts AS a SET state = CASE WHEN x.ok THEN $12 WHEN x.ended THEN 'succeeded' WHEN x.elsewhere THEN 'retried' ELSE 'cancelled' END,
+	UPDATE "enginehealth"."attempts" AS a SET state = CASE WHEN x.ok THEN $12 WHEN x.ended THEN 'succeeded' WHEN x.elsewhere THEN 'retried' ELSE 'cancelled' END,
 		attempt = CASE WHEN x.ok THEN x.attempt WHEN x.elsewhere THEN a.attempt + 1 ELSE a.attempt END,
 		manual = CASE WHEN x.ok THEN a.manual + 1 ELSE a.manual END,
 		last_attempt_at = CASE WHEN x.ok AND $6 = $11 THEN now() ELSE a.last_attempt_at END,
@@ -57,13 +57,13 @@ WITH due AS MATERIALIZED (
 	RETURNING 1
 ), ev AS (
 	-- One event per row.
-	INSERT INTO "enginehealth".events (kind, actor, term, run_id, workflow, instance, task, from_state, to_state, attempt, reason, via)
+	INSERT INTO "enginehealth"."events" (kind, actor, term, run_id, workflow, instance, task, from_state, to_state, attempt, reason, via)
 	SELECT CASE WHEN x.ok THEN $13 ELSE $14 END, nullif($15::text, ''), nullif($16::bigint, 0),
 		nullif($17::bigint, 0), $1, x.id, $2, $7, CASE WHEN x.ok THEN $6 END,
 		CASE WHEN x.ok THEN x.attempt WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END, x.reason, nullif($18::text, '')
 	FROM res x
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT count(*) FROM moved) WHERE id = $17
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT count(*) FROM moved) WHERE id = $17
 )
 -- The moves; the cancelled instances and their reasons; the rows written
 -- (the guard: all of them).

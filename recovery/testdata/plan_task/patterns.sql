@@ -11,8 +11,8 @@ SELECT x.prev, x.match, count(*) AS n FROM (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
-			CASE WHEN a.state IN ('waiting', 'held') THEN (EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $2 AND e.instance = b."id"::text AND e.from_state = $3 AND e.at > a.since) OR EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")) ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
+			CASE WHEN a.state IN ('waiting', 'held') THEN (EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $2 AND e.instance = b."id"::text AND e.from_state = $3 AND e.at > a.since) OR EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")) ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
+		FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $2 AND a.instance = b."id"::text AND a.task = $4 LIMIT 1)
 		UNION ALL
 		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false, h.last_at, h.last_node FROM (
@@ -20,7 +20,7 @@ SELECT x.prev, x.match, count(*) AS n FROM (
 			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
 				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
 		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
-		FROM "enginehealth".events AS e
+		FROM "enginehealth"."events" AS e
 		WHERE e.instance = b."id"::text AND e.workflow = $2 AND e.task = $4
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		GROUP BY e.instance) AS h)

@@ -41,10 +41,10 @@ WITH s AS MATERIALIZED (
 	-- with their attempts rows, if any. again: a parked row's instance
 	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
 	FROM (
 		SELECT b.ctid AS tid, b."id" AS id,
-			(SELECT e.node FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
+			(SELECT e.node FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
 			coalesce((SELECT u.i FROM unnest($15::text[]) WITH ORDINALITY AS u(p, i)
 				WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
 			left(b."last_error"::text, 2000) AS err,
@@ -59,7 +59,7 @@ WITH s AS MATERIALIZED (
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
-		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
+		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $19 LIMIT 1) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
@@ -138,7 +138,7 @@ WITH s AS MATERIALIZED (
 	-- primary key; a conflict fails the batch); after retries at once
 	-- without one, their last time and node, as a row kept since would
 	-- say.
-	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+	INSERT INTO "enginehealth"."attempts" (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT $13, x.sid, $19, x.made, x.state, 'interrupt', $14,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
@@ -150,7 +150,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
+	UPDATE "enginehealth"."attempts" AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -160,7 +160,7 @@ WITH s AS MATERIALIZED (
 	RETURNING 1
 ), ev AS (
 	-- One event per instance.
-	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
 		$20, x.node, $13, x.sid, $19, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
@@ -168,7 +168,7 @@ WITH s AS MATERIALIZED (
 ), intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
-	INSERT INTO "enginehealth".interruptions (run_id, node, workflow, task, instance)
+	INSERT INTO "enginehealth"."interruptions" (run_id, node, workflow, task, instance)
 	SELECT $20, x.node, $13, $19, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($21::text[])
 ), tally AS (
 	-- The batch counted, in one read of it.
@@ -179,7 +179,7 @@ WITH s AS MATERIALIZED (
 			'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid) AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT t.done FROM tally t) WHERE id = $20
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $20
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,

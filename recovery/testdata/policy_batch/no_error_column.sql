@@ -40,7 +40,7 @@ WITH s AS MATERIALIZED (
 	-- with their attempts rows, if any. again: a parked row's instance
 	-- ran again since it was parked.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth".events e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
 	FROM (
 		SELECT b.ctid AS tid, b."id" AS id,
 			NULL::text AS node,
@@ -56,7 +56,7 @@ WITH s AS MATERIALIZED (
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
-		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
+		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $17 LIMIT 1) AS a ON true
 ), touched AS MATERIALIZED (
 	-- The picked instances without an attempts row that have retries at
@@ -66,7 +66,7 @@ WITH s AS MATERIALIZED (
 	-- when this task's repair began (those after it are its own, of
 	-- instances before this batch's). One range of the events' primary
 	-- key, or a probe per instance, as the planner finds cheaper.
-	SELECT DISTINCT e.instance FROM "enginehealth".events AS e JOIN pick p ON e.instance = p.id::text
+	SELECT DISTINCT e.instance FROM "enginehealth"."events" AS e JOIN pick p ON e.instance = p.id::text
 	WHERE p.att IS NULL AND e.id > $18 AND e.id <= $19
 	  AND e.workflow = $13 AND e.task = $17 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
@@ -79,7 +79,7 @@ WITH s AS MATERIALIZED (
 			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
 				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
 		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
-		FROM "enginehealth".events AS e
+		FROM "enginehealth"."events" AS e
 		WHERE e.instance = u.instance AND e.workflow = $13 AND e.task = $17
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		GROUP BY e.instance) AS h
@@ -161,7 +161,7 @@ WITH s AS MATERIALIZED (
 	-- primary key; a conflict fails the batch); after retries at once
 	-- without one, their last time and node, as a row kept since would
 	-- say.
-	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+	INSERT INTO "enginehealth"."attempts" (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT $13, x.sid, $17, x.made, x.state, 'interrupt', $14,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
@@ -173,7 +173,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
+	UPDATE "enginehealth"."attempts" AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -183,7 +183,7 @@ WITH s AS MATERIALIZED (
 	RETURNING 1
 ), ev AS (
 	-- One event per instance.
-	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
 		$20, x.node, $13, x.sid, $17, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
@@ -196,7 +196,7 @@ WITH s AS MATERIALIZED (
 		NULL::json AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT t.done FROM tally t) WHERE id = $20
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $20
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,

@@ -54,7 +54,7 @@ WITH s AS MATERIALIZED (
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
-		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth".attempts AS a
+		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $16 AND a.instance = p.id::text AND a.task = $17 LIMIT 1) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
@@ -123,7 +123,7 @@ WITH s AS MATERIALIZED (
 	-- primary key; a conflict fails the batch); after retries at once
 	-- without one, their last time and node, as a row kept since would
 	-- say.
-	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
+	INSERT INTO "enginehealth"."attempts" (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
 	SELECT $16, x.sid, $17, x.made, x.state, 'interrupt', $14,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
@@ -135,7 +135,7 @@ WITH s AS MATERIALIZED (
 	-- The row read by the pick, by tuple id: if it changed since, it
 	-- is not found, and the counts below differ (the attempt-number
 	-- guard).
-	UPDATE "enginehealth".attempts AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
+	UPDATE "enginehealth"."attempts" AS a SET attempt = x.made, state = x.state, cause = 'interrupt', left_in = $14, since = now(),
 		last_attempt_at = CASE WHEN x.kind = 'retry' THEN now() ELSE a.last_attempt_at END,
 		next_attempt_at = CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		last_node = coalesce(x.node, a.last_node), nodes = x.nodes, last_reason = x.reason, last_error = x.err,
@@ -145,7 +145,7 @@ WITH s AS MATERIALIZED (
 	RETURNING 1
 ), ev AS (
 	-- One event per instance.
-	INSERT INTO "enginehealth".events (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
+	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
 		$18, x.node, $16, x.sid, $17, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
@@ -158,7 +158,7 @@ WITH s AS MATERIALIZED (
 		NULL::json AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth".runs SET done = done + (SELECT t.done FROM tally t) WHERE id = $18
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $18
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,

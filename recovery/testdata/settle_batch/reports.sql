@@ -11,7 +11,7 @@
 WITH a AS MATERIALIZED (
 	-- Up to batch_size retried rows after the last one, locked (the
 	-- partial index of retried rows, in instance order).
-	SELECT a.ctid AS tid, a.instance, a.attempt, a.manual FROM "enginehealth".attempts AS a
+	SELECT a.ctid AS tid, a.instance, a.attempt, a.manual FROM "enginehealth"."attempts" AS a
 	WHERE a.workflow = $1 AND a.task = $2 AND a.state = 'retried' AND a.instance > $3
 	ORDER BY a.instance LIMIT $4 FOR UPDATE SKIP LOCKED
 ), j AS MATERIALIZED (
@@ -40,12 +40,12 @@ WITH a AS MATERIALIZED (
 		END AS reason
 	FROM x WHERE x.next <> ''
 ), upd AS (
-	UPDATE "enginehealth".attempts AS a SET state = y.next, since = now(), last_reason = y.reason, ended_parked = false
+	UPDATE "enginehealth"."attempts" AS a SET state = y.next, since = now(), last_reason = y.reason, ended_parked = false
 	FROM y WHERE a.ctid = y.tid
 	RETURNING y.instance, y.st, y.attempt, y.next, y.reason
 ), ev AS (
 	-- One event per row closed.
-	INSERT INTO "enginehealth".events (kind, run_id, workflow, instance, task, to_state, attempt, reason)
+	INSERT INTO "enginehealth"."events" (kind, run_id, workflow, instance, task, to_state, attempt, reason)
 	SELECT CASE x.next WHEN 'succeeded' THEN 'retry_succeeded' WHEN 'failed' THEN 'retry_failed' ELSE 'retry_cancelled' END,
 		$9, $1, x.instance, $2, x.st, x.attempt, x.reason
 	FROM upd x

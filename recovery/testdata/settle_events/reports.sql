@@ -13,7 +13,7 @@
 WITH r AS MATERIALIZED (
 	-- Up to batch_size retries at once of the task after the cursor, in
 	-- the order written (the events' primary key).
-	SELECT e.id, e.instance, e.at, e.from_state FROM "enginehealth".events AS e
+	SELECT e.id, e.instance, e.at, e.from_state FROM "enginehealth"."events" AS e
 	WHERE e.id > $1 AND e.id <= $2 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 	  AND e.workflow = $3 AND e.task = $4
 	ORDER BY e.id LIMIT $5
@@ -23,9 +23,9 @@ WITH r AS MATERIALIZED (
 	-- instance), with the instance's state now (NULL: the row is gone).
 	SELECT r.*, (SELECT t."state"::text FROM "app"."reports" AS t WHERE t."id" = r.instance::bigint) AS st
 	FROM r
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".attempts AS a
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $3 AND a.instance = r.instance AND a.task = $4 LIMIT 1) AS kept ON true
-	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth".events AS l
+	LEFT JOIN LATERAL (SELECT 1 AS found FROM "enginehealth"."events" AS l
 		WHERE l.instance = r.instance AND l.workflow = $3 AND l.task = $4 AND l.id > r.id
 		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS later ON true
 	WHERE kept.found IS NULL AND later.found IS NULL
@@ -44,7 +44,7 @@ WITH r AS MATERIALIZED (
 		-- whatever the planner thinks of the table's size.
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
 			CASE WHEN a.state IN ('waiting', 'held') THEN false ELSE false END AS again, a.last_attempt_at AS last_at, a.last_node
-		FROM "enginehealth".attempts AS a
+		FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $3 AND a.instance = o.instance AND a.task = $4 LIMIT 1)
 		UNION ALL
 		(SELECT NULL::tid, h.attempt, h.nodes, 'retried', NULL::timestamptz, NULL::timestamptz, false, h.last_at, h.last_node FROM (
@@ -52,7 +52,7 @@ WITH r AS MATERIALIZED (
 			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
 				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
 		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
-		FROM "enginehealth".events AS e
+		FROM "enginehealth"."events" AS e
 		WHERE e.instance = o.instance AND e.workflow = $3 AND e.task = $4
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		GROUP BY e.instance) AS h)
@@ -72,7 +72,7 @@ WITH r AS MATERIALIZED (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped
 	-- after it).
-	INSERT INTO "enginehealth".attempts (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, last_node, nodes, last_reason)
+	INSERT INTO "enginehealth"."attempts" (workflow, instance, task, attempt, state, cause, left_in, since, last_attempt_at, last_node, nodes, last_reason)
 	SELECT $3, y.instance, $4, y.attempt, CASE WHEN y.next = '' THEN 'retried' ELSE y.next END, 'interrupt',
 		y.from_state, CASE WHEN y.next = '' THEN y.at ELSE now() END, y.at, y.last_node, y.nodes, y.reason
 	FROM y
@@ -80,7 +80,7 @@ WITH r AS MATERIALIZED (
 	RETURNING 1
 ), ev AS (
 	-- One event per case closed.
-	INSERT INTO "enginehealth".events (kind, run_id, workflow, instance, task, to_state, attempt, reason)
+	INSERT INTO "enginehealth"."events" (kind, run_id, workflow, instance, task, to_state, attempt, reason)
 	SELECT CASE y.next WHEN 'succeeded' THEN 'retry_succeeded' WHEN 'failed' THEN 'retry_failed' ELSE 'retry_cancelled' END,
 		$11, $3, y.instance, $4, y.st, y.attempt, y.reason
 	FROM y WHERE y.next <> ''

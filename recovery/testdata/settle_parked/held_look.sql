@@ -7,7 +7,7 @@
 WITH h AS MATERIALIZED (
 	-- The slice, in the order of the state's partial index (the state
 	-- a literal, so that the planner reads it).
-	SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.since AS at FROM "enginehealth".attempts AS a
+	SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.since AS at FROM "enginehealth"."attempts" AS a
 	WHERE a.workflow = $1 AND a.state = 'held' AND a.task = $2
 	-- No row locks: most rows looked at stay as they are; the
 	-- update takes those it changes, by tuple id and state (a

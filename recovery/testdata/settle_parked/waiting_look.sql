@@ -9,7 +9,7 @@
 WITH h AS MATERIALIZED (
 	-- The slice, in the order of the state's partial index (the state
 	-- a literal, so that the planner reads it).
-	SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.next_attempt_at AS at FROM "enginehealth".attempts AS a
+	SELECT a.ctid AS tid, a.instance, a.attempt, a.left_in, a.next_attempt_at AS at FROM "enginehealth"."attempts" AS a
 	WHERE a.workflow = $1 AND a.state = 'waiting' AND a.task = $2 AND (a.next_attempt_at, a.instance) > ($3::timestamptz, $4::text)
 	-- No row locks: most rows looked at stay as they are; the
 	-- update takes those it changes, by tuple id and state (a

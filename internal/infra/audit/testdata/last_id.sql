@@ -1,2 +1,2 @@
 -- last_id
-SELECT coalesce(max(id), 0) FROM "enginehealth".events
+SELECT coalesce(max(id), 0) FROM "enginehealth"."events"

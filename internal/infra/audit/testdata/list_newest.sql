@@ -11,7 +11,7 @@ FROM (SELECT e.*,
 		sum(octet_length(kind) + octet_length(actor) + octet_length(reason) + coalesce(octet_length(node), 0)
 			+ coalesce(octet_length(workflow), 0) + coalesce(octet_length(instance), 0) + coalesce(octet_length(task), 0)
 			+ coalesce(octet_length(from_state), 0) + coalesce(octet_length(to_state), 0) + coalesce(octet_length(via), 0)) OVER w AS text_bytes
-	FROM "enginehealth".event_log e
+	FROM "enginehealth"."event_log" e
 	WHERE id > $1 AND id < $2 AND workflow = $3 AND instance = $4
 	WINDOW w AS (ORDER BY id DESC)
 	ORDER BY id DESC LIMIT $5) page
