@@ -147,11 +147,6 @@ type Repairer struct {
 	// onBatch, when set, is told each repair batch's mode before the
 	// batch begins (tests, benchmarks).
 	onBatch func(batchMode)
-	// settled says, by workflow and task, what the last full settle pass
-	// of its retries at once read (settleEvents: held under events,
-	// whole); settledAt, when set, replaces the clock there (tests).
-	settled   map[[2]string]settleSeen
-	settledAt func() time.Time
 }
 
 // New returns a repairer. It fails without a pool (a nil *sqlx.DB in

@@ -100,34 +100,6 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 // row (settle_batch), so that the pass's cursor goes on past it.
 const eventCaseHorizon = 15 * time.Minute
 
-// A full settle pass of a task that read at least settleTailFrom events
-// and left a case open (a mass interruption whose retries still run: it
-// would read them all again, every check pass, for up to the horizon)
-// is followed, for settleRecheck, by tail passes: they read only the
-// events written since (their cases closed at once where known), and
-// leave the task's cursor where it is; the next full pass looks at the
-// open cases again. A case known closed is thus settled up to
-// settleRecheck late.
-const (
-	settleTailFrom = 10_000
-	settleRecheck  = 30 * time.Second
-)
-
-// settleSeen is what the last full settle pass of a task read: up to
-// the event upto, at, looked events, some case left open.
-type settleSeen struct {
-	upto   int64
-	at     time.Time
-	looked int
-	open   bool
-}
-
-// tail reports whether a pass of the task whose cursor is c may read only
-// the events after seen.upto, at now.
-func (s settleSeen) tail(c settleCursor, now time.Time) bool {
-	return s.open && s.looked >= settleTailFrom && s.upto > c.After && s.upto <= c.Upto && now.Sub(s.at) < settleRecheck
-}
-
 // settleEvents settles the retries at once that wrote no attempts row
 // (their event holds the attempt), for every configured task with a
 // settle cursor (a repair writes it with the task's first such retry),
@@ -150,13 +122,6 @@ func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64
 	if err != nil {
 		return nil, err
 	}
-	if r.settled == nil {
-		r.settled = map[[2]string]settleSeen{}
-	}
-	now := time.Now()
-	if r.settledAt != nil {
-		now = r.settledAt()
-	}
 	out := map[[2]string]SettleCounts{}
 	for _, w := range r.cfg.Workflows {
 		var idType string
@@ -168,13 +133,6 @@ func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64
 			var sc SettleCounts
 			stop := c.Upto // where the cursor goes: before the first case left open
 			after := c.After
-			key := [2]string{w.Name, t.Name}
-			seen := r.settled[key]
-			tail := seen.tail(c, now)
-			if tail {
-				after = seen.upto
-			}
-			looked := 0
 			for {
 				b, err := r.settleEventsBatch(ctx, o, run, w, t, &idType, after, c.Upto)
 				if err != nil {
@@ -183,7 +141,6 @@ func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64
 				sc.Succeeded += b.succeeded
 				sc.Failed += b.failed
 				sc.Cancelled += b.cancelled
-				looked += b.looked
 				if b.open != nil {
 					stop = min(stop, *b.open-1)
 				}
@@ -192,15 +149,7 @@ func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64
 				}
 				after = b.last
 			}
-			if tail {
-				// The cases before seen.upto left open are not looked at:
-				// the cursor stays.
-				seen.upto = c.Upto
-				r.settled[key] = seen
-			} else {
-				r.settled[key] = settleSeen{upto: c.Upto, at: now, looked: looked, open: stop < c.Upto}
-			}
-			if !tail && stop > c.After {
+			if stop > c.After {
 				err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
 					_, err := r.st.moveSettleCursor.Exec(ctx, tx, sqltext.Args{"after": stop, "workflow": w.Name, "task": t.Name})
 					return err
