@@ -246,11 +246,13 @@ func (s batchSlots) Unclaimed(alias string) string {
 }
 
 // Seconds is the SQL text of the delay ms (an SQL expression, in
-// milliseconds, not negative) in seconds to the millisecond, as
-// waitSuffix (decide.go) writes it: the whole milliseconds and their
-// thousandths, as integers (to_char cost a parking batch 5%).
+// milliseconds, not negative) in seconds to the millisecond, half a
+// millisecond rounded up, as waitSuffix (decide.go) writes it: the whole
+// milliseconds and their thousandths, as integers (to_char cost a parking
+// batch 5%; a cast to bigint alone would round half to even).
 func (batchSlots) Seconds(ms string) string {
-	return "((" + ms + ")::bigint / 1000) || '.' || lpad(((" + ms + ")::bigint % 1000)::text, 3, '0')"
+	r := "floor((" + ms + ") + 0.5)::bigint"
+	return "(" + r + " / 1000) || '.' || lpad((" + r + " % 1000)::text, 3, '0')"
 }
 
 // renderBatch renders the statement of one repair batch and its

@@ -173,7 +173,16 @@ const nodesSuffix = "; interrupted on "
 
 // waitSuffix ends the reason of a scheduled retry (policy_batch.sql says
 // the same in SQL).
-func waitSuffix(d time.Duration) string { return fmt.Sprintf(" in %.3fs", d.Seconds()) }
+// waitSuffix says a scheduled retry's delay d (not negative) in seconds
+// to the millisecond, half a millisecond rounded up, as batchSlots.Seconds
+// writes it in SQL (and as config check's Duration.Round rounds it).
+func waitSuffix(d time.Duration) string {
+	ms := d / time.Millisecond
+	if d%time.Millisecond >= time.Millisecond/2 {
+		ms++
+	}
+	return fmt.Sprintf(" in %d.%03ds", ms/1000, ms%1000)
+}
 
 // decide is Decide without the draw of a scheduled retry's delay (Delay
 // zero, whose kind says only that it is not zero) and without the nodes

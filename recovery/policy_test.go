@@ -359,6 +359,24 @@ func TestSampleSQL(t *testing.T) {
 	}
 }
 
+// TestWaitSecondsSQL: a scheduled retry's delay is said alike by the
+// repair's SQL (batchSlots.Seconds, over the delay in milliseconds as the
+// decision table holds it) and by Go (waitSuffix), half milliseconds
+// rounded up on both sides.
+func TestWaitSecondsSQL(t *testing.T) {
+	db := pg.MigratedDB(t)
+	for _, d := range []time.Duration{0, time.Millisecond / 2, 2500 * time.Microsecond, 1500500 * time.Microsecond, 2500500 * time.Microsecond,
+		10000500 * time.Microsecond, 30 * time.Second, 72 * time.Hour, 1000*time.Hour + time.Millisecond/2, 30 * 24 * time.Hour} {
+		var got string
+		if err := db.Get(&got, `SELECT ' in ' || `+batchSlots{}.Seconds("$1::float8")+` || 's'`, float64(d)/1e6); err != nil {
+			t.Fatal(err)
+		}
+		if want := waitSuffix(d); got != want {
+			t.Errorf("%v: SQL says %q, Go %q", d, got, want)
+		}
+	}
+}
+
 // TestCatalogChecksPatterns: a non_retryable pattern Go accepts but
 // PostgreSQL (which matches it) cannot use is named by CheckCatalog.
 func TestCatalogChecksPatterns(t *testing.T) {

@@ -28,7 +28,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN s.state = '' AND s.known THEN 'failed' ELSE s.state END AS st,
 		CASE WHEN s.kind IN ('retry', 'wait') THEN 1 ELSE 0 END AS adds, CASE WHEN s.kind = 'retry' THEN 1 ELSE 0 END AS adds_made,
 		s.kind <> 'wait' AND s.state <> 'exhausted' AS plain, s.state <> '' OR s.known AS has_state, s.kind <> 'retry' AS not_retry,
-		CASE WHEN s.kind = 'wait' THEN s.reason || ' in ' || ((least(s.cap, greatest(0, least(s.cap, s.lo))))::bigint / 1000) || '.' || lpad(((least(s.cap, greatest(0, least(s.cap, s.lo))))::bigint % 1000)::text, 3, '0') || 's' END AS said
+		CASE WHEN s.kind = 'wait' THEN s.reason || ' in ' || (floor((least(s.cap, greatest(0, least(s.cap, s.lo)))) + 0.5)::bigint / 1000) || '.' || lpad((floor((least(s.cap, greatest(0, least(s.cap, s.lo)))) + 0.5)::bigint % 1000)::text, 3, '0') || 's' END AS said
 	FROM (SELECT u.*, $2::float8 AS cap, $3::float8 AS jitter
 		FROM unnest($4::bool[], $5::int[], $6::int[], $7::text[], $8::text[],
 			$9::text[], $10::text[], $11::float8[], $12::float8[])
@@ -87,7 +87,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 		-- waitSuffix (decide.go).
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || ((y.delay_ms)::bigint / 1000) || '.' || lpad(((y.delay_ms)::bigint % 1000)::text, 3, '0') || 's'
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (floor((y.delay_ms) + 0.5)::bigint / 1000) || '.' || lpad((floor((y.delay_ms) + 0.5)::bigint % 1000)::text, 3, '0') || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''

@@ -81,7 +81,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN y.state = 'exhausted' AND y.prev > $1 THEN regexp_replace(y.reason, 'exhausted after [0-9]+ retr(y|ies)',
 			'exhausted after ' || y.prev || ' retries') ELSE y.reason END
 		-- waitSuffix (decide.go).
-		|| CASE WHEN y.kind = 'wait' THEN ' in ' || ((y.delay_ms)::bigint / 1000) || '.' || lpad(((y.delay_ms)::bigint % 1000)::text, 3, '0') || 's'
+		|| CASE WHEN y.kind = 'wait' THEN ' in ' || (floor((y.delay_ms) + 0.5)::bigint / 1000) || '.' || lpad((floor((y.delay_ms) + 0.5)::bigint % 1000)::text, 3, '0') || 's'
 		        WHEN y.state = 'exhausted' AND cardinality(y.nodes) > 0 THEN '; interrupted on ' || array_to_string(y.nodes, ', ')
 		        ELSE '' END
 		|| CASE WHEN NOT y.again THEN ''
