@@ -174,18 +174,19 @@ func TestIdent(t *testing.T) {
 			t.Errorf("Ident(%q) = %s, want %s", c.parts, got, c.want)
 		}
 	}
-	root := filepath.Join("..", "..", "..")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	// The module's files, read through an fs.FS rooted at the module.
+	module := os.DirFS(filepath.Join("..", "..", ".."))
+	err := fs.WalkDir(module, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "test-output" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
+		if d.IsDir() && path != "." && (d.Name() == "test-output" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) {
+			return fs.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, filepath.Join("sqltext", "sqltext.go")) {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || path == "internal/infra/sqltext/sqltext.go" {
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(module, path)
 		if err != nil {
 			return err
 		}
