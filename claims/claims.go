@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/lib/pq"
 )
 
 var (
@@ -69,9 +69,15 @@ type Table struct {
 }
 
 // Ident quotes a table or column name, optionally schema-qualified
-// ("app.orders" → "app"."orders").
+// ("app.orders" → "app"."orders"), each part with the driver's
+// pq.QuoteIdentifier, as the daemon's sqltext.Ident does (claims, the
+// library engines import, depends on nothing of the daemon).
 func Ident(name string) string {
-	return sqltext.Ident(strings.Split(name, ".")...)
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = pq.QuoteIdentifier(p)
+	}
+	return strings.Join(parts, ".")
 }
 
 // Task is the part of a state task the protocol needs.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
+	"github.com/lib/pq"
 )
 
 // Failover grades of nodes, as the sidecar keeps them in its schema: a
@@ -90,7 +90,7 @@ func gradeStatementsOf(schema string) gradeStatements {
 	if st, ok := gradeRendered.Load(schema); ok {
 		return st.(gradeStatements)
 	}
-	s := sqltext.Ident(cmp.Or(schema, DefaultSchema))
+	s := pq.QuoteIdentifier(cmp.Or(schema, DefaultSchema))
 	slots := gradeSlots{Nodes: s + ".nodes", Grades: s + ".node_grades"}
 	st := gradeStatements{grade: prepare("grade", slots), grades: prepare("grades", slots)}
 	gradeRendered.Store(schema, st)

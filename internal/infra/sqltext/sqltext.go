@@ -10,10 +10,12 @@
 // the text never names, is an error, so the text and the code that fills
 // it cannot drift apart. A parameter named in the rendered text but not
 // given, or given but not named, is an error too. Slots hold identifiers
-// quoted by one function, Ident: Ident(schema, "table") for the
-// sidecar's own tables (a schema name may hold a dot: it is one part),
-// and claims.Ident, Ident of each dotted part, for the engine tables the
-// configuration names.
+// quoted by one function, the driver's pq.QuoteIdentifier, through Ident
+// in the daemon: Ident(schema, "table") for the sidecar's own tables (a
+// schema name may hold a dot: it is one part); and through claims.Ident
+// (each dotted part of a name the configuration gives) for the engine
+// tables, in the library engines import, which may depend on nothing of
+// the daemon.
 //
 // A statement whose text depends only on what is fixed for a process (a
 // schema's name) is prepared once (Prepare) and run with its parameters
