@@ -606,6 +606,73 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
+// BenchmarkSettleOpenCases: the settle pass of a task after a mass
+// interruption of 100k instances retried at once, while their retries
+// still run (every case open: the pass reads them all and closes none,
+// on every check pass, up to the case horizon), and once all have
+// succeeded (every case closed: its attempts row and its event each).
+// Reports settle-100k-open-ms (the slower of two passes) and
+// settle-100k-closed-ms.
+func BenchmarkSettleOpenCases(b *testing.B) {
+	const rows = 100_000
+	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
+		b.Fatal(err)
+	}
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
+		CREATE INDEX ON app.orders (status, id);
+		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
+			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
+	wf := Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status",
+		Claims: &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
+			Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
+			ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+		Tasks: []Task{{Task: claims.Task{Name: "reserve", Begin: "Created", Interim: "Reserving", Ends: []string{"Reserved"}, Failed: "Failed"},
+			AtomicInternal: true}}}
+	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
+	events := audit.New("enginehealth")
+	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{wf}, Log: leadertest.Quiet}))
+	ctx := context.Background()
+	var open, closed []float64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		db.MustExec(`TRUNCATE app.orders CASCADE; TRUNCATE enginehealth.attempts, enginehealth.events, enginehealth.settle_cursors`)
+		db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, $1)`, rows)
+		res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+		if err != nil || res.Done() != rows {
+			b.Fatalf("repaired %d of %d: %v", res.Done(), rows, err)
+		}
+		db.MustExec(`ANALYZE app.orders, enginehealth.events`)
+		b.StartTimer()
+		slowest := 0.0
+		for range 2 {
+			start := time.Now()
+			sc, err := r.Settle(ctx, o, res.RunID, false)
+			if err != nil || len(sc) != 0 {
+				b.Fatalf("settled %+v while every retry runs: %v", sc, err)
+			}
+			slowest = max(slowest, float64(time.Since(start).Microseconds())/1000)
+		}
+		open = append(open, slowest)
+		db.MustExec(`UPDATE app.orders SET status = 'Reserved'`)
+		start := time.Now()
+		sc, err := r.Settle(ctx, o, res.RunID, false)
+		if err != nil || len(sc) != 1 || sc[0].Succeeded != rows {
+			b.Fatalf("settled %+v once all succeeded: %v", sc, err)
+		}
+		closed = append(closed, float64(time.Since(start).Microseconds())/1000)
+	}
+	b.ReportMetric(median(open), "settle-100k-open-ms")
+	b.ReportMetric(median(closed), "settle-100k-closed-ms")
+}
+
 // BenchmarkInstanceHistory reads one instance's view (state, claim,
 // attempts row, events: what GET /v1/instances/{workflow}/{id} and events
 // --instance answer) from an events table of 10M rows, ten events for

@@ -39,19 +39,25 @@ WITH r AS MATERIALIZED (
 	FROM r
 	{{.OpenCase}}
 	WHERE kept.found IS NULL AND later.found IS NULL
-), x AS MATERIALIZED (
+), x AS NOT MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
-	-- policy decides it); with the case's retries and nodes.
-	SELECT o.*, a.attempt, a.nodes, a.last_node, {{.Outcome}} AS next, 'retry ' || a.attempt AS what
-	FROM o {{.HistoryJoin}}
+	-- policy decides it). Worked out where it is read (no copy).
+	SELECT o.*, {{.Outcome}} AS next FROM o
+), h AS MATERIALIZED (
+	-- Closed now, or still running past the horizon, with the case's
+	-- retries and nodes (read for these only: a pass after a mass
+	-- interruption finds most cases still running, each pass).
+	SELECT o.*, a.attempt, a.nodes, a.last_node, 'retry ' || a.attempt AS what
+	FROM x AS o {{.HistoryJoin}}
+	WHERE o.next <> '' OR o.at < now() - {{arg "horizon_ms"}} * interval '1 millisecond'
 ), y AS MATERIALIZED (
-	-- Closed now, or still running past the horizon.
-	SELECT x.*, CASE next
+	-- The reason said.
+	SELECT h.*, CASE next
 			{{.Reason}}
 			ELSE what || ' still runs (in ' || st || '): followed in this row'
 		END AS reason
-	FROM x WHERE x.next <> '' OR x.at < now() - {{arg "horizon_ms"}} * interval '1 millisecond'
+	FROM h
 ), rows_written AS (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped

@@ -168,6 +168,8 @@ var rows = []row{
 	{"check pass, 1M rows, 100k retries waiting (none due) / idle pass", "BenchmarkCheckParked", "ratio-100k-waiting", fixed("≤ 1.5"), atMost(1.5)},
 	{"check pass, 1M old failures under on_failure / idle pass", "BenchmarkCheckParked", "ratio-1M-old-failures", fixed("≤ 1.5"), atMost(1.5)},
 	{"sweep of every interrupted instance, 100k waiting (first pass of an office)", "BenchmarkCheckParked", "sweep-100k-waiting-ms", fixed("—"), nil},
+	{"settle pass, 100k retries at once still running (every case open: read, none closed; each check pass)", "BenchmarkSettleOpenCases", "settle-100k-open-ms", fixed("—"), nil},
+	{"settle pass, the same 100k once succeeded (an attempts row and an event each)", "BenchmarkSettleOpenCases", "settle-100k-closed-ms", fixed("—"), nil},
 	{"console: the last day's page, 1,000 nodes, 100k events about instances, median answer", "BenchmarkConsoleDay", "day-page-ms", fixed("≤ 300 ms"), atMost(300)},
 	{"console: the last day's page, 1,000 nodes, p90", "BenchmarkConsoleDay", "day-page-p90-ms", fixed("—"), nil},
 	{"instance view (events --instance) at 10M events, p99", "BenchmarkInstanceHistory", "instance-history-p99-ms", fixed("< 50 ms"), func(v float64, _ map[string]float64) bool { return v < 50 }},

@@ -29,17 +29,22 @@ WITH r AS MATERIALIZED (
 		WHERE l.instance = r.instance AND l.workflow = $3 AND l.task = $4 AND l.id > r.id
 		  AND l.kind = 'instance_repaired' AND l.attempt IS NOT NULL LIMIT 1) AS later ON true
 	WHERE kept.found IS NULL AND later.found IS NULL
-), x AS MATERIALIZED (
+), x AS NOT MATERIALIZED (
 	-- The outcome: '' while the retry still runs (begin, interim),
 	-- and, under an on_failure policy, when the engine failed it (the
-	-- policy decides it); with the case's retries and nodes.
-	SELECT o.*, a.attempt, a.nodes, a.last_node, CASE
+	-- policy decides it). Worked out where it is read (no copy).
+	SELECT o.*, CASE
 			WHEN st IS NULL THEN 'cancelled'
 			WHEN st = ANY ($6::text[]) THEN 'succeeded'
 			WHEN st = $7 OR st = $8 THEN ''
 			WHEN st = $9 THEN ''
-			ELSE 'succeeded' END AS next, 'retry ' || a.attempt AS what
-	FROM o LEFT JOIN LATERAL (
+			ELSE 'succeeded' END AS next FROM o
+), h AS MATERIALIZED (
+	-- Closed now, or still running past the horizon, with the case's
+	-- retries and nodes (read for these only: a pass after a mass
+	-- interruption finds most cases still running, each pass).
+	SELECT o.*, a.attempt, a.nodes, a.last_node, 'retry ' || a.attempt AS what
+	FROM x AS o LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
@@ -57,9 +62,10 @@ WITH r AS MATERIALIZED (
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		GROUP BY e.instance) AS h)
 		LIMIT 1) AS a ON true
+	WHERE o.next <> '' OR o.at < now() - $10 * interval '1 millisecond'
 ), y AS MATERIALIZED (
-	-- Closed now, or still running past the horizon.
-	SELECT x.*, CASE next
+	-- The reason said.
+	SELECT h.*, CASE next
 			WHEN 'cancelled' THEN what || ' cancelled: the instance no longer exists'
 			WHEN 'failed' THEN what || ' failed: the engine moved the instance to ' || st
 			WHEN 'succeeded' THEN CASE WHEN st = ANY ($6::text[])
@@ -67,7 +73,7 @@ WITH r AS MATERIALIZED (
 				ELSE what || ' succeeded: the instance went on to ' || st END
 			ELSE what || ' still runs (in ' || st || '): followed in this row'
 		END AS reason
-	FROM x WHERE x.next <> '' OR x.at < now() - $10 * interval '1 millisecond'
+	FROM h
 ), rows_written AS (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped
