@@ -20,6 +20,18 @@ import (
 	"github.com/enginehealth/enginehealth/leader"
 )
 
+// benchOrders is the benchmarks' workflow: the demo engine's orders
+// table (app.orders, with its claims table app.orders_claim) and its
+// atomic task reserve (Created → Reserving → Reserved, or Failed).
+func benchOrders() Workflow {
+	return Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status",
+		Claims: &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
+			Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
+			ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+		Tasks: []Task{{Task: claims.Task{Name: "reserve", Begin: "Created", Interim: "Reserving", Ends: []string{"Reserved"}, Failed: "Failed"},
+			AtomicInternal: true}}}
+}
+
 // BenchmarkRepair repairs 100k interrupted instances (unclaimed, in an
 // interim state) through the master, events and fencing included, and
 // compares with one bare set-based UPDATE of the same rows on the same
@@ -90,12 +102,7 @@ func benchRepair(b *testing.B, batch int) {
 	db.MustExec(`CREATE TABLE app.twin (LIKE app.orders INCLUDING ALL);
 		CREATE TABLE app.twin_claim (LIKE app.orders_claim INCLUDING ALL);
 		INSERT INTO app.twin SELECT * FROM app.orders`)
-	wf := Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status",
-		Claims: &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
-			Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
-			ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
-		Tasks: []Task{{Task: claims.Task{Name: "reserve", Begin: "Created", Interim: "Reserving", Ends: []string{"Reserved"}, Failed: "Failed"},
-			AtomicInternal: true}}}
+	wf := benchOrders()
 	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
 	events := audit.New("enginehealth")
 	cfg := Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})), Events: events, Schema: "enginehealth",
@@ -628,12 +635,7 @@ func BenchmarkSettleOpenCases(b *testing.B) {
 		CREATE INDEX ON app.orders (status, id);
 		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
 			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
-	wf := Workflow{Name: "orders", Table: "app.orders", IDColumn: "id", StatusColumn: "status",
-		Claims: &claims.Table{Instances: "app.orders", IDColumn: "id", StatusColumn: "status",
-			Claims: "app.orders_claim", InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token",
-			ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
-		Tasks: []Task{{Task: claims.Task{Name: "reserve", Begin: "Created", Interim: "Reserving", Ends: []string{"Reserved"}, Failed: "Failed"},
-			AtomicInternal: true}}}
+	wf := benchOrders()
 	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
 	events := audit.New("enginehealth")
 	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
