@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,10 +65,16 @@ func TestProtocolDoctor(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, labels := range kinds {
+		var missing []string
+		for kind, labels := range kinds {
 			if !strings.Contains(string(body), "enginehealth_protocol_violations_total{"+labels+"} 1\n") {
-				return false, nil
+				missing = append(missing, kind)
 			}
+		}
+		if len(missing) > 0 {
+			// Said when the wait ends: which kinds never came.
+			slices.Sort(missing)
+			return false, fmt.Errorf("not yet counted: %s", strings.Join(missing, ", "))
 		}
 		return true, nil
 	})
