@@ -171,11 +171,10 @@ func Decide(t Task, c Cause, h History, errText string, rnd func() float64) Acti
 // was interrupted on.
 const nodesSuffix = "; interrupted on "
 
-// waitSuffix ends the reason of a scheduled retry (policy_batch.sql says
-// the same in SQL).
-// waitSuffix says a scheduled retry's delay d (not negative) in seconds
-// to the millisecond, half a millisecond rounded up, as batchSlots.Seconds
-// writes it in SQL (and as config check's Duration.Round rounds it).
+// waitSuffix ends the reason of a scheduled retry: its delay d (not
+// negative) in seconds to the millisecond, half a millisecond rounded
+// up, as batchSlots.Seconds writes it in SQL (policy_batch.sql) and as
+// config check's Duration.Round rounds it.
 func waitSuffix(d time.Duration) string {
 	ms := d / time.Millisecond
 	if d%time.Millisecond >= time.Millisecond/2 {

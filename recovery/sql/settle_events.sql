@@ -44,20 +44,18 @@ WITH r AS MATERIALIZED (
 	-- and, under an on_failure policy, when the engine failed it (the
 	-- policy decides it). Worked out where it is read (no copy).
 	SELECT o.*, {{.Outcome}} AS next FROM o
-), h AS MATERIALIZED (
+), y AS MATERIALIZED (
 	-- Closed now, or still running past the horizon, with the case's
 	-- retries and nodes (read for these only: a pass after a mass
-	-- interruption finds most cases still running, each pass).
-	SELECT o.*, a.attempt, a.nodes, a.last_node, 'retry ' || a.attempt AS what
-	FROM x AS o {{.HistoryJoin}}
-	WHERE o.next <> '' OR o.at < now() - {{arg "horizon_ms"}} * interval '1 millisecond'
-), y AS MATERIALIZED (
-	-- The reason said.
+	-- interruption finds most cases still running, each pass) and the
+	-- reason said.
 	SELECT h.*, CASE next
 			{{.Reason}}
 			ELSE what || ' still runs (in ' || st || '): followed in this row'
 		END AS reason
-	FROM h
+	FROM (SELECT o.*, a.attempt, a.nodes, a.last_node, 'retry ' || a.attempt AS what
+		FROM x AS o {{.HistoryJoin}}
+		WHERE o.next <> '' OR o.at < now() - {{arg "horizon_ms"}} * interval '1 millisecond') AS h
 ), rows_written AS (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped

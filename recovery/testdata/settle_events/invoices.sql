@@ -39,12 +39,21 @@ WITH r AS MATERIALIZED (
 			WHEN st = $7 OR st = $8 THEN ''
 			WHEN st = $9 THEN ''
 			ELSE 'succeeded' END AS next FROM o
-), h AS MATERIALIZED (
+), y AS MATERIALIZED (
 	-- Closed now, or still running past the horizon, with the case's
 	-- retries and nodes (read for these only: a pass after a mass
-	-- interruption finds most cases still running, each pass).
-	SELECT o.*, a.attempt, a.nodes, a.last_node, 'retry ' || a.attempt AS what
-	FROM x AS o LEFT JOIN LATERAL (
+	-- interruption finds most cases still running, each pass) and the
+	-- reason said.
+	SELECT h.*, CASE next
+			WHEN 'cancelled' THEN what || ' cancelled: the instance no longer exists'
+			WHEN 'failed' THEN what || ' failed: the engine moved the instance to ' || st
+			WHEN 'succeeded' THEN CASE WHEN st = ANY ($6::text[])
+				THEN what || ' succeeded: the instance reached ' || st
+				ELSE what || ' succeeded: the instance went on to ' || st END
+			ELSE what || ' still runs (in ' || st || '): followed in this row'
+		END AS reason
+	FROM (SELECT o.*, a.attempt, a.nodes, a.last_node, 'retry ' || a.attempt AS what
+		FROM x AS o LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per row,
 		-- whatever the planner thinks of the table's size.
 		(SELECT a.ctid AS tid, a.attempt, a.nodes, a.state, a.since, a.stamp,
@@ -62,18 +71,7 @@ WITH r AS MATERIALIZED (
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		GROUP BY e.instance) AS h)
 		LIMIT 1) AS a ON true
-	WHERE o.next <> '' OR o.at < now() - $10 * interval '1 millisecond'
-), y AS MATERIALIZED (
-	-- The reason said.
-	SELECT h.*, CASE next
-			WHEN 'cancelled' THEN what || ' cancelled: the instance no longer exists'
-			WHEN 'failed' THEN what || ' failed: the engine moved the instance to ' || st
-			WHEN 'succeeded' THEN CASE WHEN st = ANY ($6::text[])
-				THEN what || ' succeeded: the instance reached ' || st
-				ELSE what || ' succeeded: the instance went on to ' || st END
-			ELSE what || ' still runs (in ' || st || '): followed in this row'
-		END AS reason
-	FROM h
+		WHERE o.next <> '' OR o.at < now() - $10 * interval '1 millisecond') AS h
 ), rows_written AS (
 	-- Its attempts row: the case's outcome, or still retried since the
 	-- retry was made (since: the failure path decides a failure stamped
