@@ -255,6 +255,9 @@ func goldens(t *testing.T) []sqltest.Shape {
 			[]string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"},
 			func() (sqltext.Statement, error) { return r.renderPlanTask(g.w, g.w.Tasks[0]) })
 	}
+	gs.add("plan_task", "each", "the plan of the same task instance by instance (planEach: the tests compare it with the run)",
+		[]string{"invoices_status_", "attempts_pkey", "invoice_claim_pkey"},
+		func() (sqltext.Statement, error) { return r.renderPlan(invoices, invoices.Tasks[0], true) })
 	return gs.all
 }
 

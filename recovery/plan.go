@@ -69,7 +69,6 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", w.Name, t.Name, err)
 	}
-	p := t.InterruptPolicy()
 	var groups []struct {
 		Prev  int   `db:"prev"`
 		Match int   `db:"match"`
@@ -80,11 +79,7 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 	}
 	var out []PlannedEffect
 	for _, g := range groups {
-		matched := ""
-		if g.Match > 0 {
-			matched = p.NonRetryable[g.Match-1]
-		}
-		to, e := effectOf(t, CauseInterrupt, g.Prev, matched)
+		to, e := planned(t, g.Prev, g.Match)
 		// Groups that come out the same (retries past max_attempts are
 		// all exhausted) are one.
 		if n := len(out); n > 0 && out[n-1].Effect == e {
@@ -94,6 +89,49 @@ func (r *Repairer) planTask(ctx context.Context, w Workflow, t Task) ([]PlannedE
 		out = append(out, PlannedEffect{Instances: g.N, To: to, Effect: e})
 	}
 	return out, nil
+}
+
+// planEach is planTask instance by instance: what a recovery run would
+// do now to each instance of task t it would decide, by its id (as
+// text). The tests compare it with the run that follows.
+func (r *Repairer) planEach(ctx context.Context, w Workflow, t Task) (map[string]InstancePlan, error) {
+	q, err := r.renderPlan(w, t, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", w.Name, t.Name, err)
+	}
+	var rows []struct {
+		ID    string `db:"id"`
+		Prev  int    `db:"prev"`
+		Match int    `db:"match"`
+		N     int64  `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, r.cfg.DB, &rows, q.SQL, q.Args...); err != nil {
+		return nil, fmt.Errorf("%s.%s in %q: %w", w.Name, t.Name, t.Interim, err)
+	}
+	out := make(map[string]InstancePlan, len(rows))
+	for _, x := range rows {
+		to, e := planned(t, x.Prev, x.Match)
+		out[x.ID] = InstancePlan{To: to, Effect: e, Retries: x.Prev}
+	}
+	return out, nil
+}
+
+// InstancePlan is what a recovery run would do to one instance (planEach).
+type InstancePlan struct {
+	// To and Effect as in PlannedEffect; Retries: the retries counted.
+	To, Effect string
+	Retries    int
+}
+
+// planned is what a run makes of an instance of t interrupted after prev
+// retries whose error matches the non-retryable pattern match (1-based;
+// 0: none), as a plan's row says them.
+func planned(t Task, prev, match int) (to, effect string) {
+	matched := ""
+	if match > 0 {
+		matched = t.InterruptPolicy().NonRetryable[match-1]
+	}
+	return effectOf(t, CauseInterrupt, prev, matched)
 }
 
 // planTaskSQL is the statement of a dry run's plan of a task
@@ -112,11 +150,21 @@ type planSlots struct {
 	// decidableSQL); UnclaimedAfterExpiry: b has no claim but expired
 	// ones.
 	HistoryJoin, RetriesCounted, Decidable, UnclaimedAfterExpiry string
+	// Each: one row per instance (planEach), its id as text (Instance)
+	// instead of a count.
+	Each     bool
+	Instance string
 }
 
 // renderPlanTask renders the statement of the plan of task t of the
 // claimable workflow w and its parameters.
 func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error) {
+	return r.renderPlan(w, t, false)
+}
+
+// renderPlan renders the plan of task t of w: grouped, or instance by
+// instance (each).
+func (r *Repairer) renderPlan(w Workflow, t Task, each bool) (sqltext.Statement, error) {
 	tbl := w.Claims
 	// An instance with an expired claim row now is interrupted again
 	// once the run deletes it.
@@ -126,6 +174,9 @@ func (r *Repairer) renderPlanTask(w Workflow, t Task) (sqltext.Statement, error)
 		Table: claims.Ident(w.Table), Status: claims.Ident(w.StatusColumn),
 		Patterns:       w.ErrorColumn != "" && len(p.NonRetryable) > 0,
 		RetriesCounted: retriesCountedSQL, Decidable: decidableSQL, UnclaimedAfterExpiry: tbl.UnclaimedAfterExpiry("b"),
+	}
+	if each {
+		sl.Each, sl.Instance = true, instanceOf(w)
 	}
 	var err error
 	if sl.HistoryJoin, err = r.historyJoin(again, instanceOf(w)); err != nil {

@@ -869,20 +869,20 @@ func TestExhaustedSaysTheRetriesMade(t *testing.T) {
 	}
 }
 
-// TestPlanEqualsRunAtScale: on 10k interrupted instances with mixed
-// histories (none, retries at once in the events only, retries made 0 to
-// beyond max_attempts, a success since, parked and run again since or
-// not, a non-retryable error, a live claim or an expired one), the dry-run plan and the run after it agree: as many
-// handled as planned, each destination (begin, failed, staying) with the
-// count planned, and as many exhausted. They share their decision.
-func TestPlanEqualsRunAtScale(t *testing.T) {
+// planFixtureSize is planFixture's instances.
+const planFixtureSize = 10_000
+
+// planFixture is 10k instances of a task with mixed histories (the
+// plan-equals-run tests').
+func planFixture(t *testing.T) policyFixture {
+	t.Helper()
 	// Retry 1 at once, retries 2 and 3 after an hour: some instances go
 	// back to begin, some stay.
 	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, NonRetryable: []string{"^fatal:"},
 		Backoff: Backoff{Kind: BackoffSchedule, Schedule: []time.Duration{0, time.Hour, time.Hour}, MaxDelay: time.Hour}})
 	r, db := f.r, f.db
 	r.cfg.BatchSize = 1000 // the fixture's 2 is for batch edges
-	const n = 10_000
+	const n = planFixtureSize
 	db.MustExec(`DELETE FROM app.orders`)
 	db.MustExec(`INSERT INTO app.orders (id, status, last_error)
 		SELECT i, 'Shipping', CASE WHEN i % 13 = 0 THEN 'fatal: card gone' WHEN i % 17 = 0 THEN 'timeout' END FROM generate_series(1, $1) i`, n)
@@ -913,6 +913,19 @@ func TestPlanEqualsRunAtScale(t *testing.T) {
 		SELECT i, 'n1', 't', now() - interval '1h', CASE WHEN i % 7 = 0 THEN now() + interval '1h' ELSE now() - interval '1m' END
 		FROM generate_series(1, $1) i WHERE i % 7 = 0 OR i % 11 = 0`, n)
 	db.MustExec(`ANALYZE app.orders, enginehealth.attempts, enginehealth.events`)
+	return f
+}
+
+// TestPlanEqualsRunAtScale: on 10k interrupted instances with mixed
+// histories (none, retries at once in the events only, retries made 0 to
+// beyond max_attempts, a success since, parked and run again since or
+// not, a non-retryable error, a live claim or an expired one), the dry-run plan and the run after it agree: as many
+// handled as planned, each destination (begin, failed, staying) with the
+// count planned, and as many exhausted. They share their decision.
+func TestPlanEqualsRunAtScale(t *testing.T) {
+	const n = planFixtureSize
+	f := planFixture(t)
+	r, db := f.r, f.db
 	ctx := context.Background()
 	task := r.cfg.Workflows[0].Tasks[0]
 	plans, err := r.Plan(ctx, Scope{})
@@ -931,6 +944,24 @@ func TestPlanEqualsRunAtScale(t *testing.T) {
 	if plan.Planned < n/2 || byTo[task.Begin] == 0 || byTo[task.Failed] == 0 || byTo[""] == 0 || exhausted == 0 {
 		t.Fatalf("planned %d instances in %d groups: the histories are not mixed enough: %+v", plan.Planned, len(plan.Plan), plan.Plan)
 	}
+	// The same plan instance by instance: the groups above, each
+	// instance in one.
+	each, err := r.planEach(ctx, r.cfg.Workflows[0], task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byEffect := map[PlannedEffect]int64{}
+	for _, e := range each {
+		byEffect[PlannedEffect{To: e.To, Effect: e.Effect}]++
+	}
+	for _, g := range plan.Plan {
+		byEffect[PlannedEffect{To: g.To, Effect: g.Effect}] -= g.Instances
+	}
+	for k, n := range byEffect {
+		if n != 0 {
+			t.Fatalf("the plan instance by instance has %d instances more than the plan %q (to %q)", n, k.Effect, k.To)
+		}
+	}
 	res := f.pass()
 	run := res.Tasks[0]
 	if run.Done != plan.Planned || run.Retried != byTo[task.Begin] || run.Failed != byTo[task.Failed] ||
@@ -938,4 +969,108 @@ func TestPlanEqualsRunAtScale(t *testing.T) {
 		t.Fatalf("the run did not do what the plan said:\nplan: %d planned, by destination %v, %d exhausted, groups %+v\nrun:  %+v",
 			plan.Planned, byTo, exhausted, plan.Plan, run)
 	}
+	instances, groups, err := planMatchesRun(db, each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d instances, %d groups, each group one outcome of the run", instances, groups)
+}
+
+// TestPlanEqualsRunBites: two instances whose histories change places
+// between the plan and the run, which the totals cannot see, fail the
+// comparison instance by instance.
+func TestPlanEqualsRunBites(t *testing.T) {
+	f := planFixture(t)
+	r, db := f.r, f.db
+	each, err := r.planEach(context.Background(), r.cfg.Workflows[0], r.cfg.Workflows[0].Tasks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 and 13: one retry counted and two (no error on either).
+	db.MustExec(`UPDATE enginehealth.attempts SET attempt = CASE instance WHEN '12' THEN 1 ELSE 0 END
+		WHERE workflow = 'orders' AND task = 'ship' AND instance IN ('12', '13')`)
+	f.pass()
+	_, _, err = planMatchesRun(db, each)
+	if err == nil || !strings.Contains(err.Error(), "instance 12:") || !strings.Contains(err.Error(), "instance 13:") {
+		t.Fatalf("two instances swapped between the plan and the run: %v, want both named", err)
+	}
+	t.Log(err)
+}
+
+// planMatchesRun compares the plan instance by instance (each, taken
+// before the last run) with the outcomes the run wrote in the events.
+func planMatchesRun(db *sqlx.DB, each map[string]InstancePlan) (instances, groups int, err error) {
+	// Instance by instance: the run decided exactly the instances the
+	// plan did, and the plan's groups (its effect, with the retries it
+	// counted: a failed instance's event carries them) and the run's
+	// outcomes (kind, destination, attempt, reason) match one to one:
+	// every instance of a group had its group's outcome. Two instances
+	// whose outcomes the run swapped, against the plan, are named here
+	// even where the totals agree.
+	var outcomes []struct {
+		Instance string         `db:"instance"`
+		Kind     string         `db:"kind"`
+		To       sql.NullString `db:"to_state"`
+		Attempt  sql.NullInt64  `db:"attempt"`
+		Reason   string         `db:"reason"`
+	}
+	if err := db.Select(&outcomes, `SELECT instance, kind, to_state, attempt, reason FROM enginehealth.events
+		WHERE run_id = (SELECT max(id) FROM enginehealth.runs) AND task = 'ship' AND kind IN ('instance_repaired', 'retry_scheduled', 'instance_held')
+		ORDER BY instance`); err != nil {
+		return 0, 0, err
+	}
+	if len(outcomes) != len(each) {
+		return 0, 0, fmt.Errorf("the run wrote %d outcomes, the plan planned %d instances", len(outcomes), len(each))
+	}
+	groupOf := make(map[string]string, len(outcomes)) // instance → its plan's group
+	gotOf := make(map[string]string, len(outcomes))   // instance → its outcome in the run
+	seen := map[string]map[string]int{}               // group → outcome → instances
+	var odd []string                                  // instances not done as planned
+	for _, o := range outcomes {
+		e, ok := each[o.Instance]
+		if !ok {
+			return 0, 0, fmt.Errorf("the run decided instance %s, which the plan did not plan: %+v", o.Instance, o)
+		}
+		if _, twice := gotOf[o.Instance]; twice {
+			return 0, 0, fmt.Errorf("the run decided instance %s twice", o.Instance)
+		}
+		if e.To != o.To.String {
+			odd = append(odd, fmt.Sprintf("instance %s: the plan said %q (to %q), the run sent it to %q (%s: %s)", o.Instance, e.Effect, e.To, o.To.String, o.Kind, o.Reason))
+		}
+		// (What follows "; " is the instance's own, not its group's:
+		// the nodes an exhausted instance was interrupted on, that it
+		// was run again while parked.)
+		reason, _, _ := strings.Cut(o.Reason, "; ")
+		got := fmt.Sprintf("%s → %q, attempt %v: %s", o.Kind, o.To.String, o.Attempt, reason)
+		group := fmt.Sprintf("%s (after %d retries)", e.Effect, e.Retries)
+		groupOf[o.Instance], gotOf[o.Instance] = group, got
+		if seen[group] == nil {
+			seen[group] = map[string]int{}
+		}
+		seen[group][got]++
+	}
+	// Each group's outcome: the one most of its instances had.
+	outcome := map[string]string{}
+	ofOutcome := map[string]string{}
+	for group, gots := range seen {
+		best := ""
+		for got, n := range gots {
+			if best == "" || n > gots[best] || (n == gots[best] && got < best) {
+				best = got
+			}
+		}
+		if other, ok := ofOutcome[best]; ok {
+			return 0, 0, fmt.Errorf("the run did %q to the instances the plan said %q of and to those it said %q of", best, group, other)
+		}
+		outcome[group], ofOutcome[best] = best, group
+	}
+	for _, o := range outcomes {
+		if g := groupOf[o.Instance]; gotOf[o.Instance] != outcome[g] {
+			odd = append(odd, fmt.Sprintf("instance %s: the plan said %q, the run did %q (to the others of its group: %q)", o.Instance, g, gotOf[o.Instance], outcome[g]))
+		}
+	}
+	if len(odd) > 0 {
+		return 0, 0, fmt.Errorf("%d instances not done as planned:\n%s", len(odd), strings.Join(odd, "\n"))
+	}
+	return len(outcomes), len(outcome), nil
 }
