@@ -265,9 +265,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 }
 
 // keyProblem checks what encoding/json lets through: the body must be an
-// object (not null), and each of its keys must be given once and spelt
+// object (not null), and each of its keys must be given once, spelt
 // exactly as one of v's json field names (encoding/json would also take
-// "REASON" for "reason", and let the last of two keys win). It returns ""
+// "REASON" for "reason", and let the last of two keys win), with a value
+// other than null (which encoding/json takes as the field left out), but
+// for a list, whose null is empty. It returns ""
 // when the keys are fine, or when the body is not a JSON object at all
 // (the decoder then says what is wrong).
 func keyProblem(b []byte, v any) string {
@@ -283,10 +285,12 @@ func keyProblem(b []byte, v any) string {
 		return ""
 	}
 	names := map[string]bool{}
+	lists := map[string]bool{}
 	t := reflect.TypeOf(v).Elem()
 	for i := range t.NumField() {
 		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" {
 			names[n] = true
+			lists[n] = t.Field(i).Type.Kind() == reflect.Slice
 		}
 	}
 	seen := map[string]bool{}
@@ -306,6 +310,12 @@ func keyProblem(b []byte, v any) string {
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
 			return ""
+		}
+		// encoding/json leaves a field given as null as it was: for
+		// {"dry_run": null}, a run that is not dry. A list's null is
+		// the empty list (what Go clients send for none).
+		if string(skip) == "null" && !lists[k] {
+			return "body: field " + quoteShort(k) + " is null: give it a value, or leave it out"
 		}
 	}
 	return ""

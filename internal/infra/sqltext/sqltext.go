@@ -374,9 +374,13 @@ func (t *Template) check(slots any) error {
 	return err
 }
 
-// walk calls fn with the first name of every field reference (.Name)
-// under n.
-func walk(n parse.Node, fn func(string)) {
+// walk calls fn with the first name of every reference to a slot under
+// n: a field of dot where dot is the slots (.Name), or of the slots
+// anywhere ($.Name). Inside a range or with, dot is something else: its
+// fields there are not slots.
+func walk(n parse.Node, fn func(string)) { walkDot(n, fn, true) }
+
+func walkDot(n parse.Node, fn func(string), top bool) {
 	switch n := n.(type) {
 	case nil:
 	case *parse.ListNode:
@@ -384,38 +388,45 @@ func walk(n parse.Node, fn func(string)) {
 			return
 		}
 		for _, c := range n.Nodes {
-			walk(c, fn)
+			walkDot(c, fn, top)
 		}
 	case *parse.ActionNode:
-		walk(n.Pipe, fn)
+		walkDot(n.Pipe, fn, top)
 	case *parse.PipeNode:
 		if n == nil {
 			return
 		}
 		for _, c := range n.Cmds {
-			walk(c, fn)
+			walkDot(c, fn, top)
 		}
 	case *parse.CommandNode:
 		for _, a := range n.Args {
-			walk(a, fn)
+			walkDot(a, fn, top)
 		}
 	case *parse.FieldNode:
-		fn(n.Ident[0])
+		if top {
+			fn(n.Ident[0])
+		}
+	case *parse.VariableNode:
+		if n.Ident[0] == "$" && len(n.Ident) > 1 {
+			fn(n.Ident[1])
+		}
 	case *parse.ChainNode:
-		walk(n.Node, fn)
+		walkDot(n.Node, fn, top)
 	case *parse.IfNode:
-		walk(n.Pipe, fn)
-		walk(n.List, fn)
-		walk(n.ElseList, fn)
+		walkDot(n.Pipe, fn, top)
+		walkDot(n.List, fn, top)
+		walkDot(n.ElseList, fn, top)
 	case *parse.RangeNode:
-		walk(n.Pipe, fn)
-		walk(n.List, fn)
-		walk(n.ElseList, fn)
+		// (The else branch runs with dot unchanged.)
+		walkDot(n.Pipe, fn, top)
+		walkDot(n.List, fn, false)
+		walkDot(n.ElseList, fn, top)
 	case *parse.WithNode:
-		walk(n.Pipe, fn)
-		walk(n.List, fn)
-		walk(n.ElseList, fn)
+		walkDot(n.Pipe, fn, top)
+		walkDot(n.List, fn, false)
+		walkDot(n.ElseList, fn, top)
 	case *parse.TemplateNode:
-		walk(n.Pipe, fn)
+		walkDot(n.Pipe, fn, top)
 	}
 }

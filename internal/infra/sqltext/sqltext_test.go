@@ -61,6 +61,23 @@ func TestRenderRefusesDrift(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming the statement and saying %q", c.name, err, c.want)
 		}
 	}
+	// Inside a range, dot is an element: its fields are not slots, and
+	// the slots are $.Name.
+	each := New("each", `SELECT {{range .Columns}}{{.Name}}, {{end}}{{range .Columns}}{{$.Table}}.x{{end}} FROM {{$.Table}}`)
+	type column struct{ Name string }
+	if _, err := each.Render(struct {
+		Columns []column
+		Table   string
+	}{[]column{{"a"}}, "t"}, nil); err != nil {
+		t.Errorf("a field of a range's element, a slot named $.Table: %v, want none", err)
+	}
+	if _, err := each.Render(struct {
+		Columns []column
+		Table   string
+		Name    string
+	}{[]column{{"a"}}, "t", "n"}, nil); err == nil || !strings.Contains(err.Error(), "Name is never named") {
+		t.Errorf("a slot named only as a range element's field: %v, want it never named", err)
+	}
 	// Slots promoted from an embedded struct count as the struct's own.
 	if _, err := move.Render(extra{Schema: "x"}, Args{"from": "a", "to": "b"}); err == nil || strings.Contains(err.Error(), "lacks") {
 		t.Errorf("embedded slots: %v, want only the unnamed Schema", err)
