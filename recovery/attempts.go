@@ -298,7 +298,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		sl.KindRetry, sl.KindFail = pq.QuoteLiteral(string(audit.KindRetried)), pq.QuoteLiteral(string(audit.KindFailed))
 	}
 	if attr.on {
-		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text")
+		sl.ExpiryNode = r.cfg.Events.LatestExpiryNode(sqltext.Arg("workflow"), "b."+sl.ID+"::text", sqltext.Arg("expiry_runs")+"::bigint[]")
 	}
 	// Only a retry at once can be written without a row: a table without
 	// one (strategy none, hold, a delay) never writes the cursor.
@@ -310,6 +310,9 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max}
 	if sl.Hist {
 		args["hist_after"], args["hist_upto"] = m.hist.after, m.hist.upto
+	}
+	if attr.on {
+		args["expiry_runs"] = pq.Int64Array(attr.runs)
 	}
 	switch {
 	case c == CauseFailure:
@@ -415,10 +418,12 @@ type repairedInstance struct {
 var actionName = map[string]string{"retry": "retried", "wait": "scheduled", "hold": "held", "fail": "failed"}
 
 // attribution of a repair batch: on, its events name the node whose claim
-// on each instance expired last; expired lists the instances whose claims
-// this run expired, whose repairs are interruptions of those nodes.
+// on each instance one of runs (the run and those it resumes) expired
+// last; expired lists the instances whose claims this run expired, whose
+// repairs are interruptions of those nodes.
 type attribution struct {
 	on      bool
+	runs    []int64
 	expired []string
 }
 

@@ -274,6 +274,7 @@ func ownStatements(gs *shapes, st statements) {
 	gs.prepared(st.unfinishedRuns, sqltext.Args{"term": int64(3)}, sqltest.Shape{Indexes: []string{"runs_unfinished_idx"}})
 	gs.prepared(st.interruptRun, sqltext.Args{"run": int64(42), "note": "resumed by run 43"}, sqltest.Shape{Indexes: []string{"runs_unfinished_idx"}})
 	gs.prepared(st.getRun, run, sqltest.Shape{Indexes: []string{"runs_pkey"}})
+	gs.prepared(st.runChain, run, sqltest.Shape{Indexes: []string{"runs_pkey"}})
 	gs.prepared(st.clock, nil, sqltest.Shape{})
 	gs.prepared(st.listRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "all", About: "the latest runs", Indexes: []string{"runs_pkey"}})
 	gs.prepared(st.actedRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "acted", About: "the latest runs that did something or did not finish well",

@@ -413,6 +413,17 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, params repairPa
 	// Whether retries at once go without their rows: asked once a run,
 	// when a first task has instances to repair.
 	var rowless, asked bool
+	// The runs whose expired claims the repairs are attributed to: this
+	// one, and those it resumes (a claim they expired, not an older
+	// one: an instance interrupted again since, without a claim, is
+	// nobody's interruption).
+	runs := []int64{run}
+	if resumed && claimable {
+		var err error
+		if runs, err = r.runChain(ctx, run); err != nil {
+			return res, err
+		}
+	}
 	for _, w := range wfs {
 		var tbl *claims.Table
 		// attr.on: a repair event names the node whose claim on the
@@ -431,7 +442,7 @@ func (r *Repairer) repair(ctx context.Context, o *leader.Office, params repairPa
 			if err != nil {
 				return res, err
 			}
-			attr = attribution{on: len(ids) > 0 || resumed, expired: ids}
+			attr = attribution{on: len(ids) > 0 || resumed, runs: runs, expired: ids}
 			if !sweep {
 				expired = ids
 				if len(ids) == 0 {

@@ -3,6 +3,7 @@ package recovery
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -207,6 +208,43 @@ func TestPlanThenRecover(t *testing.T) {
 	}
 	if st := states(t, db, `SELECT state AS s, count(*) AS n FROM app.reports GROUP BY 1`); st["Queued"] != 5 {
 		t.Fatalf("reports after start-up recovery: %v", st)
+	}
+}
+
+// TestResumedRunNamesOnlyItsChainsExpiries: a run that resumes another
+// names on a repair the node whose claim it, or a run it resumes,
+// expired, and never the node of an older run's expiry (an instance
+// interrupted again since, without a claim, is nobody's interruption).
+func TestResumedRunNamesOnlyItsChainsExpiries(t *testing.T) {
+	r, db, o := setup(t)
+	ctx := context.Background()
+	if res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil); err != nil || res.ClaimsExpired != 1 {
+		t.Fatalf("first run %+v %v", res, err)
+	}
+	// 1 (whose claim, n1's, the first run expired) and 3 back in the
+	// interim state without a claim; a run that died had expired n3's
+	// claim on 3 (and the run after it resumes it).
+	db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id IN (1, 3)`)
+	var dead int64
+	if err := db.Get(&dead, `INSERT INTO enginehealth.runs (term, master, kind, trigger, scope, status)
+		VALUES (1, 'm', 'recovery', 'manual', '{}', 'interrupted') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance, from_state)
+		VALUES ('claim_expired', $1, 'n3', 'orders', '3', 'Shipping')`, dead)
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, &dead)
+	if err != nil || res.Done() != 2 {
+		t.Fatalf("resumed run %+v %v", res, err)
+	}
+	var got []struct {
+		Instance string         `db:"instance"`
+		Node     sql.NullString `db:"node"`
+	}
+	if err := db.Select(&got, `SELECT instance, node FROM enginehealth.events WHERE kind = 'instance_repaired' AND run_id = $1 ORDER BY instance`, res.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Instance != "1" || got[0].Node.Valid || got[1].Instance != "3" || got[1].Node.String != "n3" {
+		t.Fatalf("the resumed run's repairs name %+v, want 1 nobody's (n1's claim expired two runs before), 3 n3's", got)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/infra/sqltext"
@@ -245,4 +247,14 @@ func (r *Repairer) listRuns(ctx context.Context, list sqltext.Prepared, limit in
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return rows, nil
+}
+
+// runChain returns run and the runs it resumes, one after the other
+// (sql/run_chain.sql).
+func (r *Repairer) runChain(ctx context.Context, run int64) ([]int64, error) {
+	var ids pq.Int64Array
+	if err := r.st.runChain.Get(ctx, r.cfg.DB, &ids, sqltext.Args{"run": run}); err != nil {
+		return nil, fmt.Errorf("recovery: the runs run %d resumes: %w", run, err)
+	}
+	return ids, nil
 }

@@ -40,7 +40,7 @@ func getRendered(ctx context.Context, q sqlx.QueryerContext, dest any, t *sqltex
 // call gives the parameters by name (Prepared.Get, Select, Exec).
 type statements struct {
 	// Runs (runs.go, recovery.go).
-	beginRun, endRun, addPlanned, addClaimsExpired, unfinishedRuns, interruptRun, getRun, clock,
+	beginRun, endRun, addPlanned, addClaimsExpired, unfinishedRuns, interruptRun, getRun, runChain, clock,
 	listRuns, actedRuns, lockTimeout sqltext.Prepared
 	// Attempts rows: due retries (attempts.go), holds and operators'
 	// retries (operator.go), an instance's (instance.go), the settle
@@ -110,6 +110,7 @@ func newStatements(schema string) statements {
 	st.unfinishedRuns = prepare("unfinished_runs", runRows{runs, runColumns})
 	st.interruptRun = prepare("interrupt_run", runsTable{runs})
 	st.getRun = prepare("get_run", runRows{runs, runColumns})
+	st.runChain = prepare("run_chain", runsTable{runs})
 	st.clock = prepare("clock", nil)
 	st.listRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns})
 	st.actedRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns, Acted: true, Periodic: pq.QuoteLiteral(string(TriggerPeriodic))})

@@ -234,10 +234,11 @@ func (l *Log) LastID(ctx context.Context, q sqlx.QueryerContext) (int64, error) 
 func (l *Log) Table() string { return l.table }
 
 // LatestExpiryNode returns an SQL expression: the node of the latest
-// claim_expired event about instance of workflow (SQL expressions), or
-// NULL. The partial index of expired claims serves it.
-func (l *Log) LatestExpiryNode(workflow, instance string) string {
-	return fragment(latestExpirySQL, latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance})
+// claim_expired event about instance of workflow written by one of the
+// runs (SQL expressions; runs a bigint[]), or NULL. The partial index
+// of expired claims serves it.
+func (l *Log) LatestExpiryNode(workflow, instance, runs string) string {
+	return fragment(latestExpirySQL, latestExpirySlots{Events: l.table, Workflow: workflow, Instance: instance, Runs: runs})
 }
 
 // ExpiredSince returns an SQL condition, over SQL expressions of a

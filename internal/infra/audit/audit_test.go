@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -308,12 +309,16 @@ func TestRunEvents(t *testing.T) {
 	if _, err := b.db.ExecContext(ctx, `INSERT INTO enginehealth.events (kind) VALUES ('x')`); err == nil {
 		t.Fatal("an event with neither actor nor run was written")
 	}
-	// The expiry lookup finds the latest expired claim's node.
+	// The expiry lookup finds the latest expired claim's node of the
+	// runs it is given, and none of another run's.
 	b.db.MustExec(`INSERT INTO enginehealth.events (kind, run_id, node, workflow, instance)
 		SELECT $1, $2, n, 'orders', '7' FROM (VALUES ('a'), ('b')) v(n)`, KindClaimExpired, run)
-	var node string
-	if err := b.db.Get(&node, `SELECT `+l.LatestExpiryNode("'orders'", "'7'")); err != nil || node != "b" {
-		t.Fatalf("latest expiry node %q (%v), want b", node, err)
+	var node sql.NullString
+	if err := b.db.Get(&node, `SELECT `+l.LatestExpiryNode("'orders'", "'7'", fmt.Sprintf("ARRAY[%d]::bigint[]", run))); err != nil || node.String != "b" {
+		t.Fatalf("latest expiry node %v (%v), want b", node, err)
+	}
+	if err := b.db.Get(&node, `SELECT `+l.LatestExpiryNode("'orders'", "'7'", fmt.Sprintf("ARRAY[%d]::bigint[]", run+1))); err != nil || node.Valid {
+		t.Fatalf("latest expiry node of another run %v (%v), want none", node, err)
 	}
 }
 

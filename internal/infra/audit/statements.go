@@ -61,7 +61,7 @@ func newStatements(table, view string) statements {
 // The slots of the statements rendered at each call: the events table
 // (or the event_log view), quoted, and the caller's SQL.
 type (
-	latestExpirySlots struct{ Events, Workflow, Instance string }
+	latestExpirySlots struct{ Events, Workflow, Instance, Runs string }
 	expiredSinceSlots struct{ Events, Workflow, Instance, State, Since string }
 	// listSlots names the event_log view, and the filters switched on.
 	listSlots struct {

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"github.com/lib/pq"
+
 	"flag"
 	"maps"
 	"reflect"
@@ -24,7 +26,7 @@ func goldenStatements(t *testing.T) map[string]sqltext.Prepared {
 	l := New("enginehealth")
 	gs := sqltest.ByName(l.st.write, l.st.runCounts, l.st.lastID, l.st.changes, l.st.perMinute)
 	arg := sqltext.Arg
-	gs["latest_expiry_node"] = sqltest.Fragment(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance")))
+	gs["latest_expiry_node"] = sqltest.Fragment(t, "latest_expiry_node", l.LatestExpiryNode(arg("workflow"), arg("instance"), arg("runs")))
 	gs["expired_since"] = sqltest.Fragment(t, "expired_since", l.ExpiredSince(arg("workflow"), arg("instance"), arg("state"), arg("since")))
 	for name, p := range listShapes() {
 		slots, _ := l.listArgs(p)
@@ -81,7 +83,7 @@ func TestStatements(t *testing.T) {
 		"last_id":            nil,
 		"cluster_changes":    {"since": at, "limit": 1000},
 		"per_minute":         {"since": at},
-		"latest_expiry_node": {"workflow": "w", "instance": "1"},
+		"latest_expiry_node": {"workflow": "w", "instance": "1", "runs": pq.Int64Array{7}},
 		"expired_since":      {"workflow": "w", "instance": "1", "state": "Sending", "since": at},
 	}
 	for name, p := range listShapes() {

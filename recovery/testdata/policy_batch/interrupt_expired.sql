@@ -13,14 +13,15 @@
 -- $12 hi
 -- $13 workflow
 -- $14 from
--- $15 patterns
--- $16 ids
--- $17 batch_size
--- $18 task
--- $19 hist_after
--- $20 hist_upto
--- $21 run
--- $22 expired
+-- $15 expiry_runs
+-- $16 patterns
+-- $17 ids
+-- $18 batch_size
+-- $19 task
+-- $20 hist_after
+-- $21 hist_upto
+-- $22 run
+-- $23 expired
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
 	-- made, pattern matched); k numbers the three (decided, below, is
@@ -45,22 +46,22 @@ WITH s AS MATERIALIZED (
 		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
 	FROM (
 		SELECT b.ctid AS tid, b."id" AS id,
-			(SELECT e.node FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = b."id"::text ORDER BY e.id DESC LIMIT 1) AS node,
-			coalesce((SELECT u.i FROM unnest($15::text[]) WITH ORDINALITY AS u(p, i)
+			(SELECT e.node FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = b."id"::text AND e.run_id = ANY ($15::bigint[]) ORDER BY e.id DESC LIMIT 1) AS node,
+			coalesce((SELECT u.i FROM unnest($16::text[]) WITH ORDINALITY AS u(p, i)
 				WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
 			left(b."last_error"::text, 2000) AS err,
 			NULL::timestamptz AS upd
 		FROM "app"."invoices" AS b
 		WHERE b."status" = $14 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-			AND b."id" = ANY ($16)
-		ORDER BY b."id" LIMIT $17
+			AND b."id" = ANY ($17)
+		ORDER BY b."id" LIMIT $18
 	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
-		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $18 LIMIT 1) AS a ON true
+		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $19 LIMIT 1) AS a ON true
 ), touched AS MATERIALIZED (
 	-- The picked instances without an attempts row that have retries at
 	-- once in the events: those with one in the window (hist_after,
@@ -70,8 +71,8 @@ WITH s AS MATERIALIZED (
 	-- instances before this batch's). One range of the events' primary
 	-- key, or a probe per instance, as the planner finds cheaper.
 	SELECT DISTINCT e.instance FROM "enginehealth"."events" AS e JOIN pick p ON e.instance = p.id::text
-	WHERE p.att IS NULL AND e.id > $19 AND e.id <= $20
-	  AND e.workflow = $13 AND e.task = $18 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+	WHERE p.att IS NULL AND e.id > $20 AND e.id <= $21
+	  AND e.workflow = $13 AND e.task = $19 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 ), hist AS MATERIALIZED (
 	-- Their retries at once (their events hold them), every one of the
 	-- case: a probe of the events' instance index per instance touched
@@ -83,7 +84,7 @@ WITH s AS MATERIALIZED (
 				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
 		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
 		FROM "enginehealth"."events" AS e
-		WHERE e.instance = u.instance AND e.workflow = $13 AND e.task = $18
+		WHERE e.instance = u.instance AND e.workflow = $13 AND e.task = $19
 		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 		GROUP BY e.instance) AS h
 ), known AS MATERIALIZED (
@@ -166,7 +167,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth"."attempts" (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $13, x.sid, $18, x.made, x.state, 'interrupt', $14,
+	SELECT $13, x.sid, $19, x.made, x.state, 'interrupt', $14,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -188,14 +189,14 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$21, x.node, $13, x.sid, $18, $14, nullif(x.to_state, ''),
+		$22, x.node, $13, x.sid, $19, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
 	INSERT INTO "enginehealth"."interruptions" (run_id, node, workflow, task, instance)
-	SELECT $21, x.node, $13, $18, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($22::text[])
+	SELECT $22, x.node, $13, $19, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($23::text[])
 ), tally AS (
 	-- The batch counted, in one read of it.
 	SELECT count(*) AS done, count(*) FILTER (WHERE kind = 'retry') AS retried, count(*) FILTER (WHERE kind = 'wait') AS waiting,
@@ -204,7 +205,7 @@ WITH s AS MATERIALIZED (
 		NULL::json AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $21
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $22
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
