@@ -194,8 +194,8 @@ type batchSlots struct {
 	Failure bool
 	// Cursor means a batch after the first; IDs: only the instances whose
 	// claims the run expired; SkipLocked: a pass beside running engines;
-	// Rowless: an interruption retried at once gets no attempts row
-	// (batchMode); Hist: the history window is not empty (the retries
+	// Rowless: a first interruption retried at once gets no attempts row
+	// (batchMode; a second gets one); Hist: the history window is not empty (the retries
 	// at once of instances without a row are read from it); Start: the
 	// task has no settle cursor yet (a batch that writes its first retry
 	// at once without a row writes it).

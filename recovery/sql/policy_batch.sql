@@ -2,8 +2,10 @@
 policy_batch: one batch of a task's interrupted (or failed) instances,
 decided by the task's retry policy and repaired in one statement: one
 event per instance, which carries its attempt, and its attempts row where
-one is kept (Rowless: an interruption retried at once of an instance
-without one writes none; hist counts it from the events). The
+one is kept (Rowless: a first interruption retried at once of an
+instance without one writes none; hist counts it from the events; a
+second gets its row, so that a case in the events has one retry there
+and the settle pass reads each open case once). The
 repairer renders it (recovery/attempts.go, policyBatch); the golden files
 in recovery/testdata/policy_batch/ show it rendered.
 
@@ -156,9 +158,11 @@ WITH s AS MATERIALIZED (
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
 		        ELSE '; it was run again by someone else while held' END END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
-		-- date; with Rowless, an interruption retried at once gets none
-		-- (its event holds its attempt: hist reads it there).
-		y.has_state{{if .Rowless}} AND (y.att IS NOT NULL OR y.not_retry){{end}} AS writes_row
+		-- date; with Rowless, a first interruption retried at once gets
+		-- none (its event holds its attempt: hist reads it there), a
+		-- second (the retries it read there: prev) gets its row, which
+		-- takes the case over from the events.
+		y.has_state{{if .Rowless}} AND (y.att IS NOT NULL OR y.not_retry OR y.prev IS NOT NULL){{end}} AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
 			s.st AS state, s.plain, s.has_state, s.not_retry, s.said, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,

@@ -86,9 +86,11 @@ WITH s AS MATERIALIZED (
 		        WHEN y.read_state = 'waiting' THEN '; it was run again by someone else while retry ' || (y.read + 1) || ' waited (counted as made)'
 		        ELSE '; it was run again by someone else while held' END END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
-		-- date; with Rowless, an interruption retried at once gets none
-		-- (its event holds its attempt: hist reads it there).
-		y.has_state AND (y.att IS NOT NULL OR y.not_retry) AS writes_row
+		-- date; with Rowless, a first interruption retried at once gets
+		-- none (its event holds its attempt: hist reads it there), a
+		-- second (the retries it read there: prev) gets its row, which
+		-- takes the case over from the events.
+		y.has_state AND (y.att IS NOT NULL OR y.not_retry OR y.prev IS NOT NULL) AS writes_row
 	FROM (
 		SELECT p.tid, p.sid, p.att, p.read, p.read_state, p.again, p.prev, p.node, p.err, p.upd, p.last_at, p.last_node, s.kind, s.to_state,
 			s.st AS state, s.plain, s.has_state, s.not_retry, s.said, coalesce(p.prev, 0) + s.adds AS attempt, coalesce(p.prev, 0) + s.adds_made AS made,
