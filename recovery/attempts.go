@@ -196,10 +196,12 @@ type batchSlots struct {
 	// claims the run expired; SkipLocked: a pass beside running engines;
 	// Rowless: a first interruption retried at once gets no attempts row
 	// (batchMode; a second gets one); Hist: the history window is not empty (the retries
-	// at once of instances without a row are read from it); Start: the
-	// task has no settle cursor yet (a batch that writes its first retry
-	// at once without a row writes it).
-	Cursor, IDs, SkipLocked, Rowless, Hist, Start bool
+	// at once of instances without a row are read from it); HistRange:
+	// its span of event ids is small enough to read it whole
+	// (histRangeSpan), not probe it per instance; Start: the task has no
+	// settle cursor yet (a batch that writes its first retry at once
+	// without a row writes it).
+	Cursor, IDs, SkipLocked, Rowless, Hist, HistRange, Start bool
 	// MaxID means the cursor of the next batch, the greatest id picked,
 	// is read with max() in the pass that counts the pick (interrupted
 	// instances of ids whose type max takes), not by sorting the pick.
@@ -266,7 +268,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
-		Hist: m.hist.upto > m.hist.after, MaxID: m.maxID && c == CauseInterrupt,
+		Hist: m.hist.upto > m.hist.after, HistRange: m.hist.upto-m.hist.after <= histRangeSpan(r.cfg.BatchSize), MaxID: m.maxID && c == CauseInterrupt,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
@@ -413,6 +415,16 @@ type repairedInstance struct {
 	Attempt  int    `json:"attempt"`
 	Reason   string `json:"reason"`
 }
+
+// histRangeSpan is the widest history window (in event ids: events of
+// every kind, workflow and task) a repair batch of batchSize instances
+// reads whole, a range of the events' primary key, rather than probing
+// the events' index on instance for each instance it picked: the span
+// is known before the statement runs, so the choice does not rest on
+// the planner's statistics (stale ones, after a mass interruption on a
+// young events table, made it intersect the whole window with every
+// probe).
+func histRangeSpan(batchSize int) int64 { return 2 * int64(batchSize) }
 
 // actionName of a decision kind, as the repair counts and metrics name it.
 var actionName = map[string]string{"retry": "retried", "wait": "scheduled", "hold": "held", "fail": "failed"}

@@ -637,6 +637,7 @@ type planNode struct {
 	Type    string     `json:"Node Type"`
 	Subplan string     `json:"Subplan Name"`
 	CTE     string     `json:"CTE Name"`
+	Index   string     `json:"Index Name"`
 	Time    float64    `json:"Actual Total Time"`
 	Loops   float64    `json:"Actual Loops"`
 	Plans   []planNode `json:"Plans"`
@@ -668,6 +669,31 @@ func (n *planNode) joinOf(a, b string) *planNode {
 	return nil
 }
 
+// find is the first node of n's tree (n included) that f accepts, or nil.
+func (n *planNode) find(f func(planNode) bool) *planNode {
+	if f(*n) {
+		return n
+	}
+	for i := range n.Plans {
+		if m := n.Plans[i].find(f); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// indexes lists the indexes n's tree scans.
+func (n planNode) indexes() []string {
+	var out []string
+	if n.Index != "" {
+		out = append(out, n.Index)
+	}
+	for _, c := range n.Plans {
+		out = append(out, c.indexes()...)
+	}
+	return out
+}
+
 // cteScans sums the time of the CTE scans under n.
 func (n planNode) cteScans() float64 {
 	var t float64
@@ -690,9 +716,13 @@ func median(xs []float64) float64 {
 // interruption of 100k instances retried at once, while their retries
 // still run (every case open: the pass reads them all and closes none,
 // on every check pass, up to the case horizon), and once all have
-// succeeded (every case closed: its attempts row and its event each).
-// Reports settle-100k-open-ms (the slower of two passes) and
-// settle-100k-closed-ms.
+// succeeded (every case closed: its attempts row and its event each);
+// then, for 100k instances interrupted three times over (a check pass
+// after each repair), a pass and the retry statistics while every case
+// is open (each case read once however often it was retried: its row
+// from its second retry on). Reports settle-100k-open-ms (the slower of
+// two passes), settle-100k-closed-ms, settle-100k-open-third-ms and
+// retry-stats-100k-open-third-ms.
 func BenchmarkSettleOpenCases(b *testing.B) {
 	const rows = 100_000
 	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(b)})
@@ -714,7 +744,7 @@ func BenchmarkSettleOpenCases(b *testing.B) {
 	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
 		Events: events, Schema: "enginehealth", Workflows: []Workflow{wf}, Log: leadertest.Quiet}))
 	ctx := context.Background()
-	var open, closed []float64
+	var open, closed, third, stats []float64
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -743,9 +773,38 @@ func BenchmarkSettleOpenCases(b *testing.B) {
 			b.Fatalf("settled %+v once all succeeded: %v", sc, err)
 		}
 		closed = append(closed, float64(time.Since(start).Microseconds())/1000)
+
+		b.StopTimer()
+		db.MustExec(`TRUNCATE app.orders CASCADE; TRUNCATE enginehealth.attempts, enginehealth.events, enginehealth.settle_cursors`)
+		db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, $1)`, rows)
+		for k := range 3 {
+			db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
+			res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+			if err != nil || res.Done() != rows {
+				b.Fatalf("interruption %d: repaired %d of %d: %v", k+1, res.Done(), rows, err)
+			}
+			if _, err := r.Settle(ctx, o, res.RunID, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		db.MustExec(`ANALYZE app.orders, enginehealth.events, enginehealth.attempts`)
+		b.StartTimer()
+		start = time.Now()
+		if sc, err := r.Settle(ctx, o, res.RunID, false); err != nil || len(sc) != 0 {
+			b.Fatalf("settled %+v while every retry runs, third interruption: %v", sc, err)
+		}
+		third = append(third, float64(time.Since(start).Microseconds())/1000)
+		start = time.Now()
+		st, err := r.RetryStats(ctx)
+		if err != nil || len(st) != 1 || st[0].Instances != rows || st[0].Scheduled != 3*rows {
+			b.Fatalf("retry stats %+v, want %d instances, %d retries: %v", st, rows, 3*rows, err)
+		}
+		stats = append(stats, float64(time.Since(start).Microseconds())/1000)
 	}
 	b.ReportMetric(median(open), "settle-100k-open-ms")
 	b.ReportMetric(median(closed), "settle-100k-closed-ms")
+	b.ReportMetric(median(third), "settle-100k-open-third-ms")
+	b.ReportMetric(median(stats), "retry-stats-100k-open-third-ms")
 }
 
 // BenchmarkInstanceHistory reads one instance's view (state, claim,

@@ -99,11 +99,27 @@ WITH s AS MATERIALIZED (
 	-- hist_upto], after the task's settle cursor (an instance's latest
 	-- retry without a row is never before it) and up to the newest event
 	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's). One range of the events' primary
-	-- key, or a probe per instance, as the planner finds cheaper.
-	SELECT DISTINCT e.instance FROM {{.Events}} AS e JOIN pick p ON e.instance = p.id::text
-	WHERE p.att IS NULL AND e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
-	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
+	-- instances before this batch's).
+	{{- if .HistRange}}
+	-- A window of few events (HistRange: its span of ids is small): read
+	-- once, a range of the events' primary key (OFFSET 0: planned
+	-- alone), and joined to the pick.
+	SELECT DISTINCT w.instance FROM (SELECT e.instance FROM {{.Events}} AS e
+		WHERE e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
+		  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL OFFSET 0) AS w
+		JOIN pick p ON w.instance = p.id::text
+	WHERE p.att IS NULL
+	{{- else}}
+	-- A wide window: a probe of the events' index on instance per
+	-- instance (LIMIT 1: a probe, never a join over the events; e.id +
+	-- 0: never with the window's range of the primary key, which a
+	-- planner on stale statistics intersects with each probe, the whole
+	-- window read for every instance: 30 s a batch).
+	SELECT p.id::text AS instance FROM pick p CROSS JOIN LATERAL (SELECT 1 FROM {{.Events}} AS e
+		WHERE e.instance = p.id::text AND e.id + 0 > {{arg "hist_after"}} AND e.id + 0 <= {{arg "hist_upto"}}
+		  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL LIMIT 1) AS e
+	WHERE p.att IS NULL
+	{{- end}}
 ), hist AS MATERIALIZED (
 	-- Their retries at once (their events hold them), every one of the
 	-- case: a probe of the events' instance index per instance touched

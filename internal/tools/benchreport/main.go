@@ -171,6 +171,8 @@ var rows = []row{
 	{"sweep of every interrupted instance, 100k waiting (first pass of an office)", "BenchmarkCheckParked", "sweep-100k-waiting-ms", fixed("—"), nil},
 	{"settle pass, 100k retries at once still running (every case open: read, none closed; each check pass)", "BenchmarkSettleOpenCases", "settle-100k-open-ms", fixed("—"), nil},
 	{"settle pass, the same 100k once succeeded (an attempts row and an event each)", "BenchmarkSettleOpenCases", "settle-100k-closed-ms", fixed("—"), nil},
+	{"settle pass, 100k instances interrupted three times, every case open (a row from each case's second retry: each case read once)", "BenchmarkSettleOpenCases", "settle-100k-open-third-ms", fixed("—"), nil},
+	{"retry statistics (retries stats), the same 100k open cases", "BenchmarkSettleOpenCases", "retry-stats-100k-open-third-ms", fixed("—"), nil},
 	{"console: the last day's page, 1,000 nodes, 100k events about instances, median answer", "BenchmarkConsoleDay", "day-page-ms", fixed("≤ 300 ms"), atMost(300)},
 	{"console: the last day's page, 1,000 nodes, p90", "BenchmarkConsoleDay", "day-page-p90-ms", fixed("—"), nil},
 	{"instance view (events --instance) at 10M events, p99", "BenchmarkInstanceHistory", "instance-history-p99-ms", fixed("< 50 ms"), func(v float64, _ map[string]float64) bool { return v < 50 }},

@@ -1,4 +1,4 @@
--- policy_batch: what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events, some of them not settled yet (the history window: read)
+-- policy_batch: what a check pass runs after claims expired: the first batch of the instances whose claims the run expired, attributed to their nodes, counted for their failover grades, in a fleet that counts retries at once from their events, some of them not settled yet (a narrow history window: read whole)
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter
@@ -68,11 +68,15 @@ WITH s AS MATERIALIZED (
 	-- hist_upto], after the task's settle cursor (an instance's latest
 	-- retry without a row is never before it) and up to the newest event
 	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's). One range of the events' primary
-	-- key, or a probe per instance, as the planner finds cheaper.
-	SELECT DISTINCT e.instance FROM "enginehealth"."events" AS e JOIN pick p ON e.instance = p.id::text
-	WHERE p.att IS NULL AND e.id > $20 AND e.id <= $21
-	  AND e.workflow = $13 AND e.task = $19 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+	-- instances before this batch's).
+	-- A window of few events (HistRange: its span of ids is small): read
+	-- once, a range of the events' primary key (OFFSET 0: planned
+	-- alone), and joined to the pick.
+	SELECT DISTINCT w.instance FROM (SELECT e.instance FROM "enginehealth"."events" AS e
+		WHERE e.id > $20 AND e.id <= $21
+		  AND e.workflow = $13 AND e.task = $19 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL OFFSET 0) AS w
+		JOIN pick p ON w.instance = p.id::text
+	WHERE p.att IS NULL
 ), hist AS MATERIALIZED (
 	-- Their retries at once (their events hold them), every one of the
 	-- case: a probe of the events' instance index per instance touched

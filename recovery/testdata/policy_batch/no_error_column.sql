@@ -1,4 +1,4 @@
--- policy_batch: a later batch of a claimable task's interruptions, retried with a backoff, in a workflow without an error column (no pattern matched), some retries at once not settled yet (the history window: read)
+-- policy_batch: a later batch of a claimable task's interruptions, retried with a backoff, in a workflow without an error column (no pattern matched), some retries at once not settled yet in a wide history window (probed instance by instance)
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter
@@ -64,11 +64,16 @@ WITH s AS MATERIALIZED (
 	-- hist_upto], after the task's settle cursor (an instance's latest
 	-- retry without a row is never before it) and up to the newest event
 	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's). One range of the events' primary
-	-- key, or a probe per instance, as the planner finds cheaper.
-	SELECT DISTINCT e.instance FROM "enginehealth"."events" AS e JOIN pick p ON e.instance = p.id::text
-	WHERE p.att IS NULL AND e.id > $18 AND e.id <= $19
-	  AND e.workflow = $13 AND e.task = $17 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+	-- instances before this batch's).
+	-- A wide window: a probe of the events' index on instance per
+	-- instance (LIMIT 1: a probe, never a join over the events; e.id +
+	-- 0: never with the window's range of the primary key, which a
+	-- planner on stale statistics intersects with each probe, the whole
+	-- window read for every instance: 30 s a batch).
+	SELECT p.id::text AS instance FROM pick p CROSS JOIN LATERAL (SELECT 1 FROM "enginehealth"."events" AS e
+		WHERE e.instance = p.id::text AND e.id + 0 > $18 AND e.id + 0 <= $19
+		  AND e.workflow = $13 AND e.task = $17 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL LIMIT 1) AS e
+	WHERE p.att IS NULL
 ), hist AS MATERIALIZED (
 	-- Their retries at once (their events hold them), every one of the
 	-- case: a probe of the events' instance index per instance touched

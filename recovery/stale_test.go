@@ -1,0 +1,80 @@
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/enginehealth/enginehealth/internal/infra/audit"
+	"github.com/enginehealth/enginehealth/internal/testkit"
+	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
+	"github.com/enginehealth/enginehealth/leader"
+)
+
+// TestSecondInterruptionOnStaleStatistics: a second mass interruption on
+// a young events table, never analyzed (autovacuum has not come by), a
+// settle pass between: the batch finds each instance's retries at once
+// through the events' index on instance, one probe each, never with the
+// window's range of the primary key (a planner on those statistics
+// intersected the whole window with every probe: 30 s a batch, past the
+// statement timeout, and the repair failed), and the repair retries
+// every instance a second time.
+func TestSecondInterruptionOnStaleStatistics(t *testing.T) {
+	const rows = 3 * DefaultBatchSize // a window of 30k events: wider than histRangeSpan
+	db := pg.MigratedDB(t)
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
+		CREATE INDEX ON app.orders (status, id);
+		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
+			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
+	db.MustExec(`ALTER TABLE enginehealth.events SET (autovacuum_enabled = off)`)
+	wf := benchOrders()
+	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "master")
+	events := audit.New("enginehealth")
+	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{wf}, Log: leadertest.Quiet}))
+	ctx := context.Background()
+	db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, $1)`, rows)
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != rows {
+		t.Fatalf("first interruption: %d of %d: %v", res.Done(), rows, err)
+	}
+	if _, err := r.Settle(ctx, o, res.RunID, false); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`UPDATE app.orders SET status = 'Reserving'`)
+	h, err := r.histWindowOf(ctx, wf, wf.Tasks[0])
+	if err != nil || h.upto-h.after <= histRangeSpan(DefaultBatchSize) {
+		t.Fatalf("history window %+v (%v), want one wider than %d", h, err, histRangeSpan(DefaultBatchSize))
+	}
+	st, err := r.renderBatch(wf, r.cfg.Workflows[0].Tasks[0], CauseInterrupt, wf.Claims, attribution{}, cursor{}, batchMode{rowless: true, maxID: true, hist: h}, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []byte
+	if err := db.Get(&plan, "EXPLAIN (FORMAT JSON) "+st.SQL, st.Args...); err != nil {
+		t.Fatal(err)
+	}
+	var root []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &root); err != nil || len(root) != 1 {
+		t.Fatalf("plan: %v", err)
+	}
+	touched := root[0].Plan.find(func(n planNode) bool { return n.Subplan == "CTE touched" })
+	if touched == nil {
+		t.Fatalf("no touched in the plan:\n%s", plan)
+	}
+	if idx := touched.indexes(); !slices.Contains(idx, "events_instance_idx") || slices.Contains(idx, "events_pkey") {
+		t.Fatalf("touched reads the events through %v, want their index on instance alone", idx)
+	}
+	res, err = r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != rows {
+		t.Fatalf("second interruption: %d of %d: %v", res.Done(), rows, err)
+	}
+	var second int
+	if err := db.Get(&second, `SELECT count(*) FROM enginehealth.events WHERE attempt = 2 AND run_id = $1`, res.RunID); err != nil || second != rows {
+		t.Fatalf("%d instances retried a second time (%v), want %d", second, err, rows)
+	}
+}
