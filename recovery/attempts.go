@@ -268,7 +268,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
 		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
-		Hist: m.hist.upto > m.hist.after, HistRange: m.hist.upto-m.hist.after <= histRangeSpan(r.cfg.BatchSize), MaxID: m.maxID && c == CauseInterrupt,
+		Hist: m.hist.upto > m.hist.after, MaxID: m.maxID && c == CauseInterrupt,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
 		Cause:       pq.QuoteLiteral(string(c)), MaxErrorText: maxErrorText,
@@ -289,7 +289,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	// row that have some (touched) are read instance by instance (hist:
 	// u, each of touched).
 	sl.Again = r.againSQL(c, tbl, "p.upd", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))
-	if sl.CaseRetries, err = r.caseRetries("= u.instance"); err != nil {
+	if sl.CaseRetries, err = r.caseRetries("= a.id::text"); err != nil {
 		return sqltext.Statement{}, err
 	}
 	if w.ErrorColumn != "" {
@@ -310,7 +310,8 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		"kind": pq.StringArray(sp.kind), "to_state": pq.StringArray(sp.to), "state": pq.StringArray(sp.state),
 		"reason": pq.StringArray(sp.reason), "lo": pq.Float64Array(sp.lo), "hi": pq.Float64Array(sp.hi),
 		"cap_ms": sp.capMS, "jitter": sp.jitter, "max_attempts": sp.max}
-	if sl.Hist {
+	sl.HistRange = sl.Hist && m.hist.upto-m.hist.after <= histRangeSpan(r.cfg.BatchSize)
+	if sl.HistRange {
 		args["hist_after"], args["hist_upto"] = m.hist.after, m.hist.upto
 	}
 	if attr.on {

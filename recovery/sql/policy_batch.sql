@@ -3,7 +3,7 @@ policy_batch: one batch of a task's interrupted (or failed) instances,
 decided by the task's retry policy and repaired in one statement: one
 event per instance, which carries its attempt, and its attempts row where
 one is kept (Rowless: a first interruption retried at once of an
-instance without one writes none; hist counts it from the events; a
+instance without one writes none; known counts it from the events; a
 second gets its row, so that a case in the events has one retry there
 and the settle pass reads each open case once). The
 repairer renders it (recovery/attempts.go, policyBatch); the golden files
@@ -23,8 +23,9 @@ lists its variant's numbering at its top):
                  interrupted batch)
   cursor_id      failed: the last id picked at that updated_column
   hist_after, hist_upto
-                 (Hist) the window of events where the retries at once
-                 of instances without a row are looked for (histWindow)
+                 (HistRange) the window of events where the retries at
+                 once of instances without a row are looked for
+                 (histWindow), when narrow enough to read whole
   ids            the instances to look at (those whose claims the run
                  expired), when not all
   batch_size     instances per batch
@@ -92,41 +93,16 @@ WITH s AS MATERIALIZED (
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM {{.Attempts}} AS a
 		WHERE a.workflow = {{arg "workflow"}} AND a.instance = p.id::text AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
-{{- if .Hist}}
+{{- if .HistRange}}
 ), touched AS MATERIALIZED (
-	-- The picked instances without an attempts row that have retries at
-	-- once in the events: those with one in the window (hist_after,
-	-- hist_upto], after the task's settle cursor (an instance's latest
-	-- retry without a row is never before it) and up to the newest event
-	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's).
-	{{- if .HistRange}}
-	-- A window of few events (HistRange: its span of ids is small): read
-	-- once, a range of the events' primary key (OFFSET 0: planned
-	-- alone), and joined to the pick.
-	SELECT DISTINCT w.instance FROM (SELECT e.instance FROM {{.Events}} AS e
-		WHERE e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
-		  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL OFFSET 0) AS w
-		JOIN pick p ON w.instance = p.id::text
-	WHERE p.att IS NULL
-	{{- else}}
-	-- A wide window: a probe of the events' index on instance per
-	-- instance (LIMIT 1: a probe, never a join over the events; e.id +
-	-- 0: never with the window's range of the primary key, which a
-	-- planner on stale statistics intersects with each probe, the whole
-	-- window read for every instance: 30 s a batch).
-	SELECT p.id::text AS instance FROM pick p CROSS JOIN LATERAL (SELECT 1 FROM {{.Events}} AS e
-		WHERE e.instance = p.id::text AND e.id + 0 > {{arg "hist_after"}} AND e.id + 0 <= {{arg "hist_upto"}}
-		  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL LIMIT 1) AS e
-	WHERE p.att IS NULL
-	{{- end}}
-), hist AS MATERIALIZED (
-	-- Their retries at once (their events hold them), every one of the
-	-- case: a probe of the events' instance index per instance touched
-	-- (not one "= ANY" of them all, which PostgreSQL checks against
-	-- each event read, the whole list for each).
-	SELECT h.* FROM touched u CROSS JOIN LATERAL (
-	{{.CaseRetries}}) AS h
+	-- (HistRange) The window of events where the retries at once of
+	-- instances without an attempts row are looked for, (hist_after,
+	-- hist_upto], is narrow (its span of ids): read whole, a range of
+	-- the events' primary key, for the instances with one there; known
+	-- probes only those.
+	SELECT DISTINCT e.instance FROM {{.Events}} AS e
+	WHERE e.id > {{arg "hist_after"}} AND e.id <= {{arg "hist_upto"}}
+	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
 {{- end}}
 ), known AS {{if .Hist}}MATERIALIZED {{end}}(
 	-- Each instance to decide (not parked, or run again since{{if .Failure}}; not
@@ -140,7 +116,16 @@ WITH s AS MATERIALIZED (
 		coalesce(a.state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state, coalesce({{.RetriesCounted}}, h.attempt) AS prev,
 		CASE WHEN a.att IS NULL THEN coalesce(h.nodes, '{}') WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		h.last_at, h.last_node
-	FROM pick a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
+	-- An instance without an attempts row: its retries at once, read
+	-- from the events through their index on instance, one probe per
+	-- instance{{if .HistRange}} with one in the window (touched){{end}} (LATERAL: a probe, never a join of
+	-- two CTEs, which a planner on stale statistics loops over, 10,000
+	-- times 10,000 rows). They are all after the task's settle cursor
+	-- (an instance's latest retry without a row is never before it) and
+	-- before the newest event when this task's repair began (those after
+	-- it are the run's own, of instances it picked before).
+	FROM pick a LEFT JOIN LATERAL (SELECT h.* FROM (
+	{{.CaseRetries}}) AS h WHERE a.att IS NULL{{if .HistRange}} AND a.id::text IN (SELECT w.instance FROM touched AS w){{end}}) AS h ON true
 	{{- else}}
 		a.state AS read_state, {{.RetriesCounted}} AS prev,
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,

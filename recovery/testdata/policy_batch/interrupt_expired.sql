@@ -63,34 +63,14 @@ WITH s AS MATERIALIZED (
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $19 LIMIT 1) AS a ON true
 ), touched AS MATERIALIZED (
-	-- The picked instances without an attempts row that have retries at
-	-- once in the events: those with one in the window (hist_after,
-	-- hist_upto], after the task's settle cursor (an instance's latest
-	-- retry without a row is never before it) and up to the newest event
-	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's).
-	-- A window of few events (HistRange: its span of ids is small): read
-	-- once, a range of the events' primary key (OFFSET 0: planned
-	-- alone), and joined to the pick.
-	SELECT DISTINCT w.instance FROM (SELECT e.instance FROM "enginehealth"."events" AS e
-		WHERE e.id > $20 AND e.id <= $21
-		  AND e.workflow = $13 AND e.task = $19 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL OFFSET 0) AS w
-		JOIN pick p ON w.instance = p.id::text
-	WHERE p.att IS NULL
-), hist AS MATERIALIZED (
-	-- Their retries at once (their events hold them), every one of the
-	-- case: a probe of the events' instance index per instance touched
-	-- (not one "= ANY" of them all, which PostgreSQL checks against
-	-- each event read, the whole list for each).
-	SELECT h.* FROM touched u CROSS JOIN LATERAL (
-	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
-		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
-		FROM "enginehealth"."events" AS e
-		WHERE e.instance = u.instance AND e.workflow = $13 AND e.task = $19
-		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		GROUP BY e.instance) AS h
+	-- (HistRange) The window of events where the retries at once of
+	-- instances without an attempts row are looked for, (hist_after,
+	-- hist_upto], is narrow (its span of ids): read whole, a range of
+	-- the events' primary key, for the instances with one there; known
+	-- probes only those.
+	SELECT DISTINCT e.instance FROM "enginehealth"."events" AS e
+	WHERE e.id > $20 AND e.id <= $21
+	  AND e.workflow = $13 AND e.task = $19 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 ), known AS MATERIALIZED (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried). Materialized, so that the
@@ -99,7 +79,23 @@ WITH s AS MATERIALIZED (
 		coalesce(a.state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state, coalesce(CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END, h.attempt) AS prev,
 		CASE WHEN a.att IS NULL THEN coalesce(h.nodes, '{}') WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		h.last_at, h.last_node
-	FROM pick a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
+	-- An instance without an attempts row: its retries at once, read
+	-- from the events through their index on instance, one probe per
+	-- instance with one in the window (touched) (LATERAL: a probe, never a join of
+	-- two CTEs, which a planner on stale statistics loops over, 10,000
+	-- times 10,000 rows). They are all after the task's settle cursor
+	-- (an instance's latest retry without a row is never before it) and
+	-- before the newest event when this task's repair began (those after
+	-- it are the run's own, of instances it picked before).
+	FROM pick a LEFT JOIN LATERAL (SELECT h.* FROM (
+	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
+		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
+		FROM "enginehealth"."events" AS e
+		WHERE e.instance = a.id::text AND e.workflow = $13 AND e.task = $19
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+		GROUP BY e.instance) AS h WHERE a.att IS NULL AND a.id::text IN (SELECT w.instance FROM touched AS w)) AS h ON true
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt

@@ -16,9 +16,7 @@
 -- $15 cursor
 -- $16 batch_size
 -- $17 task
--- $18 hist_after
--- $19 hist_upto
--- $20 run
+-- $18 run
 WITH s AS MATERIALIZED (
 	-- The decision table: one row per (attempts row known, retries
 	-- made, pattern matched); k numbers the three (decided, below, is
@@ -58,36 +56,6 @@ WITH s AS MATERIALIZED (
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
 		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $17 LIMIT 1) AS a ON true
-), touched AS MATERIALIZED (
-	-- The picked instances without an attempts row that have retries at
-	-- once in the events: those with one in the window (hist_after,
-	-- hist_upto], after the task's settle cursor (an instance's latest
-	-- retry without a row is never before it) and up to the newest event
-	-- when this task's repair began (those after it are its own, of
-	-- instances before this batch's).
-	-- A wide window: a probe of the events' index on instance per
-	-- instance (LIMIT 1: a probe, never a join over the events; e.id +
-	-- 0: never with the window's range of the primary key, which a
-	-- planner on stale statistics intersects with each probe, the whole
-	-- window read for every instance: 30 s a batch).
-	SELECT p.id::text AS instance FROM pick p CROSS JOIN LATERAL (SELECT 1 FROM "enginehealth"."events" AS e
-		WHERE e.instance = p.id::text AND e.id + 0 > $18 AND e.id + 0 <= $19
-		  AND e.workflow = $13 AND e.task = $17 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL LIMIT 1) AS e
-	WHERE p.att IS NULL
-), hist AS MATERIALIZED (
-	-- Their retries at once (their events hold them), every one of the
-	-- case: a probe of the events' instance index per instance touched
-	-- (not one "= ANY" of them all, which PostgreSQL checks against
-	-- each event read, the whole list for each).
-	SELECT h.* FROM touched u CROSS JOIN LATERAL (
-	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
-			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
-				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
-		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
-		FROM "enginehealth"."events" AS e
-		WHERE e.instance = u.instance AND e.workflow = $13 AND e.task = $17
-		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
-		GROUP BY e.instance) AS h
 ), known AS MATERIALIZED (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried). Materialized, so that the
@@ -96,7 +64,23 @@ WITH s AS MATERIALIZED (
 		coalesce(a.state, CASE WHEN h.attempt IS NOT NULL THEN 'retried' END) AS read_state, coalesce(CASE WHEN a.state = 'succeeded' THEN 0 WHEN a.again AND a.state = 'waiting' THEN a.attempt + 1 ELSE a.attempt END, h.attempt) AS prev,
 		CASE WHEN a.att IS NULL THEN coalesce(h.nodes, '{}') WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		h.last_at, h.last_node
-	FROM pick a LEFT JOIN hist h ON a.att IS NULL AND h.instance = a.id::text
+	-- An instance without an attempts row: its retries at once, read
+	-- from the events through their index on instance, one probe per
+	-- instance (LATERAL: a probe, never a join of
+	-- two CTEs, which a planner on stale statistics loops over, 10,000
+	-- times 10,000 rows). They are all after the task's settle cursor
+	-- (an instance's latest retry without a row is never before it) and
+	-- before the newest event when this task's repair began (those after
+	-- it are the run's own, of instances it picked before).
+	FROM pick a LEFT JOIN LATERAL (SELECT h.* FROM (
+	SELECT e.instance, max(e.attempt) AS attempt, coalesce((SELECT array_agg(u.n ORDER BY u.i) FROM (
+			SELECT DISTINCT ON (v.n) v.n, v.i FROM unnest(array_agg(e.node ORDER BY e.id) FILTER (WHERE e.node IS NOT NULL))
+				WITH ORDINALITY AS v(n, i) ORDER BY v.n, v.i) AS u), '{}') AS nodes,
+		max(e.at) AS last_at, (array_agg(e.node ORDER BY e.id DESC) FILTER (WHERE e.node IS NOT NULL))[1] AS last_node
+		FROM "enginehealth"."events" AS e
+		WHERE e.instance = a.id::text AND e.workflow = $13 AND e.task = $17
+		  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+		GROUP BY e.instance) AS h WHERE a.att IS NULL) AS h ON true
 	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
@@ -192,7 +176,7 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$20, x.node, $13, x.sid, $17, $14, nullif(x.to_state, ''),
+		$18, x.node, $13, x.sid, $17, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), tally AS (
@@ -203,7 +187,7 @@ WITH s AS MATERIALIZED (
 		NULL::json AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $20
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $18
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
