@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/lib/pq"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +54,9 @@ func (s *store) call(op string, text ...string) error {
 		}
 		if t == "db-down" {
 			return errors.New("pq: the database system is shutting down (password=hunter2)")
+		}
+		if t == "db-slow" {
+			return fmt.Errorf("retry stats: %w", &pq.Error{Code: "57014", Message: "canceling statement due to user request"})
 		}
 		if t == "db-standby" {
 			return fmt.Errorf("get node: %w: server is in hot standby mode (password=hunter2)", pgdb.ErrReadOnly)
@@ -450,6 +455,21 @@ func TestDatabaseUnavailableIsNotAFault(t *testing.T) {
 	}
 	if line.Level != "WARN" || line.RequestID != eb.RequestID {
 		t.Fatalf("log line %+v, want WARN with request id %s", line, eb.RequestID)
+	}
+}
+
+// TestSlowStatementIsATimeout: a statement the database cancelled (the
+// request's time ran out: lib/pq cancels it and returns the server's
+// 57014, not the context's error) is answered 503 "timed out", with
+// Retry-After, not "internal error" (a 200k-case retry statistics read
+// was, in an outside review).
+func TestSlowStatementIsATimeout(t *testing.T) {
+	h, _, _ := newTestHandler(t)
+	rec := do(h, "GET", "/v1/nodes/db-slow", "", "")
+	eb := errorBody(t, rec)
+	if rec.Code != http.StatusServiceUnavailable || eb.Error != "timed out" || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(eb.Detail, "did not finish") {
+		t.Fatalf("%d %+v Retry-After %q, want 503 timed out", rec.Code, eb, rec.Header().Get("Retry-After"))
 	}
 }
 

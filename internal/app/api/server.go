@@ -244,6 +244,14 @@ func (h *handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 		detail = "try again once PostgreSQL is back; " + detail
 		w.Header().Set("Retry-After", "1")
 		log.WarnContext(r.Context(), "request failed: database unavailable", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
+	case pgdb.IsCanceled(err):
+		// A statement the database cancelled: the request's time ran out
+		// (the driver cancels it and returns the server's error, not the
+		// context's), or the session's statement_timeout.
+		msg = "timed out"
+		detail = "the database did not finish the statement in time (a large read, or a loaded database); try again, or narrow the request; " + detail
+		w.Header().Set("Retry-After", "5")
+		log.WarnContext(r.Context(), "request failed: statement cancelled", "method", r.Method, "path", r.URL.Path, slog.Any("err", err))
 	case errors.Is(err, context.DeadlineExceeded):
 		msg = "timed out"
 		detail = "the database or etcd did not answer in time; " + detail

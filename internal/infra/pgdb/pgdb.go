@@ -364,6 +364,14 @@ func IsLockTimeout(err error) bool {
 	return errors.As(err, &pqErr) && pqErr.Code == "55P03"
 }
 
+// IsCanceled reports whether err is a statement the server cancelled
+// (SQLSTATE 57014, query_canceled): its statement_timeout, or a cancel
+// request, which lib/pq sends when the statement's context ends.
+func IsCanceled(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && pqErr.Code == "57014"
+}
+
 // Summary names the class of a failure in words fit for any client: a
 // timeout, an unreachable database, or a database error by its SQLSTATE
 // code and name. It never carries what an error's text may: addresses,
