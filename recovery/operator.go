@@ -614,6 +614,18 @@ func (r *Repairer) Retry(ctx context.Context, o *leader.Office, m ManualRetry) (
 	return res, nil
 }
 
+// CanonicalInstance returns instance id of workflow as the database
+// prints its id column ("007" → "7", a uuid in lower case), as the events
+// name it; id itself when the workflow is not configured or has no such
+// row. The event filters use it, as the instance view does.
+func (r *Repairer) CanonicalInstance(ctx context.Context, workflow, id string) (string, error) {
+	w, err := r.workflow(workflow)
+	if err != nil {
+		return id, nil
+	}
+	return r.canonical(ctx, w, id)
+}
+
 // canonical returns instance id as the database prints the id column
 // ("063" → "63"), or id itself when the table has no such row.
 func (r *Repairer) canonical(ctx context.Context, w Workflow, id string) (string, error) {

@@ -469,6 +469,23 @@ func TestRepairRefusedOnAnotherCluster(t *testing.T) {
 // order but no max) is repaired in batches, its interrupted instances
 // and its failed ones (the failure cursor, after a first pass sets the
 // watermark) alike.
+// TestCanonicalInstance: an instance named as an operator may write it
+// is read as the events name it (the id column's own text), so that an
+// event filter finds it; a name that is no id of the table, or of no
+// configured workflow, is kept as given.
+func TestCanonicalInstance(t *testing.T) {
+	r, _, _ := setup(t)
+	ctx := context.Background()
+	for _, c := range []struct{ workflow, in, want string }{
+		{"orders", "007", "7"}, {"orders", " 7", "7"}, {"orders", "+7", "7"},
+		{"orders", "x", "x"}, {"orders", "99", "99"}, {"nope", "007", "007"},
+	} {
+		if got, err := r.CanonicalInstance(ctx, c.workflow, c.in); err != nil || got != c.want {
+			t.Errorf("%s/%q: %q (%v), want %q", c.workflow, c.in, got, err, c.want)
+		}
+	}
+}
+
 func TestRepairsUUIDIds(t *testing.T) {
 	db := pg.MigratedDB(t)
 	db.MustExec(`CREATE SCHEMA app;

@@ -449,6 +449,15 @@ func (d *daemon) buildAPI() error {
 			Metrics:  d.metrics.Handler(),
 			Requests: d.metrics.ObserveRequest,
 			Events: func(ctx context.Context, p audit.ListParams) ([]audit.Event, error) {
+				// An instance of a workflow as the events name it
+				// ("007" is 7), as the instance view reads it.
+				if p.Workflow != "" && p.Instance != "" {
+					c, err := reads.CanonicalInstance(ctx, p.Workflow, p.Instance)
+					if err != nil {
+						return nil, err
+					}
+					p.Instance = c
+				}
 				return d.events.List(ctx, d.apiDB, p)
 			},
 			LastEventID: func(ctx context.Context) (int64, error) { return d.events.LastID(ctx, d.apiDB) },
