@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"flag"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -85,6 +86,35 @@ func goldenBatches() []goldenBatch {
 	}
 }
 
+// decisionTable prints the decision table a policy_batch statement is
+// bound to (its parameters known … hi, one array per column), a row per
+// line, so that a reviewer of the golden file reads what each history
+// leads to beside the statement that applies it.
+func decisionTable(t *testing.T, st sqltext.Statement) string {
+	t.Helper()
+	col := func(name string) any {
+		i := slices.Index(st.Names, name)
+		if i < 0 {
+			t.Fatalf("policy_batch without parameter %s", name)
+		}
+		return st.Args[i]
+	}
+	known, prev, match := col("known").(pq.BoolArray), col("prev").(pq.Int64Array), col("match").(pq.Int64Array)
+	kind, to, state, reason := col("kind").(pq.StringArray), col("to_state").(pq.StringArray), col("state").(pq.StringArray), col("reason").(pq.StringArray)
+	lo, hi := col("lo").(pq.Float64Array), col("hi").(pq.Float64Array)
+	var b strings.Builder
+	fmt.Fprintf(&b, "The decision table (known … hi; max_attempts %v, cap %.0f ms, jitter %v): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason\n",
+		col("max_attempts"), col("cap_ms"), col("jitter"))
+	for i := range known {
+		delay := "—" // (a delay only for a retry that waits)
+		if kind[i] == ActWait {
+			delay = fmt.Sprintf("%g–%g", lo[i], hi[i])
+		}
+		fmt.Fprintf(&b, "  %-5v %2d %d → %-5s %-12q %-11q %-11s %s\n", known[i], prev[i], match[i], kind[i], to[i], state[i], delay, reason[i])
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
 func goldenRepairer() *Repairer {
 	invoices, reports := goldenWorkflows()
 	events := audit.New("enginehealth")
@@ -144,12 +174,14 @@ func goldens(t *testing.T) []sqltest.Shape {
 	engineStatements(gs, r)
 	for _, g := range goldenBatches() {
 		table := strings.TrimPrefix(g.w.Table, "app.")
-		gs.add("policy_batch", g.name, g.about,
+		st, err := r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.mode, 42)
+		if err != nil {
+			t.Fatalf("policy_batch %s: %v", g.name, err)
+		}
+		gs.add("policy_batch", g.name, g.about+"\n\n"+decisionTable(t, st),
 			// The pick, through the index on the status column.
 			[]string{table + "_" + g.w.StatusColumn + "_"},
-			func() (sqltext.Statement, error) {
-				return r.renderBatch(g.w, g.w.Tasks[0], g.c, g.w.Claims, g.attr, g.cur, g.mode, 42)
-			})
+			func() (sqltext.Statement, error) { return st, nil })
 	}
 	invoices, reports := goldenWorkflows()
 	for _, g := range []struct {

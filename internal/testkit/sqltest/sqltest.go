@@ -46,7 +46,8 @@ func Golden(t *testing.T, dir string, statements map[string]sqltext.Prepared, up
 // golden is a statement as its golden file shows it: a comment line
 // (title), its parameters (header), then its SQL.
 func golden(title, header, sql string) string {
-	return "-- " + title + "\n" + header + strings.TrimRight(sql, "\n") + "\n"
+	title = strings.ReplaceAll("-- "+strings.ReplaceAll(title, "\n", "\n-- "), "-- \n", "--\n")
+	return title + "\n" + header + strings.TrimRight(sql, "\n") + "\n"
 }
 
 // strays fails on a file matching one of globs that is not among paths:

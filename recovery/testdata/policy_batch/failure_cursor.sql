@@ -1,4 +1,10 @@
 -- policy_batch: a later batch of failed instances, after the last (updated, id) picked
+--
+-- The decision table (known … hi; max_attempts 2, cap 3600000 ms, jitter 0): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → wait  ""           "waiting"   3.6e+06–3.6e+06 failed by the engine: retry 1 of 2
+--   true   0 0 → wait  ""           "waiting"   3.6e+06–3.6e+06 failed by the engine: retry 1 of 2
+--   true   1 0 → wait  ""           "waiting"   3.6e+06–3.6e+06 failed by the engine: retry 2 of 2
+--   true   2 0 → fail  ""           "exhausted" —           failed by the engine: exhausted after 2 retries
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter

@@ -1,4 +1,21 @@
 -- policy_batch: the first batch of a claimable task's interruptions, with non-retryable patterns, in a fleet that counts retries at once from their events, the task's first (no settle cursor yet: it writes it)
+--
+-- The decision table (known … hi; max_attempts 3, cap 60000 ms, jitter 0.2): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → wait  ""           "waiting"   1000–1000   interrupted: retry 1 of 3
+--   true   0 0 → wait  ""           "waiting"   1000–1000   interrupted: retry 1 of 3
+--   true   1 0 → wait  ""           "waiting"   2000–2000   interrupted: retry 2 of 3
+--   true   2 0 → wait  ""           "waiting"   4000–4000   interrupted: retry 3 of 3
+--   true   3 0 → fail  "SendFailed" "exhausted" —           interrupted: exhausted after 3 retries
+--   false  0 1 → fail  "SendFailed" "failed"    —           error matches non_retryable "^card declined": failed at once
+--   true   0 1 → fail  "SendFailed" "failed"    —           error matches non_retryable "^card declined": failed at once
+--   true   1 1 → fail  "SendFailed" "failed"    —           error matches non_retryable "^card declined": failed at once
+--   true   2 1 → fail  "SendFailed" "failed"    —           error matches non_retryable "^card declined": failed at once
+--   true   3 1 → fail  "SendFailed" "failed"    —           error matches non_retryable "^card declined": failed at once
+--   false  0 2 → fail  "SendFailed" "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   0 2 → fail  "SendFailed" "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   1 2 → fail  "SendFailed" "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   2 2 → fail  "SendFailed" "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   3 2 → fail  "SendFailed" "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter

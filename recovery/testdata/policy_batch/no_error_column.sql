@@ -1,4 +1,11 @@
 -- policy_batch: a later batch of a claimable task's interruptions, retried with a backoff, in a workflow without an error column (no pattern matched), some retries at once not settled yet in a wide history window (probed instance by instance)
+--
+-- The decision table (known … hi; max_attempts 3, cap 60000 ms, jitter 0.2): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → wait  ""           "waiting"   1000–1000   interrupted: retry 1 of 3
+--   true   0 0 → wait  ""           "waiting"   1000–1000   interrupted: retry 1 of 3
+--   true   1 0 → wait  ""           "waiting"   2000–2000   interrupted: retry 2 of 3
+--   true   2 0 → wait  ""           "waiting"   4000–4000   interrupted: retry 3 of 3
+--   true   3 0 → fail  "SendFailed" "exhausted" —           interrupted: exhausted after 3 retries
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter

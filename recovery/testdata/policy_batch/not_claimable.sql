@@ -1,4 +1,18 @@
 -- policy_batch: an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read), whose ids' type max takes (the cursor read with it)
+--
+-- The decision table (known … hi; max_attempts 10, cap 3600000 ms, jitter 0): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → retry "Queued"     "retried"   —           interrupted: retry 1 of 10, at once
+--   true   0 0 → retry "Queued"     "retried"   —           interrupted: retry 1 of 10, at once
+--   true   1 0 → retry "Queued"     "retried"   —           interrupted: retry 2 of 10, at once
+--   true   2 0 → retry "Queued"     "retried"   —           interrupted: retry 3 of 10, at once
+--   true   3 0 → retry "Queued"     "retried"   —           interrupted: retry 4 of 10, at once
+--   true   4 0 → retry "Queued"     "retried"   —           interrupted: retry 5 of 10, at once
+--   true   5 0 → retry "Queued"     "retried"   —           interrupted: retry 6 of 10, at once
+--   true   6 0 → retry "Queued"     "retried"   —           interrupted: retry 7 of 10, at once
+--   true   7 0 → retry "Queued"     "retried"   —           interrupted: retry 8 of 10, at once
+--   true   8 0 → retry "Queued"     "retried"   —           interrupted: retry 9 of 10, at once
+--   true   9 0 → retry "Queued"     "retried"   —           interrupted: retry 10 of 10, at once
+--   true  10 0 → fail  "Failed"     "exhausted" —           interrupted: exhausted after 10 retries
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter

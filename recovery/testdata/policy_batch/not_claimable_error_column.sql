@@ -1,4 +1,14 @@
 -- policy_batch: the first batch of a task without claims whose workflow has an error column: retried at once, up to 2 times, but for non-retryable errors
+--
+-- The decision table (known … hi; max_attempts 2, cap 9223372036855 ms, jitter 0): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → fail  "Failed"     "exhausted" —           interrupted: exhausted after 0 retries
+--   true   0 0 → fail  "Failed"     "exhausted" —           interrupted: exhausted after 0 retries
+--   true   1 0 → fail  "Failed"     "exhausted" —           interrupted: exhausted after 1 retry
+--   true   2 0 → fail  "Failed"     "exhausted" —           interrupted: exhausted after 2 retries
+--   false  0 1 → fail  "Failed"     "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   0 1 → fail  "Failed"     "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   1 1 → fail  "Failed"     "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
+--   true   2 1 → fail  "Failed"     "failed"    —           error matches non_retryable "\\bfatal\\b": failed at once
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter

@@ -1,4 +1,8 @@
 -- policy_batch: the first batch of a claimable task's interruptions under strategy hold (each instance held for an operator: an attempts row each, the instances left where they are)
+--
+-- The decision table (known … hi; max_attempts 0, cap 9223372036855 ms, jitter 0): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → hold  ""           "held"      —           interrupted: held for an operator (holds retry or holds fail)
+--   true   0 0 → hold  ""           "held"      —           interrupted: held for an operator (holds retry or holds fail)
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter

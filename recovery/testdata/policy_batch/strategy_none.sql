@@ -1,4 +1,8 @@
 -- policy_batch: a later batch of a claimable task's interruptions under strategy none (each instance failed, its attempts row, if it has one, closed)
+--
+-- The decision table (known … hi; max_attempts 0, cap 9223372036855 ms, jitter 0): history known, retries made, pattern matched → kind, to_state, attempts row state, delay interval (ms, before the cap and the jitter), reason
+--   false  0 0 → fail  "SendFailed" ""          —           interrupted non-atomic task failed: it may have left external effects
+--   true   0 0 → fail  "SendFailed" "failed"    —           interrupted non-atomic task failed: it may have left external effects
 -- $1 max_attempts
 -- $2 cap_ms
 -- $3 jitter
