@@ -264,14 +264,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
 	return b, true
 }
 
-// keyProblem checks what encoding/json lets through: the body must be an
-// object (not null), and each of its keys must be given once, spelt
-// exactly as one of v's json field names (encoding/json would also take
-// "REASON" for "reason", and let the last of two keys win), with a value
-// other than null (which encoding/json takes as the field left out), but
-// for a list, whose null is empty. It returns ""
-// when the keys are fine, or when the body is not a JSON object at all
-// (the decoder then says what is wrong).
+// keyProblem checks what encoding/json lets through, in the body and in
+// every object inside it (the instances of a holds request): the body
+// must be an object (not null), and each key of an object must be given
+// once, spelt exactly as one of its type's json field names
+// (encoding/json would also take "REASON" for "reason", and let the last
+// of two keys win: {"instance": "105", "INSTANCE": "106"} decided 106),
+// with a value other than null (which encoding/json takes as the field
+// left out), but for a list, whose null is empty; nor may an element of
+// a list be null. It returns "" when the keys are fine, or when the body
+// is not of v's shape at all (the decoder then says what is wrong).
 func keyProblem(b []byte, v any) string {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
@@ -281,16 +283,58 @@ func keyProblem(b []byte, v any) string {
 	if tok == nil {
 		return "body: want an object, got null"
 	}
-	if tok != json.Delim('{') {
-		return ""
+	return valueProblem(dec, tok, reflect.TypeOf(v).Elem(), "body")
+}
+
+// valueProblem checks the JSON value that starts with tok (read from
+// dec, which it reads to the value's end) against type t, at path.
+func valueProblem(dec *json.Decoder, tok json.Token, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	names := map[string]bool{}
-	lists := map[string]bool{}
-	t := reflect.TypeOf(v).Elem()
+	switch {
+	case tok == json.Delim('{') && t.Kind() == reflect.Struct:
+		return objectProblem(dec, t, path)
+	case tok == json.Delim('[') && t.Kind() == reflect.Slice:
+		for i := 0; dec.More(); i++ {
+			el, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			at := fmt.Sprintf("%s[%d]", path, i)
+			if el == nil {
+				return at + ": null: give a value"
+			}
+			if p := valueProblem(dec, el, t.Elem(), at); p != "" {
+				return p
+			}
+		}
+		_, _ = dec.Token() // ]
+	case tok == json.Delim('{') || tok == json.Delim('['):
+		// Not of t's shape: skipped, for the decoder to say.
+		for depth := 1; depth > 0; {
+			tk, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			switch tk {
+			case json.Delim('{'), json.Delim('['):
+				depth++
+			case json.Delim('}'), json.Delim(']'):
+				depth--
+			}
+		}
+	}
+	return ""
+}
+
+// objectProblem checks an object's keys and values against struct t, its
+// opening brace read.
+func objectProblem(dec *json.Decoder, t reflect.Type, path string) string {
+	fields := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" {
-			names[n] = true
-			lists[n] = t.Field(i).Type.Kind() == reflect.Slice
+			fields[n] = t.Field(i).Type
 		}
 	}
 	seen := map[string]bool{}
@@ -300,24 +344,32 @@ func keyProblem(b []byte, v any) string {
 			return ""
 		}
 		k, _ := tok.(string)
+		ft, known := fields[k]
 		switch {
 		case seen[k]:
-			return "body: field " + quoteShort(k) + " given more than once"
-		case !names[k]:
-			return "body: unknown field " + quoteShort(k)
+			return path + ": field " + quoteShort(k) + " given more than once"
+		case !known:
+			return path + ": unknown field " + quoteShort(k)
 		}
 		seen[k] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		val, err := dec.Token()
+		if err != nil {
 			return ""
 		}
 		// encoding/json leaves a field given as null as it was: for
 		// {"dry_run": null}, a run that is not dry. A list's null is
 		// the empty list (what Go clients send for none).
-		if string(skip) == "null" && !lists[k] {
-			return "body: field " + quoteShort(k) + " is null: give it a value, or leave it out"
+		if val == nil {
+			if ft.Kind() == reflect.Slice {
+				continue
+			}
+			return path + ": field " + quoteShort(k) + " is null: give it a value, or leave it out"
+		}
+		if p := valueProblem(dec, val, ft, path+"."+k); p != "" {
+			return p
 		}
 	}
+	_, _ = dec.Token() // }
 	return ""
 }
 

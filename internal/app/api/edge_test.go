@@ -275,6 +275,13 @@ func TestHostileInput(t *testing.T) {
 		{"holds retry: both", "POST", "/v1/holds/retry", json, `{"all":true,"instances":[{"workflow":"w","instance":"1"}]}`, 400, "not both"},
 		{"holds retry: empty instance", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","instance":""}]}`, 400, "body.instances[0].instance: empty"},
 		{"holds retry: unknown field in an instance", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","id":"1"}]}`, 400, `unknown field "id"`},
+		// Inside an instance as at the top: encoding/json takes the
+		// last of two keys, "INSTANCE" for "instance", and decided 106.
+		{"holds retry: an instance's key in another case", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","instance":"105","INSTANCE":"106"}],"reason":"x"}`, 400, `body.instances[0]: unknown field "INSTANCE"`},
+		{"holds fail: an instance's key twice", "POST", "/v1/holds/fail", json, `{"instances":[{"workflow":"w","instance":"107","instance":"108"}],"reason":"x"}`, 400, `body.instances[0]: field "instance" given more than once`},
+		{"holds retry: a null instance id", "POST", "/v1/holds/retry", json, `{"instances":[{"workflow":"w","instance":null}]}`, 400, `body.instances[0]: field "instance" is null`},
+		{"holds retry: a null instance", "POST", "/v1/holds/retry", json, `{"instances":[null]}`, 400, `body.instances[0]: null`},
+		{"recovery: a null workflow in the list", "POST", "/v1/recovery", json, `{"workflows":[null]}`, 400, `body.workflows[0]: null`},
 		{"holds fail: escape in workflow", "POST", "/v1/holds/fail", json, `{"all":true,"workflow":"\u001b[2J"}`, 400, "body.workflow"},
 		{"holds fail: workflow without all", "POST", "/v1/holds/fail", json, `{"workflow":"w","instances":[{"workflow":"w","instance":"1"}]}`, 400, "only with all"},
 		{"holds fail: empty workflow is not every workflow", "POST", "/v1/holds/fail", json, `{"all":true,"workflow":"","reason":"x"}`, 400, "body.workflow: empty"},
