@@ -286,8 +286,8 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 		return sqltext.Statement{}, err
 	}
 	// The retries at once of the picked instances without an attempts
-	// row that have some (touched) are read instance by instance (hist:
-	// u, each of touched).
+	// row are read instance by instance (known: a LATERAL probe of a, each
+	// instance picked).
 	sl.Again = r.againSQL(c, tbl, "p.upd", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))
 	if sl.CaseRetries, err = r.caseRetries("= a.id::text"); err != nil {
 		return sqltext.Statement{}, err

@@ -32,6 +32,23 @@ func benchOrders() Workflow {
 			AtomicInternal: true}}}
 }
 
+// ordersRepairer creates, on db, the demo engine's orders tables (without
+// an error column: an index on (status, id), a claims table) and returns
+// a repairer of benchOrders over them, with a master's office.
+func ordersRepairer(tb testing.TB, db *sqlx.DB) (*Repairer, *leader.Office) {
+	tb.Helper()
+	db.MustExec(`CREATE SCHEMA app;
+		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
+		CREATE INDEX ON app.orders (status, id);
+		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
+			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
+	o := leadertest.Office(tb, db, etcd.Endpoint, "enginehealth", "master")
+	events := audit.New("enginehealth")
+	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{benchOrders()}, Log: leadertest.Quiet}))
+	return r, o
+}
+
 // BenchmarkRepair repairs 100k interrupted instances (unclaimed, in an
 // interim state) through the master, events and fencing included, and
 // compares with one bare set-based UPDATE of the same rows on the same
@@ -733,16 +750,7 @@ func BenchmarkSettleOpenCases(b *testing.B) {
 	if _, err := pgdb.Migrate(context.Background(), db, pgdb.DefaultSchema); err != nil {
 		b.Fatal(err)
 	}
-	db.MustExec(`CREATE SCHEMA app;
-		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
-		CREATE INDEX ON app.orders (status, id);
-		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
-			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
-	wf := benchOrders()
-	o := leadertest.Office(b, db, etcd.Endpoint, "enginehealth", "master")
-	events := audit.New("enginehealth")
-	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
-		Events: events, Schema: "enginehealth", Workflows: []Workflow{wf}, Log: leadertest.Quiet}))
+	r, o := ordersRepairer(b, db)
 	ctx := context.Background()
 	var open, closed, third, stats []float64
 	b.ResetTimer()

@@ -639,7 +639,8 @@ func (r *Repairer) withTask(ctx context.Context, w Workflow, t Task, work func()
 }
 
 // histWindow is where a task's repair batches look for the retries at
-// once of instances without an attempts row (policy_batch's touched):
+// once of instances without an attempts row (policy_batch's known, and
+// touched when the window is read whole):
 // the events after the task's settle cursor (an instance's latest such
 // retry is never before it: settleEvents goes past a case only once it
 // has its row), up to the newest event when the task's repair began. A

@@ -5,11 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
-
-	"github.com/enginehealth/enginehealth/internal/infra/audit"
-	"github.com/enginehealth/enginehealth/internal/testkit"
-	"github.com/enginehealth/enginehealth/internal/testkit/leadertest"
-	"github.com/enginehealth/enginehealth/leader"
 )
 
 // TestSecondInterruptionOnStaleStatistics: a second mass interruption, on
@@ -24,17 +19,9 @@ import (
 func TestSecondInterruptionOnStaleStatistics(t *testing.T) {
 	const rows = 3 * DefaultBatchSize // a window of 30k events: wider than histRangeSpan
 	db := pg.MigratedDB(t)
-	db.MustExec(`CREATE SCHEMA app;
-		CREATE TABLE app.orders (id bigserial PRIMARY KEY, status text NOT NULL);
-		CREATE INDEX ON app.orders (status, id);
-		CREATE TABLE app.orders_claim (instance_id bigint PRIMARY KEY REFERENCES app.orders (id), node text NOT NULL,
-			token text NOT NULL, claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);`)
+	r, o := ordersRepairer(t, db)
 	db.MustExec(`ALTER TABLE enginehealth.events SET (autovacuum_enabled = off); ALTER TABLE app.orders SET (autovacuum_enabled = off)`)
-	wf := benchOrders()
-	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "master")
-	events := audit.New("enginehealth")
-	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
-		Events: events, Schema: "enginehealth", Workflows: []Workflow{wf}, Log: leadertest.Quiet}))
+	wf := r.cfg.Workflows[0]
 	ctx := context.Background()
 	// The statistics were taken while every instance had ended, and
 	// the events were few: then the mass interruption.

@@ -13,8 +13,8 @@ theirs.
 The retries at once of an instance without a row are read from the
 events (case_retries: tid NULL, no row to update; state retried), only
 when the attempts row is missing (the first branch's row ends the
-LIMIT). A repair batch reads them for its whole pick at once instead
-(policy_batch's touched and hist).
+LIMIT). A repair batch reads them in the same way, instance by
+instance (policy_batch's known).
 
 Parameters (named; numbered by the statement that holds it):
   workflow, task  the task's workflow and name

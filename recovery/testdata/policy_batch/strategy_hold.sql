@@ -91,7 +91,7 @@ WITH s AS MATERIALIZED (
 		        ELSE '; it was run again by someone else while held' END END AS full_reason,
 		-- Whether its attempts row is written: one it has is kept up to
 		-- date; with Rowless, a first interruption retried at once gets
-		-- none (its event holds its attempt: hist reads it there), a
+		-- none (its event holds its attempt: known reads it there), a
 		-- second (the retries it read there: prev) gets its row, which
 		-- takes the case over from the events.
 		y.has_state AND (y.att IS NOT NULL OR y.not_retry OR y.prev IS NOT NULL) AS writes_row
