@@ -28,7 +28,11 @@ import (
 func TestProtocolDoctor(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := c.configWith("node-a", cfgOpts{Schedule: "@every 1s", Extra: demoengine.WorkflowsYAML(time.Minute)})
+	// Orders 4 and 5, left interim without a claim, are found by a
+	// sweep: one every 2 s, not only the office's first pass (which, on a
+	// loaded host, ran before they were left there, and the test waited
+	// for a repair that never came).
+	cfg := c.configWith("node-a", cfgOpts{Schedule: "@every 1s", SweepInterval: 2 * time.Second, Extra: demoengine.WorkflowsYAML(time.Minute)})
 	c.seed(cfg, 10)
 	d := c.startProcess("node-a", cfg, []string{"EH_UNSAFE=window"}, unsafeBinary(t), "run")
 	n := c.waitRegistered(d, 30*time.Second)

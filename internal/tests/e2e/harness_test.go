@@ -146,6 +146,10 @@ type cfgOpts struct {
 	LeaseTTL time.Duration
 	// Schedule of the check; default the daemon's.
 	Schedule string
+	// SweepInterval of the check (how often a pass looks for every
+	// interrupted instance, not only those whose claims it expired);
+	// default the daemon's.
+	SweepInterval time.Duration
 	// Heartbeat interval; default 200ms (not_responding_after: 5 × it,
 	// at least 1s).
 	Heartbeat time.Duration
@@ -177,6 +181,9 @@ func (c *cluster) configWith(name string, o cfgOpts) string {
 	health := fmt.Sprintf("  not_responding_after: %s\n", max(5*hb, time.Second))
 	if o.Schedule != "" {
 		health += fmt.Sprintf("  schedule: %q\n", o.Schedule)
+	}
+	if o.SweepInterval > 0 {
+		health += fmt.Sprintf("  sweep_interval: %s\n", o.SweepInterval)
 	}
 	api := "  listen: " + cmp.Or(o.Listen, "127.0.0.1:0") + "\n"
 	etcdLines := o.Etcd
