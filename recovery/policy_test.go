@@ -964,7 +964,7 @@ func TestPlanEqualsRunAtScale(t *testing.T) {
 	}
 	res := f.pass()
 	run := res.Tasks[0]
-	if run.Done != plan.Planned || run.Retried != byTo[task.Begin] || run.Failed != byTo[task.Failed] ||
+	if run.Done != plan.Planned || run.Planned != plan.Planned || run.Retried != byTo[task.Begin] || run.Failed != byTo[task.Failed] ||
 		run.Scheduled+run.Held != byTo[""] || run.Exhausted != exhausted {
 		t.Fatalf("the run did not do what the plan said:\nplan: %d planned, by destination %v, %d exhausted, groups %+v\nrun:  %+v",
 			plan.Planned, byTo, exhausted, plan.Plan, run)

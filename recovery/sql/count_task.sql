@@ -11,13 +11,17 @@ Parameters (numbered $1, $2, … in the order they first appear):
   ids             (IDs) the instances to look at
   workflow, task  the task's workflow and name
 */ -}}
-SELECT count(*) FROM {{.Table}} AS b
-WHERE b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed}}{{if .IDs}} AND b.{{.ID}} = ANY ({{arg "ids"}}){{end}}
-	-- Not parked: no attempts row waiting or held whose instance did
-	-- not run again since (the repair's pick, Decidable, as an
-	-- anti-join: a probe of the primary key per instance, or one read
-	-- of the parked rows through their partial indexes, as the planner
-	-- finds cheaper).
-	AND NOT EXISTS (SELECT 1 FROM {{.Attempts}} AS a
-		WHERE a.workflow = {{arg "workflow"}} AND a.instance = b.{{.ID}}::text AND a.task = {{arg "task"}}
-		  AND (a.state = 'waiting' OR a.state = 'held') AND NOT {{.Again}})
+-- In three counts, each cheap where its rows are few (one snapshot: the
+-- statement's): the instances in the state, less those claimed (read
+-- from the claims), less those parked and not run again since, unclaimed
+-- (read from the parked rows). One anti-join of every instance in the
+-- state with the claims and the attempts rows cost three times as much.
+-- (An instance has at most one attempts row of the task: its primary key.)
+SELECT (SELECT count(*) FROM {{.Table}} AS b WHERE b.{{.Status}} = {{arg "from"}}{{template "ids" .}})
+	- (SELECT count(*) FROM {{.Table}} AS b WHERE b.{{.Status}} = {{arg "from"}} AND {{.Claimed}}{{template "ids" .}})
+	-- Parked: an attempts row waiting or held whose instance did not
+	-- run again since (the repair's pick, Decidable).
+	- (SELECT count(*) FROM {{.Attempts}} AS a
+		WHERE a.workflow = {{arg "workflow"}} AND a.task = {{arg "task"}} AND (a.state = 'waiting' OR a.state = 'held') AND NOT {{.Again}}
+		  AND EXISTS (SELECT 1 FROM {{.Table}} AS b WHERE b.{{.ID}}::text = a.instance AND b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed}}{{template "ids" .}}))
+{{- define "ids"}}{{if .IDs}} AND b.{{.ID}} = ANY ({{arg "ids"}}){{end}}{{end}}

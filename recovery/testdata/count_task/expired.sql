@@ -3,13 +3,16 @@
 -- $2 ids
 -- $3 workflow
 -- $4 task
-SELECT count(*) FROM "app"."invoices" AS b
-WHERE b."status" = $1 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND b."id" = ANY ($2)
-	-- Not parked: no attempts row waiting or held whose instance did
-	-- not run again since (the repair's pick, Decidable, as an
-	-- anti-join: a probe of the primary key per instance, or one read
-	-- of the parked rows through their partial indexes, as the planner
-	-- finds cheaper).
-	AND NOT EXISTS (SELECT 1 FROM "enginehealth"."attempts" AS a
-		WHERE a.workflow = $3 AND a.instance = b."id"::text AND a.task = $4
-		  AND (a.state = 'waiting' OR a.state = 'held') AND NOT EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $3 AND e.instance = a.instance AND e.from_state = $1 AND e.at > a.since))
+-- In three counts, each cheap where its rows are few (one snapshot: the
+-- statement's): the instances in the state, less those claimed (read
+-- from the claims), less those parked and not run again since, unclaimed
+-- (read from the parked rows). One anti-join of every instance in the
+-- state with the claims and the attempts rows cost three times as much.
+-- (An instance has at most one attempts row of the task: its primary key.)
+SELECT (SELECT count(*) FROM "app"."invoices" AS b WHERE b."status" = $1 AND b."id" = ANY ($2))
+	- (SELECT count(*) FROM "app"."invoices" AS b WHERE b."status" = $1 AND EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND b."id" = ANY ($2))
+	-- Parked: an attempts row waiting or held whose instance did not
+	-- run again since (the repair's pick, Decidable).
+	- (SELECT count(*) FROM "enginehealth"."attempts" AS a
+		WHERE a.workflow = $3 AND a.task = $4 AND (a.state = 'waiting' OR a.state = 'held') AND NOT EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $3 AND e.instance = a.instance AND e.from_state = $1 AND e.at > a.since)
+		  AND EXISTS (SELECT 1 FROM "app"."invoices" AS b WHERE b."id"::text = a.instance AND b."status" = $1 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id") AND b."id" = ANY ($2)))
