@@ -257,7 +257,11 @@ func benchRepair(b *testing.B, batch int) {
 		ctx := context.Background()
 		var n int
 		err := cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, lockWait.Milliseconds())); err != nil {
+			// The repair's settings (batch_settings.sql): its lock
+			// timeout and its work_mem (the floor's narrow rows fit in
+			// the default's, but the two run alike).
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d; SET LOCAL work_mem = '%dkB'`,
+				lockWait.Milliseconds(), batchWorkMem(batch))); err != nil {
 				return err
 			}
 			if err := floorPlanned(ctx, tx); err != nil {

@@ -311,7 +311,7 @@ func ownStatements(gs *shapes, st statements) {
 	gs.prepared(st.listRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "all", About: "the latest runs", Indexes: []string{"runs_pkey"}})
 	gs.prepared(st.actedRuns, sqltext.Args{"limit": 20}, sqltest.Shape{Name: "acted", About: "the latest runs that did something or did not finish well",
 		Indexes: []string{"runs_pkey"}})
-	gs.prepared(st.lockTimeout, sqltext.Args{"ms": "1"}, sqltest.Shape{})
+	gs.prepared(st.batchSettings, sqltext.Args{"ms": "1", "kb": 20000}, sqltest.Shape{})
 
 	// Attempts rows.
 	key := sqltext.Args{"workflow": "invoices", "instance": "17", "task": "send"}

@@ -559,17 +559,17 @@ type countSlots struct {
 	// Attempts is the attempts table, quoted; Again: the SQL condition
 	// that the instance of a parked row a ran again since (againSQL,
 	// over a.instance); Unclaimed: b has no claim (TRUE for a workflow
-	// without claims).
-	Attempts, Again, Unclaimed string
+	// without claims), Claimed: it has one (FALSE without claims).
+	Attempts, Again, Unclaimed, Claimed string
 }
 
 // renderCount renders count's statement and its parameters.
 func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []string) (sqltext.Statement, error) {
 	sl := countSlots{Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn), IDs: ids != nil,
-		Attempts: r.attempts, Unclaimed: "TRUE",
+		Attempts: r.attempts, Unclaimed: "TRUE", Claimed: "FALSE",
 		Again: r.againSQL(CauseInterrupt, tbl, "", "a.instance", sqltext.Arg("workflow"), sqltext.Arg("from"))}
 	if tbl != nil && !faultinject.Off(faultinject.Predicate) {
-		sl.Unclaimed = tbl.Unclaimed("b")
+		sl.Unclaimed, sl.Claimed = tbl.Unclaimed("b"), tbl.Claimed("b")
 	}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "from": t.Interim}
 	if ids != nil {
@@ -585,6 +585,14 @@ func (r *Repairer) renderCount(w Workflow, t Task, tbl *claims.Table, ids []stri
 // without changing the row; the pick under FOR NO KEY UPDATE SKIP LOCKED
 // leaves such a row alone.
 const lockWait = time.Millisecond
+
+// batchWorkMem is the work_mem, in kilobytes, a repair batch of size
+// instances asks for at least (batch_settings.sql): 2 kB an instance,
+// so that what its statement holds of them (the pick, the decisions,
+// the instances kept, a few hundred bytes each, more with long errors)
+// stays in memory, from PostgreSQL's default of 4 MB to 128 MB (a batch
+// of 64k and more). PostgreSQL takes only what the rows need.
+func batchWorkMem(size int) int64 { return min(max(2*int64(size), 4096), 128<<10) }
 
 // lockWaitOf is the repairer's lockWait (tests lengthen it).
 func (r *Repairer) lockWaitOf() time.Duration { return cmp.Or(r.lockWait, lockWait) }
@@ -707,10 +715,12 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 			return skipLocked, fmt.Errorf("repair %s.%s: %w", w.Name, t.Name, err)
 		}
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			ms := ""
 			if !skipLocked {
-				if _, err := r.st.lockTimeout.Exec(ctx, tx, sqltext.Args{"ms": strconv.FormatInt(r.lockWaitOf().Milliseconds(), 10)}); err != nil {
-					return err
-				}
+				ms = strconv.FormatInt(r.lockWaitOf().Milliseconds(), 10)
+			}
+			if _, err := r.st.batchSettings.Exec(ctx, tx, sqltext.Args{"ms": ms, "kb": batchWorkMem(r.cfg.BatchSize)}); err != nil {
+				return err
 			}
 			var err error
 			bc, err = r.policyBatch(ctx, tx, run, w, t, c, tbl, attr, cur, m)

@@ -41,7 +41,7 @@ func getRendered(ctx context.Context, q sqlx.QueryerContext, dest any, t *sqltex
 type statements struct {
 	// Runs (runs.go, recovery.go).
 	beginRun, endRun, addPlanned, addClaimsExpired, unfinishedRuns, interruptRun, getRun, runChain, clock,
-	listRuns, actedRuns, lockTimeout sqltext.Prepared
+	listRuns, actedRuns, batchSettings sqltext.Prepared
 	// Attempts rows: due retries (attempts.go), holds and operators'
 	// retries (operator.go), an instance's (instance.go), the settle
 	// pass's looks (settle.go).
@@ -114,7 +114,7 @@ func newStatements(schema string) statements {
 	st.clock = prepare("clock", nil)
 	st.listRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns})
 	st.actedRuns = prepare("list_runs", listSlots{Runs: runs, Columns: runColumns, Acted: true, Periodic: pq.QuoteLiteral(string(TriggerPeriodic))})
-	st.lockTimeout = prepare("lock_timeout", nil)
+	st.batchSettings = prepare("batch_settings", nil)
 
 	st.due = prepare("due", attemptsTable{attempts})
 	st.listHeld = prepare("list_parked", parkedList{Attempts: attempts})
