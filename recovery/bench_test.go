@@ -741,9 +741,14 @@ func median(xs []float64) float64 {
 // then, for 100k instances interrupted three times over (a check pass
 // after each repair), a pass and the retry statistics while every case
 // is open (each case read once however often it was retried: its row
-// from its second retry on). Reports settle-100k-open-ms (the slower of
-// two passes), settle-100k-closed-ms, settle-100k-open-third-ms and
-// retry-stats-100k-open-third-ms.
+// from its second retry on); then a pass after 99,999 of 100k cases
+// closed behind the first, still open, which holds the cursor back: by
+// the master that closed them (it reads the open case again, alone) and
+// by another (a new master reads every event after the cursor once).
+// Reports settle-100k-open-ms (the slower of two passes),
+// settle-100k-closed-ms, settle-100k-open-third-ms,
+// retry-stats-100k-open-third-ms, settle-100k-behind-one-open-ms and
+// settle-100k-behind-one-open-new-master-ms.
 func BenchmarkSettleOpenCases(b *testing.B) {
 	const rows = 100_000
 	db, err := pgdb.Open(pgdb.Config{DSN: pg.NewDatabase(b)})
@@ -756,7 +761,7 @@ func BenchmarkSettleOpenCases(b *testing.B) {
 	}
 	r, o := ordersRepairer(b, db)
 	ctx := context.Background()
-	var open, closed, third, stats []float64
+	var open, closed, third, stats, behind, behindNew []float64
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -812,7 +817,36 @@ func BenchmarkSettleOpenCases(b *testing.B) {
 			b.Fatalf("retry stats %+v, want %d instances, %d retries: %v", st, rows, 3*rows, err)
 		}
 		stats = append(stats, float64(time.Since(start).Microseconds())/1000)
+
+		// One case left open before 99,999 closed: a pass of the master
+		// that closed them, and one of another master (a new repairer,
+		// which reads every event after the cursor once: what each pass
+		// read before the open cases were kept).
+		b.StopTimer()
+		db.MustExec(`TRUNCATE app.orders CASCADE; TRUNCATE enginehealth.attempts, enginehealth.events, enginehealth.settle_cursors`)
+		db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, $1)`, rows)
+		if res, err = r.Recover(ctx, o, TriggerManual, Scope{}, nil); err != nil || res.Done() != rows {
+			b.Fatalf("repaired %d of %d: %v", res.Done(), rows, err)
+		}
+		db.MustExec(`UPDATE app.orders SET status = 'Reserved' WHERE id > (SELECT min(id) FROM app.orders)`)
+		if sc, err := r.Settle(ctx, o, res.RunID, false); err != nil || len(sc) != 1 || sc[0].Succeeded != rows-1 {
+			b.Fatalf("settled %+v, want all but one succeeded: %v", sc, err)
+		}
+		db.MustExec(`ANALYZE app.orders, enginehealth.events, enginehealth.attempts`)
+		b.StartTimer()
+		for _, p := range []struct {
+			r    *Repairer
+			took *[]float64
+		}{{r, &behind}, {testkit.Must(New(r.cfg)), &behindNew}} {
+			start := time.Now()
+			if sc, err := p.r.Settle(ctx, o, res.RunID, false); err != nil || len(sc) != 0 {
+				b.Fatalf("settled %+v with one case open: %v", sc, err)
+			}
+			*p.took = append(*p.took, float64(time.Since(start).Microseconds())/1000)
+		}
 	}
+	b.ReportMetric(median(behind), "settle-100k-behind-one-open-ms")
+	b.ReportMetric(median(behindNew), "settle-100k-behind-one-open-new-master-ms")
 	b.ReportMetric(median(open), "settle-100k-open-ms")
 	b.ReportMetric(median(closed), "settle-100k-closed-ms")
 	b.ReportMetric(median(third), "settle-100k-open-third-ms")

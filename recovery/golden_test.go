@@ -202,17 +202,18 @@ func goldens(t *testing.T) []sqltest.Shape {
 	for _, g := range []struct {
 		name, about string
 		w           Workflow
-		after       int64
+		pick        eventsPick
 	}{
-		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, 0},
-		{"reports", "a later batch of a task without claims or an on_failure policy", reports, 17},
+		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, eventsPick{upto: 1000}},
+		{"reports", "a later batch of a task without claims or an on_failure policy", reports, eventsPick{after: 17, upto: 1000}},
+		{"open", "a later pass's batch of the cases the pass before left open", invoices, eventsPick{open: []int64{18, 25, 311}}},
 	} {
 		gs.add("settle_events", g.name, g.about,
-			// The events in id order, the instances through the
-			// primary key.
+			// The events in id order (or by id), the instances through
+			// the primary key.
 			[]string{"events_pkey", strings.TrimPrefix(g.w.Table, "app.") + "_pkey"},
 			func() (sqltext.Statement, error) {
-				return r.renderSettleEvents(g.w, g.w.Tasks[0], "bigint", g.after, 1000, 42)
+				return r.renderSettleEvents(g.w, g.w.Tasks[0], "bigint", g.pick, 42)
 			})
 	}
 	for _, g := range []struct {

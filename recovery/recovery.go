@@ -147,6 +147,13 @@ type Repairer struct {
 	// onBatch, when set, is told each repair batch's mode before the
 	// batch begins (tests, benchmarks).
 	onBatch func(batchMode)
+	// openCases are, by task, the cases of retries at once the last
+	// settle pass left open (settleEvents, which reads and writes them
+	// holding events whole).
+	openCases map[[2]string]openCases
+	// onSettleEvents, when set, is told how many events each settle
+	// pass read of each task (tests).
+	onSettleEvents func(workflow, task string, looked int)
 }
 
 // New returns a repairer. It fails without a pool (a nil *sqlx.DB in
@@ -181,6 +188,7 @@ func New(cfg Config) (*Repairer, error) {
 		log:           cfg.Log.With("component", "recovery"),
 
 		caseHorizon: eventCaseHorizon,
+		openCases:   map[[2]string]openCases{},
 		events:      semaphore.NewWeighted(eventsWhole),
 	}, nil
 }

@@ -108,11 +108,14 @@ const eventCaseHorizon = 15 * time.Minute
 // later case of the task counts from 0), retry_failed or retry_cancelled,
 // and gets its attempts row in that state; one still running past the
 // horizon gets its row in state retried. The task's cursor then moves up
-// to the first case left open. It holds the events semaphore whole, so that no repair
-// batch of this process has events uncommitted below the newest it reads
-// (an earlier master's ended before this term was recorded). A task not
-// configured keeps its cursor until it is again. It returns the cases
-// closed by task.
+// to the first case left open. A master's next pass reads again only the
+// cases it left open, and the events after the newest it read
+// (openCases): a case not left open has a row or a later case, and
+// stays so (attempts rows are not deleted). It holds the events
+// semaphore whole, so that no repair batch of this process has events
+// uncommitted below the newest it reads (an earlier master's ended before
+// this term was recorded). A task not configured keeps its cursor until
+// it is again. It returns the cases closed by task.
 func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64) (map[[2]string]SettleCounts, error) {
 	if err := r.events.Acquire(ctx, eventsWhole); err != nil {
 		return nil, fmt.Errorf("settle the retries at once: %w", err)
@@ -126,44 +129,97 @@ func (r *Repairer) settleEvents(ctx context.Context, o *leader.Office, run int64
 	for _, w := range r.cfg.Workflows {
 		var idType string
 		for _, t := range w.Tasks {
-			c, ok := cursors[[2]string{w.Name, t.Name}]
+			key := [2]string{w.Name, t.Name}
+			c, ok := cursors[key]
 			if !ok || c.Upto <= c.After {
 				continue
 			}
-			var sc SettleCounts
-			stop := c.Upto // where the cursor goes: before the first case left open
-			after := c.After
-			for {
-				b, err := r.settleEventsBatch(ctx, o, run, w, t, &idType, after, c.Upto)
-				if err != nil {
-					return out, fmt.Errorf("settle the retries at once of %s.%s: %w", w.Name, t.Name, err)
-				}
-				sc.Succeeded += b.succeeded
-				sc.Failed += b.failed
-				sc.Cancelled += b.cancelled
-				if b.open != nil {
-					stop = min(stop, *b.open-1)
-				}
-				if b.looked < r.cfg.BatchSize {
-					break
-				}
-				after = b.last
-			}
-			if stop > c.After {
-				err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
-					_, err := r.st.moveSettleCursor.Exec(ctx, tx, sqltext.Args{"after": stop, "workflow": w.Name, "task": t.Name})
-					return err
-				})
-				if err != nil {
-					return out, fmt.Errorf("move the settle cursor of %s.%s: %w", w.Name, t.Name, err)
-				}
+			sc, err := r.settleTaskEvents(ctx, o, run, w, t, &idType, c)
+			if err != nil {
+				return out, fmt.Errorf("settle the retries at once of %s.%s: %w", w.Name, t.Name, err)
 			}
 			if sc.Succeeded+sc.Failed+sc.Cancelled > 0 {
-				out[[2]string{w.Name, t.Name}] = sc
+				out[key] = sc
 			}
 		}
 	}
 	return out, nil
+}
+
+// openCases are the cases of a task's retries at once a settle pass left
+// open: what the next pass of the same office, its cursor where the pass
+// left it, reads again, before the events after seen.
+type openCases struct {
+	// term is the office's; after, the task's cursor as the pass left
+	// it; seen, the newest event it read.
+	term, after, seen int64
+	// ids are the open cases' events, in order (all after after, up to
+	// seen).
+	ids []int64
+}
+
+// settleTaskEvents is settleEvents' pass over task t, its cursor c: the
+// cases the office's last pass left open (if it left the cursor as it is
+// now), then the events after the newest that pass read, or else every
+// event after the cursor; then it moves the cursor.
+func (r *Repairer) settleTaskEvents(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, c settleCursor) (SettleCounts, error) {
+	var sc SettleCounts
+	key := [2]string{w.Name, t.Name}
+	known, ok := r.openCases[key]
+	// Kept again only when the pass ends well: a failed pass leaves the
+	// next one to read from the cursor.
+	delete(r.openCases, key)
+	after, recheck := c.After, []int64(nil)
+	if ok && known.term == o.Term && known.after == c.After && known.seen <= c.Upto {
+		after, recheck = known.seen, known.ids
+	}
+	var open []int64 // left open, in order: those read again come first
+	looked := 0
+	add := func(b eventsBatch) {
+		sc.Succeeded += b.succeeded
+		sc.Failed += b.failed
+		sc.Cancelled += b.cancelled
+		open = append(open, b.open...)
+		looked += b.looked
+	}
+	for len(recheck) > 0 {
+		chunk := recheck[:min(len(recheck), r.cfg.BatchSize)]
+		recheck = recheck[len(chunk):]
+		b, err := r.settleEventsBatch(ctx, o, run, w, t, idType, eventsPick{open: chunk, upto: c.Upto})
+		if err != nil {
+			return sc, err
+		}
+		add(b)
+	}
+	for after < c.Upto {
+		b, err := r.settleEventsBatch(ctx, o, run, w, t, idType, eventsPick{after: after, upto: c.Upto})
+		if err != nil {
+			return sc, err
+		}
+		add(b)
+		if b.looked < r.cfg.BatchSize {
+			break
+		}
+		after = b.last
+	}
+	if r.onSettleEvents != nil {
+		r.onSettleEvents(w.Name, t.Name, looked)
+	}
+	stop := c.Upto // where the cursor goes: before the first case left open
+	if len(open) > 0 {
+		stop = open[0] - 1
+	}
+	if stop > c.After {
+		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
+			_, err := r.st.moveSettleCursor.Exec(ctx, tx, sqltext.Args{"after": stop, "workflow": w.Name, "task": t.Name})
+			return err
+		})
+		if err != nil {
+			return sc, fmt.Errorf("move the cursor: %w", err)
+		}
+	}
+	r.openCases[key] = openCases{term: o.Term, after: max(stop, c.After), seen: c.Upto, ids: open}
+	return sc, nil
 }
 
 // settleCursor is a task's settle cursor and the newest event now.
@@ -194,19 +250,28 @@ func (r *Repairer) settleCursors(ctx context.Context) (map[[2]string]settleCurso
 	return out, nil
 }
 
-// eventsBatch is what one settle_events batch did.
+// eventsBatch is what one settle_events batch did: the events it looked
+// at, the last of them, the cases it left open (in order), those it
+// closed.
 type eventsBatch struct {
 	looked                       int
 	last                         int64
-	open                         *int64
+	open                         pq.Int64Array
 	succeeded, failed, cancelled int64
 }
 
-// settleEventsBatch runs one batch of settle_events for task t after
-// event after, in a fenced transaction. A row written meanwhile by
+// eventsPick is what a settle_events batch reads: the events of the
+// open cases given (open), or else those after after, up to upto.
+type eventsPick struct {
+	open        []int64
+	after, upto int64
+}
+
+// settleEventsBatch runs one batch of settle_events for task t over the
+// events p picks, in a fenced transaction. A row written meanwhile by
 // someone else (an operator's retry) fails it: the next pass sees the
 // row.
-func (r *Repairer) settleEventsBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, after, upto int64) (eventsBatch, error) {
+func (r *Repairer) settleEventsBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType *string, p eventsPick) (eventsBatch, error) {
 	var b eventsBatch
 	if *idType == "" {
 		var err error
@@ -214,7 +279,7 @@ func (r *Repairer) settleEventsBatch(ctx context.Context, o *leader.Office, run 
 			return b, err
 		}
 	}
-	q, err := r.renderSettleEvents(w, t, *idType, after, upto, run)
+	q, err := r.renderSettleEvents(w, t, *idType, p, run)
 	if err != nil {
 		return b, err
 	}
@@ -243,6 +308,8 @@ type eventsSlots struct {
 	// its row; OpenCase: whether the event r's case is still open
 	// (openCase).
 	KindRepair, HistoryJoin, OpenCase string
+	// Open: the batch reads the events of the open cases given.
+	Open bool
 }
 
 // openCaseSQL tells whether a retry at once's case is still its event's
@@ -259,7 +326,7 @@ func (r *Repairer) openCase(alias string) (string, error) {
 
 // renderSettleEvents renders the statement of one settleEvents batch and
 // its parameters.
-func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, upto, run int64) (sqltext.Statement, error) {
+func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, p eventsPick, run int64) (sqltext.Statement, error) {
 	hj, err := r.historyJoin("false", "o.instance")
 	if err != nil {
 		return sqltext.Statement{}, err
@@ -272,10 +339,16 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, after, 
 	if err != nil {
 		return sqltext.Statement{}, err
 	}
-	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(string(audit.KindRepair)), HistoryJoin: hj, OpenCase: open}
-	return settleEventsSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "upto": upto,
+	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(string(audit.KindRepair)), HistoryJoin: hj, OpenCase: open, Open: p.open != nil}
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "after": p.after,
 		"batch_size": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
-		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()})
+		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()}
+	if p.open != nil {
+		args["open"] = pq.Array(p.open)
+	} else {
+		args["upto"] = p.upto
+	}
+	return settleEventsSQL.Render(sl, args)
 }
 
 // settleBatch settles up to BatchSize retried rows of task t after the

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/enginehealth/enginehealth/claims"
 	"github.com/enginehealth/enginehealth/internal/infra/audit"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/internal/testkit"
 )
 
 // TestSettle: the check closes the attempts rows of retries whose outcome
@@ -308,5 +311,90 @@ func TestManualRetryKeepsTheCount(t *testing.T) {
 	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping' WHERE id = 1`)
 	if r := f.check(); r.Tasks[0].Exhausted != 1 {
 		t.Fatalf("interrupted after the manual retry: %+v, want exhausted after 2", r.Tasks[0])
+	}
+}
+
+// TestSettleReadsOpenCasesAgain: a master's settle pass reads again only
+// the cases of retries at once its last pass left open, and the events
+// written since, not every event after a cursor held back by the oldest
+// open case (a case that runs long kept every pass reading the whole
+// window, 2 s a pass at 500k events in a review); what it closes is what
+// a pass reading the whole window closes, once. Another repairer (a new
+// master) reads the whole window once; a failed pass leaves the next to
+// read from the cursor.
+func TestSettleReadsOpenCasesAgain(t *testing.T) {
+	f := policySetup(t, Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed}})
+	ctx := context.Background()
+	f.db.MustExec(`INSERT INTO app.orders (status) SELECT 'Shipping' FROM generate_series(1, 40)`)
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipping'`)
+	var ids []int64
+	if err := f.db.Select(&ids, `SELECT id FROM app.orders ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	first, middle := ids[0], ids[len(ids)/2]
+	if res := f.check(); res.Tasks[0].Retried != int64(len(ids)) {
+		t.Fatalf("repair: %+v, want %d retried at once", res.Tasks[0], len(ids))
+	}
+	// settle runs a pass of r and returns what it closed and how many
+	// events it read.
+	settle := func(r *Repairer) (SettleCounts, int) {
+		t.Helper()
+		looked := -1
+		r.onSettleEvents = func(_, _ string, n int) { looked = n }
+		defer func() { r.onSettleEvents = nil }()
+		sc, err := r.Settle(ctx, f.o, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range sc {
+			return c, looked
+		}
+		return SettleCounts{}, looked
+	}
+	// All but the first and the middle one succeed: the first holds the
+	// cursor back.
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id <> ALL ($1)`, pq.Array([]int64{first, middle}))
+	if sc, n := settle(f.r); sc.Succeeded != int64(len(ids)-2) || n != len(ids) {
+		t.Fatalf("first pass: %+v after reading %d events, want %d succeeded of %d", sc, n, len(ids)-2, len(ids))
+	}
+	if sc, n := settle(f.r); sc.Succeeded != 0 || n != 2 {
+		t.Fatalf("second pass: %+v after reading %d events, want none closed of the 2 open cases, read again alone", sc, n)
+	}
+	// New cases: read with the open ones.
+	f.db.MustExec(`INSERT INTO app.orders (status) SELECT 'Shipping' FROM generate_series(1, 5)`)
+	if res := f.check(); res.Tasks[0].Retried != 5 {
+		t.Fatalf("repair of 5 more: %+v", res.Tasks[0])
+	}
+	f.db.MustExec(`UPDATE app.orders SET status = 'Shipped' WHERE id = $1`, middle)
+	if sc, n := settle(f.r); sc.Succeeded != 1 || n != 2+5 {
+		t.Fatalf("third pass: %+v after reading %d events, want the middle one closed, of 2 open and 5 new", sc, n)
+	}
+	// A new master reads every event after the cursor, once, and closes
+	// nothing twice.
+	other := testkit.Must(New(f.r.cfg))
+	if sc, n := settle(other); sc.Succeeded != 0 || n != len(ids)+5 {
+		t.Fatalf("another repairer's pass: %+v after reading %d events, want nothing closed of the %d after the cursor", sc, n, len(ids)+5)
+	}
+	if sc, n := settle(other); sc.Succeeded != 0 || n != 6 {
+		t.Fatalf("its second pass: %+v after reading %d events, want the 6 open cases alone", sc, n)
+	}
+	var closed int
+	if err := f.db.Get(&closed, `SELECT count(*) FROM enginehealth.events WHERE kind = 'retry_succeeded'`); err != nil || closed != len(ids)-1 {
+		t.Fatalf("%d cases closed (%v), want %d, each once", closed, err, len(ids)-1)
+	}
+	// A pass that fails (its office deposed mid-pass: here, a stale
+	// term) keeps nothing: the next reads from the cursor.
+	f.r.openCases[[2]string{"orders", "ship"}] = openCases{term: f.o.Term + 1, after: 0, seen: 1 << 40, ids: []int64{1}}
+	if _, n := settle(f.r); n != len(ids)+5 {
+		t.Fatalf("a pass whose open cases are another office's read %d events, want the %d after the cursor", n, len(ids)+5)
+	}
+	// Past the horizon the open cases go on in rows; the cursor passes
+	// them, and the next pass reads nothing.
+	f.r.caseHorizon = 0
+	if _, n := settle(f.r); n != 6 {
+		t.Fatalf("pass past the horizon read %d events, want the 6 open cases", n)
+	}
+	if _, n := settle(f.r); n != -1 && n != 0 {
+		t.Fatalf("the pass after it read %d events, want none", n)
 	}
 }

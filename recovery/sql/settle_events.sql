@@ -13,7 +13,13 @@ The settle pass renders it (recovery/settle.go, settleEvents) under the
 repairer's events lock; the golden files in
 recovery/testdata/settle_events/ show it rendered.
 
+A pass reads the events after the cursor once (Open false: keyset
+batches from after up to upto); the next passes of the same master read
+again only the cases it left open (Open true: their events by id), and
+the events written since (from the newest it read).
+
 Parameters (numbered $1, $2, … in the order they first appear):
+  open            (Open) the events of cases left open, to read again
   after           the task's cursor, or the last event looked at before
   upto            the newest event id of the pass (committed: the lock)
   workflow, task  the task's workflow and name
@@ -25,10 +31,12 @@ Parameters (numbered $1, $2, … in the order they first appear):
   run             the run the events belong to
 */ -}}
 WITH r AS MATERIALIZED (
-	-- Up to batch_size retries at once of the task after the cursor, in
-	-- the order written (the events' primary key).
+	-- Up to batch_size retries at once of the task after the cursor (or
+	-- the open cases given), in the order written (the events' primary
+	-- key).
 	SELECT e.id, e.instance, e.at, e.from_state FROM {{.Events}} AS e
-	WHERE e.id > {{arg "after"}} AND e.id <= {{arg "upto"}} AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
+	WHERE {{if .Open}}e.id = ANY ({{arg "open"}}){{else}}e.id > {{arg "after"}} AND e.id <= {{arg "upto"}}{{end}}
+	  AND e.kind = {{.KindRepair}} AND e.attempt IS NOT NULL
 	  AND e.workflow = {{arg "workflow"}} AND e.task = {{arg "task"}}
 	ORDER BY e.id LIMIT {{arg "batch_size"}}
 ), o AS MATERIALIZED (
@@ -74,10 +82,11 @@ WITH r AS MATERIALIZED (
 	FROM y WHERE y.next <> ''
 )
 -- The events looked at, the last one (the next batch's start), the
--- first case left open (the cursor stops before it), the outcomes, the
--- rows to write and those written (an operator's row written meanwhile:
--- the batch fails, the next pass sees the row).
+-- cases left open, in order (the cursor stops before the first; the
+-- next pass reads them again), the outcomes, the rows to write and
+-- those written (an operator's row written meanwhile: the batch fails,
+-- the next pass sees the row).
 SELECT (SELECT count(*) FROM r), coalesce((SELECT max(id) FROM r), {{arg "after"}}),
-	(SELECT min(x.id) FROM x WHERE x.next = '' AND x.at >= now() - {{arg "horizon_ms"}} * interval '1 millisecond'),
+	(SELECT array_agg(x.id ORDER BY x.id) FROM x WHERE x.next = '' AND x.at >= now() - {{arg "horizon_ms"}} * interval '1 millisecond'),
 	(SELECT count(*) FROM y WHERE next = 'succeeded'), (SELECT count(*) FROM y WHERE next = 'failed'),
 	(SELECT count(*) FROM y WHERE next = 'cancelled'), (SELECT count(*) FROM y), (SELECT count(*) FROM rows_written)

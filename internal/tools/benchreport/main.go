@@ -173,6 +173,8 @@ var rows = []row{
 	{"settle pass, the same 100k once succeeded (an attempts row and an event each)", "BenchmarkSettleOpenCases", "settle-100k-closed-ms", fixed("—"), nil},
 	{"settle pass, 100k instances interrupted three times, every case open (a row from each case's second retry: each case read once)", "BenchmarkSettleOpenCases", "settle-100k-open-third-ms", fixed("—"), nil},
 	{"retry statistics (retries stats), the same 100k open cases", "BenchmarkSettleOpenCases", "retry-stats-100k-open-third-ms", fixed("—"), nil},
+	{"settle pass, 100k cases of which the first still runs and the 99,999 after it closed, by the master that closed them (reads the open case again, and the events since)", "BenchmarkSettleOpenCases", "settle-100k-behind-one-open-ms", fixed("—"), nil},
+	{"the same pass by another master (reads every event after the cursor once; before this release, every pass did)", "BenchmarkSettleOpenCases", "settle-100k-behind-one-open-new-master-ms", fixed("—"), nil},
 	{"console: the last day's page, 1,000 nodes, 100k events about instances, median answer", "BenchmarkConsoleDay", "day-page-ms", fixed("≤ 300 ms"), atMost(300)},
 	{"console: the last day's page, 1,000 nodes, p90", "BenchmarkConsoleDay", "day-page-p90-ms", fixed("—"), nil},
 	{"instance view (events --instance) at 10M events, p99", "BenchmarkInstanceHistory", "instance-history-p99-ms", fixed("< 50 ms"), func(v float64, _ map[string]float64) bool { return v < 50 }},

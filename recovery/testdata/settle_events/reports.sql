@@ -11,10 +11,12 @@
 -- $10 horizon_ms
 -- $11 run
 WITH r AS MATERIALIZED (
-	-- Up to batch_size retries at once of the task after the cursor, in
-	-- the order written (the events' primary key).
+	-- Up to batch_size retries at once of the task after the cursor (or
+	-- the open cases given), in the order written (the events' primary
+	-- key).
 	SELECT e.id, e.instance, e.at, e.from_state FROM "enginehealth"."events" AS e
-	WHERE e.id > $1 AND e.id <= $2 AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
+	WHERE e.id > $1 AND e.id <= $2
+	  AND e.kind = 'instance_repaired' AND e.attempt IS NOT NULL
 	  AND e.workflow = $3 AND e.task = $4
 	ORDER BY e.id LIMIT $5
 ), o AS MATERIALIZED (
@@ -90,10 +92,11 @@ WITH r AS MATERIALIZED (
 	FROM y WHERE y.next <> ''
 )
 -- The events looked at, the last one (the next batch's start), the
--- first case left open (the cursor stops before it), the outcomes, the
--- rows to write and those written (an operator's row written meanwhile:
--- the batch fails, the next pass sees the row).
+-- cases left open, in order (the cursor stops before the first; the
+-- next pass reads them again), the outcomes, the rows to write and
+-- those written (an operator's row written meanwhile: the batch fails,
+-- the next pass sees the row).
 SELECT (SELECT count(*) FROM r), coalesce((SELECT max(id) FROM r), $1),
-	(SELECT min(x.id) FROM x WHERE x.next = '' AND x.at >= now() - $10 * interval '1 millisecond'),
+	(SELECT array_agg(x.id ORDER BY x.id) FROM x WHERE x.next = '' AND x.at >= now() - $10 * interval '1 millisecond'),
 	(SELECT count(*) FROM y WHERE next = 'succeeded'), (SELECT count(*) FROM y WHERE next = 'failed'),
 	(SELECT count(*) FROM y WHERE next = 'cancelled'), (SELECT count(*) FROM y), (SELECT count(*) FROM rows_written)
