@@ -14,14 +14,15 @@ Parameters (numbered $1, $2, … in the order they first appear):
 -- In three counts, each cheap where its rows are few (one snapshot: the
 -- statement's): the instances in the state, less those claimed (read
 -- from the claims), less those parked and not run again since, unclaimed
--- (read from the parked rows). One anti-join of every instance in the
--- state with the claims and the attempts rows cost three times as much.
--- (An instance has at most one attempts row of the task: its primary key.)
+-- (a join with the parked rows: an instance has at most one attempts row
+-- of the task, its primary key). One anti-join of every instance in the
+-- state with the claims and the attempts rows took three times as long
+-- where nothing is parked; with 100k parked the two take about as long.
 SELECT (SELECT count(*) FROM {{.Table}} AS b WHERE b.{{.Status}} = {{arg "from"}}{{template "ids" .}})
 	- (SELECT count(*) FROM {{.Table}} AS b WHERE b.{{.Status}} = {{arg "from"}} AND {{.Claimed}}{{template "ids" .}})
 	-- Parked: an attempts row waiting or held whose instance did not
 	-- run again since (the repair's pick, Decidable).
-	- (SELECT count(*) FROM {{.Attempts}} AS a
+	- (SELECT count(*) FROM {{.Table}} AS b JOIN {{.Attempts}} AS a ON a.instance = b.{{.ID}}::text
 		WHERE a.workflow = {{arg "workflow"}} AND a.task = {{arg "task"}} AND (a.state = 'waiting' OR a.state = 'held') AND NOT {{.Again}}
-		  AND EXISTS (SELECT 1 FROM {{.Table}} AS b WHERE b.{{.ID}}::text = a.instance AND b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed}}{{template "ids" .}}))
+		  AND b.{{.Status}} = {{arg "from"}} AND {{.Unclaimed}}{{template "ids" .}})
 {{- define "ids"}}{{if .IDs}} AND b.{{.ID}} = ANY ({{arg "ids"}}){{end}}{{end}}
