@@ -167,6 +167,14 @@ func TestRetryWithDelaysThenExhausted(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != want {
 		t.Fatalf("events of instance 1:\n got %s\nwant %s", got, want)
 	}
+	// A run that ran a due retry planned it: "1 of 1 repaired", never
+	// more done than planned.
+	var over, dueRuns int
+	if err := db.QueryRow(`SELECT count(*) FILTER (WHERE done > planned),
+		count(*) FILTER (WHERE planned = 1 AND done = 1 AND EXISTS (SELECT 1 FROM enginehealth.events e WHERE e.run_id = r.id AND e.kind = 'instance_retried'))
+		FROM enginehealth.runs r`).Scan(&over, &dueRuns); err != nil || over != 0 || dueRuns != 3 {
+		t.Fatalf("%d runs did more than they planned, %d ran a due retry as planned (want 0 and 3; %v)", over, dueRuns, err)
+	}
 }
 
 // TestAtomicPoisonInstance: an atomic task's default policy sends an

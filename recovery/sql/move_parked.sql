@@ -8,7 +8,8 @@ it is still exactly where it was left and unclaimed; else its row is
 cancelled with the reason (it is gone, reached an end state, was moved
 or claimed by someone else; with RanElsewhere a retry someone else ran
 counts as made). The rows are updated under the attempt-number guard,
-one event each, and the moves counted in the run. The repairer renders
+one event each, and the rows planned and the moves done counted in the
+run. The repairer renders
 it (recovery/attempts.go, moveParked); the golden files in
 recovery/testdata/move_parked/ show it rendered.
 
@@ -78,7 +79,9 @@ WITH due AS MATERIALIZED (
 		CASE WHEN x.ok THEN {{template "attempt" .}} WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END, x.reason, nullif({{arg "via"}}::text, '')
 	FROM res x
 ), counted AS (
-	UPDATE {{.Runs}} SET done = done + (SELECT count(*) FROM moved) WHERE id = {{arg "run"}}
+	-- Planned: every row decided here (the run's count left parked
+	-- rows out); done: those moved.
+	UPDATE {{.Runs}} SET planned = planned + (SELECT count(*) FROM res), done = done + (SELECT count(*) FROM moved) WHERE id = {{arg "run"}}
 )
 -- The moves; the cancelled instances and their reasons; the rows written
 -- (the guard: all of them).

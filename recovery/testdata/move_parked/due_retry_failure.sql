@@ -63,7 +63,9 @@ WITH due AS MATERIALIZED (
 		CASE WHEN x.ok THEN x.attempt + 1 WHEN x.elsewhere THEN x.attempt + 1 ELSE x.attempt END, x.reason, nullif($18::text, '')
 	FROM res x
 ), counted AS (
-	UPDATE "enginehealth"."runs" SET done = done + (SELECT count(*) FROM moved) WHERE id = $17
+	-- Planned: every row decided here (the run's count left parked
+	-- rows out); done: those moved.
+	UPDATE "enginehealth"."runs" SET planned = planned + (SELECT count(*) FROM res), done = done + (SELECT count(*) FROM moved) WHERE id = $17
 )
 -- The moves; the cancelled instances and their reasons; the rows written
 -- (the guard: all of them).
