@@ -90,6 +90,9 @@ type cursor struct {
 	// ids, when not nil: the instances to look at (those whose claims
 	// the run expired), instead of all.
 	ids []string
+	// set: a batch picked before; id is the last it picked (which may
+	// be '': the empty id is the least of text ids).
+	set bool
 	id  string
 	// at is the updated_column value (as PostgreSQL prints it) of the last
 	// failed instance picked, or the watermark the first batch starts at.
@@ -267,7 +270,7 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	}
 	sl := batchSlots{
 		Table: claims.Ident(w.Table), ID: claims.Ident(w.IDColumn), Status: claims.Ident(w.StatusColumn),
-		Failure: c == CauseFailure, Cursor: cur.id != "", IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
+		Failure: c == CauseFailure, Cursor: cur.set, IDs: cur.ids != nil, SkipLocked: m.skipLocked, Rowless: m.rowless && c == CauseInterrupt,
 		Hist: m.hist.upto > m.hist.after, MaxID: m.maxID && c == CauseInterrupt,
 		Patterns: len(patterns) > 0, RetriesCounted: retriesCountedSQL, Decidable: decidableSQL,
 		NodesSuffix: pq.QuoteLiteral(nodesSuffix),
@@ -320,10 +323,10 @@ func (r *Repairer) renderBatch(w Workflow, t Task, c Cause, tbl *claims.Table, a
 	switch {
 	case c == CauseFailure:
 		args["cursor"] = cur.at
-		if cur.id != "" {
+		if cur.set {
 			args["cursor_id"] = cur.id
 		}
-	case cur.id != "":
+	case cur.set:
 		args["cursor"] = cur.id
 	}
 	if cur.ids != nil {

@@ -67,20 +67,20 @@ func goldenBatches() []goldenBatch {
 			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{ids: []string{"1", "2", "3"}},
 			mode: batchMode{rowless: true, hist: histWindow{after: 100, upto: 200, cursor: true}}},
 		{name: "interrupt_attributed", about: "a later batch of the instances whose claims the run expired, attributed to their nodes, beside running engines, with the debug log on",
-			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{id: "2", ids: []string{"1", "2", "3"}}, mode: batchMode{skipLocked: true, debug: true}},
+			w: invoices, c: CauseInterrupt, attr: attribution{on: true, expired: []string{"1", "2"}}, cur: cursor{set: true, id: "2", ids: []string{"1", "2", "3"}}, mode: batchMode{skipLocked: true, debug: true}},
 		{name: "failure_first", about: "the first batch of a task's failed instances, from the watermark",
 			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00"}},
 		{name: "failure_cursor", about: "a later batch of failed instances, after the last (updated, id) picked",
-			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00", id: "17"}},
+			w: invoices, c: CauseFailure, cur: cursor{at: "2026-11-26 09:00:00+00", set: true, id: "17"}},
 		{name: "not_claimable", about: "an atomic task of a workflow without claims or an error column, in a fleet that counts retries at once from their events, every one settled (an empty history window: nothing to read), whose ids' type max takes (the cursor read with it)",
-			w: reports, c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 200, upto: 200, cursor: true}, maxID: true}},
+			w: reports, c: CauseInterrupt, cur: cursor{set: true, id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 200, upto: 200, cursor: true}, maxID: true}},
 		{name: "no_error_column", about: "a later batch of a claimable task's interruptions, retried with a backoff, in a workflow without an error column (no pattern matched), some retries at once not settled yet in a wide history window (probed instance by instance)",
-			w: varied(invoices, send, ""), c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 100, upto: 1_000_000, cursor: true}, maxID: true}},
+			w: varied(invoices, send, ""), c: CauseInterrupt, cur: cursor{set: true, id: "9"}, mode: batchMode{rowless: true, hist: histWindow{after: 100, upto: 1_000_000, cursor: true}, maxID: true}},
 		{name: "not_claimable_error_column", about: "the first batch of a task without claims whose workflow has an error column: retried at once, up to 2 times, but for non-retryable errors",
 			w: varied(reports, Policy{Strategy: StrategyRetry, MaxAttempts: 2, NonRetryable: []string{`\bfatal\b`}}, "last_error"), c: CauseInterrupt,
 			mode: batchMode{rowless: true, hist: histWindow{cursor: true}}},
 		{name: "strategy_none", about: "a later batch of a claimable task's interruptions under strategy none (each instance failed, its attempts row, if it has one, closed)",
-			w: varied(invoices, Policy{Strategy: StrategyNone}, "last_error"), c: CauseInterrupt, cur: cursor{id: "9"}, mode: batchMode{rowless: true, hist: histWindow{cursor: true}, maxID: true}},
+			w: varied(invoices, Policy{Strategy: StrategyNone}, "last_error"), c: CauseInterrupt, cur: cursor{set: true, id: "9"}, mode: batchMode{rowless: true, hist: histWindow{cursor: true}, maxID: true}},
 		{name: "strategy_hold", about: "the first batch of a claimable task's interruptions under strategy hold (each instance held for an operator: an attempts row each, the instances left where they are)",
 			w: varied(invoices, Policy{Strategy: StrategyHold}, "last_error"), c: CauseInterrupt, mode: batchMode{rowless: true, hist: histWindow{cursor: true}}},
 	}
@@ -187,10 +187,10 @@ func goldens(t *testing.T) []sqltest.Shape {
 	for _, g := range []struct {
 		name, about string
 		w           Workflow
-		after       string
+		after       *string
 	}{
-		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, ""},
-		{"reports", "a later batch of a task without claims or an on_failure policy", reports, "17"},
+		{"invoices", "the first batch of a claimable task with an on_failure policy (which decides a failed retry)", invoices, nil},
+		{"reports", "a later batch of a task without claims or an on_failure policy", reports, new("17")},
 	} {
 		gs.add("settle_batch", g.name, g.about,
 			// The instances, through the primary key.

@@ -763,7 +763,7 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 		tr.Exhausted += bc.exhausted
 		tr.Lost += bc.lost()
 		if bc.picked > 0 {
-			cur.id, cur.at = bc.last.id, bc.last.at
+			cur.id, cur.at, cur.set = bc.last.id, bc.last.at, true
 		}
 		if bc.picked < r.cfg.BatchSize {
 			return skipLocked, nil

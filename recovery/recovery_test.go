@@ -585,3 +585,43 @@ func TestCursorByMax(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchOfOneGoesOnPastTheEmptyID: with batch_size 1 and text ids,
+// the least id, ”, parked (a retry waiting) and picked first, the next
+// batches go on after it, not from the start again (a run looped on it
+// for good: the cursor ” read as no cursor); a retried row of instance
+// ” is settled as any other (its first batch no longer reads rows after
+// ” only).
+func TestBatchOfOneGoesOnPastTheEmptyID(t *testing.T) {
+	db := pg.MigratedDB(t)
+	db.MustExec(`CREATE SCHEMA app; CREATE TABLE app.items (id text PRIMARY KEY, status text NOT NULL);
+		CREATE TABLE app.items_claim (instance_id text PRIMARY KEY, node text NOT NULL, token text NOT NULL,
+			claimed_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL);
+		INSERT INTO app.items (id, status) VALUES ('', 'Packing'), ('0000', 'Packing'), ('zzz', 'Packing')`)
+	db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, next_attempt_at)
+		VALUES ('items', '', 'pack', 0, 'waiting', 'interrupt', 'Packing', now() + interval '1 hour')`)
+	items := Workflow{Name: "items", Table: "app.items", IDColumn: "id", StatusColumn: "status",
+		Claims: &claims.Table{Instances: "app.items", IDColumn: "id", StatusColumn: "status", Claims: "app.items_claim",
+			InstanceColumn: "instance_id", NodeColumn: "node", TokenColumn: "token", ClaimedAtColumn: "claimed_at", ExpiresAtColumn: "expires_at"},
+		Tasks: []Task{{Task: claims.Task{Name: "pack", Begin: "Queued", Interim: "Packing", Ends: []string{"Packed"}, Failed: "Failed"},
+			OnInterrupt: Policy{Strategy: StrategyRetry, MaxAttempts: 3, Backoff: Backoff{Kind: BackoffFixed, Base: time.Hour, MaxDelay: time.Hour}}}}}
+	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
+	events := audit.New("enginehealth")
+	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{items}, BatchSize: 1, Log: leadertest.Quiet}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	batches := 0
+	r.onBatch = func(batchMode) { batches++ }
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 2 || batches != 4 {
+		t.Fatalf("repaired %d in %d batches (%v); want '0000' and 'zzz' parked in 4 batches of one, '' left waiting", res.Done(), batches, err)
+	}
+	// A retried row of instance '' whose retry reached an end state.
+	db.MustExec(`UPDATE enginehealth.attempts SET state = 'retried', attempt = 1, next_attempt_at = NULL WHERE instance = ''`)
+	db.MustExec(`UPDATE app.items SET status = 'Packed' WHERE id = ''`)
+	sc, err := r.Settle(ctx, o, res.RunID, false)
+	if err != nil || len(sc) != 1 || sc[0].Succeeded != 1 {
+		t.Fatalf("settled %+v (%v), want the retry of '' succeeded", sc, err)
+	}
+}

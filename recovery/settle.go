@@ -76,7 +76,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 					return out, err
 				}
 			}
-			after := ""
+			var after *string // the first batch: none (an instance may be '')
 			for {
 				n, last, err := r.settleBatch(ctx, o, run, w, t, idType, after, &sc)
 				if err != nil {
@@ -85,7 +85,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 				if n < r.cfg.BatchSize {
 					break
 				}
-				after = last
+				after = &last
 			}
 			if sc.Succeeded+sc.Failed+sc.Cancelled+sc.HoldsCancelled > 0 {
 				out = append(out, sc)
@@ -352,9 +352,9 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, p event
 }
 
 // settleBatch settles up to BatchSize retried rows of task t after the
-// instance after, in one fenced transaction; it returns how many rows it
-// looked at and the last one.
-func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType, after string, sc *SettleCounts) (int, string, error) {
+// instance after (nil: from the first), in one fenced transaction; it
+// returns how many rows it looked at and the last one.
+func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType string, after *string, sc *SettleCounts) (int, string, error) {
 	q, err := r.renderSettleBatch(w, t, idType, after, run)
 	if err != nil {
 		return 0, "", err
@@ -391,15 +391,26 @@ type settleSlots struct {
 	KindSucceeded, KindFailed, KindCancelled string
 }
 
-// renderSettleBatch renders the statement of one settle batch and its
-// parameters.
-func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType, after string, run int64) (sqltext.Statement, error) {
+// batchSettleSlots fill settleBatchSQL: settleSlots, and After, whether
+// a batch came before.
+type batchSettleSlots struct {
+	settleSlots
+	After bool
+}
+
+// renderSettleBatch renders the statement of one settle batch (after
+// nil: the first) and its parameters.
+func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType string, after *string, run int64) (sqltext.Statement, error) {
 	sl, err := r.settleSlots(w, t, idType)
 	if err != nil {
 		return sqltext.Statement{}, err
 	}
-	return settleBatchSQL.Render(sl, sqltext.Args{"workflow": w.Name, "task": t.Name, "after": after, "batch_size": r.cfg.BatchSize,
-		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run})
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "batch_size": r.cfg.BatchSize,
+		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run}
+	if after != nil {
+		args["after"] = *after
+	}
+	return settleBatchSQL.Render(batchSettleSlots{settleSlots: sl, After: after != nil}, args)
 }
 
 // settleSlots returns the slots settle_batch and settle_events share.

@@ -6,7 +6,7 @@ recovery/testdata/settle_batch/ show it rendered.
 
 Parameters (numbered $1, $2, … in the order they first appear):
   workflow, task  the task's workflow and name
-  after           the last instance of the batch before ('' for the first)
+  after           (After) the last instance of the batch before
   batch_size      rows per batch
   ends            the task's end states
   begin, interim  the task's own states: a retry there still runs
@@ -17,7 +17,7 @@ WITH a AS MATERIALIZED (
 	-- Up to batch_size retried rows after the last one, locked (the
 	-- partial index of retried rows, in instance order).
 	SELECT a.ctid AS tid, a.instance, a.attempt, a.manual FROM {{.Attempts}} AS a
-	WHERE a.workflow = {{arg "workflow"}} AND a.task = {{arg "task"}} AND a.state = 'retried' AND a.instance > {{arg "after"}}
+	WHERE a.workflow = {{arg "workflow"}} AND a.task = {{arg "task"}} AND a.state = 'retried'{{if .After}} AND a.instance > {{arg "after"}}{{end}}
 	ORDER BY a.instance LIMIT {{arg "batch_size"}} FOR UPDATE SKIP LOCKED
 ), j AS MATERIALIZED (
 	-- Each with its instance's state (NULL: the row is gone), read

@@ -1,19 +1,18 @@
 -- settle_batch: the first batch of a claimable task with an on_failure policy (which decides a failed retry)
 -- $1 workflow
 -- $2 task
--- $3 after
--- $4 batch_size
--- $5 ends
--- $6 begin
--- $7 interim
--- $8 failed
--- $9 run
+-- $3 batch_size
+-- $4 ends
+-- $5 begin
+-- $6 interim
+-- $7 failed
+-- $8 run
 WITH a AS MATERIALIZED (
 	-- Up to batch_size retried rows after the last one, locked (the
 	-- partial index of retried rows, in instance order).
 	SELECT a.ctid AS tid, a.instance, a.attempt, a.manual FROM "enginehealth"."attempts" AS a
-	WHERE a.workflow = $1 AND a.task = $2 AND a.state = 'retried' AND a.instance > $3
-	ORDER BY a.instance LIMIT $4 FOR UPDATE SKIP LOCKED
+	WHERE a.workflow = $1 AND a.task = $2 AND a.state = 'retried'
+	ORDER BY a.instance LIMIT $3 FOR UPDATE SKIP LOCKED
 ), j AS MATERIALIZED (
 	-- Each with its instance's state (NULL: the row is gone), read
 	-- through the primary key.
@@ -24,9 +23,9 @@ WITH a AS MATERIALIZED (
 	-- policy decides it).
 	SELECT j.*, CASE
 			WHEN st IS NULL THEN 'cancelled'
-			WHEN st = ANY ($5::text[]) THEN 'succeeded'
-			WHEN st = $6 OR st = $7 THEN ''
-			WHEN st = $8 THEN ''
+			WHEN st = ANY ($4::text[]) THEN 'succeeded'
+			WHEN st = $5 OR st = $6 THEN ''
+			WHEN st = $7 THEN ''
 			ELSE 'succeeded' END AS next,
 		CASE WHEN j.manual > 0 AND j.attempt = 0 THEN 'manual retry ' || j.manual ELSE 'retry ' || j.attempt END AS what
 	FROM j
@@ -34,7 +33,7 @@ WITH a AS MATERIALIZED (
 	SELECT x.*, CASE next
 			WHEN 'cancelled' THEN what || ' cancelled: the instance no longer exists'
 			WHEN 'failed' THEN what || ' failed: the engine moved the instance to ' || st
-			WHEN 'succeeded' THEN CASE WHEN st = ANY ($5::text[])
+			WHEN 'succeeded' THEN CASE WHEN st = ANY ($4::text[])
 				THEN what || ' succeeded: the instance reached ' || st
 				ELSE what || ' succeeded: the instance went on to ' || st END
 		END AS reason
@@ -47,7 +46,7 @@ WITH a AS MATERIALIZED (
 	-- One event per row closed.
 	INSERT INTO "enginehealth"."events" (kind, run_id, workflow, instance, task, to_state, attempt, reason)
 	SELECT CASE x.next WHEN 'succeeded' THEN 'retry_succeeded' WHEN 'failed' THEN 'retry_failed' ELSE 'retry_cancelled' END,
-		$9, $1, x.instance, $2, x.st, x.attempt, x.reason
+		$8, $1, x.instance, $2, x.st, x.attempt, x.reason
 	FROM upd x
 )
 -- The rows looked at, the last one (the next batch's start) and the
