@@ -756,6 +756,9 @@ func (r *Repairer) repairTask(ctx context.Context, o *leader.Office, params task
 			hist.cursor = true
 		}
 		tr.Done += bc.done()
+		// Instances that entered the state after the count, beyond the
+		// cursor, are repaired too: planned, as the run's row says.
+		tr.Planned = max(tr.Planned, tr.Done)
 		tr.Retried += bc.retried
 		tr.Scheduled += bc.waiting
 		tr.Held += bc.held

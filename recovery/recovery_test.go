@@ -329,6 +329,43 @@ func TestLockedRowIsSkipped(t *testing.T) {
 	}
 }
 
+// TestLockedAttemptsRowIsSkipped: an instance whose attempts row someone
+// holds locked does not stall a repair either: the batch skipping locked
+// rows leaves that instance for the next pass too, as it leaves a locked
+// instance row, and repairs the rest (it waited on the attempts row
+// until the statement timed out, and failed the run).
+func TestLockedAttemptsRowIsSkipped(t *testing.T) {
+	r, db, o := setup(t)
+	db.MustExec(`INSERT INTO enginehealth.attempts (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at)
+		VALUES ('orders', '4', 'ship', 1, 'retried', 'interrupt', 'Shipping', now() - interval '1 hour')`)
+	locker, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Rollback()
+	locker.MustExec(`SELECT 1 FROM enginehealth.attempts WHERE instance = '4' FOR UPDATE`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 5 {
+		t.Fatalf("recover with the attempts row of 4 locked: %d repaired (%v), want 5", res.Done(), err)
+	}
+	left := states(t, db, `SELECT id::text AS s, 1 AS n FROM app.orders WHERE status = 'Shipping'`)
+	if len(left) != 2 || left["2"] != 1 || left["4"] != 1 {
+		t.Fatalf("left in Shipping: %v, want 2 (claimed) and 4 (its attempts row locked)", left)
+	}
+	if err := locker.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Recover(ctx, o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 1 {
+		t.Fatalf("recover after the lock is gone: %+v %v", res, err)
+	}
+	if a := attemptOf(t, db, "orders", "4", "ship"); a.State != AttemptFailed {
+		t.Fatalf("instance 4 after the lock: %+v, want failed as the others (the task's policy)", a)
+	}
+}
+
 // TestRowChangedDuringBatchDoesNotEndTask: a row someone changes (and
 // commits) between a batch's pick and its UPDATE drops out of the batch;
 // the task goes on with the next batch all the same.
@@ -623,5 +660,32 @@ func TestBatchOfOneGoesOnPastTheEmptyID(t *testing.T) {
 	sc, err := r.Settle(ctx, o, res.RunID, false)
 	if err != nil || len(sc) != 1 || sc[0].Succeeded != 1 {
 		t.Fatalf("settled %+v (%v), want the retry of '' succeeded", sc, err)
+	}
+}
+
+// TestPlannedCountsLateArrivals: instances that enter the state while a
+// task is repaired, beyond the keyset, are repaired by the same run and
+// counted as planned: a run never says it did more than it planned
+// ("62000 of 60000 instances repaired", outside review).
+func TestPlannedCountsLateArrivals(t *testing.T) {
+	db := pg.MigratedDB(t)
+	r, o := ordersRepairer(t, db)
+	cfg := r.cfg
+	cfg.BatchSize = 2
+	r = testkit.Must(New(cfg))
+	db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, 4)`)
+	batches := 0
+	r.onBatch = func(batchMode) {
+		if batches++; batches == 2 {
+			db.MustExec(`INSERT INTO app.orders (status) SELECT 'Reserving' FROM generate_series(1, 3)`)
+		}
+	}
+	res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
+	if err != nil || res.Done() != 7 || res.Tasks[0].Planned != 7 {
+		t.Fatalf("repaired %d, task planned %d (%v); want 7 and 7", res.Done(), res.Tasks[0].Planned, err)
+	}
+	var planned, done int64
+	if err := db.QueryRow(`SELECT planned, done FROM enginehealth.runs WHERE id = $1`, res.RunID).Scan(&planned, &done); err != nil || planned != 7 || done != 7 {
+		t.Fatalf("the run's row: planned %d, done %d (%v); want 7 and 7", planned, done, err)
 	}
 }

@@ -62,9 +62,13 @@ WITH s AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor (the batch's keyset: the next batch starts after its last),
 	-- with their attempts rows, if any. again: a parked row's instance
-	-- ran again since it was parked.
+	-- ran again since it was parked. locked (SkipLocked): its attempts
+	-- row is locked by another transaction: the instance is left for
+	-- the next pass, as a locked instance row is.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again
+		CASE WHEN a.state IN ('waiting', 'held') THEN {{.Again}} ELSE false END AS again,
+		{{if .SkipLocked}}a.att IS NULL AND EXISTS (SELECT 1 FROM {{.Attempts}} AS x
+			WHERE x.workflow = {{arg "workflow"}} AND x.instance = p.id::text AND x.task = {{arg "task"}}){{else}}false{{end}} AS locked
 	FROM (
 		SELECT b.ctid AS tid, b.{{.ID}} AS id,
 			{{if .ExpiryNode}}{{.ExpiryNode}}{{else}}NULL::text{{end}} AS node,
@@ -92,7 +96,8 @@ WITH s AS MATERIALIZED (
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM {{.Attempts}} AS a
-		WHERE a.workflow = {{arg "workflow"}} AND a.instance = p.id::text AND a.task = {{arg "task"}} LIMIT 1) AS a ON true
+		WHERE a.workflow = {{arg "workflow"}} AND a.instance = p.id::text AND a.task = {{arg "task"}} LIMIT 1
+		{{- if .SkipLocked}} FOR NO KEY UPDATE SKIP LOCKED{{end}}) AS a ON true
 {{- if .HistRange}}
 ), touched AS MATERIALIZED (
 	-- (HistRange) The window of events where the retries at once of
@@ -132,7 +137,7 @@ WITH s AS MATERIALIZED (
 		NULL::timestamptz AS last_at, NULL::text AS last_node
 	FROM pick a
 	{{- end}}
-	WHERE {{.Decidable}}
+	WHERE {{.Decidable}} AND NOT a.locked
 	{{- if .Failure}}
 		AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd))
 	{{- end}}
@@ -270,7 +275,10 @@ WITH s AS MATERIALIZED (
 			'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid){{else}}NULL::json{{end}} AS each
 	FROM done
 ), counted AS (
-	UPDATE {{.Runs}} SET done = done + (SELECT t.done FROM tally t) WHERE id = {{arg "run"}}
+	-- Done, and planned at least as many: instances that entered the
+	-- state after the task's count, beyond the cursor, are repaired too.
+	UPDATE {{.Runs}} SET done = done + (SELECT t.done FROM tally t), planned = greatest(planned, done + (SELECT t.done FROM tally t))
+	WHERE id = {{arg "run"}}
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
@@ -296,6 +304,6 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- Whether the task has a settle cursor now (this batch wrote it, or
 	-- another's had): the task's next batches need not write one.
 	{{if .Start}}EXISTS (SELECT 1 FROM started) OR EXISTS (SELECT 1 FROM {{.Cursors}} AS k WHERE k.workflow = {{arg "workflow"}} AND k.task = {{arg "task"}}){{else}}false{{end}}
-FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE {{.Decidable}}
+FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE {{.Decidable}} AND NOT a.locked
 	{{- if .Failure}} AND (a.since IS NULL OR (a.since < a.upd AND a.stamp IS DISTINCT FROM a.upd)){{end}}) AS decidable,
 	max(a.upd) AS upd{{if .MaxID}}, max(a.id) AS last{{end}} FROM pick a) AS p

@@ -30,12 +30,12 @@
 -- $12 hi
 -- $13 workflow
 -- $14 from
--- $15 expiry_runs
--- $16 patterns
--- $17 cursor
--- $18 ids
--- $19 batch_size
--- $20 task
+-- $15 task
+-- $16 expiry_runs
+-- $17 patterns
+-- $18 cursor
+-- $19 ids
+-- $20 batch_size
 -- $21 run
 -- $22 expired
 WITH s AS MATERIALIZED (
@@ -57,28 +57,32 @@ WITH s AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor (the batch's keyset: the next batch starts after its last),
 	-- with their attempts rows, if any. again: a parked row's instance
-	-- ran again since it was parked.
+	-- ran again since it was parked. locked (SkipLocked): its attempts
+	-- row is locked by another transaction: the instance is left for
+	-- the next pass, as a locked instance row is.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again,
+		a.att IS NULL AND EXISTS (SELECT 1 FROM "enginehealth"."attempts" AS x
+			WHERE x.workflow = $13 AND x.instance = p.id::text AND x.task = $15) AS locked
 	FROM (
 		SELECT b.ctid AS tid, b."id" AS id,
-			(SELECT e.node FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = b."id"::text AND e.run_id = ANY ($15::bigint[]) ORDER BY e.id DESC LIMIT 1) AS node,
-			coalesce((SELECT u.i FROM unnest($16::text[]) WITH ORDINALITY AS u(p, i)
+			(SELECT e.node FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = b."id"::text AND e.run_id = ANY ($16::bigint[]) ORDER BY e.id DESC LIMIT 1) AS node,
+			coalesce((SELECT u.i FROM unnest($17::text[]) WITH ORDINALITY AS u(p, i)
 				WHERE b."last_error"::text ~ u.p ORDER BY u.i LIMIT 1), 0) AS match,
 			left(b."last_error"::text, 2000) AS err,
 			NULL::timestamptz AS upd
 		FROM "app"."invoices" AS b
 		WHERE b."status" = $14 AND NOT EXISTS (SELECT 1 FROM "app"."invoice_claim" c WHERE c."instance_id" = b."id")
-			AND b."id" > $17
-			AND b."id" = ANY ($18)
-		ORDER BY b."id" LIMIT $19 FOR NO KEY UPDATE OF b SKIP LOCKED
+			AND b."id" > $18
+			AND b."id" = ANY ($19)
+		ORDER BY b."id" LIMIT $20 FOR NO KEY UPDATE OF b SKIP LOCKED
 	) AS p LEFT JOIN LATERAL (
 		-- LIMIT 1 keeps this a probe of the primary key per instance,
 		-- whatever the planner thinks of the table's size (a hash of
 		-- the task's rows, on statistics older than a run that parks
 		-- thousands, read them all for every batch).
 		SELECT a.ctid AS att, a.instance, a.attempt, a.state, a.nodes, a.since, a.stamp FROM "enginehealth"."attempts" AS a
-		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $20 LIMIT 1) AS a ON true
+		WHERE a.workflow = $13 AND a.instance = p.id::text AND a.task = $15 LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AS a ON true
 ), known AS (
 	-- Each instance to decide (not parked, or run again since) with its history: its attempts row's, else its retries
 	-- at once's (state retried).
@@ -87,7 +91,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
 	FROM pick a
-	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) AND NOT a.locked
 ), d AS MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -160,7 +164,7 @@ WITH s AS MATERIALIZED (
 	-- say.
 	INSERT INTO "enginehealth"."attempts" (workflow, instance, task, attempt, state, cause, left_in, last_attempt_at, next_attempt_at,
 		last_node, nodes, last_reason, last_error, stamp)
-	SELECT $13, x.sid, $20, x.made, x.state, 'interrupt', $14,
+	SELECT $13, x.sid, $15, x.made, x.state, 'interrupt', $14,
 		CASE WHEN x.kind = 'retry' THEN now() ELSE x.last_at END,
 		CASE WHEN x.kind = 'wait' THEN now() + x.delay_ms * interval '1 millisecond' END,
 		coalesce(x.node, x.last_node), x.nodes, x.reason, x.err, x.upd
@@ -182,14 +186,14 @@ WITH s AS MATERIALIZED (
 	-- One event per instance.
 	INSERT INTO "enginehealth"."events" (kind, run_id, node, workflow, instance, task, from_state, to_state, attempt, reason)
 	SELECT CASE x.kind WHEN 'wait' THEN 'retry_scheduled' WHEN 'hold' THEN 'instance_held' WHEN 'retry' THEN 'instance_repaired' ELSE 'instance_repaired' END,
-		$21, x.node, $13, x.sid, $20, $14, nullif(x.to_state, ''),
+		$21, x.node, $13, x.sid, $15, $14, nullif(x.to_state, ''),
 		CASE WHEN x.state <> '' THEN x.attempt END, x.reason
 	FROM done x
 ), intr AS (
 	-- Interruptions of the nodes whose claims this run expired, for
 	-- their failover grades.
 	INSERT INTO "enginehealth"."interruptions" (run_id, node, workflow, task, instance)
-	SELECT $21, x.node, $13, $20, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($22::text[])
+	SELECT $21, x.node, $13, $15, x.sid FROM done x WHERE x.node IS NOT NULL AND x.sid = ANY ($22::text[])
 ), tally AS (
 	-- The batch counted, in one read of it.
 	SELECT count(*) AS done, count(*) FILTER (WHERE kind = 'retry') AS retried, count(*) FILTER (WHERE kind = 'wait') AS waiting,
@@ -199,7 +203,10 @@ WITH s AS MATERIALIZED (
 			'attempt', CASE WHEN state <> '' THEN attempt ELSE 0 END, 'reason', reason) ORDER BY sid) AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $21
+	-- Done, and planned at least as many: instances that entered the
+	-- state after the task's count, beyond the cursor, are repaired too.
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t), planned = greatest(planned, done + (SELECT t.done FROM tally t))
+	WHERE id = $21
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
@@ -215,5 +222,5 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- Whether the task has a settle cursor now (this batch wrote it, or
 	-- another's had): the task's next batches need not write one.
 	false
-FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)) AS decidable,
+FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) AND NOT a.locked) AS decidable,
 	max(a.upd) AS upd FROM pick a) AS p

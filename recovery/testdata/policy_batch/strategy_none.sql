@@ -40,9 +40,12 @@ WITH s AS MATERIALIZED (
 	-- Up to batch_size instances in the state, unclaimed, after the
 	-- cursor (the batch's keyset: the next batch starts after its last),
 	-- with their attempts rows, if any. again: a parked row's instance
-	-- ran again since it was parked.
+	-- ran again since it was parked. locked (SkipLocked): its attempts
+	-- row is locked by another transaction: the instance is left for
+	-- the next pass, as a locked instance row is.
 	SELECT p.*, a.att, a.attempt, a.state, a.nodes, a.since, a.stamp,
-		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again
+		CASE WHEN a.state IN ('waiting', 'held') THEN EXISTS (SELECT 1 FROM "enginehealth"."events" e WHERE e.kind = 'claim_expired' AND e.workflow = $13 AND e.instance = a.instance AND e.from_state = $14 AND e.at > a.since) ELSE false END AS again,
+		false AS locked
 	FROM (
 		SELECT b.ctid AS tid, b."id" AS id,
 			NULL::text AS node,
@@ -68,7 +71,7 @@ WITH s AS MATERIALIZED (
 		CASE WHEN a.state = 'succeeded' THEN '{}' ELSE coalesce(a.nodes, '{}') END AS nodes,
 		NULL::timestamptz AS last_at, NULL::text AS last_node
 	FROM pick a
-	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)
+	WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) AND NOT a.locked
 ), d AS NOT MATERIALIZED (
 	-- Each instance decided: its row of the decision table, the attempt
 	-- it makes, the delay of a scheduled retry, the reason said.
@@ -164,7 +167,10 @@ WITH s AS MATERIALIZED (
 		NULL::json AS each
 	FROM done
 ), counted AS (
-	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t) WHERE id = $18
+	-- Done, and planned at least as many: instances that entered the
+	-- state after the task's count, beyond the cursor, are repaired too.
+	UPDATE "enginehealth"."runs" SET done = done + (SELECT t.done FROM tally t), planned = greatest(planned, done + (SELECT t.done FROM tally t))
+	WHERE id = $18
 )
 SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd),
 	p.picked,
@@ -180,5 +186,5 @@ SELECT t.retried, t.waiting, t.held, t.failed, t.exhausted, t.writes, (SELECT co
 	-- Whether the task has a settle cursor now (this batch wrote it, or
 	-- another's had): the task's next batches need not write one.
 	false
-FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again)) AS decidable,
+FROM tally t, (SELECT count(*) AS picked, count(*) FILTER (WHERE (a.state IS NULL OR a.state NOT IN ('waiting', 'held') OR a.again) AND NOT a.locked) AS decidable,
 	max(a.upd) AS upd, max(a.id) AS last FROM pick a) AS p
