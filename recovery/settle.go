@@ -185,7 +185,7 @@ func (r *Repairer) settleTaskEvents(ctx context.Context, o *leader.Office, run i
 	for len(recheck) > 0 {
 		chunk := recheck[:min(len(recheck), r.cfg.BatchSize)]
 		recheck = recheck[len(chunk):]
-		b, err := r.settleEventsBatch(ctx, o, run, w, t, idType, eventsPick{open: chunk, upto: c.Upto})
+		b, err := r.settleEventsBatch(ctx, o, run, w, t, idType, eventsPick{open: chunk})
 		if err != nil {
 			return sc, err
 		}
@@ -207,7 +207,7 @@ func (r *Repairer) settleTaskEvents(ctx context.Context, o *leader.Office, run i
 	}
 	stop := c.Upto // where the cursor goes: before the first case left open
 	if len(open) > 0 {
-		stop = open[0] - 1
+		stop = open[0] - 1 // never before c.After: every case read is after it
 	}
 	if stop > c.After {
 		err := r.cfg.Fence.InTx(ctx, o, func(tx *leader.Tx) error {
@@ -218,7 +218,7 @@ func (r *Repairer) settleTaskEvents(ctx context.Context, o *leader.Office, run i
 			return sc, fmt.Errorf("move the cursor: %w", err)
 		}
 	}
-	r.openCases[key] = openCases{term: o.Term, after: max(stop, c.After), seen: c.Upto, ids: open}
+	r.openCases[key] = openCases{term: o.Term, after: stop, seen: c.Upto, ids: open}
 	return sc, nil
 }
 
@@ -261,7 +261,8 @@ type eventsBatch struct {
 }
 
 // eventsPick is what a settle_events batch reads: the events of the
-// open cases given (open), or else those after after, up to upto.
+// open cases given (open), or else those after after, up to upto (open:
+// only open is read).
 type eventsPick struct {
 	open        []int64
 	after, upto int64
