@@ -3,7 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,11 +19,6 @@ type AddressOf func(ctx context.Context, name, incarnation string) (string, bool
 // looked up at once within ctx, so an answer comes even without etcd
 // quorum. Whether a candidate acts, only it can say.
 func Candidates(ctx context.Context, cli *clientv3.Client, fence *Fence, prefix string, addressOf AddressOf) ([]Candidate, error) {
-	var (
-		wg               sync.WaitGroup
-		fromDB, fromEtcd Candidate
-		dbErr, etcdErr   error
-	)
 	// etcd gets half the budget: a request that lands on an unresponsive
 	// member must not use it all, or the database's answer, which needs no
 	// etcd at all, would come too late to be used.
@@ -33,37 +28,60 @@ func Candidates(ctx context.Context, cli *clientv3.Client, fence *Fence, prefix 
 		ectx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
 		defer cancel()
 	}
-	wg.Add(2)
+	type answer struct {
+		from string
+		c    Candidate
+		err  error
+	}
+	// Buffered: a lookup that answers after ctx ended does not block.
+	answers := make(chan answer, 2)
 	go func() {
-		defer wg.Done()
 		t, err := fence.Current(ctx)
 		if err != nil || t.Incarnation == nil {
-			dbErr = err
+			answers <- answer{from: "database", err: err}
 			return
 		}
 		addr, ok, err := addressOf(ctx, t.Node, *t.Incarnation)
-		if err != nil {
-			dbErr = err
-			return
+		a := answer{from: "database", err: err}
+		if err == nil && ok {
+			a.c = Candidate{Name: t.Node, Incarnation: *t.Incarnation, APIAddress: addr}
 		}
-		if ok {
-			fromDB = Candidate{Name: t.Node, Incarnation: *t.Incarnation, APIAddress: addr}
-		}
+		answers <- a
 	}()
 	go func() {
-		defer wg.Done()
 		h, err := Current(ectx, cli, prefix)
-		fromEtcd, etcdErr = h.Candidate, err
+		answers <- answer{from: "etcd", c: h.Candidate, err: err}
 	}()
-	wg.Wait()
-	var cs []Candidate
-	for _, c := range []Candidate{fromDB, fromEtcd} {
-		if c.Name != "" {
-			cs = append(cs, c)
+	// Whatever answered by the deadline is used: a database read that
+	// hangs past it (lib/pq does not always heed a context) does not hide
+	// etcd's answer, nor the other way round.
+	var (
+		cs      []Candidate
+		errs    []error
+		pending = map[string]bool{"database": true, "etcd": true}
+	)
+wait:
+	for len(pending) > 0 {
+		select {
+		case a := <-answers:
+			delete(pending, a.from)
+			if a.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", a.from, a.err))
+			}
+			if a.c.Name != "" {
+				cs = append(cs, a.c)
+			}
+		case <-ctx.Done():
+			for _, from := range []string{"database", "etcd"} {
+				if pending[from] {
+					errs = append(errs, fmt.Errorf("%s: did not answer in time: %w", from, context.Cause(ctx)))
+				}
+			}
+			break wait
 		}
 	}
 	if len(cs) == 0 {
-		return nil, errors.Join(dbErr, etcdErr, errors.New("no node took office"))
+		return nil, errors.Join(append(errs, errors.New("no node took office"))...)
 	}
-	return cs, nil
+	return cs, errors.Join(errs...)
 }

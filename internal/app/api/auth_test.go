@@ -185,6 +185,32 @@ func TestForwardedOperator(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || ms.count() != 2 {
 		t.Fatalf("a token only the standby knows: %v (master calls %v), want the master's 401", err, ms.calls)
 	}
+
+	// A lookup slower than GET /v1/leader's second (a starved host's
+	// database read): the leader view gives up within its budget, a
+	// mutation waits for it and is forwarded, not refused 503.
+	slow := func(ctx context.Context) ([]leader.Candidate, error) {
+		select {
+		case <-time.After(1500 * time.Millisecond): // the simulated read's duration
+			return []leader.Candidate{{Name: "master", APIAddress: masterAddr}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	slowStandby := NewHandler(Config{Self: "standby", Nodes: ss, Acker: ss, Ops: notMaster{ss}, Events: ss.Events,
+		Auth:       mustTokens(op("alice", "alice-token", RoleOperate)),
+		Local:      func() (apitype.Leader, error) { return apitype.Leader{}, errors.New("not in office") },
+		Candidates: slow, Log: log})
+	slowAddr, _ := serve(t, slowStandby, log, ServerOptions{})
+	began := time.Now()
+	_, err = NewClient(slowAddr, "").Leader(t.Context())
+	if took := time.Since(began); !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable || took >= time.Second {
+		t.Fatalf("GET /v1/leader with a slow lookup: %v after %s, want 503 within a second", err, took)
+	}
+	cl = NewClient(slowAddr, "alice-token")
+	if _, err := cl.DecideHolds(t.Context(), "retry", apitype.HoldsRequest{All: true, Reason: "slow lookup"}); err != nil || cl.DoneBy != "master" {
+		t.Fatalf("holds retry through a standby whose lookup is slow: %v (done by %q), want forwarded", err, cl.DoneBy)
+	}
 }
 
 // fakeClock is a clock a test moves.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/enginehealth/enginehealth/internal/app/api/apitype"
 	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
+	"github.com/enginehealth/enginehealth/leader"
 )
 
 // errBusy means no database slot came free in time.
@@ -23,16 +24,25 @@ var errBusy = errors.New("busy")
 // ErrNoActingMaster means no node acts as master now.
 var ErrNoActingMaster = errors.New("no acting master")
 
-// Budgets of a leader lookup: it answers within a second even when etcd
-// or a node does not. The candidates' lookup (the database) may take all
-// of lookupBudget but askFloor (with the wait for a database slot, the
-// whole stays under a second), the asks whatever it left: on a starved
-// host the database read alone outran a fixed 400 ms (twice in one day's
-// fresh-clone test runs: a standby refused an operator's request it could
-// have forwarded), where the nodes' answers take milliseconds.
-const (
-	lookupBudget = 850 * time.Millisecond
-	askFloor     = 250 * time.Millisecond
+// lookup bounds a leader lookup: the wait for a database slot, the whole
+// lookup, and the part of it kept for asking the candidates (the
+// candidates' lookup, which reads the database and etcd, may use the
+// rest; the nodes' answers take milliseconds).
+type lookup struct {
+	slot, total, askFloor time.Duration
+}
+
+var (
+	// leaderLookup answers GET /v1/leader and the status page within a
+	// second, even when etcd or a node does not.
+	leaderLookup = lookup{slot: leaderWait, total: 850 * time.Millisecond, askFloor: 250 * time.Millisecond}
+	// forwardLookup finds the master for an operator's mutation sent to a
+	// standby. The operator waits for the mutation anyway: on a starved
+	// host the database read alone outran the second of leaderLookup
+	// (fresh-clone test runs: a standby refused 503 "no acting master" a
+	// request it could have forwarded), so a mutation waits up to 5 s
+	// rather than be refused.
+	forwardLookup = lookup{slot: dbWait, total: 5 * time.Second, askFloor: time.Second}
 )
 
 // noMaster is why no node acts, for the answer's detail.
@@ -48,7 +58,7 @@ func (e *noMaster) Unwrap() error { return ErrNoActingMaster }
 // candidate whose own state says it acts. Failures to look candidates up
 // are logged under the request's id, not answered: they may carry
 // database text.
-func (h *handler) acting(r *http.Request) (apitype.Leader, error) {
+func (h *handler) acting(r *http.Request, b lookup) (apitype.Leader, error) {
 	ctx := r.Context()
 	l, err := h.cfg.Local()
 	if err == nil {
@@ -60,29 +70,31 @@ func (h *handler) acting(r *http.Request) (apitype.Leader, error) {
 		return apitype.Leader{}, &noMaster{reasons}
 	}
 	// Looking the master up reads the database: it takes a slot, briefly.
-	release, ok := h.slots.acquire(ctx, leaderWait)
+	release, ok := h.slots.acquire(ctx, b.slot)
 	if !ok {
 		return apitype.Leader{}, errBusy
 	}
 	defer release()
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, lookupBudget-askFloor)
-	// Bounded by the budget even when the database does not answer.
-	cands, err := pgdb.Await(cctx, h.cfg.Candidates)
+	actx, acancel := context.WithDeadline(ctx, start.Add(b.total))
+	defer acancel()
+	// The candidates' lookup answers with what it has by its deadline;
+	// Await bounds it by the whole budget even when it does not.
+	cctx, cancel := context.WithTimeout(ctx, b.total-b.askFloor)
+	cands, err := pgdb.Await(actx, func(context.Context) ([]leader.Candidate, error) { return h.cfg.Candidates(cctx) })
 	cancel()
-	if err != nil {
-		h.reqLog(r).WarnContext(ctx, "looking up the master", "err", err.Error())
-		if len(cands) == 0 {
-			reasons = append(reasons, "cannot tell which node took office (logged under this request id)")
-		}
+	switch {
+	case err != nil && len(cands) == 0:
+		h.reqLog(r).WarnContext(ctx, "looking up the master", "err", err.Error(), "took", time.Since(start).Round(time.Millisecond))
+		reasons = append(reasons, "cannot tell which node took office (logged under this request id)")
+	case err != nil:
+		h.reqLog(r).DebugContext(ctx, "looking up the master: in part", "err", err.Error(), "took", time.Since(start).Round(time.Millisecond))
 	}
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		found *apitype.Leader
 	)
-	actx, acancel := context.WithDeadline(ctx, start.Add(lookupBudget))
-	defer acancel()
 	seen := map[string]bool{h.cfg.Self: true}
 	for _, c := range cands {
 		if seen[c.Name] || c.APIAddress == "" {
@@ -165,7 +177,7 @@ func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "query parameter local: want true or false", "got "+strconv.Quote(local))
 		return
 	}
-	l, err := h.acting(r)
+	l, err := h.acting(r, leaderLookup)
 	var nm *noMaster
 	switch {
 	case errors.Is(err, errBusy):

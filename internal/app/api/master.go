@@ -70,7 +70,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusServiceUnavailable, "forwarded by "+by+" but this node is not the master either: the election is changing, retry")
 		return
 	}
-	l, err := h.acting(r)
+	l, err := h.acting(r, forwardLookup)
 	var nm *noMaster
 	if errors.Is(err, errBusy) {
 		h.busy(w, r)

@@ -41,7 +41,7 @@ func nodeState(n nodes.Node) apitype.NodeState {
 // master looks the acting master up (outside any database slot: the
 // lookup takes one briefly itself).
 func (h *handler) master(r *http.Request) (*apitype.Leader, string, error) {
-	l, err := h.acting(r)
+	l, err := h.acting(r, leaderLookup)
 	var nm *noMaster
 	switch {
 	case errors.As(err, &nm):
