@@ -19,7 +19,7 @@ import (
 	"github.com/enginehealth/enginehealth/recovery"
 )
 
-func takeOffice(t *testing.T, b bundle, name string) *leader.Office {
+func takeOffice(t testing.TB, b bundle, name string) *leader.Office {
 	t.Helper()
 	return leadertest.Office(t, b.db, etcd.Endpoint, "enginehealth", name)
 }
@@ -38,7 +38,7 @@ func newChecker(b bundle, cfg CheckConfig) *Checker {
 }
 
 // register adds node name whose last heartbeat was age ago.
-func register(t *testing.T, b bundle, name string, age time.Duration) {
+func register(t testing.TB, b bundle, name string, age time.Duration) {
 	t.Helper()
 	if _, err := b.nodes.Register(context.Background(), nodes.Registration{Name: name, Incarnation: uuid.NewString(), Hostname: name}); err != nil {
 		t.Fatal(err)

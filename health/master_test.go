@@ -57,7 +57,7 @@ type bundle struct {
 	nodes *nodes.Store
 }
 
-func setup(t *testing.T) bundle {
+func setup(t testing.TB) bundle {
 	t.Helper()
 	db := pg.MigratedDB(t)
 	db.MustExec(`CREATE SCHEMA app;

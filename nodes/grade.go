@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,6 +164,12 @@ type grader struct {
 	m       MasterEvent
 	locate  Locate
 	changes []GradeChange
+	// While the interruptions of a batch are graded: the grade rows
+	// loaded (locked), kept as the grader writes them, so that a node is
+	// read once per batch, not once per interruption; and each node's
+	// latest interruption of the batch, written once at the batch's end.
+	rows  map[string]*gradeRow
+	notes map[string]time.Time
 }
 
 // Grade judges the interruptions recorded since the last call, watches
@@ -190,14 +197,31 @@ func (s *Store) Grade(ctx context.Context, tx *leader.Tx, cfg GradeConfig, m Mas
 	return g.changes, nil
 }
 
-// load returns node's grade row, locked, creating a NORMAL one.
+// load returns node's grade row, locked, creating a NORMAL one; read
+// from the database once per batch, then as the grader wrote it.
 func (g *grader) load(node string) (gradeRow, error) {
+	if r, ok := g.rows[node]; ok {
+		return *r, nil
+	}
 	var r gradeRow
 	if _, err := g.s.sql.ensureGrade.Exec(g.ctx, g.tx, sqltext.Args{"node": node}); err != nil {
 		return r, err
 	}
-	err := g.s.sql.lockGrade.Get(g.ctx, g.tx, &r, sqltext.Args{"node": node})
-	return r, err
+	if err := g.s.sql.lockGrade.Get(g.ctx, g.tx, &r, sqltext.Args{"node": node}); err != nil {
+		return r, err
+	}
+	if g.rows != nil {
+		g.rows[node] = &r
+	}
+	return r, nil
+}
+
+// loaded applies fn to node's grade row as loaded, if it is: what a
+// statement the grader ran wrote to it.
+func (g *grader) loaded(node string, fn func(r *gradeRow)) {
+	if r, ok := g.rows[node]; ok {
+		fn(r)
+	}
 }
 
 // set changes r's grade to to (or keeps it, for a WARNING that moves to
@@ -229,10 +253,23 @@ func (g *grader) update(r gradeRow, to, rule string, sig *Signature, reason stri
 	if sig != nil {
 		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
 	}
-	_, err := g.s.sql.updateGrade.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "grade": to, "workflow": wf, "task": task, "instance": inst,
-		"reason": reason, "watching": watching, "rule": rule, "changed": changed})
-	return err
+	if _, err := g.s.sql.updateGrade.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "grade": to, "workflow": wf, "task": task, "instance": inst,
+		"reason": reason, "watching": watching, "rule": rule, "changed": changed}); err != nil {
+		return err
+	}
+	// As update_grade wrote it (changed_at aside: grading interruptions
+	// does not read it; the watch reads the rows again).
+	g.loaded(r.Node, func(l *gradeRow) {
+		l.Grade, l.Rule, l.Watching, l.Seen = to, rule, watching, sql.NullString{}
+		l.Workflow, l.Task, l.Instance = sql.NullString{}, sql.NullString{}, sql.NullString{}
+		if sig != nil {
+			l.Workflow, l.Task, l.Instance = valid(sig.Workflow), valid(sig.Task), valid(sig.Instance)
+		}
+	})
+	return nil
 }
+
+func valid(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
 
 // raise makes r ERROR, unless that would put more than MaxErrorFraction
 // of the nodes in ERROR: then r stays WARNING for sig (watching it if
@@ -262,32 +299,72 @@ func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, wa
 	return g.set(r, GradeError, rule, &sig, reason, false)
 }
 
-// interruptions grades the interruptions not graded yet, oldest first.
+// interruptions grades the interruptions not graded yet, oldest first,
+// one after another as they happened; the rows they read (the nodes each
+// instance was interrupted on, the nodes' grades) are read once for the
+// batch, and each node's latest interruption written once, after it.
 func (g *grader) interruptions() error {
 	var ps []interruption
 	if err := g.s.sql.ungraded.Select(g.ctx, g.tx, &ps, sqltext.Args{"batch": gradeBatch}); err != nil {
 		return err
 	}
+	if len(ps) == 0 {
+		return nil
+	}
+	on, err := g.interruptedOn(ps)
+	if err != nil {
+		return err
+	}
+	g.rows, g.notes = map[string]*gradeRow{}, map[string]time.Time{}
+	defer func() { g.rows, g.notes = nil, nil }()
 	ids := make([]int64, 0, len(ps))
 	for _, p := range ps {
 		ids = append(ids, p.ID)
-		if err := g.interruption(p); err != nil {
+		if err := g.interruption(p, on[p.Signature]); err != nil {
 			return err
 		}
 	}
-	if len(ids) == 0 {
-		return nil
+	nodes := make([]string, 0, len(g.notes))
+	for n := range g.notes {
+		nodes = append(nodes, n)
 	}
-	_, err := g.s.sql.markGraded.Exec(g.ctx, g.tx, sqltext.Args{"ids": pq.Array(ids)})
+	slices.Sort(nodes) // the grade rows are locked already; the order only makes the statements' the same each time
+	for _, n := range nodes {
+		if _, err := g.s.sql.noteInterruption.Exec(g.ctx, g.tx, sqltext.Args{"node": n, "at": g.notes[n]}); err != nil {
+			return err
+		}
+	}
+	_, err = g.s.sql.markGraded.Exec(g.ctx, g.tx, sqltext.Args{"ids": pq.Array(ids)})
 	return err
 }
 
-func (g *grader) interruption(p interruption) error {
-	var on pq.StringArray
-	if err := g.s.sql.interruptedOn.Get(g.ctx, g.tx, &on, sqltext.Args{"workflow": p.Workflow, "instance": p.Instance, "task": p.Task,
-		"retention": g.cfg.retention().Seconds()}); err != nil {
-		return err
+// interruptedOn returns, for each signature of ps, the nodes its work
+// was interrupted on within the retention.
+func (g *grader) interruptedOn(ps []interruption) (map[Signature][]string, error) {
+	var wfs, insts, tasks []string
+	seen := map[Signature]bool{}
+	for _, p := range ps {
+		if !seen[p.Signature] {
+			seen[p.Signature] = true
+			wfs, insts, tasks = append(wfs, p.Workflow), append(insts, p.Instance), append(tasks, p.Task)
+		}
 	}
+	var rows []struct {
+		Signature
+		Nodes pq.StringArray `db:"nodes"`
+	}
+	if err := g.s.sql.interruptedOn.Select(g.ctx, g.tx, &rows, sqltext.Args{"workflows": pq.Array(wfs), "instances": pq.Array(insts),
+		"tasks": pq.Array(tasks), "retention": g.cfg.retention().Seconds()}); err != nil {
+		return nil, err
+	}
+	on := make(map[Signature][]string, len(rows))
+	for _, r := range rows {
+		on[r.Signature] = r.Nodes
+	}
+	return on, nil
+}
+
+func (g *grader) interruption(p interruption, on []string) error {
 	if len(on) > 1 {
 		// The instance is the problem: no grade rises for it, and what it
 		// made of the nodes' grades is taken back.
@@ -303,9 +380,16 @@ func (g *grader) interruption(p interruption) error {
 		return err
 	}
 	last := r.LastAt
-	if _, err := g.s.sql.noteInterruption.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "at": p.At}); err != nil {
-		return err
+	// note_interruption, at the batch's end: the quiet period counts from
+	// the node's latest interruption.
+	if at, ok := g.notes[r.Node]; !ok || p.At.After(at) {
+		g.notes[r.Node] = p.At
 	}
+	g.loaded(r.Node, func(l *gradeRow) {
+		if !l.LastAt.Valid || p.At.After(l.LastAt.Time) {
+			l.LastAt = sql.NullTime{Time: p.At, Valid: true}
+		}
+	})
 	what := fmt.Sprintf("the claim of %s on %s expired and the instance was repaired", p.Node, p.Signature)
 	sig := p.Signature
 	switch r.Grade {
@@ -361,9 +445,12 @@ func (g *grader) withdraw(node string, p interruption, on []string) error {
 	case len(own) == 1 && r.Grade == GradeWarning && cur == own[0]:
 		// Held by the cap for own[0] and sig: a plain WARNING for own[0]
 		// now, its watch going on as it was.
-		_, err := g.s.sql.setRule.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "rule": ruleInterrupted,
-			"reason": fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0])})
-		return err
+		if _, err := g.s.sql.setRule.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "rule": ruleInterrupted,
+			"reason": fmt.Sprintf("%s; one interruption of its own is left: %s", why, own[0])}); err != nil {
+			return err
+		}
+		g.loaded(r.Node, func(l *gradeRow) { l.Rule = ruleInterrupted })
+		return nil
 	case len(own) == 1:
 		watching, err := g.watchable(own[0])
 		if err != nil {

@@ -1,8 +1,10 @@
 -- interrupted_on
--- $1 workflow
--- $2 instance
--- $3 task
+-- $1 workflows
+-- $2 instances
+-- $3 tasks
 -- $4 retention
-SELECT array_agg(DISTINCT node ORDER BY node) FROM "enginehealth".interruptions
-WHERE workflow = $1 AND instance = $2 AND task = $3
-	AND at > now() - make_interval(secs => $4)
+SELECT s.workflow, s.instance, s.task, array_agg(DISTINCT i.node ORDER BY i.node) AS nodes
+FROM unnest($1::text[], $2::text[], $3::text[]) AS s(workflow, instance, task)
+JOIN "enginehealth".interruptions i ON i.workflow = s.workflow AND i.instance = s.instance AND i.task = s.task
+	AND i.at > now() - make_interval(secs => $4)
+GROUP BY 1, 2, 3
