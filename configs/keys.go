@@ -238,7 +238,7 @@ var Keys = map[string]KeyDoc{
 	"Log.level":  {Doc: "the lowest level logged", Default: DefaultLogLevel, Values: logLevels},
 
 	"Workflow.name":           {Doc: "the workflow's name", DefaultText: required, Rule: "letters, digits, `.`, `_`, `-`; starts with a letter or digit; at most 63 characters; unique"},
-	"Workflow.table":          {Doc: "the instance table, optionally schema-qualified; names are quoted as written, so case matters (`App.Orders` is not `app.orders`)", DefaultText: required, Rule: "one workflow per table and status column"},
+	"Workflow.table":          {Doc: "the instance table, optionally schema-qualified; names are quoted as written, so case matters (`App.Orders` is not `app.orders`)", DefaultText: required, Rule: "one workflow per table and status column; the table and its schema each a plain SQL identifier (letters, digits, `_` and `$`, not beginning with a digit, at most 63 bytes): no spaces, dots or quotes inside a name"},
 	"Workflow.id_column":      {Doc: "the instances' id column", DefaultText: required},
 	"Workflow.status_column":  {Doc: "the instances' state column", DefaultText: required},
 	"Workflow.error_column":   {Doc: "the instances' error text, matched by `non_retryable` patterns"},
@@ -247,7 +247,7 @@ var Keys = map[string]KeyDoc{
 	"Workflow.claims":         {Doc: "the claims table of a claimable workflow", Rule: "required exactly when `claimable` is true"},
 	"Workflow.tasks":          {Doc: "the workflow's state tasks", DefaultText: required, Rule: "at least one; a state is the interim state of at most one task, and no other task begins, ends or fails in it"},
 
-	"Claim.table":             {Doc: "the claims table, optionally schema-qualified", DefaultText: required},
+	"Claim.table":             {Doc: "the claims table, optionally schema-qualified; quoted as written, as `table` is", DefaultText: required, Rule: "as the workflow's `table`"},
 	"Claim.instance_column":   {Doc: "the claimed instance's id", Default: DefaultInstanceColumn},
 	"Claim.node_column":       {Doc: "the claiming node's name", Default: DefaultNodeColumn},
 	"Claim.token_column":      {Doc: "the claim's token", Default: DefaultTokenColumn},
