@@ -753,10 +753,14 @@ func TestGradeOneNodeManyInterruptions(t *testing.T) {
 // three passes each grade a batch of 1,000 interruptions of one node (a
 // pass grades at most gradeBatch), against a pass with nothing to grade,
 // in the same run. grade-ms-per-1000-interruptions is a pass's time less
-// the idle pass's.
+// the idle pass's. Then a poison wave: 1,000 instances that n1 was
+// interrupted on (5,000 of its interruptions in the window) are
+// interrupted on n2 as well, so each interruption of the batch takes
+// back what the instance made of both nodes' grades:
+// grade-ms-poison-wave-1000 (less the idle pass).
 func BenchmarkGradeExpiry(b *testing.B) {
 	r := newGradeRig(b, defaultGrades, "n1", "n2", "n3")
-	var busy, idle time.Duration
+	var busy, idle, poison time.Duration
 	for i := range b.N {
 		for range 3 {
 			r.b.db.MustExec(`UPDATE enginehealth.node_grades SET grade = 'NORMAL', rule = '', workflow = NULL, task = NULL, instance = NULL`)
@@ -772,8 +776,27 @@ func BenchmarkGradeExpiry(b *testing.B) {
 			r.pass()
 			idle += time.Since(start)
 		}
+		r.b.db.MustExec(`DELETE FROM enginehealth.interruptions`)
+		r.b.db.MustExec(`UPDATE enginehealth.node_grades SET grade = 'NORMAL', rule = '', workflow = NULL, task = NULL, instance = NULL`)
+		for k := range 5 {
+			r.b.db.MustExec(`INSERT INTO enginehealth.interruptions (at, run_id, node, workflow, task, instance)
+				SELECT now() - make_interval(secs => 3000 - i), 0, 'n1', 'invoice', 'send', 'p' || i
+				FROM generate_series($1::int * 1000 + 1, $1::int * 1000 + 1000) i`, k)
+			r.pass()
+		}
+		r.wantGrade("n1", nodes.GradeError)
+		r.b.db.MustExec(`INSERT INTO enginehealth.interruptions (at, run_id, node, workflow, task, instance)
+			SELECT now() - make_interval(secs => 1000 - i), 0, 'n2', 'invoice', 'send', 'p' || i FROM generate_series(1, 1000) i`)
+		start := time.Now()
+		r.pass()
+		poison += time.Since(start)
+		if n := r.grade("n2"); n.FailoverGrade != nodes.GradeNormal {
+			b.Fatalf("n2 graded %s for poison instances", n.FailoverGrade)
+		}
+		r.b.db.MustExec(`DELETE FROM enginehealth.interruptions`)
 	}
 	passes := float64(3 * b.N)
 	b.ReportMetric((busy-idle).Seconds()*1000/passes, "grade-ms-per-1000-interruptions")
 	b.ReportMetric(busy.Seconds()/idle.Seconds(), "ratio-vs-idle-pass")
+	b.ReportMetric((poison.Seconds()-idle.Seconds()/3)*1000/float64(b.N), "grade-ms-poison-wave-1000")
 }

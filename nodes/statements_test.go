@@ -116,7 +116,7 @@ func planArgs() map[string]sqltext.Args {
 		"interrupted_on": {"workflows": pq.Array([]string{"w", "w"}), "instances": pq.Array([]string{"1", "2"}), "tasks": pq.Array([]string{"t", "t"}),
 			"retention": 7200.0},
 		"note_interruption":      {"node": "a", "at": now},
-		"own_interruptions":      {"node": "a", "window": 3600.0, "retention": 7200.0, "up_to": int64(7)},
+		"own_interruptions":      {"node": "a", "window": 3600.0, "retention": 7200.0},
 		"set_rule":               {"node": "a", "rule": ruleInterrupted, "reason": "one left"},
 		"watched":                nil,
 		"away":                   {"node": "a", "since": now},

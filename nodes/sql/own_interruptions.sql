@@ -1,20 +1,20 @@
 {{/*
-own_interruptions: the signatures of a node's own interruptions that
-count now, newest first (the grader's own): within the window, since its
-grade was last cleared (counts_from: reset-grade, quiet period), on work
-interrupted on no other node within the retention, and graded already or
-graded up to the interruption given (the rest of the batch is judged
-after it).
+own_interruptions: a node's own interruptions that may count (the
+grader's own, read once per node per batch): within the window, since
+its grade was last cleared (counts_from: reset-grade, quiet period), on
+work interrupted on no other node within the retention. Those graded
+already come one row per signature (the newest's time and id); those not
+graded yet one row each, since which of them count depends on the
+interruption of the batch being judged (the grader keeps those up to it).
 
 Parameters (numbered $1, $2, … in the order they first appear):
   node       the node
   window     failover.window, in seconds
   retention  how far back another node's interruption counts, in seconds
-  up_to      the last interruption of the batch that counts
 */ -}}
-SELECT i.workflow, i.task, i.instance FROM {{.Interruptions}} i
-WHERE i.node = {{arg "node"}} AND i.at > now() - make_interval(secs => {{arg "window"}}) AND (i.graded OR i.id <= {{arg "up_to"}})
+SELECT i.workflow, i.task, i.instance, i.graded, max(i.at) AS at, max(i.id) AS id FROM {{.Interruptions}} i
+WHERE i.node = {{arg "node"}} AND i.at > now() - make_interval(secs => {{arg "window"}})
 	AND i.at >= coalesce((SELECT counts_from FROM {{.Grades}} WHERE node = {{arg "node"}}), '-infinity')
 	AND NOT EXISTS (SELECT 1 FROM {{.Interruptions}} j WHERE j.workflow = i.workflow AND j.instance = i.instance
 	                AND j.task = i.task AND j.node <> i.node AND j.at > now() - make_interval(secs => {{arg "retention"}}))
-GROUP BY 1, 2, 3 ORDER BY max(i.at) DESC, max(i.id) DESC
+GROUP BY i.workflow, i.task, i.instance, i.graded, CASE WHEN i.graded THEN 0 ELSE i.id END

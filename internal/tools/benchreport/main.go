@@ -123,6 +123,7 @@ var rows = []row{
 		},
 		func(v float64, m map[string]float64) bool { return v <= m["limit-ms"] }},
 	{"grading a dead engine's expired claims: one pass's batch of 1,000 interruptions of one node, less an idle pass (ms)", "BenchmarkGradeExpiry", "grade-ms-per-1000-interruptions", fixed("—"), nil},
+	{"grading a poison wave: 1,000 instances of a node with 5,000 interruptions in the window interrupted on a second node, one pass, less an idle pass (ms)", "BenchmarkGradeExpiry", "grade-ms-poison-wave-1000", fixed("—"), nil},
 	{"repair throughput, atomic task's default policy (default batch 10000)", "BenchmarkRepair/batch=10000", "rows/s", fixed("—"), nil},
 	{"repair throughput, strategy none", "BenchmarkRepair/batch=10000", "rows/s-strategy-none", fixed("—"), nil},
 	{"repair throughput, a policy that parks every instance", "BenchmarkRepair/batch=10000", "rows/s-policy-parks", fixed("—"), nil},
