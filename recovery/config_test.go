@@ -39,6 +39,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"no event log", Config{DB: db, Fence: fence}, "Config.Events"},
 		{"a nil pool in the interface", Config{DB: (*sqlx.DB)(nil), Fence: fence, Events: events}, "Config.DB"},
 		{"negative batch", Config{DB: db, Fence: fence, Events: events, BatchSize: -1}, "may not be negative"},
+		{"negative settle batch", Config{DB: db, Fence: fence, Events: events, SettleBatchSize: -1}, "may not be negative"},
 		{"misspelt strategy", Config{DB: db, Fence: fence, Events: events, Workflows: withPolicy(Policy{Strategy: "retyr"})},
 			`workflow orders, task ship: on_interrupt strategy "retyr" is not one of`},
 		{"misspelt backoff", Config{DB: db, Fence: fence, Events: events, Workflows: withPolicy(Policy{Strategy: StrategyRetry, Backoff: Backoff{Kind: "expnential"}})},
@@ -49,8 +50,17 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		}
 	}
 	r, err := New(Config{DB: db, Fence: fence, Events: events})
-	if err != nil || r.cfg.BatchSize != DefaultBatchSize || r.cfg.Schema != "enginehealth" {
+	if err != nil || r.cfg.BatchSize != DefaultBatchSize || r.cfg.SettleBatchSize != DefaultBatchSize || r.cfg.Schema != "enginehealth" {
 		t.Fatalf("the defaults: %+v %v", r, err)
+	}
+	// The settle step's batches follow BatchSize, but not below
+	// MinSettleBatchSize: a small BatchSize keeps the engine's rows
+	// locked briefly, and the settle step locks none of them.
+	for _, c := range []struct{ batch, settle, want int }{{1, 0, MinSettleBatchSize}, {5000, 0, 5000}, {1, 3, 3}} {
+		r, err := New(Config{DB: db, Fence: fence, Events: events, BatchSize: c.batch, SettleBatchSize: c.settle})
+		if err != nil || r.cfg.SettleBatchSize != c.want {
+			t.Errorf("batch %d, settle batch %d: settle batch %d (%v), want %d", c.batch, c.settle, r.cfg.SettleBatchSize, err, c.want)
+		}
 	}
 }
 

@@ -69,6 +69,12 @@ func (t Trigger) String() string { return string(t) }
 // SHARE for tens of milliseconds.
 const DefaultBatchSize = 10000
 
+// MinSettleBatchSize is the least SettleBatchSize by default. An outside
+// review ran recovery.batch_size 1 with 17,000 retries at once still
+// open: every idle check pass settled them one transaction each, and
+// took 40–50 s of a 15 s schedule.
+const MinSettleBatchSize = 1000
+
 // Reader reads without a transaction: a pool. It has no Exec, so code of
 // this package writes only in the fenced transactions of Fence.
 type Reader interface {
@@ -87,7 +93,13 @@ type Config struct {
 	Schema    string
 	Workflows []Workflow
 	BatchSize int
-	Log       *slog.Logger
+	// SettleBatchSize bounds the settle step's transactions, which write
+	// only the sidecar's rows (attempts rows, events) and lock no
+	// instance: 0 is BatchSize, but at least MinSettleBatchSize, so that
+	// a small BatchSize (short locks on the engine's rows) does not make
+	// every check pass settle its open cases one transaction each.
+	SettleBatchSize int
+	Log             *slog.Logger
 	// EventRetries reports whether every node of the fleet runs a
 	// release that counts an instance's retries at once from their
 	// events (schema version 17 and later): only then does a retry at
@@ -171,11 +183,14 @@ func New(cfg Config) (*Repairer, error) {
 		return nil, errors.New("recovery: a repairer needs the event log (Config.Events)")
 	case cfg.BatchSize < 0:
 		return nil, fmt.Errorf("recovery: batch size %d may not be negative", cfg.BatchSize)
+	case cfg.SettleBatchSize < 0:
+		return nil, fmt.Errorf("recovery: settle batch size %d may not be negative", cfg.SettleBatchSize)
 	}
 	if err := validPolicies(cfg.Workflows); err != nil {
 		return nil, err
 	}
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.SettleBatchSize = cmp.Or(cfg.SettleBatchSize, max(cfg.BatchSize, MinSettleBatchSize))
 	cfg.Schema = cmp.Or(cfg.Schema, pgdb.DefaultSchema)
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	return &Repairer{

@@ -60,7 +60,7 @@ func setup(t testing.TB) (*Repairer, *sqlx.DB, *leader.Office) {
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
 	events := audit.New("enginehealth")
 	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})), Events: events, Schema: "enginehealth",
-		Workflows: []Workflow{orders, reports}, BatchSize: 2, Log: leadertest.Quiet}))
+		Workflows: []Workflow{orders, reports}, BatchSize: 2, SettleBatchSize: 2, Log: leadertest.Quiet}))
 	return r, db, o
 }
 
@@ -541,7 +541,7 @@ func TestRepairsUUIDIds(t *testing.T) {
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
 	events := audit.New("enginehealth")
 	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
-		Events: events, Schema: "enginehealth", Workflows: []Workflow{docs}, BatchSize: 2, Log: leadertest.Quiet}))
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{docs}, BatchSize: 2, SettleBatchSize: 2, Log: leadertest.Quiet}))
 	ctx := context.Background()
 	res, err := r.Recover(ctx, o, TriggerManual, Scope{}, nil)
 	if err != nil || res.Done() != 5 {
@@ -599,7 +599,7 @@ func TestCursorByMax(t *testing.T) {
 			o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
 			events := audit.New("enginehealth")
 			r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
-				Events: events, Schema: "enginehealth", Workflows: []Workflow{items}, BatchSize: 2, Log: leadertest.Quiet}))
+				Events: events, Schema: "enginehealth", Workflows: []Workflow{items}, BatchSize: 2, SettleBatchSize: 2, Log: leadertest.Quiet}))
 			var maxIDs []bool
 			r.onBatch = func(m batchMode) { maxIDs = append(maxIDs, m.maxID) }
 			res, err := r.Recover(context.Background(), o, TriggerManual, Scope{}, nil)
@@ -645,7 +645,7 @@ func TestBatchOfOneGoesOnPastTheEmptyID(t *testing.T) {
 	o := leadertest.Office(t, db, etcd.Endpoint, "enginehealth", "m")
 	events := audit.New("enginehealth")
 	r := testkit.Must(New(Config{DB: db, Fence: testkit.Must(leader.NewFence(leader.FenceConfig{DB: db, Schema: "enginehealth", Events: events})),
-		Events: events, Schema: "enginehealth", Workflows: []Workflow{items}, BatchSize: 1, Log: leadertest.Quiet}))
+		Events: events, Schema: "enginehealth", Workflows: []Workflow{items}, BatchSize: 1, SettleBatchSize: 1, Log: leadertest.Quiet}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	batches := 0

@@ -82,7 +82,7 @@ func (r *Repairer) Settle(ctx context.Context, o *leader.Office, run int64, swee
 				if err != nil {
 					return out, fmt.Errorf("settle %s.%s: %w", w.Name, t.Name, err)
 				}
-				if n < r.cfg.BatchSize {
+				if n < r.cfg.SettleBatchSize {
 					break
 				}
 				after = &last
@@ -183,7 +183,7 @@ func (r *Repairer) settleTaskEvents(ctx context.Context, o *leader.Office, run i
 		looked += b.looked
 	}
 	for len(recheck) > 0 {
-		chunk := recheck[:min(len(recheck), r.cfg.BatchSize)]
+		chunk := recheck[:min(len(recheck), r.cfg.SettleBatchSize)]
 		recheck = recheck[len(chunk):]
 		b, err := r.settleEventsBatch(ctx, o, run, w, t, idType, eventsPick{open: chunk})
 		if err != nil {
@@ -197,7 +197,7 @@ func (r *Repairer) settleTaskEvents(ctx context.Context, o *leader.Office, run i
 			return sc, err
 		}
 		add(b)
-		if b.looked < r.cfg.BatchSize {
+		if b.looked < r.cfg.SettleBatchSize {
 			break
 		}
 		after = b.last
@@ -342,7 +342,7 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, p event
 	}
 	sl := eventsSlots{settleSlots: ss, KindRepair: pq.QuoteLiteral(string(audit.KindRepair)), HistoryJoin: hj, OpenCase: open, Open: p.open != nil}
 	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "after": p.after,
-		"batch_size": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
+		"batch_size": r.cfg.SettleBatchSize, "ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed,
 		"run": run, "horizon_ms": r.caseHorizon.Milliseconds()}
 	if p.open != nil {
 		args["open"] = pq.Array(p.open)
@@ -352,7 +352,7 @@ func (r *Repairer) renderSettleEvents(w Workflow, t Task, idType string, p event
 	return settleEventsSQL.Render(sl, args)
 }
 
-// settleBatch settles up to BatchSize retried rows of task t after the
+// settleBatch settles up to SettleBatchSize retried rows of task t after the
 // instance after (nil: from the first), in one fenced transaction; it
 // returns how many rows it looked at and the last one.
 func (r *Repairer) settleBatch(ctx context.Context, o *leader.Office, run int64, w Workflow, t Task, idType string, after *string, sc *SettleCounts) (int, string, error) {
@@ -406,7 +406,7 @@ func (r *Repairer) renderSettleBatch(w Workflow, t Task, idType string, after *s
 	if err != nil {
 		return sqltext.Statement{}, err
 	}
-	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "batch_size": r.cfg.BatchSize,
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "batch_size": r.cfg.SettleBatchSize,
 		"ends": pq.Array(t.Ends), "begin": t.Begin, "interim": t.Interim, "failed": t.Failed, "run": run}
 	if after != nil {
 		args["after"] = *after
@@ -453,7 +453,7 @@ type parkedCursor struct{ at, instance string }
 // so it waits for the sweeps, which are costly anyway. A row whose
 // instance reached an end state ends succeeded (a later case of the task
 // counts from 0; ended_parked: statistics count it cancelled, its retry
-// or hold never ran), any other cancelled. A pass looks at up to BatchSize
+// or hold never ran), any other cancelled. A pass looks at up to SettleBatchSize
 // rows of each state: with more, the next goes on where it stopped.
 // idType is the workflow's id type, read on first need. It returns how
 // many holds it closed.
@@ -514,7 +514,7 @@ func (r *Repairer) settleParked(ctx context.Context, o *leader.Office, run int64
 			return 0, err
 		}
 	}
-	if n < r.cfg.BatchSize {
+	if n < r.cfg.SettleBatchSize {
 		next = parkedCursor{} // all looked at: the next pass starts over
 	}
 	r.mu.Lock()
@@ -561,7 +561,7 @@ func (r *Repairer) renderSettleParked(w Workflow, t Task, idType, state string, 
 	if state == AttemptWaiting {
 		sl.Waiting, sl.Order, sl.Kind, what = true, "next_attempt_at", pq.QuoteLiteral(string(audit.KindRetryCancelled)), "retry cancelled"
 	}
-	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "limit": r.cfg.BatchSize, "ends": pq.Array(t.Ends), "what": what}
+	args := sqltext.Args{"workflow": w.Name, "task": t.Name, "limit": r.cfg.SettleBatchSize, "ends": pq.Array(t.Ends), "what": what}
 	if sl.Cursor {
 		args["cursor_at"], args["cursor_instance"] = cur.at, cur.instance
 	}

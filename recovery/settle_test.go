@@ -37,7 +37,7 @@ func TestSettle(t *testing.T) {
 		UPDATE app.orders SET status = 'ShipFailed' WHERE id IN (4, 7);
 		UPDATE app.orders SET status = 'Delivered' WHERE id = 5;
 		DELETE FROM app.orders WHERE id = 6`)
-	f.r.cfg.BatchSize = 2 // several batches
+	f.r.cfg.BatchSize, f.r.cfg.SettleBatchSize = 2, 2 // several batches
 	sc, err := f.r.Settle(ctx, f.o, 0, true)
 	if err != nil {
 		t.Fatal(err)
