@@ -34,10 +34,20 @@ func (p *Ops) reads() *recovery.Repairer {
 	return p.Recovery
 }
 
-func (p *Ops) office() (*leader.Office, error) {
+// officeWait is how long an operator's command waits for this node's
+// office to be trusted before it is refused (503, try again): a late
+// heartbeat on a busy host, or an unanswered etcd keep-alive, passes
+// within it (a fresh-clone test run saw a recover refused for a heartbeat
+// 445 ms old against a limit of 400 ms).
+const officeWait = 2 * time.Second
+
+func (p *Ops) office(ctx context.Context) (*leader.Office, error) {
 	o := p.Elector.Office()
 	if o == nil {
 		return nil, ErrNotMaster
+	}
+	if err := o.AwaitTrusted(ctx, officeWait); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -53,7 +63,7 @@ type CheckRequest struct {
 
 // Check runs a CheckEngineHealth pass now (trigger manual).
 func (p *Ops) Check(ctx context.Context, req CheckRequest) (CheckResult, error) {
-	o, err := p.office()
+	o, err := p.office(ctx)
 	if err != nil {
 		return CheckResult{}, err
 	}
@@ -66,7 +76,7 @@ func (p *Ops) Check(ctx context.Context, req CheckRequest) (CheckResult, error) 
 // Pause stops automatic repair cluster-wide until Resume (see Pause);
 // ErrPaused when paused already.
 func (p *Ops) Pause(ctx context.Context, by audit.By, reason string) (Pause, error) {
-	o, err := p.office()
+	o, err := p.office(ctx)
 	if err != nil {
 		return Pause{}, err
 	}
@@ -76,7 +86,7 @@ func (p *Ops) Pause(ctx context.Context, by audit.By, reason string) (Pause, err
 // Resume lets automatic repair go on; the next pass catches up.
 // ErrNotPaused when not paused.
 func (p *Ops) Resume(ctx context.Context, by audit.By, reason string) (Pause, error) {
-	o, err := p.office()
+	o, err := p.office(ctx)
 	if err != nil {
 		return Pause{}, err
 	}
@@ -90,7 +100,7 @@ func (p *Ops) PauseState(ctx context.Context) (Pause, error) {
 
 // Recover runs a recovery run now (trigger manual) over scope.
 func (p *Ops) Recover(ctx context.Context, sc recovery.Scope) (recovery.Result, error) {
-	o, err := p.office()
+	o, err := p.office(ctx)
 	if err != nil {
 		return recovery.Result{}, err
 	}
@@ -125,7 +135,7 @@ func (p *Ops) Waiting(ctx context.Context, workflow string, limit int) ([]recove
 
 // DecideHolds applies an operator's decision to holds.
 func (p *Ops) DecideHolds(ctx context.Context, d recovery.HoldDecision) (recovery.HoldResult, error) {
-	o, err := p.office()
+	o, err := p.office(ctx)
 	if err != nil {
 		return recovery.HoldResult{}, err
 	}
@@ -136,7 +146,7 @@ func (p *Ops) DecideHolds(ctx context.Context, d recovery.HoldDecision) (recover
 // check interval is left to the check, unless the cluster is paused (the
 // check runs no retry then).
 func (p *Ops) Retry(ctx context.Context, m recovery.ManualRetry) (recovery.RetryResult, error) {
-	o, err := p.office()
+	o, err := p.office(ctx)
 	if err != nil {
 		return recovery.RetryResult{}, err
 	}

@@ -175,6 +175,35 @@ func (o *Office) Trusted() error {
 	return nil
 }
 
+// AwaitTrusted waits up to max for the office to be trusted (Trusted
+// nil), and returns Trusted's answer then; it stops waiting when the office
+// ends or ctx is done. For an operator's command, which would rather wait
+// a moment than be refused: on a starved host the node's own heartbeat
+// (the gate) can be late by a few tens of milliseconds, and the office
+// cannot act until the next one.
+func (o *Office) AwaitTrusted(ctx context.Context, max time.Duration) error {
+	const poll = 20 * time.Millisecond
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		err := o.Trusted()
+		if err == nil || o.ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return o.Trusted()
+		case <-ctx.Done():
+			return err
+		case <-o.ctx.Done():
+			return o.Trusted()
+		}
+	}
+}
+
 // mayTakeOffice is Trusted without the wait for earlier holders: taking
 // office (recording the term, which fences every earlier master's writes)
 // does not wait.

@@ -362,6 +362,23 @@ func TestGateWithdrawsTrust(t *testing.T) {
 	if err := o.Trusted(); err != nil {
 		t.Fatalf("trust not back with a healthy gate: %v", err)
 	}
+
+	// AwaitTrusted: an operator's command waits for the gate to pass
+	// again, within its bound; past it, it gets the refusal.
+	a.gate.Store(&sick)
+	if err := o.AwaitTrusted(context.Background(), 50*time.Millisecond); !errors.Is(err, ErrNotTrusted) {
+		t.Fatalf("awaiting trust with the gate failing: %v, want ErrNotTrusted", err)
+	}
+	healed := make(chan struct{})
+	go func() {
+		defer close(healed)
+		<-time.After(200 * time.Millisecond) // the next heartbeat, late
+		a.gate.Store(nil)
+	}()
+	if err := o.AwaitTrusted(context.Background(), 10*time.Second); err != nil {
+		t.Fatalf("awaiting trust while the gate heals: %v", err)
+	}
+	<-healed
 }
 
 // TestTakeOfficeWaitsForFencedWrite: a new term cannot be recorded while
