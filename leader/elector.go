@@ -175,15 +175,15 @@ func (o *Office) Trusted() error {
 	return nil
 }
 
-// AwaitTrusted waits up to max for the office to be trusted (Trusted
+// AwaitTrusted waits up to wait for the office to be trusted (Trusted
 // nil), and returns Trusted's answer then; it stops waiting when the office
 // ends or ctx is done. For an operator's command, which would rather wait
 // a moment than be refused: on a starved host the node's own heartbeat
 // (the gate) can be late by a few tens of milliseconds, and the office
 // cannot act until the next one.
-func (o *Office) AwaitTrusted(ctx context.Context, max time.Duration) error {
+func (o *Office) AwaitTrusted(ctx context.Context, wait time.Duration) error {
 	const poll = 20 * time.Millisecond
-	deadline := time.NewTimer(max)
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
