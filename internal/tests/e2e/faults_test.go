@@ -47,6 +47,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/enginehealth/enginehealth/internal/infra/pgdb"
 	"github.com/enginehealth/enginehealth/internal/testkit/etcdtest"
 	"github.com/enginehealth/enginehealth/internal/testkit/faultproxy"
 	"github.com/enginehealth/enginehealth/internal/testkit/pgtest"
@@ -1245,10 +1246,19 @@ func (r *faultRun) afterFailover(kind string, old *pgtest.Server, writable time.
 	names := slices.DeleteFunc(r.names(), func(n string) bool {
 		return slices.ContainsFunc(gone, func(s *sidecar) bool { return s.name == n })
 	})
+	// Watched through a pool of its own, opened now: the harness's pool
+	// may hold a connection the failover left hanging (a run saw every
+	// node log its heartbeat back 2.1 s after the promotion, and this
+	// watch see it 7.6 s after: the watch's stall, not the nodes').
+	obs, err := pgdb.Open(pgdb.Config{DSN: r.c.dsn, ConnectTimeout: harnessConnectTimeout})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer func() { _ = obs.Close() }()
 	var took time.Duration
 	for deadline := writable.Add(60 * time.Second); ; pause(20 * time.Millisecond) {
 		var n int
-		err := r.c.db.Get(&n, `SELECT count(*) FROM enginehealth.nodes WHERE name = ANY($1) AND last_active >= $2`, pq.Array(names), writable)
+		err := obs.Get(&n, `SELECT count(*) FROM enginehealth.nodes WHERE name = ANY($1) AND last_active >= $2`, pq.Array(names), writable)
 		if err == nil && n == len(names) {
 			took = time.Since(writable)
 			break
