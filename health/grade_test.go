@@ -747,6 +747,30 @@ func TestGradeOneNodeManyInterruptions(t *testing.T) {
 		FROM enginehealth.node_grades g WHERE node = 'n1'`).Scan(&last, &newest); err != nil || !last.Equal(newest) {
 		t.Fatalf("last interruption %v, want the newest %v (%v)", last, newest, err)
 	}
+
+	// Then n2's 1,000, with n1 ERROR: the cap (0.34 of 3 nodes) holds n2
+	// at WARNING, and its row follows its latest case; written a few
+	// times, not twice per interruption (a second review saw 10,000
+	// capped interruptions make passes of 12-14 s).
+	r.b.db.MustExec(`UPDATE public.grade_writes SET n = 0`)
+	r.b.db.MustExec(`INSERT INTO enginehealth.interruptions (at, run_id, node, workflow, task, instance)
+		SELECT now() - make_interval(secs => 1000 - i), 0, 'n2', 'invoice', 'send', (10000 + i)::text FROM generate_series(1, 1000) i`)
+	ch = r.pass()
+	if len(ch) != 2 || ch[0].To != nodes.GradeWarning || ch[1].To != nodes.GradeWarning || !strings.Contains(ch[1].Reason, "kept at WARNING") {
+		t.Fatalf("n2's grade changes %+v, want WARNING, then WARNING kept by the cap", ch)
+	}
+	if err := r.b.db.Get(&writes, `SELECT n FROM public.grade_writes`); err != nil {
+		t.Fatal(err)
+	}
+	// The row made, WARNING, WARNING (capped), its latest case, the
+	// latest interruption noted, the watch ended (no such instance).
+	if writes > 6 {
+		t.Fatalf("grading 1,000 capped interruptions of one node wrote its grade row %d times, want at most 6", writes)
+	}
+	var sig string
+	if err := r.b.db.Get(&sig, `SELECT instance FROM enginehealth.node_grades WHERE node = 'n2'`); err != nil || sig != "11000" {
+		t.Fatalf("n2's grade names %q (%v), want its latest case 11000", sig, err)
+	}
 }
 
 // BenchmarkGradeExpiry: a dead engine's claims expire by the thousand:

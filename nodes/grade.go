@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -178,6 +179,20 @@ type grader struct {
 	rows  map[string]*gradeRow
 	notes map[string]time.Time
 	owns  map[string]*owned
+	// Also while a batch is graded: the rewrites of a grade row that
+	// change no grade (a node held at WARNING by the cap following its
+	// latest case, a grade renamed after a poison instance), written once
+	// per node at the batch's end, the last one standing; and the
+	// nodes' error counts of raise, read again only after a grade row
+	// was written.
+	rewrites map[string]sqltext.Args
+	counts   map[string]errorCount
+}
+
+// errorCount is count_errors's answer.
+type errorCount struct {
+	Errors int `db:"errors"`
+	Total  int `db:"total"`
 }
 
 // Grade judges the interruptions recorded since the last call, watches
@@ -255,15 +270,27 @@ func (g *grader) set(r gradeRow, to, rule string, sig *Signature, reason string,
 }
 
 // update writes r's grade row as set does, without an event; changed
-// moves its changed_at to now.
+// moves its changed_at to now. Within a batch, a rewrite that changes no
+// grade (not changed: the grade it writes is the row's) waits for the
+// batch's end, where only each node's last one is written; any other
+// write of the row supersedes it (it writes every column the rewrite
+// would).
 func (g *grader) update(r gradeRow, to, rule string, sig *Signature, reason string, watching, changed bool) error {
 	var wf, task, inst *string
 	if sig != nil {
 		wf, task, inst = &sig.Workflow, &sig.Task, &sig.Instance
 	}
-	if _, err := g.s.sql.updateGrade.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "grade": to, "workflow": wf, "task": task, "instance": inst,
-		"reason": reason, "watching": watching, "rule": rule, "changed": changed}); err != nil {
-		return err
+	args := sqltext.Args{"node": r.Node, "grade": to, "workflow": wf, "task": task, "instance": inst,
+		"reason": reason, "watching": watching, "rule": rule, "changed": changed}
+	switch {
+	case !changed && to == r.Grade && g.rewrites != nil:
+		g.rewrites[r.Node] = args
+	default:
+		delete(g.rewrites, r.Node)
+		if _, err := g.s.sql.updateGrade.Exec(g.ctx, g.tx, args); err != nil {
+			return err
+		}
+		clear(g.counts) // a grade may have changed: count again
 	}
 	// As update_grade wrote it (changed_at aside: grading interruptions
 	// does not read it; the watch reads the rows again).
@@ -277,21 +304,37 @@ func (g *grader) update(r gradeRow, to, rule string, sig *Signature, reason stri
 	return nil
 }
 
+// rewrite writes node's pending rewrite, if any (before a statement that
+// writes only some of its row's columns, and at the batch's end).
+func (g *grader) rewrite(node string) error {
+	args, ok := g.rewrites[node]
+	if !ok {
+		return nil
+	}
+	delete(g.rewrites, node)
+	_, err := g.s.sql.updateGrade.Exec(g.ctx, g.tx, args)
+	return err
+}
+
 func valid(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
 
 // raise makes r ERROR, unless that would put more than MaxErrorFraction
 // of the nodes in ERROR: then r stays WARNING for sig (watching it if
 // watching).
 func (g *grader) raise(r gradeRow, rule string, sig Signature, reason string, watching bool) error {
-	var c struct {
-		Errors int `db:"errors"`
-		Total  int `db:"total"`
-	}
 	// The nodes: every record, and every node graded WARNING or ERROR
 	// without one (it shut down cleanly: its grade stays and comes back
-	// with it), this one included.
-	if err := g.s.sql.countErrors.Get(g.ctx, g.tx, &c, sqltext.Args{"node": r.Node}); err != nil {
-		return err
+	// with it), this one included. Within a batch, read again only after
+	// a grade row was written (a node held at WARNING by the cap would
+	// count them once per interruption).
+	c, ok := g.counts[r.Node]
+	if !ok {
+		if err := g.s.sql.countErrors.Get(g.ctx, g.tx, &c, sqltext.Args{"node": r.Node}); err != nil {
+			return err
+		}
+		if g.counts != nil {
+			g.counts[r.Node] = c
+		}
 	}
 	if float64(c.Errors+1) > g.cfg.MaxErrorFraction*float64(c.Total)+1e-9 {
 		why := fmt.Sprintf("%s; kept at WARNING: %d of %d nodes are ERROR already and failover.max_error_fraction is %g",
@@ -324,7 +367,8 @@ func (g *grader) interruptions() error {
 		return err
 	}
 	g.rows, g.notes, g.owns = map[string]*gradeRow{}, map[string]time.Time{}, map[string]*owned{}
-	defer func() { g.rows, g.notes, g.owns = nil, nil, nil }()
+	g.rewrites, g.counts = map[string]sqltext.Args{}, map[string]errorCount{}
+	defer func() { g.rows, g.notes, g.owns, g.rewrites, g.counts = nil, nil, nil, nil, nil }()
 	ids := make([]int64, 0, len(ps))
 	for _, p := range ps {
 		ids = append(ids, p.ID)
@@ -332,12 +376,14 @@ func (g *grader) interruptions() error {
 			return err
 		}
 	}
-	nodes := make([]string, 0, len(g.notes))
-	for n := range g.notes {
-		nodes = append(nodes, n)
+	// The grade rows are locked already; sorted, the statements come in
+	// the same order each time.
+	for _, n := range slices.Sorted(maps.Keys(g.rewrites)) {
+		if err := g.rewrite(n); err != nil {
+			return err
+		}
 	}
-	slices.Sort(nodes) // the grade rows are locked already; the order only makes the statements' the same each time
-	for _, n := range nodes {
+	for _, n := range slices.Sorted(maps.Keys(g.notes)) {
 		if _, err := g.s.sql.noteInterruption.Exec(g.ctx, g.tx, sqltext.Args{"node": n, "at": g.notes[n]}); err != nil {
 			return err
 		}
@@ -453,6 +499,9 @@ func (g *grader) withdraw(node string, p interruption, on []string) error {
 	case count == 1 && r.Grade == GradeWarning && cur == last:
 		// Held by the cap for last and sig: a plain WARNING for last
 		// now, its watch going on as it was.
+		if err := g.rewrite(r.Node); err != nil {
+			return err
+		}
 		if _, err := g.s.sql.setRule.Exec(g.ctx, g.tx, sqltext.Args{"node": r.Node, "rule": ruleInterrupted,
 			"reason": fmt.Sprintf("%s; one interruption of its own is left: %s", why, last)}); err != nil {
 			return err
