@@ -221,7 +221,8 @@ func (s *Store) Grade(ctx context.Context, tx *leader.Tx, cfg GradeConfig, m Mas
 }
 
 // load returns node's grade row, locked, creating a NORMAL one; read
-// from the database once per batch, then as the grader wrote it.
+// from the database once per batch, then as the grader wrote it (called
+// only while a batch is graded: interruption and withdraw).
 func (g *grader) load(node string) (gradeRow, error) {
 	if r, ok := g.rows[node]; ok {
 		return *r, nil
@@ -233,9 +234,7 @@ func (g *grader) load(node string) (gradeRow, error) {
 	if err := g.s.sql.lockGrade.Get(g.ctx, g.tx, &r, sqltext.Args{"node": node}); err != nil {
 		return r, err
 	}
-	if g.rows != nil {
-		g.rows[node] = &r
-	}
+	g.rows[node] = &r
 	return r, nil
 }
 
@@ -549,11 +548,10 @@ func (g *grader) own(node string, upTo int64) (int, Signature, error) {
 			return 0, Signature{}, err
 		}
 		o = newOwned(rows)
-		if g.owns != nil {
-			g.owns[node] = o
-		}
+		g.owns[node] = o
 	}
-	return o.upTo(upTo)
+	n, last := o.upTo(upTo)
+	return n, last, nil
 }
 
 // ownRow is a row of own_interruptions.
@@ -608,7 +606,7 @@ func newOwned(rows []ownRow) *owned {
 
 // upTo is own's answer: the graded signatures, and those of the pending
 // interruptions up to id.
-func (o *owned) upTo(id int64) (int, Signature, error) {
+func (o *owned) upTo(id int64) (int, Signature) {
 	n := len(o.graded)
 	top, key, has := o.top, o.graded[o.top], n > 0
 	touched := map[Signature]newest{}
@@ -630,7 +628,7 @@ func (o *owned) upTo(id int64) (int, Signature, error) {
 			top, key, has = sig, k, true
 		}
 	}
-	return n, top, nil
+	return n, top
 }
 
 // watchable says whether a WARNING given back for an earlier interruption

@@ -26,16 +26,16 @@ func TestOwnedUpTo(t *testing.T) {
 	}{
 		{0, 2, b}, {4, 2, b}, {5, 3, b}, {6, 3, a}, {7, 3, a},
 	} {
-		n, top, err := o.upTo(tc.upTo)
-		if err != nil || n != tc.n || top != tc.top {
-			t.Errorf("up to %d: %d, newest %v (%v); want %d, newest %v", tc.upTo, n, top, err, tc.n, tc.top)
+		n, top := o.upTo(tc.upTo)
+		if n != tc.n || top != tc.top {
+			t.Errorf("up to %d: %d, newest %v; want %d, newest %v", tc.upTo, n, top, tc.n, tc.top)
 		}
 	}
 	none := newOwned([]ownRow{{Signature: c, At: at(1), ID: 9}})
-	if n, top, _ := none.upTo(8); n != 0 || top != (Signature{}) {
+	if n, top := none.upTo(8); n != 0 || top != (Signature{}) {
 		t.Errorf("nothing graded, the batch's interruption after: %d %v, want none", n, top)
 	}
-	if n, top, _ := none.upTo(9); n != 1 || top != c {
+	if n, top := none.upTo(9); n != 1 || top != c {
 		t.Errorf("nothing graded, the batch's interruption up to: %d %v, want c", n, top)
 	}
 }
